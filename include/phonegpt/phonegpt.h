@@ -1,0 +1,425 @@
+/*
+ * libphonegpt: train, fine-tune, evaluate and sample small GPT models on a phone's CPU.
+ *
+ * This header is the whole public API and its manual. It is plain C (C99) and stable:
+ *
+ *  - Handles are opaque. Creation functions return the handle through an out-parameter and
+ *    a status; every pg_*_free(NULL) is a no-op.
+ *  - Every call returns a pg_status. No call aborts, asserts or exits on bad input: a bad
+ *    argument, file or text gives a status and a message. The message of the last failed call
+ *    is kept per handle (pg_model_last_error, ...) and per thread (pg_last_error), the latter
+ *    covering calls that fail before a handle exists.
+ *  - Option structs are passed by pointer, start with a `struct_size` field and have a
+ *    *_default() initialiser. Set struct_size = sizeof(struct) (the initialiser does); the
+ *    library reads only the fields that the caller's struct_size covers and uses defaults for
+ *    the rest, so adding fields at the end never breaks a compiled caller.
+ *  - Strings are UTF-8 and NUL-terminated unless a length is given. Token ids are int32_t.
+ *  - Thread-safety: a handle may be used by one thread at a time unless a declaration says
+ *    otherwise. A model may be read by many threads at once (evaluation, sampling) as long as
+ *    no trainer is stepping it. Distinct handles are independent.
+ *
+ * Model vs trainer: a pg_model holds the configuration and the weights and is read-only to
+ * evaluation and sampling. A pg_trainer holds everything that training mutates besides the
+ * weights (gradients, AdamW moments, step, RNG and data-sampler state); it borrows its model,
+ * which must outlive it, and is the only thing that writes the model's weights.
+ */
+#ifndef PHONEGPT_H
+#define PHONEGPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#  if defined(PHONEGPT_BUILDING)
+#    define PG_API __declspec(dllexport)
+#  else
+#    define PG_API
+#  endif
+#else
+#  define PG_API __attribute__((visibility("default")))
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
+/* Versions                                                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+#define PG_VERSION_MAJOR 0
+#define PG_VERSION_MINOR 1
+#define PG_VERSION_PATCH 0
+/* major*10000 + minor*100 + patch, comparable with pg_version_number(). */
+#define PG_VERSION_NUMBER (PG_VERSION_MAJOR * 10000 + PG_VERSION_MINOR * 100 + PG_VERSION_PATCH)
+
+/* The version of the library actually loaded (may differ from the header's). */
+PG_API unsigned pg_version_number(void);
+/* "0.1.0"; static storage, never NULL. */
+PG_API const char* pg_version_string(void);
+/* The instruction set the kernels dispatched to on this CPU: "avx512bw", "fma3+avx2", "sse2",
+ * "arm64+neon", ...; static storage, never NULL. */
+PG_API const char* pg_simd_arch(void);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Status codes (values are pinned: never renumbered)                                         */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef enum pg_status {
+    PG_OK = 0,
+    PG_ERR_INVALID_ARGUMENT = 1,   /* NULL, out of range or inconsistent argument */
+    PG_ERR_OUT_OF_MEMORY = 2,      /* an allocation failed; nothing was changed */
+    PG_ERR_IO = 3,                 /* open/read/write/fsync/rename failed (message has errno text) */
+    PG_ERR_FORMAT = 4,             /* a file or buffer is malformed (message names what and where) */
+    PG_ERR_VERSION = 5,            /* a file's format version is newer than this library reads */
+    PG_ERR_CHECKSUM = 6,           /* stored and computed checksums differ */
+    PG_ERR_GEOMETRY = 7,           /* shapes/configurations that must agree do not (names both) */
+    PG_ERR_TOKENIZE = 8,           /* text that the tokenizer cannot encode (message has position) */
+    PG_ERR_CANCELLED = 9,          /* a callback asked to stop; the state is consistent */
+    PG_ERR_STATE = 10,             /* the call is not valid in the handle's current state */
+    PG_ERR_BUFFER_TOO_SMALL = 11,  /* an output buffer is too small; the needed size is reported */
+    PG_ERR_UNSUPPORTED = 12,       /* a valid request this build cannot serve (e.g. no zstd) */
+    PG_ERR_INTERNAL = 13           /* a bug in libphonegpt: please report the message */
+} pg_status;
+
+/* "PG_OK", "PG_ERR_INVALID_ARGUMENT", ...; "PG_ERR_UNKNOWN" for other values. Never NULL. */
+PG_API const char* pg_status_name(pg_status status);
+
+/* The message of the last failed call on this thread ("" if none). Valid until the next
+ * libphonegpt call on this thread. */
+PG_API const char* pg_last_error(void);
+
+/* Progress callbacks: return 0 to go on, non-zero to stop (the call then returns
+ * PG_ERR_CANCELLED). `done` and `total` are in the unit the calling function documents. */
+typedef int (*pg_progress_fn)(void* user, int64_t done, int64_t total);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Tokenizers                                                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct pg_tokenizer pg_tokenizer;
+
+typedef enum pg_tokenizer_kind {
+    PG_TOKENIZER_CHAR = 1   /* one token per Unicode code point, vocabulary = sorted set */
+    /* 2 is reserved for byte-level BPE (GPT-2 style). */
+} pg_tokenizer_kind;
+
+/* Builds a character tokenizer from `text` (UTF-8, `len` bytes): the vocabulary is the sorted
+ * set of its code points (id order = code point order). Invalid UTF-8 is PG_ERR_TOKENIZE with
+ * the byte offset. The text is not retained. */
+PG_API pg_status pg_tokenizer_create_char(const char* text, size_t len, pg_tokenizer** out);
+/* Restores a tokenizer from the bytes pg_tokenizer_serialize produced. */
+PG_API pg_status pg_tokenizer_deserialize(const void* data, size_t len, pg_tokenizer** out);
+PG_API void pg_tokenizer_free(pg_tokenizer* tok);
+
+PG_API pg_status pg_tokenizer_kind_of(const pg_tokenizer* tok, pg_tokenizer_kind* out);
+PG_API pg_status pg_tokenizer_vocab_size(const pg_tokenizer* tok, int32_t* out);
+
+/* Encodes UTF-8 text. Writes at most `capacity` ids to `ids` and the number of ids the whole
+ * text needs to *n_ids; if capacity is too small returns PG_ERR_BUFFER_TOO_SMALL (call with
+ * ids = NULL, capacity = 0 to size). A character outside the vocabulary is PG_ERR_TOKENIZE
+ * naming the character and its byte offset: never a silent substitution. */
+PG_API pg_status pg_tokenizer_encode(pg_tokenizer* tok, const char* text, size_t len,
+                                     int32_t* ids, size_t capacity, size_t* n_ids);
+/* Decodes ids to UTF-8 into `text` (capacity bytes, NUL-terminated when it fits); *len gets
+ * the byte length without the NUL. An id outside the vocabulary is PG_ERR_INVALID_ARGUMENT.
+ * Sizing works as for encode (the NUL needs one more byte). */
+PG_API pg_status pg_tokenizer_decode(pg_tokenizer* tok, const int32_t* ids, size_t n_ids,
+                                     char* text, size_t capacity, size_t* len);
+/* Serialises the tokenizer (kind, version, vocabulary) into `data`; sizing as for encode. */
+PG_API pg_status pg_tokenizer_serialize(pg_tokenizer* tok, void* data, size_t capacity,
+                                        size_t* len);
+PG_API const char* pg_tokenizer_last_error(const pg_tokenizer* tok);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Data                                                                                       */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Splits `n` items at floor(n * train_fraction): the train part is [0, *n_train), the
+ * validation part [*n_train, n). PhoneGPT: 1,115,394 chars at 0.9 -> 1,003,854 / 111,540. */
+PG_API pg_status pg_split_index(size_t n, double train_fraction, size_t* n_train);
+
+/* Reads a whole file into a malloc'd buffer that the caller releases with pg_buffer_free. */
+PG_API pg_status pg_read_file(const char* path, char** data, size_t* len);
+PG_API void pg_buffer_free(void* buffer);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Models                                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct pg_model pg_model;
+
+/* GPT-2 architecture: learned positions, pre-LayerNorm blocks, causal multi-head attention,
+ * 4x MLP with tanh GELU, biases everywhere, final LayerNorm, head tied to the token
+ * embedding. Rows vocab_size..padded_vocab_size-1 of the embedding are padding: they are
+ * never predicted (their logits are excluded from the softmax) and never looked up. */
+typedef struct pg_model_config {
+    uint32_t struct_size;
+    int32_t n_layer;            /* >= 1 */
+    int32_t n_head;             /* >= 1, divides n_embd */
+    int32_t n_embd;             /* channels, >= 1 */
+    int32_t n_ctx;              /* maximum sequence length, >= 1 */
+    int32_t vocab_size;         /* >= 2 */
+    int32_t padded_vocab_size;  /* >= vocab_size; 0 = round vocab_size up to a multiple of 4 */
+    float layernorm_eps;        /* 1e-5 */
+} pg_model_config;
+
+/* Fills the PhoneGPT preset: 6 layers, 4 heads, width 128, context 128, vocab 65 padded to 68
+ * (1,214,976 parameters). */
+PG_API void pg_model_config_default(pg_model_config* config);
+/* Named presets: "phonegpt" (the default above), "tiny" (2 layers, 2 heads, width 16,
+ * context 16, vocab 65 padded to 68: for tests). Unknown names are PG_ERR_INVALID_ARGUMENT. */
+PG_API pg_status pg_model_config_preset(const char* name, pg_model_config* config);
+/* Checks a configuration; the message names the first bad field. */
+PG_API pg_status pg_model_config_validate(const pg_model_config* config);
+/* Number of parameters for a configuration (including padding rows); 0 if invalid. */
+PG_API int64_t pg_model_config_num_params(const pg_model_config* config);
+
+/* Creates a model with GPT-2 initialisation from `seed`: weights ~ N(0, 0.02), residual
+ * projections (attn.c_proj, mlp.c_proj) ~ N(0, 0.02/sqrt(2*n_layer)), biases 0, LayerNorm
+ * gains 1, padding rows 0. Same seed, same weights, on every machine. */
+PG_API pg_status pg_model_create(const pg_model_config* config, uint64_t seed, pg_model** out);
+PG_API void pg_model_free(pg_model* model);
+PG_API const char* pg_model_last_error(const pg_model* model);
+
+PG_API pg_status pg_model_get_config(const pg_model* model, pg_model_config* config);
+PG_API pg_status pg_model_num_params(const pg_model* model, int64_t* out);
+
+/* The tokenizer that belongs to the model (saved and loaded with it). The model keeps its own
+ * copy; set replaces it (its vocabulary must equal the model's vocab_size). get returns a
+ * borrowed pointer valid while the model lives and its tokenizer is not replaced, or NULL
+ * through *tok if the model has none. */
+PG_API pg_status pg_model_set_tokenizer(pg_model* model, const pg_tokenizer* tok);
+PG_API pg_status pg_model_get_tokenizer(const pg_model* model, pg_tokenizer** tok);
+
+/* Parameters are named tensors in one allocation. Names follow Hugging Face GPT-2 without the
+ * "transformer." prefix: "wte" [padded_vocab, C], "wpe" [n_ctx, C], "h.{i}.ln_1.weight" [C],
+ * "h.{i}.ln_1.bias", "h.{i}.attn.c_attn.weight" [3C, C], "h.{i}.attn.c_attn.bias" [3C],
+ * "h.{i}.attn.c_proj.weight" [C, C], "h.{i}.attn.c_proj.bias", "h.{i}.ln_2.*",
+ * "h.{i}.mlp.c_fc.weight" [4C, C], "h.{i}.mlp.c_fc.bias" [4C], "h.{i}.mlp.c_proj.weight"
+ * [C, 4C], "h.{i}.mlp.c_proj.bias" [C], "ln_f.weight", "ln_f.bias". Linear weights are
+ * [out, in] (Hugging Face's Conv1D stores the transpose). */
+#define PG_MAX_DIMS 4
+typedef struct pg_tensor_info {
+    uint32_t struct_size;
+    const char* name;           /* static for the model's lifetime */
+    int32_t n_dims;
+    int64_t shape[PG_MAX_DIMS];
+    int64_t numel;
+    int64_t offset;             /* in floats, into the model's single parameter allocation */
+    const float* data;          /* the weights (fp32), valid for the model's lifetime */
+} pg_tensor_info;
+
+PG_API pg_status pg_model_num_tensors(const pg_model* model, int32_t* out);
+/* Tensors are numbered 0..n-1 in the order above (layer by layer). */
+PG_API pg_status pg_model_tensor_info(const pg_model* model, int32_t index, pg_tensor_info* info);
+PG_API pg_status pg_model_find_tensor(const pg_model* model, const char* name, int32_t* index);
+/* Writable access to a tensor's weights (for bindings and tools that load weights). Invalid
+ * while a trainer is stepping the model. */
+PG_API pg_status pg_model_tensor_data_mutable(pg_model* model, int32_t index, float** data);
+/* The whole parameter allocation (num_params floats, llm.c's tensor order). */
+PG_API pg_status pg_model_params(const pg_model* model, const float** data, int64_t* n);
+
+/* Forward pass on a batch of B sequences of T tokens (T <= n_ctx; ids in [0, vocab_size)).
+ * Writes logits [B, T, vocab_size] (padding columns dropped) when `logits` is not NULL.
+ * If `targets` is not NULL, *mean_loss gets the mean cross-entropy (natural log) over all B*T
+ * positions; a target of -1 is skipped (not scored). No dropout. n_threads <= 0 means all
+ * cores. Results do not depend on n_threads beyond float rounding of the kernels' partition;
+ * they are bit-identical for the same n_threads. */
+PG_API pg_status pg_model_forward(const pg_model* model, const int32_t* tokens, int32_t B,
+                                  int32_t T, const int32_t* targets, float* logits,
+                                  float* mean_loss, int32_t n_threads);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Training                                                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct pg_trainer pg_trainer;
+
+typedef enum pg_lr_schedule {
+    PG_LR_CONSTANT = 0,   /* lr_max after warm-up */
+    PG_LR_COSINE = 1,     /* linear warm-up to lr_max, cosine to lr_min at total_steps */
+    PG_LR_LINEAR = 2      /* linear warm-up to lr_max, linear to lr_min at total_steps */
+} pg_lr_schedule;
+
+typedef struct pg_train_config {
+    uint32_t struct_size;
+    int32_t batch_size;           /* sequences per micro-batch (B), default 32 */
+    int32_t seq_len;              /* tokens per sequence (T <= n_ctx), 0 = n_ctx */
+    int32_t grad_accum_steps;     /* micro-batches per optimizer step, default 1 */
+    pg_lr_schedule schedule;      /* default PG_LR_COSINE */
+    float lr_max;                 /* default 1e-3 */
+    float lr_min;                 /* default 1e-4 */
+    int32_t warmup_steps;         /* default 100; lr rises linearly from lr_max/warmup */
+    int64_t total_steps;          /* schedule length, default 5000; lr_min after it */
+    float beta1, beta2, eps;      /* AdamW, default 0.9, 0.95, 1e-8 */
+    float weight_decay;           /* decoupled, default 0.1, on the 2-D linear weights only */
+    int32_t decay_embeddings;     /* 1 = also decay wte and wpe, default 0 */
+    float grad_clip;              /* global L2 norm bound, 0 = off, default 1.0 */
+    float dropout;                /* nanoGPT's four places, 0 = off (default) */
+    uint64_t seed;                /* batch sampling and dropout, default 1337 */
+    int32_t n_threads;            /* <= 0: all cores (default) */
+} pg_train_config;
+
+PG_API void pg_train_config_default(pg_train_config* config);
+
+/* What one optimizer step did. */
+typedef struct pg_step_result {
+    uint32_t struct_size;
+    int64_t step;                 /* steps completed after this one (1 after the first) */
+    float loss;                   /* mean training loss over the step's micro-batches */
+    float lr;                     /* learning rate used */
+    float grad_norm;              /* global gradient norm before clipping */
+    int64_t tokens;               /* tokens processed by this step */
+} pg_step_result;
+
+/* Creates the training state for `model`, which it borrows (the model must outlive the
+ * trainer and only this trainer may write it while it lives). */
+PG_API pg_status pg_trainer_create(pg_model* model, const pg_train_config* config,
+                                   pg_trainer** out);
+PG_API void pg_trainer_free(pg_trainer* trainer);
+PG_API const char* pg_trainer_last_error(const pg_trainer* trainer);
+PG_API pg_status pg_trainer_get_config(const pg_trainer* trainer, pg_train_config* config);
+
+/* Gives the trainer its training tokens (copied). Batches are windows of seq_len+1 tokens at
+ * uniformly random offsets drawn from the trainer's seeded RNG. Needs at least seq_len+1
+ * tokens, all in [0, vocab_size). */
+PG_API pg_status pg_trainer_set_data(pg_trainer* trainer, const int32_t* tokens, size_t n);
+
+/* One optimizer step on batches drawn from the data: grad_accum_steps micro-batches of
+ * forward+backward, clipping, AdamW. `result` may be NULL. */
+PG_API pg_status pg_trainer_step(pg_trainer* trainer, pg_step_result* result);
+/* One optimizer step on a batch given by the caller: inputs and targets [B, T] (grad_accum is
+ * not applied: the batch is the step). */
+PG_API pg_status pg_trainer_step_batch(pg_trainer* trainer, const int32_t* inputs,
+                                       const int32_t* targets, int32_t B, int32_t T,
+                                       pg_step_result* result);
+/* Forward and backward only, no update: the gradients of the mean loss over the batch are
+ * left in the trainer (readable with pg_trainer_grad). Uses dropout if configured. */
+PG_API pg_status pg_trainer_compute_gradients(pg_trainer* trainer, const int32_t* inputs,
+                                              const int32_t* targets, int32_t B, int32_t T,
+                                              float* mean_loss);
+/* The gradient of tensor `index` (same numbering and shapes as the model's tensors), valid
+ * until the next trainer call. */
+PG_API pg_status pg_trainer_grad(const pg_trainer* trainer, int32_t index, const float** data);
+/* Optimizer steps taken so far, and the learning rate the schedule gives at `step`. */
+PG_API pg_status pg_trainer_step_count(const pg_trainer* trainer, int64_t* step);
+PG_API pg_status pg_trainer_lr_at(const pg_trainer* trainer, int64_t step, float* lr);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Checkpoints (native format: docs/formats.md)                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct pg_save_options {
+    uint32_t struct_size;
+    int32_t compression_level;    /* 0 = raw; 1..19 = zstd level (default 0) */
+} pg_save_options;
+PG_API void pg_save_options_default(pg_save_options* options);
+
+/* Saves the model (configuration, tokenizer if any, weights, per-tensor checksums)
+ * atomically: a temporary file in the same folder, fsync, rename over `path`, fsync of the
+ * folder. On failure the previous file at `path` is untouched. */
+PG_API pg_status pg_model_save(const pg_model* model, const char* path,
+                               const pg_save_options* options);
+/* Loads and validates a native checkpoint (any version this library ever wrote). Training
+ * state in the file, if any, is ignored here. */
+PG_API pg_status pg_model_load(const char* path, pg_model** out);
+/* Saves the model plus the trainer's state (step, AdamW moments, RNG and sampler state,
+ * configuration) so that pg_trainer_resume continues the run bit for bit. */
+PG_API pg_status pg_trainer_save(const pg_trainer* trainer, const char* path,
+                                 const pg_save_options* options);
+/* Loads a checkpoint written by pg_trainer_save into a new model and trainer. The trainer
+ * needs its data again (pg_trainer_set_data with the same tokens) before stepping. */
+PG_API pg_status pg_trainer_resume(const char* path, pg_model** model, pg_trainer** trainer);
+
+typedef enum pg_interop_format {
+    PG_FORMAT_LLMC = 1,           /* llm.c model file: 256 x int32 header, fp32 params */
+    PG_FORMAT_SAFETENSORS = 2     /* Hugging Face GPT-2 names; config.json beside it */
+} pg_interop_format;
+/* Exports the weights. llm.c: `path` is the model file (padding rows kept, as llm.c expects).
+ * safetensors: `path` is the .safetensors file and a Hugging Face GPT-2 config.json is written
+ * beside it (same folder); padding rows are dropped and Conv1D weights transposed, so
+ * transformers' GPT2LMHeadModel opens the folder. Import reverses either (the model gets the
+ * padded_vocab_size rule of pg_model_config: round up to a multiple of 4 if the file has none). */
+PG_API pg_status pg_model_export(const pg_model* model, pg_interop_format format,
+                                 const char* path);
+PG_API pg_status pg_model_import(pg_interop_format format, const char* path, pg_model** out);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Evaluation                                                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Whole-split evaluation. For a split of N tokens there are N-1 predictions (token i+1 from
+ * tokens <= i) and every one is scored exactly once:
+ *  - window W (0 = n_ctx) and stride S (0 = W). Window k covers inputs [k*S, k*S + W).
+ *  - Non-overlapping (S = W, PhoneGPT's protocol): every window scores all its positions; the
+ *    last window is shorter if fewer than W predictions remain.
+ *  - Sliding (S < W): window 0 scores all its positions, each later window only its last S
+ *    (new) positions, each with up to W-S tokens of extra context; the last window ends at the
+ *    split's end and scores only what is not yet scored.
+ * The mean is accumulated in double in window order, so the result does not depend on
+ * batch_size or n_threads. */
+typedef struct pg_eval_config {
+    uint32_t struct_size;
+    int32_t window;               /* 0 = n_ctx */
+    int32_t stride;               /* 0 = window */
+    int32_t batch_size;           /* windows per forward pass, default 16 */
+    int32_t n_threads;            /* <= 0: all cores */
+    pg_progress_fn progress;      /* optional; done/total in scored positions */
+    void* progress_user;
+} pg_eval_config;
+PG_API void pg_eval_config_default(pg_eval_config* config);
+
+typedef struct pg_eval_result {
+    uint32_t struct_size;
+    double mean_loss;             /* natural log */
+    double bits_per_token;        /* mean_loss / ln 2 */
+    int64_t n_scored;             /* N - 1 */
+    int64_t n_windows;
+} pg_eval_result;
+
+PG_API pg_status pg_evaluate(const pg_model* model, const int32_t* tokens, size_t n,
+                             const pg_eval_config* config, pg_eval_result* result);
+/* nanoGPT-style estimate: mean over n_batches batches of batch_size windows of n_ctx tokens at
+ * random offsets from `seed`. An estimate, not the whole-split score. */
+PG_API pg_status pg_evaluate_sampled(const pg_model* model, const int32_t* tokens, size_t n,
+                                     int32_t n_batches, int32_t batch_size, uint64_t seed,
+                                     int32_t n_threads, pg_eval_result* result);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Sampling                                                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Called with each generated token; return non-zero to stop (not an error). */
+typedef int (*pg_token_fn)(void* user, int32_t token);
+
+typedef struct pg_sample_config {
+    uint32_t struct_size;
+    float temperature;            /* > 0; default 1.0; 0 = greedy */
+    int32_t top_k;                /* 0 = off */
+    float top_p;                  /* 1.0 = off */
+    uint64_t seed;                /* default 1337 */
+    int32_t max_tokens;           /* tokens to generate, default 256 */
+    int32_t n_threads;            /* <= 0: all cores */
+    pg_token_fn on_token;         /* optional streaming callback */
+    void* on_token_user;
+    /* Stop strings (UTF-8): generation stops after the token that completes one of them.
+     * Needs the model's tokenizer. */
+    const char* const* stop_strings;
+    int32_t n_stop_strings;
+} pg_sample_config;
+PG_API void pg_sample_config_default(pg_sample_config* config);
+
+/* Generates up to max_tokens tokens after `prompt` (at least one token) with a key/value
+ * cache; when the sequence outgrows n_ctx the window slides (the cache is rebuilt over the
+ * last n_ctx tokens). Writes the generated tokens (not the prompt) to `out`, at most
+ * `capacity`, and their count to *n_out. */
+PG_API pg_status pg_generate(const pg_model* model, const int32_t* prompt, size_t n_prompt,
+                             const pg_sample_config* config, int32_t* out, size_t capacity,
+                             size_t* n_out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PHONEGPT_H */

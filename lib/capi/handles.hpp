@@ -1,0 +1,33 @@
+// The structs behind the opaque C handles. Only lib/capi sees them; they hold the internal
+// objects plus what the C boundary needs (the per-handle last-error message).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "model/model.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+namespace pg {
+class Trainer;
+}
+
+struct pg_tokenizer {
+    std::unique_ptr<pg::Tokenizer> impl;
+    mutable std::string last_error;
+};
+
+struct pg_model {
+    explicit pg_model(const pg::ModelConfig& cfg) : impl(cfg) {}
+    pg::Model impl;
+    // Handle view of impl.tokenizer(), created on demand by pg_model_get_tokenizer and
+    // dropped when the tokenizer is replaced.
+    std::unique_ptr<pg_tokenizer> tokenizer_handle;
+    mutable std::string last_error;
+};
+
+struct pg_trainer {
+    pg_model* model = nullptr;  // borrowed
+    std::unique_ptr<pg::Trainer> impl;
+    mutable std::string last_error;
+};

@@ -1,0 +1,191 @@
+// C API: model configuration, creation, parameters and the tokenizer that belongs to a model.
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "capi/boundary.hpp"
+#include "capi/handles.hpp"
+#include "model/config.hpp"
+#include "model/params.hpp"
+
+namespace {
+
+pg_model_config full_default_config() {
+    pg_model_config c;
+    std::memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    pg::model_config_to_c(pg::ModelConfig{}, &c);
+    return c;
+}
+
+std::string* err(const pg_model* m) { return m ? &m->last_error : nullptr; }
+
+void check_index(const pg_model* model, int32_t index, const char* fn) {
+    pg::require_arg(index >= 0 && index < int32_t(model->impl.tensors().size()), fn,
+                    ("tensor index " + std::to_string(index) + " is outside [0, " +
+                     std::to_string(model->impl.tensors().size()) + ")").c_str());
+}
+
+}  // namespace
+
+extern "C" {
+
+void pg_model_config_default(pg_model_config* config) {
+    if (config) *config = full_default_config();
+}
+
+pg_status pg_model_config_preset(const char* name, pg_model_config* config) {
+    return pg::guarded(nullptr, [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_config_preset", config);
+        pg::ModelConfig m = pg::model_preset(name);
+        *config = full_default_config();
+        pg::model_config_to_c(m, config);
+    });
+}
+
+pg_status pg_model_config_validate(const pg_model_config* config) {
+    return pg::guarded(nullptr, [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_config_validate", config);
+        pg::model_config_from_c(*config);
+    });
+}
+
+int64_t pg_model_config_num_params(const pg_model_config* config) {
+    int64_t n = 0;
+    pg_status s = pg::guarded(nullptr, [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_config_num_params", config);
+        n = pg::count_params(pg::model_config_from_c(*config));
+    });
+    return s == PG_OK ? n : 0;
+}
+
+pg_status pg_model_create(const pg_model_config* config, uint64_t seed, pg_model** out) {
+    return pg::guarded(nullptr, [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_create", out);
+        *out = nullptr;
+        PG_REQUIRE_NOT_NULL("pg_model_create", config);
+        auto model = std::make_unique<pg_model>(pg::model_config_from_c(*config));
+        pg::init_gpt2_params(model->impl.config(), model->impl.params(), seed);
+        *out = model.release();
+    });
+}
+
+void pg_model_free(pg_model* model) { delete model; }
+
+const char* pg_model_last_error(const pg_model* model) {
+    return model ? model->last_error.c_str() : "model is NULL";
+}
+
+pg_status pg_model_get_config(const pg_model* model, pg_model_config* config) {
+    return pg::guarded(err(model), [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_get_config", model);
+        PG_REQUIRE_NOT_NULL("pg_model_get_config", config);
+        pg::require_arg(config->struct_size >= sizeof(uint32_t), "pg_model_get_config",
+                        "config->struct_size is not set");
+        pg::model_config_to_c(model->impl.config(), config);
+    });
+}
+
+pg_status pg_model_num_params(const pg_model* model, int64_t* out) {
+    return pg::guarded(err(model), [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_num_params", model);
+        PG_REQUIRE_NOT_NULL("pg_model_num_params", out);
+        *out = model->impl.num_params();
+    });
+}
+
+pg_status pg_model_set_tokenizer(pg_model* model, const pg_tokenizer* tok) {
+    return pg::guarded(err(model), [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_set_tokenizer", model);
+        PG_REQUIRE_NOT_NULL("pg_model_set_tokenizer", tok);
+        pg::require_arg(tok->impl != nullptr, "pg_model_set_tokenizer", "tokenizer is empty");
+        const int32_t v = tok->impl->vocab_size();
+        if (v != model->impl.config().vocab_size)
+            throw pg::Error(PG_ERR_GEOMETRY,
+                            "pg_model_set_tokenizer: tokenizer vocabulary " + std::to_string(v) +
+                                " != model vocab_size " + std::to_string(model->impl.config().vocab_size));
+        model->impl.set_tokenizer(tok->impl->clone());
+        model->tokenizer_handle.reset();
+    });
+}
+
+pg_status pg_model_get_tokenizer(const pg_model* model, pg_tokenizer** tok) {
+    return pg::guarded(err(model), [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_get_tokenizer", model);
+        PG_REQUIRE_NOT_NULL("pg_model_get_tokenizer", tok);
+        *tok = nullptr;
+        if (!model->impl.tokenizer()) return;
+        auto* m = const_cast<pg_model*>(model);
+        if (!m->tokenizer_handle) {
+            auto h = std::make_unique<pg_tokenizer>();
+            h->impl = model->impl.tokenizer()->clone();
+            m->tokenizer_handle = std::move(h);
+        }
+        *tok = m->tokenizer_handle.get();
+    });
+}
+
+pg_status pg_model_num_tensors(const pg_model* model, int32_t* out) {
+    return pg::guarded(err(model), [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_num_tensors", model);
+        PG_REQUIRE_NOT_NULL("pg_model_num_tensors", out);
+        *out = int32_t(model->impl.tensors().size());
+    });
+}
+
+pg_status pg_model_tensor_info(const pg_model* model, int32_t index, pg_tensor_info* info) {
+    return pg::guarded(err(model), [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_tensor_info", model);
+        PG_REQUIRE_NOT_NULL("pg_model_tensor_info", info);
+        check_index(model, index, "pg_model_tensor_info");
+        const pg::TensorEntry& e = model->impl.tensors()[index];
+        pg_tensor_info full;
+        std::memset(&full, 0, sizeof full);
+        full.struct_size = sizeof full;
+        full.name = e.name.c_str();
+        full.n_dims = e.n_dims;
+        for (int d = 0; d < e.n_dims; ++d) full.shape[d] = e.shape[d];
+        full.numel = e.numel;
+        full.offset = e.offset;
+        full.data = model->impl.params() + e.offset;
+        pg::write_result(full, info, "pg_model_tensor_info");
+    });
+}
+
+pg_status pg_model_find_tensor(const pg_model* model, const char* name, int32_t* index) {
+    return pg::guarded(err(model), [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_find_tensor", model);
+        PG_REQUIRE_NOT_NULL("pg_model_find_tensor", name);
+        PG_REQUIRE_NOT_NULL("pg_model_find_tensor", index);
+        const auto& t = model->impl.tensors();
+        for (size_t i = 0; i < t.size(); ++i) {
+            if (t[i].name == name) {
+                *index = int32_t(i);
+                return;
+            }
+        }
+        throw pg::Error(PG_ERR_INVALID_ARGUMENT,
+                        std::string("pg_model_find_tensor: no tensor named \"") + name + "\"");
+    });
+}
+
+pg_status pg_model_tensor_data_mutable(pg_model* model, int32_t index, float** data) {
+    return pg::guarded(err(model), [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_tensor_data_mutable", model);
+        PG_REQUIRE_NOT_NULL("pg_model_tensor_data_mutable", data);
+        check_index(model, index, "pg_model_tensor_data_mutable");
+        *data = model->impl.params() + model->impl.tensors()[index].offset;
+    });
+}
+
+pg_status pg_model_params(const pg_model* model, const float** data, int64_t* n) {
+    return pg::guarded(err(model), [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_params", model);
+        PG_REQUIRE_NOT_NULL("pg_model_params", data);
+        PG_REQUIRE_NOT_NULL("pg_model_params", n);
+        *data = model->impl.params();
+        *n = model->impl.num_params();
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,60 @@
+// A small fixed-size thread pool with deterministic static partitioning.
+//
+// Why not OpenMP: the library is embedded in other people's apps (Android, Python with
+// PyTorch beside it), where a global OpenMP runtime with spinning threads fights the host's own
+// pools. Each trainer / evaluation owns a pool of exactly the threads it was given.
+//
+// Determinism: parallel_for(n, fn) splits [0, n) into the same contiguous chunks for the same
+// thread count, and reductions are done by the caller in a fixed order over per-chunk partial
+// results, never with atomics.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace pg {
+
+class ThreadPool {
+public:
+    // n_threads <= 0 means all hardware threads. The calling thread is worker 0, so a pool of
+    // 1 thread starts no thread at all.
+    explicit ThreadPool(int n_threads);
+    ~ThreadPool();
+    ThreadPool(const ThreadPool&) = delete;
+    ThreadPool& operator=(const ThreadPool&) = delete;
+
+    int size() const { return n_threads_; }
+
+    // Runs fn(thread_index, begin, end) on every thread, thread t getting the t-th of
+    // size() contiguous, near-equal chunks of [0, n) (possibly empty). Blocks until all are
+    // done. Exceptions thrown by fn are rethrown here (the first one, by thread index).
+    void parallel_for(int64_t n, const std::function<void(int, int64_t, int64_t)>& fn);
+
+    // Runs fn(thread_index) once on every thread.
+    void run_on_all(const std::function<void(int)>& fn);
+
+    // The chunk of [0, n) that thread t of n_threads gets; used by callers that need to know
+    // the partition (e.g. to size per-thread partial sums).
+    static void chunk(int64_t n, int n_threads, int t, int64_t* begin, int64_t* end);
+
+    static int hardware_threads();
+
+private:
+    void worker_loop(int index);
+
+    int n_threads_;
+    std::vector<std::thread> workers_;
+    std::mutex mutex_;
+    std::condition_variable start_cv_, done_cv_;
+    const std::function<void(int)>* job_ = nullptr;
+    uint64_t generation_ = 0;
+    int pending_ = 0;
+    bool stopping_ = false;
+    std::vector<std::exception_ptr> errors_;
+};
+
+}  // namespace pg

@@ -1,0 +1,77 @@
+// The kernel API: every hot loop of the library, behind one table chosen once per process for
+// the CPU it runs on (x86: avx512bw > fma3+avx2 > sse2; aarch64: neon64 and its ARMv8.2
+// extensions). Each kernel has a plain scalar twin in kernels/reference, which is the truth the
+// fast versions are tested against (tests/unit/test_kernels.cpp).
+//
+// All arrays are row-major fp32 unless stated. Kernels are single-threaded; callers split work
+// across a ThreadPool (sgemm_parallel does it for GEMM) so results are deterministic for a given
+// thread count.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace pg {
+class ThreadPool;
+}
+
+namespace pg::kernels {
+
+// C[M,N] = alpha * op(A) * op(B) + beta * C (+ bias[N] broadcast over rows, if bias != null).
+// op(A) is [M,K]: A is [M,K] (lda >= K) or, with trans_a, [K,M] (lda >= M).
+// op(B) is [K,N]: B is [K,N] (ldb >= N) or, with trans_b, [N,K] (ldb >= K).
+// A linear layer y = x W^T + b with W [out,in] is trans_b = true; its input gradient
+// dx = dy W is plain; its weight gradient dW += dy^T x is trans_a = true, beta = 1.
+// beta = 0 means C is not read (it may hold NaN).
+struct GemmArgs {
+    bool trans_a = false;
+    bool trans_b = false;
+    int M = 0, N = 0, K = 0;
+    float alpha = 1.0f;
+    const float* A = nullptr;
+    int lda = 0;
+    const float* B = nullptr;
+    int ldb = 0;
+    float beta = 0.0f;
+    float* C = nullptr;
+    int ldc = 0;
+    const float* bias = nullptr;
+};
+
+void sgemm(const GemmArgs& g);
+// Splits C into per-thread blocks (same split for the same thread count) and runs sgemm on each.
+void sgemm_parallel(const GemmArgs& g, ThreadPool& pool);
+
+// LayerNorm over rows of C: out = (x - mean) * rstd * w + b; stores mean and rstd per row.
+void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
+                       const float* b, int64_t rows, int C, float eps);
+// dx += ..., dw += ..., db += ... (accumulating; callers give each thread its own dw/db).
+void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
+                        const float* w, const float* mean, const float* rstd, int64_t rows, int C);
+
+// tanh-approximate GELU (GPT-2's "gelu_new"). backward: dx += gelu'(x) * dout.
+void gelu_forward(float* out, const float* x, int64_t n);
+void gelu_backward(float* dx, const float* x, const float* dout, int64_t n);
+
+// Cross-entropy of one row of logits [V] (V = the real vocabulary, padding excluded) against
+// target: returns -log softmax(logits)[target]. If dlogits != null, writes
+// dlogits = dscale * (softmax(logits) - onehot(target)).
+float softmax_cross_entropy(const float* logits, int V, int target, float* dlogits, float dscale);
+
+// y[i] += a * x[i]; dot product; sum of squares accumulated in double (gradient norms).
+void axpy(float* y, float a, const float* x, int64_t n);
+float dot(const float* a, const float* b, int64_t n);
+double sum_squares(const float* x, int64_t n);
+
+// One AdamW step over n parameters: m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+// p -= lr * (m / bc1 / (sqrt(v / bc2) + eps) + weight_decay * p), bc = 1 - beta^t.
+void adamw(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
+           float beta2, float eps, float weight_decay, float bc1, float bc2);
+
+// Which table is active ("avx512bw", "fma3+avx2", "sse2", "arm64+neon", "reference").
+const char* active_arch_name();
+// Forces the scalar reference table (tests and PG_KERNELS=reference); returns the previous
+// name. Not thread-safe: call before any work starts.
+const char* force_reference(bool on);
+
+}  // namespace pg::kernels

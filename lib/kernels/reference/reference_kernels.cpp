@@ -1,0 +1,133 @@
+#include "kernels/reference/reference_kernels.hpp"
+
+#include <cmath>
+
+namespace pg::kernels::reference {
+
+void sgemm(const GemmArgs& g) {
+    for (int i = 0; i < g.M; ++i) {
+        for (int j = 0; j < g.N; ++j) {
+            float acc = 0.0f;
+            for (int k = 0; k < g.K; ++k) {
+                float a = g.trans_a ? g.A[int64_t(k) * g.lda + i] : g.A[int64_t(i) * g.lda + k];
+                float b = g.trans_b ? g.B[int64_t(j) * g.ldb + k] : g.B[int64_t(k) * g.ldb + j];
+                acc += a * b;
+            }
+            float& c = g.C[int64_t(i) * g.ldc + j];
+            float out = g.alpha * acc + (g.beta == 0.0f ? 0.0f : g.beta * c);
+            if (g.bias) out += g.bias[j];
+            c = out;
+        }
+    }
+}
+
+void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
+                       const float* b, int64_t rows, int C, float eps) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * C;
+        float m = 0.0f;
+        for (int i = 0; i < C; ++i) m += xr[i];
+        m /= C;
+        float var = 0.0f;
+        for (int i = 0; i < C; ++i) var += (xr[i] - m) * (xr[i] - m);
+        var /= C;
+        float s = 1.0f / std::sqrt(var + eps);
+        float* o = out + r * C;
+        for (int i = 0; i < C; ++i) o[i] = (xr[i] - m) * s * w[i] + b[i];
+        mean[r] = m;
+        rstd[r] = s;
+    }
+}
+
+void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
+                        const float* w, const float* mean, const float* rstd, int64_t rows, int C) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* d = dout + r * C;
+        const float* xr = x + r * C;
+        const float m = mean[r], s = rstd[r];
+        // dnorm = dout * w; dx = s * (dnorm - mean(dnorm) - norm * mean(dnorm * norm))
+        float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+        for (int i = 0; i < C; ++i) {
+            float norm = (xr[i] - m) * s;
+            float dnorm = w[i] * d[i];
+            dnorm_mean += dnorm;
+            dnorm_norm_mean += dnorm * norm;
+        }
+        dnorm_mean /= C;
+        dnorm_norm_mean /= C;
+        float* dxr = dx + r * C;
+        for (int i = 0; i < C; ++i) {
+            float norm = (xr[i] - m) * s;
+            float dnorm = w[i] * d[i];
+            db[i] += d[i];
+            dw[i] += norm * d[i];
+            dxr[i] += s * (dnorm - dnorm_mean - norm * dnorm_norm_mean);
+        }
+    }
+}
+
+namespace {
+constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
+}
+
+void gelu_forward(float* out, const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        float v = x[i];
+        out[i] = 0.5f * v * (1.0f + std::tanh(kGeluScale * (v + 0.044715f * v * v * v)));
+    }
+}
+
+void gelu_backward(float* dx, const float* x, const float* dout, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        float v = x[i];
+        float u = kGeluScale * (v + 0.044715f * v * v * v);
+        float t = std::tanh(u);
+        float sech2 = 1.0f - t * t;
+        float grad = 0.5f * (1.0f + t) + 0.5f * v * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * v * v);
+        dx[i] += grad * dout[i];
+    }
+}
+
+float softmax_cross_entropy(const float* logits, int V, int target, float* dlogits, float dscale) {
+    float maxv = logits[0];
+    for (int i = 1; i < V; ++i) maxv = logits[i] > maxv ? logits[i] : maxv;
+    double sum = 0.0;
+    for (int i = 0; i < V; ++i) sum += std::exp(double(logits[i] - maxv));
+    const float log_sum = float(std::log(sum));
+    if (dlogits) {
+        for (int i = 0; i < V; ++i) {
+            float p = float(std::exp(double(logits[i] - maxv)) / sum);
+            dlogits[i] = dscale * (p - (i == target ? 1.0f : 0.0f));
+        }
+    }
+    return log_sum - (logits[target] - maxv);
+}
+
+void axpy(float* y, float a, const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+    float s = 0.0f;
+    for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+    return s;
+}
+
+double sum_squares(const float* x, int64_t n) {
+    double s = 0.0;
+    for (int64_t i = 0; i < n; ++i) s += double(x[i]) * double(x[i]);
+    return s;
+}
+
+void adamw(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
+           float beta2, float eps, float weight_decay, float bc1, float bc2) {
+    for (int64_t i = 0; i < n; ++i) {
+        m[i] = beta1 * m[i] + (1.0f - beta1) * g[i];
+        v[i] = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
+        float mhat = m[i] / bc1;
+        float vhat = v[i] / bc2;
+        p[i] -= lr * (mhat / (std::sqrt(vhat) + eps) + weight_decay * p[i]);
+    }
+}
+
+}  // namespace pg::kernels::reference

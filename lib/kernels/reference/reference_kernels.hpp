@@ -1,0 +1,23 @@
+// The scalar reference kernels: plain loops, written to be obviously right. They are the
+// truth every SIMD kernel is tested against, and the table used when PG_KERNELS=reference.
+#pragma once
+
+#include "kernels/dispatch.hpp"
+
+namespace pg::kernels::reference {
+
+void sgemm(const GemmArgs& g);
+void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
+                       const float* b, int64_t rows, int C, float eps);
+void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
+                        const float* w, const float* mean, const float* rstd, int64_t rows, int C);
+void gelu_forward(float* out, const float* x, int64_t n);
+void gelu_backward(float* dx, const float* x, const float* dout, int64_t n);
+float softmax_cross_entropy(const float* logits, int V, int target, float* dlogits, float dscale);
+void axpy(float* y, float a, const float* x, int64_t n);
+float dot(const float* a, const float* b, int64_t n);
+double sum_squares(const float* x, int64_t n);
+void adamw(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
+           float beta2, float eps, float weight_decay, float bc1, float bc2);
+
+}  // namespace pg::kernels::reference

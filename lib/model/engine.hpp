@@ -1,0 +1,63 @@
+// The fast fp32 model pass used by training, evaluation and pg_model_forward: forward,
+// forward+backward, threaded over a ThreadPool, with kernels from lib/kernels. It is tested
+// against the scalar reference in model/reference.hpp, which is the truth.
+//
+// An Engine owns the activation memory for at most max_B sequences of max_T tokens; it is
+// scratch, not state: any call may use any B <= max_B, T <= max_T.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/thread_pool.hpp"
+#include "model/config.hpp"
+
+namespace pg {
+
+// Dropout in nanoGPT's four places (embedding sum, attention probabilities, attention output
+// projection, MLP output projection). Masks come from counter_hash(seed, stream, element), so
+// they are independent of threading; `stream` must differ per micro-batch.
+struct Dropout {
+    float p = 0.0f;
+    uint64_t seed = 0;
+    uint64_t stream = 0;
+};
+
+// Sum of per-position losses over the scored positions (target >= 0) and their count.
+struct LossSum {
+    double sum = 0.0;
+    int64_t count = 0;
+    double mean() const { return count ? sum / double(count) : 0.0; }
+};
+
+class Engine {
+public:
+    Engine(const ModelConfig& cfg, int max_B, int max_T);
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    // inputs, targets: [B, T]; a target < 0 is not scored. targets may be null (no loss).
+    // losses (optional, [B, T]): per-position cross-entropy, 0 where not scored.
+    // logits (optional, [B, T, vocab_size]): padding columns dropped.
+    LossSum forward(const float* params, const int32_t* inputs, const int32_t* targets, int B,
+                    int T, float* losses, float* logits, ThreadPool& pool);
+
+    // Forward and backward with dropout; adds grad_scale * d(sum of scored losses)/d(params)
+    // into grads (callers zero them; grad_scale = 1 / total scored positions gives the
+    // gradient of the mean). targets must not be null.
+    LossSum forward_backward(const float* params, float* grads, const int32_t* inputs,
+                             const int32_t* targets, int B, int T, float grad_scale,
+                             const Dropout& dropout, ThreadPool& pool);
+
+    int max_B() const;
+    int max_T() const;
+    // Bytes of activation memory held.
+    std::size_t activation_bytes() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pg

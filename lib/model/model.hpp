@@ -1,0 +1,42 @@
+// The read-only half of the model/trainer split: configuration, the named parameter table,
+// the weights in one aligned allocation, and the tokenizer that belongs to the weights.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/aligned_buffer.hpp"
+#include "model/config.hpp"
+#include "model/params.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+namespace pg {
+
+class Model {
+public:
+    // Validates cfg (throws pg::Error) and allocates zeroed weights.
+    explicit Model(const ModelConfig& cfg)
+        : config_((validate_model_config(cfg), cfg)),
+          layout_(cfg),
+          tensors_(build_tensor_table(cfg)),
+          params_(static_cast<std::size_t>(layout_.total)) {}
+
+    const ModelConfig& config() const { return config_; }
+    const ParamLayout& layout() const { return layout_; }
+    const std::vector<TensorEntry>& tensors() const { return tensors_; }
+    int64_t num_params() const { return layout_.total; }
+    float* params() { return params_.data(); }
+    const float* params() const { return params_.data(); }
+
+    const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+    void set_tokenizer(std::unique_ptr<Tokenizer> tok) { tokenizer_ = std::move(tok); }
+
+private:
+    ModelConfig config_;
+    ParamLayout layout_;
+    std::vector<TensorEntry> tensors_;
+    AlignedBuffer<float> params_;
+    std::unique_ptr<Tokenizer> tokenizer_;
+};
+
+}  // namespace pg

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs every Debian package libphonegpt builds, tests and benchmarks with.
+# Idempotent: packages already present are skipped, so a second run costs a few seconds.
+# Usage: scripts/setup.sh            (as root on Debian 12; uses sudo when not root)
+set -euo pipefail
+
+packages=(
+  # build
+  cmake g++ make pkg-config
+  libeigen3-dev libxsimd-dev libzstd-dev
+  # tests
+  catch2 pybind11-dev python3-pybind11 python3-dev python3-numpy python3-pytest
+  # the PyTorch twin used by the cross-check test and the benchmark, and plots
+  python3-torch python3-matplotlib
+  # lower x86 dispatch paths and the aarch64 cross build, run under qemu-user
+  qemu-user g++-aarch64-linux-gnu
+  # sanitizer and fuzz builds
+  clang-14 libclang-rt-14-dev
+)
+arm64_packages=(libzstd-dev:arm64 libxsimd-dev:arm64 libstdc++6:arm64)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+missing() {
+  local out=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || out+=("$p")
+  done
+  echo "${out[@]:-}"
+}
+
+apt_install() {
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+    -o DPkg::Lock::Timeout=600 "$@"
+}
+
+need=$(missing "${packages[@]}")
+if [ -n "$need" ]; then
+  echo "setup: installing $need"
+  $SUDO apt-get update -o DPkg::Lock::Timeout=600
+  # shellcheck disable=SC2086
+  apt_install $need
+fi
+
+# arm64 libraries for the aarch64 cross build (multiarch; versions must match the amd64 ones).
+if [ "$(dpkg --print-architecture)" = "amd64" ]; then
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    $SUDO dpkg --add-architecture arm64
+    $SUDO apt-get update -o DPkg::Lock::Timeout=600
+  fi
+  need=$(missing "${arm64_packages[@]}")
+  if [ -n "$need" ]; then
+    echo "setup: installing $need"
+    # shellcheck disable=SC2086
+    apt_install $need || { $SUDO apt-get update -o DPkg::Lock::Timeout=600; apt_install $need; }
+  fi
+fi
+echo "setup: all packages present"
