@@ -242,6 +242,26 @@ typedef enum pg_lr_schedule {
     PG_LR_LINEAR = 2      /* linear warm-up to lr_max, linear to lr_min at total_steps */
 } pg_lr_schedule;
 
+/* Training configuration. The learning rate of optimizer step s (0-based; the first step is
+ * s = 0), with W = warmup_steps, N = total_steps:
+ *   s < W:                 lr_max * (s + 1) / W                       (linear warm-up)
+ *   CONSTANT, s >= W:      lr_max                                     (lr_min, N unused)
+ *   s >= N:                lr_min
+ *   W <= s < N, p = (s - W) / (N - W):
+ *     COSINE:              lr_min + (lr_max - lr_min) * (1 + cos(pi * p)) / 2
+ *     LINEAR:              lr_max + (lr_min - lr_max) * p
+ * computed in double and rounded to float once. Valid ranges (pg_trainer_create rejects
+ * anything else with PG_ERR_INVALID_ARGUMENT naming the field): batch_size 1..65536,
+ * 0 <= seq_len <= n_ctx, grad_accum_steps 1..65536, 0 <= lr_min <= lr_max (finite),
+ * warmup_steps >= 0, total_steps >= 1, beta1 and beta2 in [0, 1), eps in (0, 1],
+ * weight_decay >= 0, decay_embeddings 0 or 1, grad_clip >= 0, dropout in [0, 1),
+ * n_threads <= 1024.
+ * One step: gradients zeroed; grad_accum_steps micro-batches of forward+backward, each adding
+ * the gradient of its summed loss / (B * T * grad_accum_steps); the global L2 norm of all
+ * gradients (double, fixed order) is reported and, if grad_clip > 0 and it exceeds grad_clip,
+ * the gradients are scaled by grad_clip / norm; then AdamW with bias correction:
+ * p -= lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * p), the decay term only on the
+ * decayed tensors. Same configuration, data, seed and n_threads give the same bits. */
 typedef struct pg_train_config {
     uint32_t struct_size;
     int32_t batch_size;           /* sequences per micro-batch (B), default 32 */

@@ -1,0 +1,121 @@
+#include "train/train_config.hpp"
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace pg {
+
+namespace {
+// True when the caller's struct (of `size` bytes) contains the field ending at `end`.
+bool covers(uint32_t size, std::size_t end) { return size >= end; }
+#define PG_HAS_FIELD(c, field) covers((c).struct_size, offsetof(pg_train_config, field) + sizeof((c).field))
+
+// Upper bounds that keep B*T*accum and the activation sizes far from overflow.
+constexpr int kMaxBatch = 1 << 16;
+constexpr int kMaxAccum = 1 << 16;
+constexpr int kMaxThreads = 1024;
+
+[[noreturn]] void bad(const std::string& what) {
+    throw Error(PG_ERR_INVALID_ARGUMENT, "train config: " + what);
+}
+void int_range(const char* field, long long v, long long lo, long long hi) {
+    if (v < lo || v > hi)
+        bad(std::string(field) + " = " + std::to_string(v) + " is outside [" + std::to_string(lo) +
+            ", " + std::to_string(hi) + "]");
+}
+// lo <= v < hi (hi_open) or lo <= v <= hi, and finite.
+void float_range(const char* field, float v, double lo, double hi, bool hi_open) {
+    bool ok = std::isfinite(v) && v >= lo && (hi_open ? v < hi : v <= hi);
+    if (!ok)
+        bad(std::string(field) + " = " + std::to_string(v) + " is outside [" + std::to_string(lo) +
+            ", " + std::to_string(hi) + (hi_open ? ")" : "]"));
+}
+}  // namespace
+
+TrainConfig train_config_from_c(const pg_train_config& c) {
+    require(c.struct_size >= offsetof(pg_train_config, batch_size) + sizeof(int32_t),
+            PG_ERR_INVALID_ARGUMENT,
+            "pg_train_config.struct_size is too small (set it with pg_train_config_default)");
+    TrainConfig t;
+    if (PG_HAS_FIELD(c, batch_size)) t.batch_size = c.batch_size;
+    if (PG_HAS_FIELD(c, seq_len)) t.seq_len = c.seq_len;
+    if (PG_HAS_FIELD(c, grad_accum_steps)) t.grad_accum_steps = c.grad_accum_steps;
+    if (PG_HAS_FIELD(c, schedule)) {
+        // Read as an integer: a C caller can put any value into the enum field.
+        int s = static_cast<int>(c.schedule);
+        int_range("schedule", s, PG_LR_CONSTANT, PG_LR_LINEAR);
+        t.schedule = static_cast<pg_lr_schedule>(s);
+    }
+    if (PG_HAS_FIELD(c, lr_max)) t.lr_max = c.lr_max;
+    if (PG_HAS_FIELD(c, lr_min)) t.lr_min = c.lr_min;
+    if (PG_HAS_FIELD(c, warmup_steps)) t.warmup_steps = c.warmup_steps;
+    if (PG_HAS_FIELD(c, total_steps)) t.total_steps = c.total_steps;
+    if (PG_HAS_FIELD(c, beta1)) t.beta1 = c.beta1;
+    if (PG_HAS_FIELD(c, beta2)) t.beta2 = c.beta2;
+    if (PG_HAS_FIELD(c, eps)) t.eps = c.eps;
+    if (PG_HAS_FIELD(c, weight_decay)) t.weight_decay = c.weight_decay;
+    if (PG_HAS_FIELD(c, decay_embeddings)) {
+        int_range("decay_embeddings", c.decay_embeddings, 0, 1);
+        t.decay_embeddings = c.decay_embeddings != 0;
+    }
+    if (PG_HAS_FIELD(c, grad_clip)) t.grad_clip = c.grad_clip;
+    if (PG_HAS_FIELD(c, dropout)) t.dropout = c.dropout;
+    if (PG_HAS_FIELD(c, seed)) t.seed = c.seed;
+    if (PG_HAS_FIELD(c, n_threads)) t.n_threads = c.n_threads;
+    validate_train_config(t);
+    return t;
+}
+#undef PG_HAS_FIELD
+
+void train_config_to_c(const TrainConfig& t, pg_train_config* c) {
+    pg_train_config out;
+    std::memset(&out, 0, sizeof out);
+    out.struct_size = sizeof out;
+    out.batch_size = t.batch_size;
+    out.seq_len = t.seq_len;
+    out.grad_accum_steps = t.grad_accum_steps;
+    out.schedule = t.schedule;
+    out.lr_max = t.lr_max;
+    out.lr_min = t.lr_min;
+    out.warmup_steps = t.warmup_steps;
+    out.total_steps = t.total_steps;
+    out.beta1 = t.beta1;
+    out.beta2 = t.beta2;
+    out.eps = t.eps;
+    out.weight_decay = t.weight_decay;
+    out.decay_embeddings = t.decay_embeddings ? 1 : 0;
+    out.grad_clip = t.grad_clip;
+    out.dropout = t.dropout;
+    out.seed = t.seed;
+    out.n_threads = t.n_threads;
+    uint32_t n = c->struct_size < sizeof out ? c->struct_size : static_cast<uint32_t>(sizeof out);
+    std::memcpy(static_cast<void*>(c), &out, n);
+    c->struct_size = n;
+}
+
+void validate_train_config(const TrainConfig& t) {
+    int_range("batch_size", t.batch_size, 1, kMaxBatch);
+    int_range("seq_len", t.seq_len, 0, 1 << 16);  // checked against n_ctx by the trainer
+    int_range("grad_accum_steps", t.grad_accum_steps, 1, kMaxAccum);
+    int_range("schedule", t.schedule, PG_LR_CONSTANT, PG_LR_LINEAR);
+    float_range("lr_max", t.lr_max, 0.0, 1e3, false);
+    float_range("lr_min", t.lr_min, 0.0, 1e3, false);
+    if (t.lr_min > t.lr_max)
+        bad("lr_min = " + std::to_string(t.lr_min) + " is above lr_max = " + std::to_string(t.lr_max));
+    int_range("warmup_steps", t.warmup_steps, 0, 1LL << 30);
+    int_range("total_steps", t.total_steps, 1, 1LL << 50);
+    float_range("beta1", t.beta1, 0.0, 1.0, true);
+    float_range("beta2", t.beta2, 0.0, 1.0, true);
+    if (!(std::isfinite(t.eps) && t.eps > 0.0f && t.eps <= 1.0f))
+        bad("eps = " + std::to_string(t.eps) + " must be in (0, 1]");
+    float_range("weight_decay", t.weight_decay, 0.0, 1e3, false);
+    float_range("grad_clip", t.grad_clip, 0.0, 1e30, false);
+    float_range("dropout", t.dropout, 0.0, 1.0, true);
+    int_range("n_threads", t.n_threads, -(1LL << 31), kMaxThreads);
+}
+
+}  // namespace pg
