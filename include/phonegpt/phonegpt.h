@@ -116,8 +116,8 @@ PG_API pg_status pg_tokenizer_kind_of(const pg_tokenizer* tok, pg_tokenizer_kind
 PG_API pg_status pg_tokenizer_vocab_size(const pg_tokenizer* tok, int32_t* out);
 
 /* Encodes UTF-8 text. Writes at most `capacity` ids to `ids` and the number of ids the whole
- * text needs to *n_ids; if capacity is too small returns PG_ERR_BUFFER_TOO_SMALL (call with
- * ids = NULL, capacity = 0 to size). A character outside the vocabulary is PG_ERR_TOKENIZE
+ * text needs to *n_ids; if capacity is too small returns PG_ERR_BUFFER_TOO_SMALL and writes
+ * nothing to `ids` (call with ids = NULL, capacity = 0 to size). A character outside the vocabulary is PG_ERR_TOKENIZE
  * naming the character and its byte offset: never a silent substitution. */
 PG_API pg_status pg_tokenizer_encode(pg_tokenizer* tok, const char* text, size_t len,
                                      int32_t* ids, size_t capacity, size_t* n_ids);
@@ -126,7 +126,8 @@ PG_API pg_status pg_tokenizer_encode(pg_tokenizer* tok, const char* text, size_t
  * Sizing works as for encode (the NUL needs one more byte). */
 PG_API pg_status pg_tokenizer_decode(pg_tokenizer* tok, const int32_t* ids, size_t n_ids,
                                      char* text, size_t capacity, size_t* len);
-/* Serialises the tokenizer (kind, version, vocabulary) into `data`; sizing as for encode. */
+/* Serialises the tokenizer (kind, version, vocabulary; docs/tokenizer-format.md) into `data`;
+ * sizing as for encode. */
 PG_API pg_status pg_tokenizer_serialize(pg_tokenizer* tok, void* data, size_t capacity,
                                         size_t* len);
 PG_API const char* pg_tokenizer_last_error(const pg_tokenizer* tok);

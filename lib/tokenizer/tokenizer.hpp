@@ -21,7 +21,7 @@ public:
     virtual std::vector<int32_t> encode(std::string_view text) const = 0;
     // Throws PG_ERR_INVALID_ARGUMENT for an id outside the vocabulary.
     virtual std::string decode(const int32_t* ids, std::size_t n) const = 0;
-    // Self-describing bytes: kind, format version, vocabulary (see docs/formats.md).
+    // Self-describing bytes: kind, format version, vocabulary (docs/tokenizer-format.md).
     virtual std::vector<uint8_t> serialize() const = 0;
     virtual std::unique_ptr<Tokenizer> clone() const = 0;
 };
