@@ -1,20 +1,117 @@
-// Chooses the kernel table once per process. This file holds the reference table; SIMD tables
-// are registered per instruction set by the arch translation units.
+// Chooses the kernel table once per process, from what the CPU and the OS support:
+// x86_64: avx512bw > fma3+avx2 > sse2; aarch64: neon64. PG_KERNELS=<name> (for example
+// "reference", "sse2") picks a named table instead, if this CPU can run it.
 #include "kernels/dispatch.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
 #include "core/thread_pool.hpp"
+#include "kernels/kernel_table.hpp"
 #include "kernels/reference/reference_kernels.hpp"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 namespace pg::kernels {
 
 namespace {
-bool g_force_reference = false;
+
+#if defined(__x86_64__)
+// xsimd's own detection reads CPUID only; an OS that does not save the wide registers on a
+// context switch (XCR0 bits clear) must not get AVX code, so XGETBV is checked too.
+uint64_t read_xcr0() {
+    uint32_t eax, edx;
+    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+    return (uint64_t(edx) << 32) | eax;
 }
 
-const char* active_arch_name() { return "reference"; }
+struct X86Features {
+    bool avx2_fma = false;
+    bool avx512bw = false;
+};
+
+X86Features detect_x86() {
+    X86Features f;
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
+    const bool osxsave = ecx & (1u << 27), avx = ecx & (1u << 28), fma = ecx & (1u << 12);
+    if (!osxsave || !avx) return f;
+    const uint64_t xcr0 = read_xcr0();
+    const bool os_ymm = (xcr0 & 0x6) == 0x6;     // SSE and AVX state
+    const bool os_zmm = (xcr0 & 0xe6) == 0xe6;   // plus opmask and both zmm halves
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return f;
+    const bool avx2 = ebx & (1u << 5);
+    const bool avx512 = (ebx & (1u << 16)) && (ebx & (1u << 17)) && (ebx & (1u << 28)) &&
+                        (ebx & (1u << 30));  // F, DQ, CD, BW
+    f.avx2_fma = os_ymm && avx2 && fma;
+    f.avx512bw = f.avx2_fma && os_zmm && avx512;
+    return f;
+}
+#endif
+
+const KernelTable& make_reference_table() {
+    static const KernelTable table = {
+        "reference",
+        1,
+        1,
+        &reference::sgemm,
+        &reference::layernorm_forward,
+        &reference::layernorm_backward,
+        &reference::gelu_forward,
+        &reference::gelu_backward,
+        &reference::softmax_cross_entropy,
+        &reference::softmax,
+        &reference::vexp,
+        &reference::vtanh,
+        &reference::axpy,
+        &reference::dot,
+        &reference::sum_squares,
+        &reference::adamw,
+    };
+    return table;
+}
+
+// The table chosen at first use: PG_KERNELS if it names a table this CPU runs, else the best.
+const KernelTable& chosen_table() {
+    static const KernelTable* chosen = [] {
+        std::vector<const KernelTable*> tables = available_tables();
+        if (const char* want = std::getenv("PG_KERNELS")) {
+            for (const KernelTable* t : tables)
+                if (std::strcmp(t->name, want) == 0) return t;
+        }
+        return tables.front();
+    }();
+    return *chosen;
+}
+
+bool g_force_reference = false;
+
+}  // namespace
+
+const KernelTable& reference_table() { return make_reference_table(); }
+
+std::vector<const KernelTable*> available_tables() {
+    std::vector<const KernelTable*> tables;
+#if defined(__x86_64__)
+    const X86Features f = detect_x86();
+    if (f.avx512bw) tables.push_back(&avx512bw_table());
+    if (f.avx2_fma) tables.push_back(&avx2_table());
+    tables.push_back(&sse2_table());
+#elif defined(__aarch64__)
+    tables.push_back(&neon64_table());
+#endif
+    tables.push_back(&reference_table());
+    return tables;
+}
+
+const KernelTable& active_table() {
+    return g_force_reference ? reference_table() : chosen_table();
+}
+
+const char* active_arch_name() { return active_table().name; }
 
 const char* force_reference(bool on) {
     const char* previous = active_arch_name();
@@ -22,41 +119,71 @@ const char* force_reference(bool on) {
     return previous;
 }
 
-void sgemm(const GemmArgs& g) { reference::sgemm(g); }
+void sgemm(const GemmArgs& g) { active_table().sgemm(g); }
+
+void sgemm_parallel_with(const KernelTable& table, const GemmArgs& g, ThreadPool& pool) {
+    if (g.M <= 0 || g.N <= 0) return;
+    // Each thread computes whole register tiles of C with the full K, so the result is the
+    // same bit for bit for any thread count (the kernels compute every element of C by the
+    // same sequence of operations wherever its tile falls). Split the longer side of C: rows
+    // for activations (M = B*T), columns for a weight gradient whose M (output features) is
+    // shorter than N; chunks are multiples of the tile so no thread gets extra edge tiles.
+    const bool split_rows = int64_t(g.M) * table.gemm_nr >= int64_t(g.N) * table.gemm_mr;
+    const int unit = split_rows ? table.gemm_mr : table.gemm_nr;
+    const int extent = split_rows ? g.M : g.N;
+    const int64_t units = (extent + unit - 1) / unit;
+    // Tiny products are not worth waking the pool for.
+    const double flops = 2.0 * g.M * g.N * g.K;
+    if (pool.size() == 1 || units < 2 || flops < 2e5) {
+        table.sgemm(g);
+        return;
+    }
+    pool.parallel_for(units, [&](int, int64_t begin, int64_t end) {
+        const int first = int(begin) * unit;
+        const int count = std::min(extent, int(end) * unit) - first;
+        GemmArgs part = g;
+        if (split_rows) {
+            part.M = count;
+            part.A = g.trans_a ? g.A + first : g.A + int64_t(first) * g.lda;
+            part.C = g.C + int64_t(first) * g.ldc;
+        } else {
+            part.N = count;
+            part.B = g.trans_b ? g.B + int64_t(first) * g.ldb : g.B + first;
+            part.C = g.C + first;
+            if (g.bias) part.bias = g.bias + first;
+        }
+        table.sgemm(part);
+    });
+}
 
 void sgemm_parallel(const GemmArgs& g, ThreadPool& pool) {
-    // Split the rows of C; each thread's block is a GEMM of its own, so the result for a given
-    // thread count never depends on timing.
-    pool.parallel_for(g.M, [&](int, int64_t begin, int64_t end) {
-        GemmArgs part = g;
-        part.M = int(end - begin);
-        part.A = g.trans_a ? g.A + begin : g.A + begin * g.lda;
-        part.C = g.C + begin * g.ldc;
-        sgemm(part);
-    });
+    sgemm_parallel_with(active_table(), g, pool);
 }
 
 void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
                        const float* b, int64_t rows, int C, float eps) {
-    reference::layernorm_forward(out, mean, rstd, x, w, b, rows, C, eps);
+    active_table().layernorm_forward(out, mean, rstd, x, w, b, rows, C, eps);
 }
 void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
                         const float* w, const float* mean, const float* rstd, int64_t rows, int C) {
-    reference::layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, rows, C);
+    active_table().layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, rows, C);
 }
-void gelu_forward(float* out, const float* x, int64_t n) { reference::gelu_forward(out, x, n); }
+void gelu_forward(float* out, const float* x, int64_t n) { active_table().gelu_forward(out, x, n); }
 void gelu_backward(float* dx, const float* x, const float* dout, int64_t n) {
-    reference::gelu_backward(dx, x, dout, n);
+    active_table().gelu_backward(dx, x, dout, n);
 }
 float softmax_cross_entropy(const float* logits, int V, int target, float* dlogits, float dscale) {
-    return reference::softmax_cross_entropy(logits, V, target, dlogits, dscale);
+    return active_table().softmax_cross_entropy(logits, V, target, dlogits, dscale);
 }
-void axpy(float* y, float a, const float* x, int64_t n) { reference::axpy(y, a, x, n); }
-float dot(const float* a, const float* b, int64_t n) { return reference::dot(a, b, n); }
-double sum_squares(const float* x, int64_t n) { return reference::sum_squares(x, n); }
+void softmax(float* out, const float* x, int n) { active_table().softmax(out, x, n); }
+void vexp(float* out, const float* x, int64_t n) { active_table().vexp(out, x, n); }
+void vtanh(float* out, const float* x, int64_t n) { active_table().vtanh(out, x, n); }
+void axpy(float* y, float a, const float* x, int64_t n) { active_table().axpy(y, a, x, n); }
+float dot(const float* a, const float* b, int64_t n) { return active_table().dot(a, b, n); }
+double sum_squares(const float* x, int64_t n) { return active_table().sum_squares(x, n); }
 void adamw(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
            float beta2, float eps, float weight_decay, float bc1, float bc2) {
-    reference::adamw(p, g, m, v, n, lr, beta1, beta2, eps, weight_decay, bc1, bc2);
+    active_table().adamw(p, g, m, v, n, lr, beta1, beta2, eps, weight_decay, bc1, bc2);
 }
 
 }  // namespace pg::kernels

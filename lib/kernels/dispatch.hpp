@@ -39,7 +39,9 @@ struct GemmArgs {
 };
 
 void sgemm(const GemmArgs& g);
-// Splits C into per-thread blocks (same split for the same thread count) and runs sgemm on each.
+// Splits C into per-thread blocks of whole register tiles and runs sgemm on each. Every element
+// of C is computed by the same operations whatever the split, so the result is bitwise the same
+// as sgemm's for any thread count.
 void sgemm_parallel(const GemmArgs& g, ThreadPool& pool);
 
 // LayerNorm over rows of C: out = (x - mean) * rstd * w + b; stores mean and rstd per row.
@@ -57,6 +59,14 @@ void gelu_backward(float* dx, const float* x, const float* dout, int64_t n);
 // target: returns -log softmax(logits)[target]. If dlogits != null, writes
 // dlogits = dscale * (softmax(logits) - onehot(target)).
 float softmax_cross_entropy(const float* logits, int V, int target, float* dlogits, float dscale);
+
+// Numerically safe softmax of one row: out[i] = exp(x[i] - max) / sum (out may alias x).
+// The SIMD tables use a fast exp: relative error <= 4e-7 (kernels/simd/fast_math.hpp).
+void softmax(float* out, const float* x, int n);
+// Elementwise exp and tanh, with the same fast approximations as softmax and GELU (exp:
+// relative error <= 4e-7 on [-87, 88]; tanh: absolute error <= 6e-7). out may alias x.
+void vexp(float* out, const float* x, int64_t n);
+void vtanh(float* out, const float* x, int64_t n);
 
 // y[i] += a * x[i]; dot product; sum of squares accumulated in double (gradient norms).
 void axpy(float* y, float a, const float* x, int64_t n);

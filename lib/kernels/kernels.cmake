@@ -1,6 +1,26 @@
 # Kernel sources: the dispatcher and the scalar reference are plain C++; each instruction set
-# gets its own translation units compiled with its own flags (xsimd picks the arch from them),
-# so nothing built for AVX-512 can leak into code that runs on a lesser CPU.
+# gets its own translation unit (simd/table_<arch>.cpp) compiled with its own flags (xsimd picks
+# the arch from them), so nothing built for AVX-512 can leak into code that runs on a lesser CPU.
 file(GLOB PG_KERNEL_COMMON CONFIGURE_DEPENDS
   ${CMAKE_CURRENT_LIST_DIR}/*.cpp ${CMAKE_CURRENT_LIST_DIR}/reference/*.cpp)
 target_sources(phonegpt_objects PRIVATE ${PG_KERNEL_COMMON})
+
+set(PG_KERNEL_SIMD_DIR ${CMAKE_CURRENT_LIST_DIR}/simd)
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
+  target_sources(phonegpt_objects PRIVATE
+    ${PG_KERNEL_SIMD_DIR}/table_avx512bw.cpp ${PG_KERNEL_SIMD_DIR}/table_avx2.cpp
+    ${PG_KERNEL_SIMD_DIR}/table_sse2.cpp)
+  # GCC 12's own avx512fintrin.h trips -Wuninitialized on its _mm512_undefined_ps() placeholders
+  # (a false positive inside the compiler's header, not in our code).
+  set(PG_AVX512_NO_FALSE_WARNINGS "-Wno-uninitialized;-Wno-maybe-uninitialized")
+  # xsimd's avx512 batch needs DQ (its hadd uses _mm512_extractf32x8_ps) and BW.
+  set_source_files_properties(${PG_KERNEL_SIMD_DIR}/table_avx512bw.cpp PROPERTIES
+    COMPILE_OPTIONS "-mavx512f;-mavx512cd;-mavx512dq;-mavx512bw;-mavx2;-mfma;${PG_AVX512_NO_FALSE_WARNINGS}")
+  set_source_files_properties(${PG_KERNEL_SIMD_DIR}/table_avx2.cpp PROPERTIES
+    COMPILE_OPTIONS "-mavx2;-mfma")
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64|ARM64")
+  # NEON is part of ARMv8-A: the baseline flags are the neon64 flags.
+  target_sources(phonegpt_objects PRIVATE ${PG_KERNEL_SIMD_DIR}/table_neon64.cpp)
+else()
+  message(FATAL_ERROR "libphonegpt kernels: no SIMD table for ${CMAKE_SYSTEM_PROCESSOR} (x86_64 or aarch64)")
+endif()

@@ -103,6 +103,22 @@ float softmax_cross_entropy(const float* logits, int V, int target, float* dlogi
     return log_sum - (logits[target] - maxv);
 }
 
+void softmax(float* out, const float* x, int n) {
+    float maxv = x[0];
+    for (int i = 1; i < n; ++i) maxv = x[i] > maxv ? x[i] : maxv;
+    double sum = 0.0;
+    for (int i = 0; i < n; ++i) sum += std::exp(double(x[i] - maxv));
+    for (int i = 0; i < n; ++i) out[i] = float(std::exp(double(x[i] - maxv)) / sum);
+}
+
+void vexp(float* out, const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = std::exp(x[i]);
+}
+
+void vtanh(float* out, const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = std::tanh(x[i]);
+}
+
 void axpy(float* y, float a, const float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }

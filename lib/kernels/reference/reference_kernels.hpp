@@ -14,6 +14,9 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dout, cons
 void gelu_forward(float* out, const float* x, int64_t n);
 void gelu_backward(float* dx, const float* x, const float* dout, int64_t n);
 float softmax_cross_entropy(const float* logits, int V, int target, float* dlogits, float dscale);
+void softmax(float* out, const float* x, int n);
+void vexp(float* out, const float* x, int64_t n);
+void vtanh(float* out, const float* x, int64_t n);
 void axpy(float* y, float a, const float* x, int64_t n);
 float dot(const float* a, const float* b, int64_t n);
 double sum_squares(const float* x, int64_t n);

@@ -1,0 +1,60 @@
+// The table behind dispatch.hpp: one set of function pointers per instruction set. dispatch.cpp
+// picks one per process; tests and benchmarks may also reach every table this CPU can run
+// (available_tables()) to check each against the scalar reference.
+#pragma once
+
+#include <vector>
+
+#include "kernels/dispatch.hpp"
+
+namespace pg::kernels {
+
+struct KernelTable {
+    const char* name;  // "avx512bw", "fma3+avx2", "sse2", "arm64+neon", "reference"
+    // The GEMM micro-tile (rows x columns of C per register block); sgemm_parallel aligns its
+    // split to it so that threads get whole tiles.
+    int gemm_mr;
+    int gemm_nr;
+    void (*sgemm)(const GemmArgs& g);
+    void (*layernorm_forward)(float* out, float* mean, float* rstd, const float* x, const float* w,
+                              const float* b, int64_t rows, int C, float eps);
+    void (*layernorm_backward)(float* dx, float* dw, float* db, const float* dout, const float* x,
+                               const float* w, const float* mean, const float* rstd, int64_t rows,
+                               int C);
+    void (*gelu_forward)(float* out, const float* x, int64_t n);
+    void (*gelu_backward)(float* dx, const float* x, const float* dout, int64_t n);
+    float (*softmax_cross_entropy)(const float* logits, int V, int target, float* dlogits,
+                                   float dscale);
+    void (*softmax)(float* out, const float* x, int n);
+    void (*vexp)(float* out, const float* x, int64_t n);
+    void (*vtanh)(float* out, const float* x, int64_t n);
+    void (*axpy)(float* y, float a, const float* x, int64_t n);
+    float (*dot)(const float* a, const float* b, int64_t n);
+    double (*sum_squares)(const float* x, int64_t n);
+    void (*adamw)(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
+                  float beta2, float eps, float weight_decay, float bc1, float bc2);
+};
+
+// The scalar table (kernels/reference).
+const KernelTable& reference_table();
+
+// The table every kernel call goes through (PG_KERNELS=reference / force_reference honoured).
+const KernelTable& active_table();
+
+// Every table this CPU and OS can run, best first, the reference table last.
+std::vector<const KernelTable*> available_tables();
+
+// sgemm_parallel with an explicit table (tests run it on every table).
+void sgemm_parallel_with(const KernelTable& table, const GemmArgs& g, ThreadPool& pool);
+
+// The SIMD tables, one per translation unit built with that instruction set's flags. Only call
+// one after checking the CPU supports it (available_tables() does).
+#if defined(__x86_64__)
+const KernelTable& avx512bw_table();
+const KernelTable& avx2_table();
+const KernelTable& sse2_table();
+#elif defined(__aarch64__)
+const KernelTable& neon64_table();
+#endif
+
+}  // namespace pg::kernels

@@ -1,0 +1,571 @@
+// The SIMD kernels, written once with xsimd and instantiated per instruction set by the arch
+// translation units (table_<arch>.cpp), each compiled with that instruction set's flags.
+//
+// Everything here is in an anonymous namespace: each arch TU gets private copies, so no inline
+// function compiled with AVX-512 flags can be picked by the linker for code that must run on a
+// lesser CPU (the qemu tests run the AVX2 and SSE2 tables on an emulated CPU to check this).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include <xsimd/xsimd.hpp>
+
+#include "kernels/kernel_table.hpp"
+#include "kernels/simd/fast_math.hpp"
+
+namespace pg::kernels::simd {
+namespace {
+
+template <class T>
+inline T min_of(T a, T b) {
+    return a < b ? a : b;
+}
+
+// ---------------------------------------------------------------------------------------------
+// GEMM: C[M,N] = alpha op(A) op(B) + beta C (+ bias), BLIS-style.
+//
+//   for jc over N in NC columns:
+//     for pc over K in KC steps:            pack op(B)[pc:, jc:] into NR-wide panels (L2)
+//       for ic over M in MC rows:           (the A rows of this block stay in L2)
+//         for jr over the NR panels:        (one panel, kc x NR, stays in L1)
+//           for ir over MR row tiles:       micro-kernel: MR x NR of C in registers
+//
+// A is not packed: the micro-kernel broadcasts op(A)[i+r, k] straight from A, which is
+// contiguous in k for a plain A and contiguous in r for a transposed one, so both layouts
+// stream well. Only a partial row tile (M % MR rows) is copied into a zero-padded buffer.
+// A partial column panel is zero-padded when B is packed; its tile goes through a local C
+// buffer with the same epilogue code, so every element of C is computed by exactly the same
+// sequence of operations wherever it falls (full tile or edge, any split across threads):
+// sgemm_parallel is bitwise identical to sgemm for any thread count.
+// ---------------------------------------------------------------------------------------------
+
+template <class Arch, int MR, int NV>
+struct Gemm {
+    using B = xsimd::batch<float, Arch>;
+    static constexpr int W = int(B::size);
+    static constexpr int NR = NV * W;
+    static constexpr int KC = 256;
+    static constexpr int MC = 16 * MR;
+    static constexpr int NC = (512 / NR) * NR;
+
+    // Per-thread scratch: the packed B block and an edge A tile, allocated once per thread.
+    struct Scratch {
+        float* packed_b = nullptr;
+        float* edge_a = nullptr;
+        Scratch() {
+            packed_b = static_cast<float*>(std::aligned_alloc(64, sizeof(float) * KC * NC));
+            edge_a = static_cast<float*>(std::aligned_alloc(64, sizeof(float) * KC * MR));
+            if (!packed_b || !edge_a) {
+                std::free(packed_b);
+                std::free(edge_a);
+                throw std::bad_alloc();
+            }
+        }
+        ~Scratch() {
+            std::free(packed_b);
+            std::free(edge_a);
+        }
+        Scratch(const Scratch&) = delete;
+        Scratch& operator=(const Scratch&) = delete;
+    };
+
+    static Scratch& scratch() {
+        thread_local Scratch s;
+        return s;
+    }
+
+    // One MR x NR tile of C: acc = sum_k op(A)[r, k] * Bpanel[k, :], then
+    // C = alpha * acc + beta * C (C not read when beta == 0) + bias.
+    // a_trans: op(A)[r, k] = a[k * lda + r] (else a[r * lda + k]).
+    template <bool a_trans>
+    static void tile(int kc, const float* a, int64_t lda, const float* bp, float* c, int64_t ldc,
+                     float alpha, float beta, const float* bias) {
+        B acc[MR][NV];
+#pragma GCC unroll 16
+        for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; ++v) acc[r][v] = B(0.0f);
+        for (int k = 0; k < kc; ++k) {
+            B bv[NV];
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; ++v) bv[v] = B::load_aligned(bp + k * NR + v * W);
+#pragma GCC unroll 16
+            for (int r = 0; r < MR; ++r) {
+                const B av(a_trans ? a[int64_t(k) * lda + r] : a[r * lda + k]);
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bv[v], acc[r][v]);
+            }
+        }
+        const B alpha_v(alpha), beta_v(beta);
+#pragma GCC unroll 16
+        for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; ++v) {
+                float* cp = c + r * ldc + v * W;
+                B out = acc[r][v] * alpha_v;
+                if (beta != 0.0f) out = xsimd::fma(beta_v, B::load_unaligned(cp), out);
+                if (bias) out = out + B::load_unaligned(bias + v * W);
+                out.store_unaligned(cp);
+            }
+        }
+    }
+
+    // Packs op(B)[pc:pc+kc, jc:jc+nc] as panels of NR columns (panel p: kc rows of NR floats,
+    // zero past column nc).
+    static void pack_b(float* bp, const GemmArgs& g, int pc, int kc, int jc, int nc) {
+        for (int p0 = 0; p0 < nc; p0 += NR) {
+            const int w = min_of(NR, nc - p0);
+            float* dst = bp + int64_t(p0) * kc;
+            if (!g.trans_b) {  // op(B)[k, j] = B[k * ldb + j]: rows are contiguous
+                for (int k = 0; k < kc; ++k) {
+                    const float* src = g.B + int64_t(pc + k) * g.ldb + jc + p0;
+                    float* d = dst + k * NR;
+                    if (w == NR) {
+#pragma GCC unroll 4
+                        for (int v = 0; v < NV; ++v)
+                            B::load_unaligned(src + v * W).store_aligned(d + v * W);
+                    } else {
+                        int j = 0;
+                        for (; j < w; ++j) d[j] = src[j];
+                        for (; j < NR; ++j) d[j] = 0.0f;
+                    }
+                }
+            } else {  // op(B)[k, j] = B[j * ldb + k]: gather column j of the panel
+                for (int j = 0; j < w; ++j) {
+                    const float* src = g.B + int64_t(jc + p0 + j) * g.ldb + pc;
+                    for (int k = 0; k < kc; ++k) dst[k * NR + j] = src[k];
+                }
+                for (int j = w; j < NR; ++j)
+                    for (int k = 0; k < kc; ++k) dst[k * NR + j] = 0.0f;
+            }
+        }
+    }
+
+    // K == 0: C = beta * C + bias.
+    static void scale_only(const GemmArgs& g) {
+        for (int i = 0; i < g.M; ++i) {
+            float* c = g.C + int64_t(i) * g.ldc;
+            for (int j = 0; j < g.N; ++j) {
+                float out = g.beta == 0.0f ? 0.0f : g.beta * c[j];
+                if (g.bias) out += g.bias[j];
+                c[j] = out;
+            }
+        }
+    }
+
+    static void run(const GemmArgs& g) {
+        if (g.M <= 0 || g.N <= 0) return;
+        if (g.K <= 0) {
+            scale_only(g);
+            return;
+        }
+        Scratch& s = scratch();
+        alignas(64) float edge_c[MR * NR];
+        alignas(64) float edge_bias[NR];
+        for (int jc = 0; jc < g.N; jc += NC) {
+            const int nc = min_of(NC, g.N - jc);
+            for (int pc = 0; pc < g.K; pc += KC) {
+                const int kc = min_of(KC, g.K - pc);
+                const bool first = pc == 0;
+                const float beta = first ? g.beta : 1.0f;
+                pack_b(s.packed_b, g, pc, kc, jc, nc);
+                for (int ic = 0; ic < g.M; ic += MC) {
+                    const int mc = min_of(MC, g.M - ic);
+                    for (int jr = 0; jr < nc; jr += NR) {
+                        const int nr = min_of(NR, nc - jr);
+                        const float* bp = s.packed_b + int64_t(jr) * kc;
+                        const float* bias = first && g.bias ? g.bias + jc + jr : nullptr;
+                        for (int ir = 0; ir < mc; ir += MR) {
+                            const int mr = min_of(MR, mc - ir);
+                            const int i = ic + ir;
+                            float* c = g.C + int64_t(i) * g.ldc + jc + jr;
+                            if (mr == MR && nr == NR) {
+                                if (g.trans_a)
+                                    tile<true>(kc, g.A + int64_t(pc) * g.lda + i, g.lda, bp, c,
+                                               g.ldc, g.alpha, beta, bias);
+                                else
+                                    tile<false>(kc, g.A + int64_t(i) * g.lda + pc, g.lda, bp, c,
+                                                g.ldc, g.alpha, beta, bias);
+                                continue;
+                            }
+                            edge_tile(g, kc, pc, i, mr, nr, bp, c, beta, bias, s.edge_a, edge_c,
+                                      edge_bias);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // A tile with mr < MR rows or nr < NR columns: zero-padded copies of A, C and bias go
+    // through the same tile() code, then the valid part of C is copied back.
+    static void edge_tile(const GemmArgs& g, int kc, int pc, int i, int mr, int nr,
+                          const float* bp, float* c, float beta, const float* bias,
+                          float* edge_a, float* edge_c, float* edge_bias) {
+        const float* a;
+        int64_t lda;
+        bool a_trans = g.trans_a;
+        if (mr == MR) {
+            a = g.trans_a ? g.A + int64_t(pc) * g.lda + i : g.A + int64_t(i) * g.lda + pc;
+            lda = g.lda;
+        } else {  // copy op(A)[i:i+mr, pc:pc+kc] as [kc, MR], zero rows past mr
+            for (int k = 0; k < kc; ++k) {
+                float* d = edge_a + k * MR;
+                int r = 0;
+                for (; r < mr; ++r)
+                    d[r] = g.trans_a ? g.A[int64_t(pc + k) * g.lda + i + r]
+                                     : g.A[int64_t(i + r) * g.lda + pc + k];
+                for (; r < MR; ++r) d[r] = 0.0f;
+            }
+            a = edge_a;
+            lda = MR;
+            a_trans = true;
+        }
+        for (int r = 0; r < MR; ++r)
+            for (int j = 0; j < NR; ++j)
+                edge_c[r * NR + j] = (beta != 0.0f && r < mr && j < nr) ? c[r * g.ldc + j] : 0.0f;
+        if (bias)
+            for (int j = 0; j < NR; ++j) edge_bias[j] = j < nr ? bias[j] : 0.0f;
+        if (a_trans)
+            tile<true>(kc, a, lda, bp, edge_c, NR, g.alpha, beta, bias ? edge_bias : nullptr);
+        else
+            tile<false>(kc, a, lda, bp, edge_c, NR, g.alpha, beta, bias ? edge_bias : nullptr);
+        for (int r = 0; r < mr; ++r)
+            for (int j = 0; j < nr; ++j) c[r * g.ldc + j] = edge_c[r * NR + j];
+    }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Elementwise and row kernels. Each has a vector body and a scalar tail doing the same math.
+// ---------------------------------------------------------------------------------------------
+
+template <class Arch>
+struct Elementwise {
+    using B = xsimd::batch<float, Arch>;
+    static constexpr int64_t W = int64_t(B::size);
+
+    static float sum(const float* x, int C) {
+        B acc(0.0f);
+        int64_t i = 0;
+        for (; i + W <= C; i += W) acc = acc + B::load_unaligned(x + i);
+        float s = xsimd::hadd(acc);
+        for (; i < C; ++i) s += x[i];
+        return s;
+    }
+
+    static void layernorm_forward(float* out, float* mean, float* rstd, const float* x,
+                                  const float* w, const float* b, int64_t rows, int C, float eps) {
+        for (int64_t row = 0; row < rows; ++row) {
+            const float* xr = x + row * C;
+            const float m = sum(xr, C) / float(C);
+            const B mv(m);
+            B acc(0.0f);
+            int64_t i = 0;
+            for (; i + W <= C; i += W) {
+                B d = B::load_unaligned(xr + i) - mv;
+                acc = xsimd::fma(d, d, acc);
+            }
+            float var = xsimd::hadd(acc);
+            for (; i < C; ++i) var += (xr[i] - m) * (xr[i] - m);
+            var /= float(C);
+            const float s = 1.0f / std::sqrt(var + eps);
+            const B sv(s);
+            float* o = out + row * C;
+            i = 0;
+            for (; i + W <= C; i += W) {
+                B norm = (B::load_unaligned(xr + i) - mv) * sv;
+                xsimd::fma(norm, B::load_unaligned(w + i), B::load_unaligned(b + i))
+                    .store_unaligned(o + i);
+            }
+            for (; i < C; ++i) o[i] = (xr[i] - m) * s * w[i] + b[i];
+            mean[row] = m;
+            rstd[row] = s;
+        }
+    }
+
+    static void layernorm_backward(float* dx, float* dw, float* db, const float* dout,
+                                   const float* x, const float* w, const float* mean,
+                                   const float* rstd, int64_t rows, int C) {
+        for (int64_t row = 0; row < rows; ++row) {
+            const float* d = dout + row * C;
+            const float* xr = x + row * C;
+            const float m = mean[row], s = rstd[row];
+            const B mv(m), sv(s);
+            // dnorm = dout * w; dx += s * (dnorm - mean(dnorm) - norm * mean(dnorm * norm))
+            B acc_dn(0.0f), acc_dnn(0.0f);
+            int64_t i = 0;
+            for (; i + W <= C; i += W) {
+                B norm = (B::load_unaligned(xr + i) - mv) * sv;
+                B dnorm = B::load_unaligned(w + i) * B::load_unaligned(d + i);
+                acc_dn = acc_dn + dnorm;
+                acc_dnn = xsimd::fma(dnorm, norm, acc_dnn);
+            }
+            float dnorm_mean = xsimd::hadd(acc_dn), dnorm_norm_mean = xsimd::hadd(acc_dnn);
+            for (; i < C; ++i) {
+                float norm = (xr[i] - m) * s;
+                float dnorm = w[i] * d[i];
+                dnorm_mean += dnorm;
+                dnorm_norm_mean += dnorm * norm;
+            }
+            dnorm_mean /= float(C);
+            dnorm_norm_mean /= float(C);
+            const B dm(dnorm_mean), dnm(dnorm_norm_mean);
+            float* dxr = dx + row * C;
+            i = 0;
+            for (; i + W <= C; i += W) {
+                B dv = B::load_unaligned(d + i);
+                B norm = (B::load_unaligned(xr + i) - mv) * sv;
+                B dnorm = B::load_unaligned(w + i) * dv;
+                (B::load_unaligned(db + i) + dv).store_unaligned(db + i);
+                xsimd::fma(norm, dv, B::load_unaligned(dw + i)).store_unaligned(dw + i);
+                B g = sv * (dnorm - dm - norm * dnm);
+                (B::load_unaligned(dxr + i) + g).store_unaligned(dxr + i);
+            }
+            for (; i < C; ++i) {
+                float norm = (xr[i] - m) * s;
+                float dnorm = w[i] * d[i];
+                db[i] += d[i];
+                dw[i] += norm * d[i];
+                dxr[i] += s * (dnorm - dnorm_mean - norm * dnorm_norm_mean);
+            }
+        }
+    }
+
+    static constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
+    static constexpr float kGeluCubic = 0.044715f;
+
+    static B gelu(B x) {
+        B u = B(kGeluScale) * x * xsimd::fma(B(kGeluCubic) * x, x, B(1.0f));
+        return B(0.5f) * x * (B(1.0f) + fast_tanh(u));
+    }
+    static B gelu_grad(B x) {
+        B x2 = x * x;
+        B t = fast_tanh(B(kGeluScale) * x * xsimd::fma(B(kGeluCubic), x2, B(1.0f)));
+        B sech2 = B(1.0f) - t * t;
+        B du = B(kGeluScale) * xsimd::fma(B(3.0f * kGeluCubic), x2, B(1.0f));
+        return B(0.5f) * (B(1.0f) + t) + B(0.5f) * x * sech2 * du;
+    }
+
+    // Tails go through a zero-padded batch, so every element gets the same fast math.
+    static void gelu_forward(float* out, const float* x, int64_t n) {
+        int64_t i = 0;
+        for (; i + W <= n; i += W) gelu(B::load_unaligned(x + i)).store_unaligned(out + i);
+        if (i < n) {
+            alignas(64) float buf[W] = {};
+            for (int64_t j = 0; j < n - i; ++j) buf[j] = x[i + j];
+            gelu(B::load_aligned(buf)).store_aligned(buf);
+            for (int64_t j = 0; j < n - i; ++j) out[i + j] = buf[j];
+        }
+    }
+
+    static void gelu_backward(float* dx, const float* x, const float* dout, int64_t n) {
+        int64_t i = 0;
+        for (; i + W <= n; i += W) {
+            B g = gelu_grad(B::load_unaligned(x + i));
+            xsimd::fma(g, B::load_unaligned(dout + i), B::load_unaligned(dx + i))
+                .store_unaligned(dx + i);
+        }
+        if (i < n) {
+            alignas(64) float buf[W] = {};
+            for (int64_t j = 0; j < n - i; ++j) buf[j] = x[i + j];
+            gelu_grad(B::load_aligned(buf)).store_aligned(buf);
+            for (int64_t j = 0; j < n - i; ++j) dx[i + j] += buf[j] * dout[i + j];
+        }
+    }
+
+    static float max_of(const float* x, int n) {
+        B mx(x[0]);
+        int64_t i = 0;
+        for (; i + W <= n; i += W) mx = xsimd::max(mx, B::load_unaligned(x + i));
+        alignas(64) float lanes[W];
+        mx.store_aligned(lanes);
+        float maxv = lanes[0];
+        for (int64_t j = 1; j < W; ++j) maxv = lanes[j] > maxv ? lanes[j] : maxv;
+        for (; i < n; ++i) maxv = x[i] > maxv ? x[i] : maxv;
+        return maxv;
+    }
+
+    static float softmax_cross_entropy(const float* logits, int V, int target, float* dlogits,
+                                       float dscale) {
+        const float maxv = max_of(logits, V);
+        int64_t i = 0;
+
+        // exp(logit - max), summed; kept in dlogits (if given) for the gradient pass.
+        const B mv(maxv);
+        B acc(0.0f);
+        for (; i + W <= V; i += W) {
+            B e = fast_exp(B::load_unaligned(logits + i) - mv);
+            if (dlogits) e.store_unaligned(dlogits + i);
+            acc = acc + e;
+        }
+        float sum = xsimd::hadd(acc);
+        if (i < V) {
+            alignas(64) float buf[W];
+            for (int64_t j = 0; j < W; ++j) buf[j] = i + j < V ? logits[i + j] - maxv : -100.0f;
+            fast_exp(B::load_aligned(buf)).store_aligned(buf);
+            for (int64_t j = 0; i + j < V; ++j) {
+                sum += buf[j];
+                if (dlogits) dlogits[i + j] = buf[j];
+            }
+        }
+        if (dlogits) {
+            const B scale(dscale / sum);
+            i = 0;
+            for (; i + W <= V; i += W)
+                (B::load_unaligned(dlogits + i) * scale).store_unaligned(dlogits + i);
+            for (; i < V; ++i) dlogits[i] *= dscale / sum;
+            dlogits[target] -= dscale;
+        }
+        return std::log(sum) - (logits[target] - maxv);
+    }
+
+    // Row softmax: max, exp(x - max) summed, then scaled by 1 / sum.
+    static void softmax(float* out, const float* x, int n) {
+        const float maxv = max_of(x, n);
+        const B mv(maxv);
+        B acc(0.0f);
+        int64_t i = 0;
+        for (; i + W <= n; i += W) {
+            B e = fast_exp(B::load_unaligned(x + i) - mv);
+            e.store_unaligned(out + i);
+            acc = acc + e;
+        }
+        float sum = xsimd::hadd(acc);
+        if (i < n) {
+            alignas(64) float buf[W];
+            for (int64_t j = 0; j < W; ++j) buf[j] = i + j < n ? x[i + j] - maxv : 0.0f;
+            fast_exp(B::load_aligned(buf)).store_aligned(buf);
+            for (int64_t j = 0; i + j < n; ++j) {
+                sum += buf[j];
+                out[i + j] = buf[j];
+            }
+        }
+        const float inv = 1.0f / sum;
+        const B inv_v(inv);
+        i = 0;
+        for (; i + W <= n; i += W) (B::load_unaligned(out + i) * inv_v).store_unaligned(out + i);
+        for (; i < n; ++i) out[i] *= inv;
+    }
+
+    // out = f(x) elementwise for a batch function f (fast exp, fast tanh).
+    template <class F>
+    static void map(float* out, const float* x, int64_t n) {
+        int64_t i = 0;
+        for (; i + W <= n; i += W) F::apply(B::load_unaligned(x + i)).store_unaligned(out + i);
+        if (i < n) {
+            alignas(64) float buf[W] = {};
+            for (int64_t j = 0; j < n - i; ++j) buf[j] = x[i + j];
+            F::apply(B::load_aligned(buf)).store_aligned(buf);
+            for (int64_t j = 0; j < n - i; ++j) out[i + j] = buf[j];
+        }
+    }
+
+    static void axpy(float* y, float a, const float* x, int64_t n) {
+        const B av(a);
+        int64_t i = 0;
+        for (; i + W <= n; i += W)
+            xsimd::fma(av, B::load_unaligned(x + i), B::load_unaligned(y + i))
+                .store_unaligned(y + i);
+        for (; i < n; ++i) y[i] += a * x[i];
+    }
+
+    static float dot(const float* a, const float* b, int64_t n) {
+        // Four accumulators hide the FMA latency.
+        B acc0(0.0f), acc1(0.0f), acc2(0.0f), acc3(0.0f);
+        int64_t i = 0;
+        for (; i + 4 * W <= n; i += 4 * W) {
+            acc0 = xsimd::fma(B::load_unaligned(a + i), B::load_unaligned(b + i), acc0);
+            acc1 = xsimd::fma(B::load_unaligned(a + i + W), B::load_unaligned(b + i + W), acc1);
+            acc2 = xsimd::fma(B::load_unaligned(a + i + 2 * W), B::load_unaligned(b + i + 2 * W),
+                              acc2);
+            acc3 = xsimd::fma(B::load_unaligned(a + i + 3 * W), B::load_unaligned(b + i + 3 * W),
+                              acc3);
+        }
+        for (; i + W <= n; i += W)
+            acc0 = xsimd::fma(B::load_unaligned(a + i), B::load_unaligned(b + i), acc0);
+        float s = xsimd::hadd((acc0 + acc1) + (acc2 + acc3));
+        for (; i < n; ++i) s += a[i] * b[i];
+        return s;
+    }
+
+    static double sum_squares(const float* x, int64_t n) {
+        using D = xsimd::batch<double, Arch>;
+        constexpr int64_t WD = int64_t(D::size);
+        D acc0(0.0), acc1(0.0);
+        int64_t i = 0;
+        for (; i + 2 * WD <= n; i += 2 * WD) {
+            D v0 = D::load_unaligned(x + i), v1 = D::load_unaligned(x + i + WD);
+            acc0 = xsimd::fma(v0, v0, acc0);
+            acc1 = xsimd::fma(v1, v1, acc1);
+        }
+        double s = xsimd::hadd(acc0 + acc1);
+        for (; i < n; ++i) s += double(x[i]) * double(x[i]);
+        return s;
+    }
+
+    static void adamw(float* p, const float* g, float* m, float* v, int64_t n, float lr,
+                      float beta1, float beta2, float eps, float weight_decay, float bc1,
+                      float bc2) {
+        const B b1(beta1), b2(beta2), one_b1(1.0f - beta1), one_b2(1.0f - beta2);
+        const B inv_bc1(1.0f / bc1), inv_bc2(1.0f / bc2), lr_v(lr), eps_v(eps), wd(weight_decay);
+        int64_t i = 0;
+        for (; i + W <= n; i += W) {
+            B gv = B::load_unaligned(g + i);
+            B mv = xsimd::fma(b1, B::load_unaligned(m + i), one_b1 * gv);
+            B vv = xsimd::fma(b2, B::load_unaligned(v + i), one_b2 * gv * gv);
+            mv.store_unaligned(m + i);
+            vv.store_unaligned(v + i);
+            B pv = B::load_unaligned(p + i);
+            B step = mv * inv_bc1 / (xsimd::sqrt(vv * inv_bc2) + eps_v) + wd * pv;
+            xsimd::fnma(lr_v, step, pv).store_unaligned(p + i);
+        }
+        for (; i < n; ++i) {
+            m[i] = beta1 * m[i] + (1.0f - beta1) * g[i];
+            v[i] = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
+            float step = m[i] * (1.0f / bc1) / (std::sqrt(v[i] * (1.0f / bc2)) + eps) +
+                         weight_decay * p[i];
+            p[i] -= lr * step;
+        }
+    }
+};
+
+template <class Arch>
+struct Exp {
+    static xsimd::batch<float, Arch> apply(xsimd::batch<float, Arch> x) { return fast_exp(x); }
+};
+template <class Arch>
+struct Tanh {
+    static xsimd::batch<float, Arch> apply(xsimd::batch<float, Arch> x) { return fast_tanh(x); }
+};
+
+// The table of one instruction set. MR x (NV vectors) is its GEMM register tile.
+template <class Arch, int MR, int NV>
+KernelTable make_table() {
+    using G = Gemm<Arch, MR, NV>;
+    using E = Elementwise<Arch>;
+    KernelTable t;
+    t.name = Arch::name();
+    t.gemm_mr = MR;
+    t.gemm_nr = G::NR;
+    t.sgemm = &G::run;
+    t.layernorm_forward = &E::layernorm_forward;
+    t.layernorm_backward = &E::layernorm_backward;
+    t.gelu_forward = &E::gelu_forward;
+    t.gelu_backward = &E::gelu_backward;
+    t.softmax_cross_entropy = &E::softmax_cross_entropy;
+    t.softmax = &E::softmax;
+    t.vexp = &E::template map<Exp<Arch>>;
+    t.vtanh = &E::template map<Tanh<Arch>>;
+    t.axpy = &E::axpy;
+    t.dot = &E::dot;
+    t.sum_squares = &E::sum_squares;
+    t.adamw = &E::adamw;
+    return t;
+}
+
+}  // namespace
+}  // namespace pg::kernels::simd

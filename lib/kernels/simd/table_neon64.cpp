@@ -1,0 +1,13 @@
+// The neon64 kernel table. This TU alone is compiled with its instruction set's flags
+// (lib/kernels/kernels.cmake); dispatch.cpp only calls it on a CPU that has them.
+// AArch64 NEON: 32 q registers, so an 8 x 12 tile = 24 accumulators.
+#include "kernels/simd/simd_kernels.hpp"
+
+namespace pg::kernels {
+
+const KernelTable& neon64_table() {
+    static const KernelTable table = simd::make_table<xsimd::neon64, 8, 3>();
+    return table;
+}
+
+}  // namespace pg::kernels
