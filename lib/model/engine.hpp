@@ -30,9 +30,18 @@ struct LossSum {
     double mean() const { return count ? sum / double(count) : 0.0; }
 };
 
+// How an Engine trades speed for memory.
+struct EngineOptions {
+    // false: forward_backward keeps every layer's activations (fastest).
+    // true: it keeps only each layer's input (the residual stream) and recomputes one layer's
+    // activations at a time during the backward pass: about one extra forward pass of work for
+    // roughly a sixth of the activation memory with the PhoneGPT preset.
+    bool recompute = false;
+};
+
 class Engine {
 public:
-    Engine(const ModelConfig& cfg, int max_B, int max_T);
+    Engine(const ModelConfig& cfg, int max_B, int max_T, EngineOptions options = EngineOptions{});
     ~Engine();
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;

@@ -1,0 +1,642 @@
+// The fp32 engine: the same model as model/reference.hpp, built from the kernels of
+// lib/kernels and threaded over a ThreadPool.
+//
+// What is kept between forward and backward, per layer ([N = B*T rows]):
+//   ln1/ln2 mean and rstd [N], qkv [N,3C], attention output [N,C], attention log-sum-exp
+//   [B,NH,T], residual after attention [N,C], MLP pre-activation [N,4C];
+// and the residual stream entering each layer [L+1][N,C]. LayerNorm outputs, GELU outputs and
+// dropout masks are recomputed in the backward pass (cheap, and they would double the memory);
+// attention never materialises the [B,NH,T,T] probabilities (flash-style tiles, backward
+// recomputes them from the log-sum-exp); the tied output projection and the cross-entropy run
+// in chunks of rows, so [B,T,V] logits exist only when the caller asks for them.
+// With EngineOptions::recompute only the residual stream is kept; each layer's activations are
+// recomputed from its input just before its backward pass, into a single layer's buffers.
+//
+// Determinism: every parallel loop splits rows, columns or (batch, head) pairs into the pool's
+// fixed chunks; each output element is written by one thread, and reductions (LayerNorm weight
+// gradients) are summed per thread and then added in thread order. No atomics.
+#include "model/engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/aligned_buffer.hpp"
+#include "core/error.hpp"
+#include "kernels/dispatch.hpp"
+#include "model/dropout_mask.hpp"
+#include "model/params.hpp"
+
+namespace pg {
+
+namespace {
+
+namespace k = pg::kernels;
+
+// Rows of the output projection + cross-entropy handled at once: big enough for efficient
+// GEMMs, small enough that the logits chunk stays in cache.
+constexpr int kLossChunkRows = 512;
+// Attention tile: queries and keys per block (flash-attention style).
+constexpr int kAttnBlock = 64;
+
+// C[M, N] = alpha * op(A) . op(B) + beta * C, leading dimensions as in kernels::GemmArgs.
+k::GemmArgs gemm_args(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda,
+                      const float* B, int ldb, float* C, int ldc, float alpha = 1.0f, float beta = 0.0f) {
+    k::GemmArgs g;
+    g.trans_a = trans_a;
+    g.trans_b = trans_b;
+    g.M = M;
+    g.N = N;
+    g.K = K;
+    g.alpha = alpha;
+    g.A = A;
+    g.lda = lda;
+    g.B = B;
+    g.ldb = ldb;
+    g.beta = beta;
+    g.C = C;
+    g.ldc = ldc;
+    return g;
+}
+
+// out[N, OC] = inp[N, C] . w[OC, C]^T + bias[OC]
+void linear_forward(float* out, const float* inp, const float* w, const float* bias, int N, int C,
+                    int OC, ThreadPool& pool) {
+    k::GemmArgs g = gemm_args(false, true, N, OC, C, inp, C, w, C, out, OC);
+    g.bias = bias;
+    k::sgemm_parallel(g, pool);
+}
+
+// dinp[N, C] = dout[N, OC] . w[OC, C]   (overwritten)
+void linear_backward_input(float* dinp, const float* dout, const float* w, int N, int C, int OC,
+                           ThreadPool& pool) {
+    k::sgemm_parallel(gemm_args(false, false, N, C, OC, dout, OC, w, C, dinp, C), pool);
+}
+
+// dw[OC, C] += dout[N, OC]^T . inp[N, C]; dbias[OC] += column sums of dout.
+void linear_backward_weights(float* dw, float* dbias, const float* dout, const float* inp, int N,
+                             int C, int OC, ThreadPool& pool) {
+    k::sgemm_parallel(gemm_args(true, false, OC, C, N, dout, OC, inp, C, dw, C, 1.0f, 1.0f), pool);
+    if (!dbias) return;
+    // Each thread owns a slice of the columns and sums all rows in order.
+    pool.parallel_for(OC, [&](int, int64_t c0, int64_t c1) {
+        std::vector<float> acc(size_t(c1 - c0), 0.0f);
+        for (int64_t r = 0; r < N; ++r) {
+            const float* d = dout + r * OC;
+            for (int64_t c = c0; c < c1; ++c) acc[size_t(c - c0)] += d[c];
+        }
+        for (int64_t c = c0; c < c1; ++c) dbias[c] += acc[size_t(c - c0)];
+    });
+}
+
+void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
+                       const float* b, int N, int C, float eps, ThreadPool& pool) {
+    pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
+        k::layernorm_forward(out + r0 * C, mean + r0, rstd + r0, x + r0 * C, w, b, r1 - r0, C, eps);
+    });
+}
+
+// dx[N, C] += LayerNorm input gradient; dw, db [C] += weight gradients (summed per thread,
+// then added in thread order).
+void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
+                        const float* w, const float* mean, const float* rstd, int N, int C,
+                        ThreadPool& pool) {
+    const int nt = pool.size();
+    std::vector<float> partial(size_t(nt) * 2 * C, 0.0f);
+    pool.parallel_for(N, [&](int t, int64_t r0, int64_t r1) {
+        float* pw = partial.data() + size_t(t) * 2 * C;
+        k::layernorm_backward(dx + r0 * C, pw, pw + C, dout + r0 * C, x + r0 * C, w, mean + r0,
+                              rstd + r0, r1 - r0, C);
+    });
+    for (int t = 0; t < nt; ++t) {
+        const float* pw = partial.data() + size_t(t) * 2 * C;
+        for (int i = 0; i < C; ++i) {
+            dw[i] += pw[i];
+            db[i] += pw[C + i];
+        }
+    }
+}
+
+// out[n, c] = x[n, c] + dropout(branch[n, c]) over [N, C]; the mask index is n * C + c.
+void residual_dropout_forward(float* out, const float* x, const float* branch, int N, int C,
+                              const Dropout& d, DropoutPlace place, int layer, ThreadPool& pool) {
+    const bool drop = dropout_active(d);
+    const float keep_scale = 1.0f / (1.0f - d.p);
+    pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
+        for (int64_t i = r0 * C; i < r1 * C; ++i) {
+            const float v = drop ? (dropout_keep(d, place, layer, uint64_t(i)) ? branch[i] * keep_scale : 0.0f)
+                                 : branch[i];
+            out[i] = x[i] + v;
+        }
+    });
+}
+
+// out[N, C] = dout * dropout mask (the gradient flowing into a dropped branch).
+void dropout_backward(float* out, const float* dout, int N, int C, const Dropout& d,
+                      DropoutPlace place, int layer, ThreadPool& pool) {
+    const float keep_scale = 1.0f / (1.0f - d.p);
+    pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
+        for (int64_t i = r0 * C; i < r1 * C; ++i)
+            out[i] = dropout_keep(d, place, layer, uint64_t(i)) ? dout[i] * keep_scale : 0.0f;
+    });
+}
+
+}  // namespace
+
+struct Engine::Impl {
+    // What one layer keeps from forward to backward.
+    struct LayerActs {
+        float *ln1_mean, *ln1_rstd;  // [N]
+        float* qkv;                  // [N, 3C]
+        float* atty;                 // [N, C]   attention output (before c_proj)
+        float* lse;                  // [B, NH, T] log-sum-exp of each attention row
+        float* res2;                 // [N, C]   residual after the attention block
+        float *ln2_mean, *ln2_rstd;  // [N]
+        float* fch;                  // [N, 4C]  MLP pre-activation
+    };
+    // Per-thread attention tiles.
+    struct AttnScratch {
+        AlignedBuffer<float> s, dp, m, l, d;
+    };
+
+    ModelConfig cfg;
+    ParamLayout layout;
+    int max_B, max_T;
+    EngineOptions options;
+
+    AlignedBuffer<float> memory;  // everything below points into it
+    std::vector<float*> resid;    // [L+1][N, C] the residual stream entering each layer (+ final)
+    std::vector<LayerActs> layers;  // L of them, or 1 with recompute
+    float* ln_out = nullptr;      // [N, C]  a LayerNorm output (forward, and recomputed in backward)
+    float* big_a = nullptr;       // [N, 4C] GELU output; in backward dfch, then dqkv
+    float* big_b = nullptr;       // [N, 4C] in backward d(GELU output), then d(attention output)
+    float* branch = nullptr;      // [N, C]  a block's output before dropout; in backward d(ln input)
+    float* dresid = nullptr;      // [N, C]  gradient of the residual stream
+    float* lnf_mean = nullptr;    // [N]
+    float* lnf_rstd = nullptr;    // [N]
+    float* row_loss = nullptr;    // [N]
+    float* logits = nullptr;      // [kLossChunkRows, V]
+    float* dlogits = nullptr;     // [kLossChunkRows, V]
+    std::vector<AttnScratch> attn_scratch;
+
+    Impl(const ModelConfig& c, int B, int T, EngineOptions opt)
+        : cfg(c), layout(c), max_B(B), max_T(T), options(opt) {
+        validate_model_config(cfg);
+        require(B >= 1 && T >= 1 && T <= cfg.n_ctx && int64_t(B) * T <= (int64_t(1) << 30) / (4 * cfg.n_embd),
+                PG_ERR_INVALID_ARGUMENT,
+                "Engine: need 1 <= max_B, 1 <= max_T <= n_ctx = " + std::to_string(cfg.n_ctx) +
+                    " and max_B * max_T * 4 * n_embd < 2^30 (got max_B = " + std::to_string(B) +
+                    ", max_T = " + std::to_string(T) + ")");
+        const int64_t N = int64_t(B) * T, C = cfg.n_embd, L = cfg.n_layer, NH = cfg.n_head;
+        const int64_t V = cfg.vocab_size;
+        const int64_t chunk = std::min<int64_t>(kLossChunkRows, N);
+        const int64_t n_slots = options.recompute ? 1 : L;
+        // Sizes rounded up to 16 floats so every array starts on a 64-byte boundary.
+        auto round = [](int64_t n) { return (n + 15) / 16 * 16; };
+        const int64_t per_layer = 4 * round(N) + round(N * 3 * C) + round(N * C) + round(N * NH) +
+                                  round(N * C) + round(N * 4 * C);
+        const int64_t total = (L + 1) * round(N * C) + n_slots * per_layer + round(N * C) +
+                              2 * round(N * 4 * C) + 2 * round(N * C) + 3 * round(N) +
+                              2 * round(chunk * V);
+        memory.resize(size_t(total));
+        float* p = memory.data();
+        auto take = [&](int64_t n) {
+            float* q = p;
+            p += round(n);
+            return q;
+        };
+        for (int64_t l = 0; l <= L; ++l) resid.push_back(take(N * C));
+        for (int64_t s = 0; s < n_slots; ++s) {
+            LayerActs a;
+            a.ln1_mean = take(N);
+            a.ln1_rstd = take(N);
+            a.qkv = take(N * 3 * C);
+            a.atty = take(N * C);
+            a.lse = take(N * NH);
+            a.res2 = take(N * C);
+            a.ln2_mean = take(N);
+            a.ln2_rstd = take(N);
+            a.fch = take(N * 4 * C);
+            layers.push_back(a);
+        }
+        ln_out = take(N * C);
+        big_a = take(N * 4 * C);
+        big_b = take(N * 4 * C);
+        branch = take(N * C);
+        dresid = take(N * C);
+        lnf_mean = take(N);
+        lnf_rstd = take(N);
+        row_loss = take(N);
+        logits = take(chunk * V);
+        dlogits = take(chunk * V);
+    }
+
+    void check_call(const int32_t* inputs, const int32_t* targets, int B, int T) const {
+        require(inputs != nullptr, PG_ERR_INVALID_ARGUMENT, "Engine: inputs is NULL");
+        require(B >= 1 && B <= max_B && T >= 1 && T <= max_T, PG_ERR_INVALID_ARGUMENT,
+                "Engine: batch " + std::to_string(B) + " x " + std::to_string(T) +
+                    " does not fit the engine's " + std::to_string(max_B) + " x " + std::to_string(max_T));
+        const int64_t N = int64_t(B) * T;
+        for (int64_t i = 0; i < N; ++i) {  // messages are built only on failure
+            if (inputs[i] < 0 || inputs[i] >= cfg.vocab_size)
+                throw Error(PG_ERR_INVALID_ARGUMENT,
+                            "Engine: token id " + std::to_string(inputs[i]) + " at position " + std::to_string(i) +
+                                " is outside [0, " + std::to_string(cfg.vocab_size) + ")");
+            if (targets && targets[i] >= cfg.vocab_size)
+                throw Error(PG_ERR_INVALID_ARGUMENT, "Engine: target " + std::to_string(targets[i]) +
+                                                         " at position " + std::to_string(i) +
+                                                         " is outside the vocabulary");
+        }
+    }
+
+    LayerActs& slot(int l) { return layers[layers.size() == 1 ? 0 : size_t(l)]; }
+
+    AttnScratch& scratch(int t) {
+        AttnScratch& s = attn_scratch[size_t(t)];
+        if (s.s.size() == 0) {
+            s.s.resize(size_t(kAttnBlock) * kAttnBlock);
+            s.dp.resize(size_t(kAttnBlock) * kAttnBlock);
+            s.m.resize(kAttnBlock);
+            s.l.resize(kAttnBlock);
+            s.d.resize(kAttnBlock);
+        }
+        return s;
+    }
+    void prepare_scratch(ThreadPool& pool) {
+        if (attn_scratch.size() < size_t(pool.size())) attn_scratch.resize(size_t(pool.size()));
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // encoder: resid[0][b,t,:] = dropout(wte[inputs[b,t]] + wpe[t])
+
+    void encoder_forward(const GptTensors<const float>& w, const int32_t* inputs, int B, int T,
+                         const Dropout& d, ThreadPool& pool) {
+        const int C = cfg.n_embd;
+        const bool drop = dropout_active(d);
+        const float keep_scale = 1.0f / (1.0f - d.p);
+        float* out = resid[0];
+        pool.parallel_for(int64_t(B) * T, [&](int, int64_t r0, int64_t r1) {
+            for (int64_t n = r0; n < r1; ++n) {
+                const float* we = w.wte + int64_t(inputs[n]) * C;
+                const float* pe = w.wpe + (n % T) * C;
+                float* o = out + n * C;
+                for (int i = 0; i < C; ++i) {
+                    float v = we[i] + pe[i];
+                    if (drop) v = dropout_keep(d, kDropEmbedding, 0, uint64_t(n * C + i)) ? v * keep_scale : 0.0f;
+                    o[i] = v;
+                }
+            }
+        });
+    }
+
+    // dresid holds d(loss)/d(resid[0]); it is consumed (dropout applied in place).
+    void encoder_backward(const GptTensors<float>& g, const int32_t* inputs, int B, int T,
+                          const Dropout& d, ThreadPool& pool) {
+        const int C = cfg.n_embd;
+        const int64_t N = int64_t(B) * T;
+        if (dropout_active(d)) dropout_backward(dresid, dresid, int(N), C, d, kDropEmbedding, 0, pool);
+        const float* dx = dresid;
+        // wpe: each thread owns positions and sums over the batch in order.
+        pool.parallel_for(T, [&](int, int64_t t0, int64_t t1) {
+            for (int64_t t = t0; t < t1; ++t)
+                for (int b = 0; b < B; ++b) k::axpy(g.wpe + t * C, 1.0f, dx + (int64_t(b) * T + t) * C, C);
+        });
+        // wte: each thread owns a slice of the channels and walks all positions in order, so
+        // repeated tokens never race.
+        pool.parallel_for(C, [&](int, int64_t c0, int64_t c1) {
+            for (int64_t n = 0; n < N; ++n) {
+                float* row = g.wte + int64_t(inputs[n]) * C;
+                const float* dr = dx + n * C;
+                for (int64_t c = c0; c < c1; ++c) row[c] += dr[c];
+            }
+        });
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // causal attention, flash style: per (batch, head), tiles of kAttnBlock queries x keys with
+    // an online softmax; only the per-row log-sum-exp is kept for the backward pass.
+    // qkv [N, 3C] -> atty [N, C], lse [B, NH, T]
+
+    void attention_forward(LayerActs& a, int layer, int B, int T, const Dropout& d, ThreadPool& pool) {
+        const int C = cfg.n_embd, NH = cfg.n_head, hs = C / NH;
+        const float scale = 1.0f / std::sqrt(float(hs));
+        const bool drop = dropout_active(d);
+        const float keep_scale = 1.0f / (1.0f - d.p);
+        prepare_scratch(pool);
+        pool.parallel_for(int64_t(B) * NH, [&](int thread, int64_t p0, int64_t p1) {
+            AttnScratch& sc = scratch(thread);
+            for (int64_t pair = p0; pair < p1; ++pair) {
+                const int b = int(pair / NH), h = int(pair % NH);
+                const float* qkv_b = a.qkv + int64_t(b) * T * 3 * C;
+                float* y_b = a.atty + int64_t(b) * T * C + h * hs;
+                float* lse = a.lse + pair * T;
+                for (int q0 = 0; q0 < T; q0 += kAttnBlock) {
+                    const int nq = std::min(kAttnBlock, T - q0);
+                    float* m = sc.m.data();
+                    float* l = sc.l.data();
+                    for (int r = 0; r < nq; ++r) {
+                        m[r] = -INFINITY;
+                        l[r] = 0.0f;
+                        std::memset(y_b + int64_t(q0 + r) * C, 0, sizeof(float) * size_t(hs));
+                    }
+                    for (int k0 = 0; k0 < q0 + nq; k0 += kAttnBlock) {
+                        const int nk = std::min(kAttnBlock, T - k0);
+                        // S[nq, nk] = scale * Q . K^T
+                        k::sgemm(gemm_args(false, true, nq, nk, hs, qkv_b + int64_t(q0) * 3 * C + h * hs, 3 * C,
+                                           qkv_b + int64_t(k0) * 3 * C + C + h * hs, 3 * C, sc.s.data(),
+                                           kAttnBlock, scale));
+                        for (int r = 0; r < nq; ++r) {
+                            const int t = q0 + r;
+                            const int valid = std::min(nk, t - k0 + 1);  // causal: keys <= t
+                            float* srow = sc.s.data() + r * kAttnBlock;
+                            float mx = m[r];
+                            for (int j = 0; j < valid; ++j) mx = std::max(mx, srow[j]);
+                            const float corr = std::exp(m[r] - mx);
+                            float sum = 0.0f;
+                            for (int j = 0; j < valid; ++j) {
+                                srow[j] = std::exp(srow[j] - mx);
+                                sum += srow[j];
+                            }
+                            for (int j = valid; j < nk; ++j) srow[j] = 0.0f;
+                            l[r] = l[r] * corr + sum;
+                            m[r] = mx;
+                            if (corr != 1.0f) {
+                                float* y = y_b + int64_t(t) * C;
+                                for (int i = 0; i < hs; ++i) y[i] *= corr;
+                            }
+                            if (drop) {
+                                const uint64_t base = (uint64_t(pair) * T + uint64_t(t)) * T + uint64_t(k0);
+                                for (int j = 0; j < valid; ++j)
+                                    srow[j] = dropout_keep(d, kDropAttnProbs, layer, base + j) ? srow[j] * keep_scale : 0.0f;
+                            }
+                        }
+                        // Y[nq, hs] += P . V
+                        k::sgemm(gemm_args(false, false, nq, hs, nk, sc.s.data(), kAttnBlock,
+                                           qkv_b + int64_t(k0) * 3 * C + 2 * C + h * hs, 3 * C,
+                                           y_b + int64_t(q0) * C, C, 1.0f, 1.0f));
+                    }
+                    for (int r = 0; r < nq; ++r) {
+                        float* y = y_b + int64_t(q0 + r) * C;
+                        const float inv = 1.0f / l[r];
+                        for (int i = 0; i < hs; ++i) y[i] *= inv;
+                        lse[q0 + r] = m[r] + std::log(l[r]);
+                    }
+                }
+            }
+        });
+    }
+
+    // datty [N, C] -> dqkv [N, 3C] (overwritten). Recomputes the probabilities from lse.
+    void attention_backward(float* dqkv, const float* datty, const LayerActs& a, int layer, int B, int T,
+                            const Dropout& d, ThreadPool& pool) {
+        const int C = cfg.n_embd, NH = cfg.n_head, hs = C / NH;
+        const float scale = 1.0f / std::sqrt(float(hs));
+        const bool drop = dropout_active(d);
+        const float keep_scale = 1.0f / (1.0f - d.p);
+        prepare_scratch(pool);
+        pool.parallel_for(int64_t(B) * NH, [&](int thread, int64_t p0, int64_t p1) {
+            AttnScratch& sc = scratch(thread);
+            for (int64_t pair = p0; pair < p1; ++pair) {
+                const int b = int(pair / NH), h = int(pair % NH);
+                const float* qkv_b = a.qkv + int64_t(b) * T * 3 * C;
+                const float* y_b = a.atty + int64_t(b) * T * C + h * hs;
+                const float* dy_b = datty + int64_t(b) * T * C + h * hs;
+                float* dqkv_b = dqkv + int64_t(b) * T * 3 * C;
+                const float* lse = a.lse + pair * T;
+                for (int t = 0; t < T; ++t)
+                    for (int part = 0; part < 3; ++part)
+                        std::memset(dqkv_b + int64_t(t) * 3 * C + part * C + h * hs, 0, sizeof(float) * size_t(hs));
+                for (int q0 = 0; q0 < T; q0 += kAttnBlock) {
+                    const int nq = std::min(kAttnBlock, T - q0);
+                    // D_t = dy_t . y_t = sum_j P_tj dP_tj (holds with dropout too)
+                    float* D = sc.d.data();
+                    for (int r = 0; r < nq; ++r)
+                        D[r] = k::dot(dy_b + int64_t(q0 + r) * C, y_b + int64_t(q0 + r) * C, hs);
+                    for (int k0 = 0; k0 < q0 + nq; k0 += kAttnBlock) {
+                        const int nk = std::min(kAttnBlock, T - k0);
+                        const float* Q = qkv_b + int64_t(q0) * 3 * C + h * hs;
+                        const float* K = qkv_b + int64_t(k0) * 3 * C + C + h * hs;
+                        const float* Vv = qkv_b + int64_t(k0) * 3 * C + 2 * C + h * hs;
+                        const float* dY = dy_b + int64_t(q0) * C;
+                        // S = scale * Q K^T, then P = exp(S - lse) (0 above the diagonal)
+                        k::sgemm(gemm_args(false, true, nq, nk, hs, Q, 3 * C, K, 3 * C, sc.s.data(), kAttnBlock, scale));
+                        // dPdrop = dY V^T
+                        k::sgemm(gemm_args(false, true, nq, nk, hs, dY, C, Vv, 3 * C, sc.dp.data(), kAttnBlock));
+                        for (int r = 0; r < nq; ++r) {
+                            const int t = q0 + r;
+                            const int valid = std::min(nk, t - k0 + 1);
+                            float* srow = sc.s.data() + r * kAttnBlock;
+                            float* dprow = sc.dp.data() + r * kAttnBlock;
+                            const uint64_t base = (uint64_t(pair) * T + uint64_t(t)) * T + uint64_t(k0);
+                            for (int j = 0; j < valid; ++j) {
+                                const float p = std::exp(srow[j] - lse[t]);
+                                const float mask = drop ? (dropout_keep(d, kDropAttnProbs, layer, base + j) ? keep_scale : 0.0f) : 1.0f;
+                                // dS = P * (dP - D) * scale, with dP = dPdrop * mask
+                                dprow[j] = p * (dprow[j] * mask - D[r]) * scale;
+                                srow[j] = p * mask;  // Pdrop, for dV
+                            }
+                            for (int j = valid; j < nk; ++j) {
+                                srow[j] = 0.0f;
+                                dprow[j] = 0.0f;
+                            }
+                        }
+                        // dV[nk, hs] += Pdrop^T dY
+                        k::sgemm(gemm_args(true, false, nk, hs, nq, sc.s.data(), kAttnBlock, dY, C,
+                                           dqkv_b + int64_t(k0) * 3 * C + 2 * C + h * hs, 3 * C, 1.0f, 1.0f));
+                        // dQ[nq, hs] += dS K
+                        k::sgemm(gemm_args(false, false, nq, hs, nk, sc.dp.data(), kAttnBlock, K, 3 * C,
+                                           dqkv_b + int64_t(q0) * 3 * C + h * hs, 3 * C, 1.0f, 1.0f));
+                        // dK[nk, hs] += dS^T Q
+                        k::sgemm(gemm_args(true, false, nk, hs, nq, sc.dp.data(), kAttnBlock, Q, 3 * C,
+                                           dqkv_b + int64_t(k0) * 3 * C + C + h * hs, 3 * C, 1.0f, 1.0f));
+                    }
+                }
+            }
+        });
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // one transformer block: resid[l] -> resid[l+1]
+
+    // a: where this layer's activations go (its own slot, or a shared one when nothing needs
+    // to be kept).
+    void block_forward(const GptTensors<const float>& w, int l, LayerActs& a, int B, int T,
+                       const Dropout& d, ThreadPool& pool) {
+        const int C = cfg.n_embd, N = B * T;
+        const float* x = resid[size_t(l)];
+        layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
+                          cfg.layernorm_eps, pool);
+        linear_forward(a.qkv, ln_out, w.qkvw + int64_t(l) * 3 * C * C, w.qkvb + l * 3 * C, N, C, 3 * C, pool);
+        attention_forward(a, l, B, T, d, pool);
+        linear_forward(branch, a.atty, w.attprojw + int64_t(l) * C * C, w.attprojb + l * C, N, C, C, pool);
+        residual_dropout_forward(a.res2, x, branch, N, C, d, kDropAttnProj, l, pool);
+        layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
+                          cfg.layernorm_eps, pool);
+        linear_forward(a.fch, ln_out, w.fcw + int64_t(l) * 4 * C * C, w.fcb + l * 4 * C, N, C, 4 * C, pool);
+        gelu_rows(big_a, a.fch, N, 4 * C, pool);
+        linear_forward(branch, big_a, w.fcprojw + int64_t(l) * C * 4 * C, w.fcprojb + l * C, N, 4 * C, C, pool);
+        residual_dropout_forward(resid[size_t(l) + 1], a.res2, branch, N, C, d, kDropMlpProj, l, pool);
+    }
+
+    // dresid: d(loss)/d(resid[l+1]) on entry, d(loss)/d(resid[l]) on exit.
+    void block_backward(const GptTensors<const float>& w, const GptTensors<float>& g, int l, int B, int T,
+                        const Dropout& d, ThreadPool& pool) {
+        const int C = cfg.n_embd, N = B * T;
+        const bool drop = dropout_active(d);
+        LayerActs& a = slot(l);
+        const float* x = resid[size_t(l)];
+        float* dln = branch;  // branch is free in the backward pass
+
+        // resid[l+1] = res2 + dropout(fcproj(gelu(fch)))
+        const float* dfcproj = dresid;
+        if (drop) {
+            dropout_backward(branch, dresid, N, C, d, kDropMlpProj, l, pool);
+            dfcproj = branch;
+        }
+        gelu_rows(big_a, a.fch, N, 4 * C, pool);  // recompute the GELU output
+        linear_backward_weights(g.fcprojw + int64_t(l) * C * 4 * C, g.fcprojb + l * C, dfcproj, big_a, N,
+                                4 * C, C, pool);
+        linear_backward_input(big_b, dfcproj, w.fcprojw + int64_t(l) * C * 4 * C, N, 4 * C, C, pool);
+        // dfch = gelu'(fch) * d(gelu output), into big_a
+        pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
+            const int64_t n0 = r0 * 4 * C, n = (r1 - r0) * 4 * C;
+            std::memset(big_a + n0, 0, sizeof(float) * size_t(n));
+            k::gelu_backward(big_a + n0, a.fch + n0, big_b + n0, n);
+        });
+        layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
+                          cfg.layernorm_eps, pool);  // recompute ln_2's output
+        linear_backward_weights(g.fcw + int64_t(l) * 4 * C * C, g.fcb + l * 4 * C, big_a, ln_out, N, C,
+                                4 * C, pool);
+        linear_backward_input(dln, big_a, w.fcw + int64_t(l) * 4 * C * C, N, C, 4 * C, pool);
+        layernorm_backward(dresid, g.ln2w + l * C, g.ln2b + l * C, dln, a.res2, w.ln2w + l * C, a.ln2_mean,
+                           a.ln2_rstd, N, C, pool);
+
+        // res2 = x + dropout(attproj(attention(qkv(ln_1(x)))))
+        const float* dattproj = dresid;
+        if (drop) {
+            dropout_backward(branch, dresid, N, C, d, kDropAttnProj, l, pool);
+            dattproj = branch;
+        }
+        linear_backward_weights(g.attprojw + int64_t(l) * C * C, g.attprojb + l * C, dattproj, a.atty, N, C,
+                                C, pool);
+        float* datty = big_b;
+        linear_backward_input(datty, dattproj, w.attprojw + int64_t(l) * C * C, N, C, C, pool);
+        float* dqkv = big_a;
+        attention_backward(dqkv, datty, a, l, B, T, d, pool);
+        layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
+                          cfg.layernorm_eps, pool);  // recompute ln_1's output
+        linear_backward_weights(g.qkvw + int64_t(l) * 3 * C * C, g.qkvb + l * 3 * C, dqkv, ln_out, N, C,
+                                3 * C, pool);
+        linear_backward_input(dln, dqkv, w.qkvw + int64_t(l) * 3 * C * C, N, C, 3 * C, pool);
+        layernorm_backward(dresid, g.ln1w + l * C, g.ln1b + l * C, dln, x, w.ln1w + l * C, a.ln1_mean,
+                           a.ln1_rstd, N, C, pool);
+    }
+
+    static void gelu_rows(float* out, const float* x, int N, int width, ThreadPool& pool) {
+        pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
+            k::gelu_forward(out + r0 * width, x + r0 * width, (r1 - r0) * width);
+        });
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // final LayerNorm, tied output projection and cross-entropy, in chunks of rows.
+    // With grads: also d(loss) into the LayerNorm input (dresid, overwritten) and into wte.
+
+    LossSum head(const GptTensors<const float>& w, const GptTensors<float>* g, const int32_t* targets,
+                 int N, float* losses, float* user_logits, float grad_scale, ThreadPool& pool) {
+        const int C = cfg.n_embd, V = cfg.vocab_size, L = cfg.n_layer;
+        const float* x = resid[size_t(L)];
+        layernorm_forward(ln_out, lnf_mean, lnf_rstd, x, w.lnfw, w.lnfb, N, C, cfg.layernorm_eps, pool);
+        float* dlnf = branch;
+        const int chunk = std::min(kLossChunkRows, N);
+        for (int r0 = 0; r0 < N; r0 += chunk) {
+            const int n = std::min(chunk, N - r0);
+            float* lg = user_logits ? user_logits + int64_t(r0) * V : logits;
+            // logits[n, V] = lnf . wte[:V]^T   (padding rows of wte are never used)
+            linear_forward(lg, ln_out + int64_t(r0) * C, w.wte, nullptr, n, C, V, pool);
+            if (!targets) continue;
+            pool.parallel_for(n, [&](int, int64_t i0, int64_t i1) {
+                for (int64_t i = i0; i < i1; ++i) {
+                    const int target = targets[r0 + i];
+                    float* dl = dlogits + i * V;
+                    if (target < 0) {
+                        row_loss[r0 + i] = 0.0f;
+                        if (g) std::memset(dl, 0, sizeof(float) * size_t(V));
+                        continue;
+                    }
+                    row_loss[r0 + i] = k::softmax_cross_entropy(lg + i * V, V, target, g ? dl : nullptr, grad_scale);
+                }
+            });
+            if (!g) continue;
+            linear_backward_input(dlnf + int64_t(r0) * C, dlogits, w.wte, n, C, V, pool);
+            linear_backward_weights(g->wte, nullptr, dlogits, ln_out + int64_t(r0) * C, n, C, V, pool);
+        }
+        LossSum result;
+        if (targets) {
+            for (int i = 0; i < N; ++i)
+                if (targets[i] >= 0) {
+                    result.sum += double(row_loss[i]);
+                    result.count += 1;
+                }
+        }
+        if (losses)
+            for (int i = 0; i < N; ++i) losses[i] = targets ? row_loss[i] : 0.0f;
+        if (g) {
+            std::memset(dresid, 0, sizeof(float) * size_t(N) * size_t(C));
+            layernorm_backward(dresid, g->lnfw, g->lnfb, dlnf, x, w.lnfw, lnf_mean, lnf_rstd, N, C, pool);
+        }
+        return result;
+    }
+};
+
+Engine::Engine(const ModelConfig& cfg, int max_B, int max_T, EngineOptions options)
+    : impl_(std::make_unique<Impl>(cfg, max_B, max_T, options)) {}
+
+Engine::~Engine() = default;
+
+LossSum Engine::forward(const float* params, const int32_t* inputs, const int32_t* targets, int B, int T,
+                        float* losses, float* logits, ThreadPool& pool) {
+    Impl& m = *impl_;
+    require(params != nullptr, PG_ERR_INVALID_ARGUMENT, "Engine::forward: params is NULL");
+    m.check_call(inputs, targets, B, T);
+    const GptTensors<const float> w = bind_tensors(m.layout, params);
+    const Dropout none;
+    m.encoder_forward(w, inputs, B, T, none, pool);
+    // Nothing is kept for a backward pass, so every layer can use the first slot.
+    for (int l = 0; l < m.cfg.n_layer; ++l) m.block_forward(w, l, m.layers[0], B, T, none, pool);
+    return m.head(w, nullptr, targets, B * T, losses, logits, 0.0f, pool);
+}
+
+LossSum Engine::forward_backward(const float* params, float* grads, const int32_t* inputs,
+                                 const int32_t* targets, int B, int T, float grad_scale,
+                                 const Dropout& dropout, ThreadPool& pool) {
+    Impl& m = *impl_;
+    require(params != nullptr && grads != nullptr, PG_ERR_INVALID_ARGUMENT,
+            "Engine::forward_backward: params or grads is NULL");
+    require(targets != nullptr, PG_ERR_INVALID_ARGUMENT, "Engine::forward_backward: targets is NULL");
+    check_dropout(dropout);
+    m.check_call(inputs, targets, B, T);
+    const GptTensors<const float> w = bind_tensors(m.layout, params);
+    const GptTensors<float> g = bind_tensors(m.layout, grads);
+    const int L = m.cfg.n_layer;
+
+    m.encoder_forward(w, inputs, B, T, dropout, pool);
+    for (int l = 0; l < L; ++l) m.block_forward(w, l, m.slot(l), B, T, dropout, pool);
+    LossSum result = m.head(w, &g, targets, B * T, nullptr, nullptr, grad_scale, pool);
+    for (int l = L - 1; l >= 0; --l) {
+        // With recomputation the single slot holds the last layer's activations; rebuild the
+        // others from their stored input (this rewrites resid[l+1] with identical values).
+        if (m.options.recompute && l != L - 1) m.block_forward(w, l, m.slot(l), B, T, dropout, pool);
+        m.block_backward(w, g, l, B, T, dropout, pool);
+    }
+    m.encoder_backward(g, inputs, B, T, dropout, pool);
+    return result;
+}
+
+int Engine::max_B() const { return impl_->max_B; }
+int Engine::max_T() const { return impl_->max_T; }
+std::size_t Engine::activation_bytes() const { return impl_->memory.size() * sizeof(float); }
+
+}  // namespace pg

@@ -1,0 +1,201 @@
+// The fp32 engine against the float reference model: losses, logits and every gradient, with 1
+// and 2 threads, dropout off and on, with and without activation recomputation, on a short
+// geometry and on one long enough to span several attention tiles.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/rng.hpp"
+#include "core/thread_pool.hpp"
+#include "model/engine.hpp"
+#include "model/params.hpp"
+#include "model/reference.hpp"
+#include "model_test_params.hpp"
+
+namespace {
+
+struct Geometry {
+    pg::ModelConfig cfg;
+    int B, T;
+};
+
+Geometry short_geometry() {
+    Geometry g;
+    g.cfg.n_layer = 2;
+    g.cfg.n_head = 2;
+    g.cfg.n_embd = 16;
+    g.cfg.n_ctx = 16;
+    g.cfg.vocab_size = 11;
+    g.cfg.padded_vocab_size = 12;
+    g.B = 3;
+    g.T = 13;
+    return g;
+}
+
+// T = 150 spans three 64-wide attention tiles, the last one partial.
+Geometry long_geometry() {
+    Geometry g;
+    g.cfg.n_layer = 2;
+    g.cfg.n_head = 2;
+    g.cfg.n_embd = 8;
+    g.cfg.n_ctx = 160;
+    g.cfg.vocab_size = 13;
+    g.cfg.padded_vocab_size = 16;
+    g.B = 2;
+    g.T = 150;
+    return g;
+}
+
+struct Batch {
+    std::vector<int32_t> inputs, targets;
+};
+
+Batch random_batch(const Geometry& g, uint64_t seed) {
+    pg::Rng rng(seed);
+    Batch b;
+    const int n = g.B * g.T;
+    for (int i = 0; i < n; ++i) {
+        b.inputs.push_back(int32_t(rng.below(uint64_t(g.cfg.vocab_size))));
+        b.targets.push_back(i % 7 == 3 ? -1 : int32_t(rng.below(uint64_t(g.cfg.vocab_size))));
+    }
+    return b;
+}
+
+double max_abs(const float* x, int64_t n) {
+    double m = 0.0;
+    for (int64_t i = 0; i < n; ++i) m = std::max(m, double(std::fabs(x[i])));
+    return m;
+}
+
+// Every element within rel * (largest magnitude of the expected tensor): elementwise relative
+// error is meaningless for entries that are nearly zero by cancellation.
+void check_close(const float* got, const float* want, int64_t n, double rel, const char* what) {
+    const double scale = std::max(max_abs(want, n), 1e-30);
+    int64_t bad = 0;
+    double worst = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        const double err = std::fabs(double(got[i]) - double(want[i])) / scale;
+        worst = std::max(worst, err);
+        if (err > rel) ++bad;
+    }
+    INFO(what << ": worst error relative to the tensor's largest entry = " << worst);
+    CHECK(bad == 0);
+}
+
+
+void compare_with_reference(const Geometry& g, int threads, const pg::Dropout& dropout, bool recompute) {
+    const pg::ParamLayout layout(g.cfg);
+    const std::vector<float> params = pg_test::random_model_params<float>(g.cfg, 3, 0.3);
+    const Batch batch = random_batch(g, 9);
+    const int64_t N = int64_t(g.B) * g.T;
+    const int V = g.cfg.vocab_size;
+    const float grad_scale = 0.25f;
+
+    pg::ReferenceGpt<float> ref(g.cfg, g.B, g.T);
+    std::vector<float> ref_losses(static_cast<size_t>(N)), ref_logits(static_cast<size_t>(N * V));
+    const pg::LossSum ref_sum = ref.forward(params.data(), batch.inputs.data(), batch.targets.data(),
+                                            ref_losses.data(), ref_logits.data(), dropout);
+    std::vector<float> ref_grads(size_t(layout.total), 0.0f);
+    ref.backward(ref_grads.data(), grad_scale);
+
+    pg::ThreadPool pool(threads);
+    pg::EngineOptions options;
+    options.recompute = recompute;
+    pg::Engine engine(g.cfg, g.B + 1, g.T, options);  // a call may use less than the maximum
+    std::vector<float> grads(size_t(layout.total), 0.0f);
+    const pg::LossSum sum = engine.forward_backward(params.data(), grads.data(), batch.inputs.data(),
+                                                    batch.targets.data(), g.B, g.T, grad_scale, dropout, pool);
+    CHECK(sum.count == ref_sum.count);
+    CHECK(std::fabs(sum.sum - ref_sum.sum) <= 1e-5 * std::fabs(ref_sum.sum));
+    for (int kind = 0; kind < pg::kNumParamKinds; ++kind)
+        check_close(grads.data() + layout.offset[kind], ref_grads.data() + layout.offset[kind], layout.size[kind],
+                    1e-4, pg_test::param_kind_name(kind));
+    // The padding rows of wte get exactly nothing.
+    for (int64_t i = int64_t(V) * g.cfg.n_embd; i < layout.size[pg::kWte]; ++i)
+        CHECK(grads[size_t(layout.offset[pg::kWte] + i)] == 0.0f);
+
+    if (!dropout_active(dropout)) {
+        // Evaluation path: per-position losses and logits.
+        std::vector<float> losses(static_cast<size_t>(N), -1.0f), logits(static_cast<size_t>(N * V));
+        const pg::LossSum eval = engine.forward(params.data(), batch.inputs.data(), batch.targets.data(), g.B,
+                                                g.T, losses.data(), logits.data(), pool);
+        CHECK(eval.count == ref_sum.count);
+        CHECK(eval.sum == sum.sum);  // same computation as forward_backward's forward half
+        check_close(losses.data(), ref_losses.data(), N, 1e-5, "losses");
+        check_close(logits.data(), ref_logits.data(), N * V, 1e-5, "logits");
+        for (int64_t i = 0; i < N; ++i)
+            if (batch.targets[size_t(i)] < 0) CHECK(losses[size_t(i)] == 0.0f);
+    }
+}
+
+pg::Dropout some_dropout() {
+    pg::Dropout d;
+    d.p = 0.3f;
+    d.seed = 1234;
+    d.stream = 17;
+    return d;
+}
+
+}  // namespace
+
+TEST_CASE("engine matches the float reference", "[model][engine]") {
+    for (int threads : {1, 2}) {
+        for (bool recompute : {false, true}) {
+            DYNAMIC_SECTION("threads " << threads << " recompute " << recompute) {
+                SECTION("short, dropout off") { compare_with_reference(short_geometry(), threads, pg::Dropout{}, recompute); }
+                SECTION("short, dropout on") { compare_with_reference(short_geometry(), threads, some_dropout(), recompute); }
+                SECTION("long, dropout off") { compare_with_reference(long_geometry(), threads, pg::Dropout{}, recompute); }
+                SECTION("long, dropout on") { compare_with_reference(long_geometry(), threads, some_dropout(), recompute); }
+            }
+        }
+    }
+}
+
+TEST_CASE("recomputation changes memory, not results", "[model][engine]") {
+    const Geometry g = short_geometry();
+    const pg::ParamLayout layout(g.cfg);
+    const std::vector<float> params = pg_test::random_model_params<float>(g.cfg, 5, 0.3);
+    const Batch batch = random_batch(g, 6);
+    pg::ThreadPool pool(2);
+    pg::EngineOptions lean;
+    lean.recompute = true;
+    pg::Engine fast(g.cfg, g.B, g.T), small(g.cfg, g.B, g.T, lean);
+    CHECK(small.activation_bytes() < fast.activation_bytes());
+    std::vector<float> ga(size_t(layout.total), 0.0f), gb(size_t(layout.total), 0.0f);
+    const pg::Dropout d = some_dropout();
+    const pg::LossSum a = fast.forward_backward(params.data(), ga.data(), batch.inputs.data(), batch.targets.data(),
+                                                g.B, g.T, 1.0f, d, pool);
+    const pg::LossSum b = small.forward_backward(params.data(), gb.data(), batch.inputs.data(), batch.targets.data(),
+                                                 g.B, g.T, 1.0f, d, pool);
+    CHECK(a.sum == b.sum);
+    CHECK(std::memcmp(ga.data(), gb.data(), ga.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("engine rejects what it cannot compute", "[model][engine]") {
+    const Geometry g = short_geometry();
+    const std::vector<float> params = pg_test::random_model_params<float>(g.cfg, 5, 0.3);
+    std::vector<float> grads(params.size(), 0.0f);
+    Batch batch = random_batch(g, 6);
+    pg::ThreadPool pool(1);
+    pg::Engine engine(g.cfg, g.B, g.T);
+    CHECK_THROWS_AS(engine.forward(params.data(), batch.inputs.data(), nullptr, g.B + 1, g.T, nullptr, nullptr, pool),
+                    pg::Error);
+    CHECK_THROWS_AS(engine.forward(params.data(), batch.inputs.data(), nullptr, g.B, g.T + 1, nullptr, nullptr, pool),
+                    pg::Error);
+    CHECK_THROWS_AS(pg::Engine(g.cfg, 1, g.cfg.n_ctx + 1), pg::Error);
+    pg::Dropout bad;
+    bad.p = 1.0f;
+    CHECK_THROWS_AS(engine.forward_backward(params.data(), grads.data(), batch.inputs.data(), batch.targets.data(),
+                                            g.B, g.T, 1.0f, bad, pool),
+                    pg::Error);
+    batch.inputs[5] = g.cfg.vocab_size;
+    CHECK_THROWS_AS(engine.forward(params.data(), batch.inputs.data(), nullptr, g.B, g.T, nullptr, nullptr, pool),
+                    pg::Error);
+    batch.inputs[5] = 0;
+    batch.targets[7] = g.cfg.vocab_size;
+    CHECK_THROWS_AS(engine.forward(params.data(), batch.inputs.data(), batch.targets.data(), g.B, g.T, nullptr,
+                                   nullptr, pool),
+                    pg::Error);
+}
