@@ -1,0 +1,27 @@
+# The Python binding's tests (pytest over tests/python), run with the interpreter the binding
+# was built for. pytest exits 5 when it collected no test, which ctest counts as a failure.
+if(PG_BUILD_PYTHON AND NOT CMAKE_CROSSCOMPILING)
+  if(NOT DEFINED Python_EXECUTABLE AND EXISTS /usr/bin/python3)
+    set(Python_EXECUTABLE /usr/bin/python3 CACHE FILEPATH "Python for the binding and its tests")
+  endif()
+  find_package(Python 3.8 REQUIRED COMPONENTS Interpreter)
+  set(PG_PY_TEST_ENV
+    "PHONEGPT_PYDIR=${PROJECT_BINARY_DIR}/bindings/python"
+    "PG_DATA_PATH=${PG_DATA_PATH}"
+    "PG_TEST_TMPDIR=${CMAKE_CURRENT_BINARY_DIR}/tmp"
+    "PG_SOURCE_DIR=${PROJECT_SOURCE_DIR}"
+    "PHONEGPT_LIB=$<TARGET_FILE:phonegpt>"
+    # two threads for torch and the library: the machine has 2 cores shared by everyone
+    "OMP_NUM_THREADS=1" "OPENBLAS_NUM_THREADS=1")
+  if(TARGET phonegpt_cli)
+    list(APPEND PG_PY_TEST_ENV "PHONEGPT_CLI=$<TARGET_FILE:phonegpt_cli>")
+  endif()
+  if(PG_SANITIZE)  # an ASan'd libphonegpt needs the runtime loaded first
+    execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libasan.so
+                    OUTPUT_VARIABLE PG_LIBASAN OUTPUT_STRIP_TRAILING_WHITESPACE)
+    list(APPEND PG_PY_TEST_ENV "LD_PRELOAD=${PG_LIBASAN}" "ASAN_OPTIONS=detect_leaks=0")
+  endif()
+  add_test(NAME python_binding
+           COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider ${PROJECT_SOURCE_DIR}/tests/python)
+  set_tests_properties(python_binding PROPERTIES ENVIRONMENT "${PG_PY_TEST_ENV}" TIMEOUT 600)
+endif()
