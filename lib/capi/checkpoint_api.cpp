@@ -1,0 +1,134 @@
+// C API: native checkpoints (model only, or model + training state) and llm.c / Hugging Face
+// safetensors interop. The formats live in lib/io; this file checks arguments and moves
+// objects across the boundary.
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "capi/boundary.hpp"
+#include "capi/handles.hpp"
+#include "io/checkpoint.hpp"
+#include "io/llmc.hpp"
+#include "io/safetensors.hpp"
+
+namespace {
+
+constexpr uint64_t kMaxConfigJsonBytes = uint64_t(1) << 20;
+
+std::string* err(const pg_model* m) { return m ? &m->last_error : nullptr; }
+
+pg_save_options full_default_save_options() {
+    pg_save_options o;
+    std::memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.compression_level = 0;
+    return o;
+}
+
+int compression_level(const pg_save_options* options, const char* fn) {
+    pg_save_options o = full_default_save_options();
+    pg::read_options(options, &o, fn);
+    pg::require_arg(o.compression_level >= 0 && o.compression_level <= 19, fn,
+                    ("options->compression_level " + std::to_string(o.compression_level) +
+                     " is outside [0, 19] (0 = raw, 1..19 = zstd level)").c_str());
+    return o.compression_level;
+}
+
+// A model handle for a validated geometry (the weights are filled by the caller).
+std::unique_ptr<pg_model> new_model(const pg::ModelConfig& cfg) { return std::make_unique<pg_model>(cfg); }
+
+void attach_tokenizer(pg::Model& model, std::unique_ptr<pg::Tokenizer> tok, const std::string& where) {
+    if (!tok) return;
+    if (tok->vocab_size() != model.config().vocab_size)
+        throw pg::Error(PG_ERR_GEOMETRY, where + ": the tokenizer has " + std::to_string(tok->vocab_size()) +
+                                             " tokens but the model's vocab_size is " +
+                                             std::to_string(model.config().vocab_size));
+    model.set_tokenizer(std::move(tok));
+}
+
+}  // namespace
+
+extern "C" {
+
+void pg_save_options_default(pg_save_options* options) {
+    if (options) *options = full_default_save_options();
+}
+
+pg_status pg_model_save(const pg_model* model, const char* path, const pg_save_options* options) {
+    return pg::guarded(err(model), [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_save", model);
+        PG_REQUIRE_NOT_NULL("pg_model_save", path);
+        const int level = compression_level(options, "pg_model_save");
+        pg::io::save_checkpoint(model->impl, nullptr, level, path);
+    });
+}
+
+pg_status pg_model_load(const char* path, pg_model** out) {
+    return pg::guarded(nullptr, [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_load", out);
+        *out = nullptr;
+        PG_REQUIRE_NOT_NULL("pg_model_load", path);
+        pg::io::FileSource src(path);
+        pg::io::CheckpointHeader header = pg::io::read_checkpoint_header(src);
+        auto model = new_model(header.config);
+        pg::io::read_checkpoint_data(src, header, model->impl, nullptr);
+        model->impl.set_tokenizer(std::move(header.tokenizer));
+        *out = model.release();
+    });
+}
+
+pg_status pg_model_export(const pg_model* model, pg_interop_format format, const char* path) {
+    return pg::guarded(err(model), [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_export", model);
+        PG_REQUIRE_NOT_NULL("pg_model_export", path);
+        if (format == PG_FORMAT_LLMC) {
+            pg::io::AtomicFileWriter file(path);
+            pg::io::write_llmc(model->impl, file);
+            file.commit();
+        } else if (format == PG_FORMAT_SAFETENSORS) {
+            // config.json first: if the weights then fail to save, an old pair is only
+            // inconsistent when the geometry changed, and the import checks that it agrees.
+            const std::string config = pg::io::hf_gpt2_config_json(model->impl.config());
+            pg::io::write_file_atomically(pg::io::sibling_path(path, "config.json"), config.data(), config.size());
+            pg::io::AtomicFileWriter file(path);
+            pg::io::write_hf_gpt2_safetensors(model->impl, file);
+            file.commit();
+        } else {
+            throw pg::Error(PG_ERR_INVALID_ARGUMENT, "pg_model_export: unknown format " + std::to_string(int(format)) +
+                                                         " (PG_FORMAT_LLMC = 1, PG_FORMAT_SAFETENSORS = 2)");
+        }
+    });
+}
+
+pg_status pg_model_import(pg_interop_format format, const char* path, pg_model** out) {
+    return pg::guarded(nullptr, [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_import", out);
+        *out = nullptr;
+        PG_REQUIRE_NOT_NULL("pg_model_import", path);
+        std::unique_ptr<pg_model> model;
+        if (format == PG_FORMAT_LLMC) {
+            pg::io::FileSource src(path);
+            const pg::io::LlmcHeader header = pg::io::read_llmc_header(src);
+            model = new_model(header.config);
+            pg::io::read_llmc_data(src, header, model->impl);
+        } else if (format == PG_FORMAT_SAFETENSORS) {
+            pg::io::FileSource src(path);
+            const std::string config_path = pg::io::sibling_path(path, "config.json");
+            const std::vector<uint8_t> config = pg::io::read_small_file(config_path, kMaxConfigJsonBytes);
+            const pg::io::HfGpt2Import plan =
+                pg::io::read_hf_gpt2_header(src, std::string(config.begin(), config.end()));
+            model = new_model(plan.config);
+            pg::io::read_hf_gpt2_data(src, plan, model->impl);
+            if (!plan.tokenizer_bytes.empty())
+                attach_tokenizer(model->impl,
+                                 pg::deserialize_tokenizer(plan.tokenizer_bytes.data(), plan.tokenizer_bytes.size()),
+                                 path);
+        } else {
+            throw pg::Error(PG_ERR_INVALID_ARGUMENT, "pg_model_import: unknown format " + std::to_string(int(format)) +
+                                                         " (PG_FORMAT_LLMC = 1, PG_FORMAT_SAFETENSORS = 2)");
+        }
+        *out = model.release();
+    });
+}
+
+}  // extern "C"

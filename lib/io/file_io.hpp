@@ -1,0 +1,129 @@
+// Files without surprises: bounded random-access reading (from a file or from memory, so the
+// fuzzers and the corruption tests exercise exactly the code that reads real files) and atomic
+// writing (a checkpoint on disk is always either the old one or the new one, never a mixture,
+// and a failed save leaves the old one untouched).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pg::io {
+
+// Random-access bytes with a known size. read_at throws PG_ERR_IO on failure and PG_ERR_FORMAT
+// (naming `what`) when [offset, offset + n) is not inside the source.
+class ByteSource {
+public:
+    virtual ~ByteSource() = default;
+    virtual uint64_t size() const = 0;
+    virtual const std::string& name() const = 0;  // for messages: the path or "<memory>"
+    void read_at(uint64_t offset, void* dst, std::size_t n, const char* what) const;
+
+protected:
+    virtual void read_raw(uint64_t offset, void* dst, std::size_t n) const = 0;
+};
+
+class FileSource : public ByteSource {
+public:
+    explicit FileSource(const std::string& path);  // throws PG_ERR_IO naming the path and errno
+    ~FileSource() override;
+    FileSource(const FileSource&) = delete;
+    FileSource& operator=(const FileSource&) = delete;
+    uint64_t size() const override { return size_; }
+    const std::string& name() const override { return path_; }
+
+protected:
+    void read_raw(uint64_t offset, void* dst, std::size_t n) const override;
+
+private:
+    std::string path_;
+    int fd_ = -1;
+    uint64_t size_ = 0;
+};
+
+class MemorySource : public ByteSource {
+public:
+    MemorySource(const void* data, std::size_t size, std::string name = "<memory>")
+        : data_(static_cast<const uint8_t*>(data)), size_(size), name_(std::move(name)) {}
+    uint64_t size() const override { return size_; }
+    const std::string& name() const override { return name_; }
+
+protected:
+    void read_raw(uint64_t offset, void* dst, std::size_t n) const override;
+
+private:
+    const uint8_t* data_;
+    std::size_t size_;
+    std::string name_;
+};
+
+// Where encoders put their bytes: a file being written atomically, or memory (tests, fuzz
+// seeds). restart() empties what was written so far.
+class ByteSink {
+public:
+    virtual ~ByteSink() = default;
+    virtual void write(const void* data, std::size_t n) = 0;
+    virtual void restart() = 0;
+    virtual uint64_t bytes_written() const = 0;
+};
+
+class VectorSink : public ByteSink {
+public:
+    void write(const void* data, std::size_t n) override {
+        const auto* p = static_cast<const uint8_t*>(data);
+        bytes.insert(bytes.end(), p, p + n);
+    }
+    void restart() override { bytes.clear(); }
+    uint64_t bytes_written() const override { return bytes.size(); }
+    std::vector<uint8_t> bytes;
+};
+
+// Writes `path` atomically: bytes go to a new temporary file in the same folder
+// ("<name>.tmp-<pid>-<n>"); commit() flushes and fsyncs it, renames it over `path` and fsyncs
+// the folder. Any failure throws PG_ERR_IO with the errno text and removes the temporary file;
+// destroying an uncommitted writer also removes it. `path` itself is never opened for writing.
+class AtomicFileWriter : public ByteSink {
+public:
+    explicit AtomicFileWriter(const std::string& path);
+    ~AtomicFileWriter() override;
+    AtomicFileWriter(const AtomicFileWriter&) = delete;
+    AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+    void write(const void* data, std::size_t n) override;
+    // Starts the temporary file over (empty), e.g. to store data raw after all.
+    void restart() override;
+    uint64_t bytes_written() const override { return written_; }
+    void commit();
+
+    const std::string& temp_path() const { return temp_path_; }
+
+private:
+    [[noreturn]] void fail(const std::string& what, int err);
+    std::string path_, temp_path_;
+    int fd_ = -1;
+    uint64_t written_ = 0;
+    bool committed_ = false;
+};
+
+// Writes a whole small file atomically (config.json and friends).
+void write_file_atomically(const std::string& path, const void* data, std::size_t n);
+
+// Reads a whole file of at most max_bytes (PG_ERR_FORMAT naming the cap if larger).
+std::vector<uint8_t> read_small_file(const std::string& path, uint64_t max_bytes);
+
+// The folder of a path ("." for a bare name) and a path beside another ("a/b.st", "c" -> "a/c").
+std::string parent_folder(const std::string& path);
+std::string sibling_path(const std::string& path, const std::string& name);
+
+// Fault injection for tests only (internal symbol, not exported from libphonegpt.so): the next
+// AtomicFileWriter operations fail as a full disk would.
+namespace testing {
+enum class FailPoint { kNone, kWrite, kFsync, kRename };
+// kWrite: writes fail with `err` once more than `after_bytes` bytes went to the temporary file
+// (a partial write happens first, like a disk filling up); kFsync / kRename: that step fails.
+// The injection stays armed until clear_failure().
+void inject_failure(FailPoint point, uint64_t after_bytes = 0, int err = 28 /* ENOSPC */);
+void clear_failure();
+}  // namespace testing
+
+}  // namespace pg::io

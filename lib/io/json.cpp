@@ -1,0 +1,313 @@
+#include "io/json.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include "core/error.hpp"
+
+namespace pg::io {
+
+namespace {
+constexpr int kMaxDepth = 64;
+}
+
+class JsonParser {
+public:
+    JsonParser(const char* data, std::size_t size, const std::string& context)
+        : p_(data), n_(size), context_(context) {}
+
+    JsonValue parse_document() {
+        skip_ws();
+        JsonValue v = parse_value(0);
+        skip_ws();
+        if (i_ != n_) fail("unexpected text after the JSON value");
+        return v;
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& what) const {
+        throw Error(PG_ERR_FORMAT, context_ + ": invalid JSON at byte " + std::to_string(i_) + ": " + what);
+    }
+    void skip_ws() {
+        while (i_ < n_ && (p_[i_] == ' ' || p_[i_] == '\t' || p_[i_] == '\n' || p_[i_] == '\r')) ++i_;
+    }
+    bool eat(char c) {
+        if (i_ < n_ && p_[i_] == c) {
+            ++i_;
+            return true;
+        }
+        return false;
+    }
+    void expect_word(const char* w) {
+        for (const char* c = w; *c; ++c)
+            if (!eat(*c)) fail(std::string("expected \"") + w + "\"");
+    }
+
+    JsonValue parse_value(int depth) {
+        if (depth > kMaxDepth) fail("nested deeper than " + std::to_string(kMaxDepth));
+        if (i_ >= n_) fail("unexpected end");
+        JsonValue v;
+        char c = p_[i_];
+        if (c == '{') {
+            ++i_;
+            v.type_ = JsonValue::Type::kObject;
+            std::set<std::string> keys;
+            skip_ws();
+            if (eat('}')) return v;
+            for (;;) {
+                skip_ws();
+                if (i_ >= n_ || p_[i_] != '"') fail("expected a string key");
+                std::string key = parse_string();
+                if (!keys.insert(key).second) fail("duplicate key \"" + key + "\"");
+                skip_ws();
+                if (!eat(':')) fail("expected ':'");
+                skip_ws();
+                JsonValue member = parse_value(depth + 1);
+                v.object_.emplace_back(std::move(key), std::move(member));
+                skip_ws();
+                if (eat(',')) continue;
+                if (eat('}')) return v;
+                fail("expected ',' or '}'");
+            }
+        }
+        if (c == '[') {
+            ++i_;
+            v.type_ = JsonValue::Type::kArray;
+            skip_ws();
+            if (eat(']')) return v;
+            for (;;) {
+                skip_ws();
+                v.array_.push_back(parse_value(depth + 1));
+                skip_ws();
+                if (eat(',')) continue;
+                if (eat(']')) return v;
+                fail("expected ',' or ']'");
+            }
+        }
+        if (c == '"') {
+            v.type_ = JsonValue::Type::kString;
+            v.text_ = parse_string();
+            return v;
+        }
+        if (c == 't') {
+            expect_word("true");
+            v.type_ = JsonValue::Type::kBool;
+            v.bool_ = true;
+            return v;
+        }
+        if (c == 'f') {
+            expect_word("false");
+            v.type_ = JsonValue::Type::kBool;
+            return v;
+        }
+        if (c == 'n') {
+            expect_word("null");
+            return v;
+        }
+        if (c == '-' || (c >= '0' && c <= '9')) {
+            v.type_ = JsonValue::Type::kNumber;
+            v.text_ = parse_number();
+            return v;
+        }
+        fail(std::string("unexpected character 0x") + "0123456789abcdef"[(unsigned char)c >> 4] +
+             "0123456789abcdef"[(unsigned char)c & 15]);
+    }
+
+    std::string parse_number() {
+        std::size_t start = i_;
+        auto digits = [&] {
+            std::size_t s = i_;
+            while (i_ < n_ && p_[i_] >= '0' && p_[i_] <= '9') ++i_;
+            return i_ - s;
+        };
+        eat('-');
+        if (eat('0')) {
+        } else if (digits() == 0) {
+            fail("bad number");
+        }
+        if (eat('.') && digits() == 0) fail("bad number fraction");
+        if (i_ < n_ && (p_[i_] == 'e' || p_[i_] == 'E')) {
+            ++i_;
+            if (!eat('+')) eat('-');
+            if (digits() == 0) fail("bad number exponent");
+        }
+        return std::string(p_ + start, i_ - start);
+    }
+
+    unsigned hex4() {
+        if (n_ - i_ < 4) fail("truncated \\u escape");
+        unsigned v = 0;
+        for (int k = 0; k < 4; ++k) {
+            char c = p_[i_++];
+            v <<= 4;
+            if (c >= '0' && c <= '9') v |= unsigned(c - '0');
+            else if (c >= 'a' && c <= 'f') v |= unsigned(c - 'a' + 10);
+            else if (c >= 'A' && c <= 'F') v |= unsigned(c - 'A' + 10);
+            else fail("bad \\u escape");
+        }
+        return v;
+    }
+    static void put_utf8(std::string& out, unsigned cp) {
+        if (cp < 0x80) {
+            out += char(cp);
+        } else if (cp < 0x800) {
+            out += char(0xC0 | (cp >> 6));
+            out += char(0x80 | (cp & 0x3F));
+        } else if (cp < 0x10000) {
+            out += char(0xE0 | (cp >> 12));
+            out += char(0x80 | ((cp >> 6) & 0x3F));
+            out += char(0x80 | (cp & 0x3F));
+        } else {
+            out += char(0xF0 | (cp >> 18));
+            out += char(0x80 | ((cp >> 12) & 0x3F));
+            out += char(0x80 | ((cp >> 6) & 0x3F));
+            out += char(0x80 | (cp & 0x3F));
+        }
+    }
+
+    std::string parse_string() {
+        ++i_;  // opening quote
+        std::string out;
+        for (;;) {
+            if (i_ >= n_) fail("unterminated string");
+            unsigned char c = (unsigned char)p_[i_];
+            if (c == '"') {
+                ++i_;
+                return out;
+            }
+            if (c < 0x20) fail("control character in string");
+            if (c == '\\') {
+                ++i_;
+                if (i_ >= n_) fail("unterminated escape");
+                char e = p_[i_++];
+                switch (e) {
+                    case '"': out += '"'; break;
+                    case '\\': out += '\\'; break;
+                    case '/': out += '/'; break;
+                    case 'b': out += '\b'; break;
+                    case 'f': out += '\f'; break;
+                    case 'n': out += '\n'; break;
+                    case 'r': out += '\r'; break;
+                    case 't': out += '\t'; break;
+                    case 'u': {
+                        unsigned cp = hex4();
+                        if (cp >= 0xD800 && cp < 0xDC00) {  // surrogate pair
+                            if (!(eat('\\') && eat('u'))) fail("lone high surrogate");
+                            unsigned lo = hex4();
+                            if (lo < 0xDC00 || lo >= 0xE000) fail("bad low surrogate");
+                            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                        } else if (cp >= 0xDC00 && cp < 0xE000) {
+                            fail("lone low surrogate");
+                        }
+                        put_utf8(out, cp);
+                        break;
+                    }
+                    default: fail("bad escape");
+                }
+                continue;
+            }
+            // Raw UTF-8: validate the sequence (shortest form, no surrogates, <= U+10FFFF).
+            int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+            if (len == 0 || n_ - i_ < std::size_t(len)) fail("invalid UTF-8");
+            unsigned cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+            for (int k = 1; k < len; ++k) {
+                unsigned char d = (unsigned char)p_[i_ + k];
+                if ((d & 0xC0) != 0x80) fail("invalid UTF-8");
+                cp = (cp << 6) | (d & 0x3F);
+            }
+            static const unsigned kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+            if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000)) fail("invalid UTF-8");
+            out.append(p_ + i_, std::size_t(len));
+            i_ += std::size_t(len);
+        }
+    }
+
+    const char* p_;
+    std::size_t n_;
+    std::size_t i_ = 0;
+    const std::string& context_;
+};
+
+namespace {
+[[noreturn]] void type_error(const std::string& what, const char* expected) {
+    throw Error(PG_ERR_FORMAT, what + " must be " + expected);
+}
+}  // namespace
+
+bool JsonValue::as_bool(const std::string& what) const {
+    if (type_ != Type::kBool) type_error(what, "true or false");
+    return bool_;
+}
+const std::string& JsonValue::as_string(const std::string& what) const {
+    if (type_ != Type::kString) type_error(what, "a string");
+    return text_;
+}
+uint64_t JsonValue::as_u64(const std::string& what) const {
+    if (type_ != Type::kNumber) type_error(what, "a non-negative integer");
+    uint64_t v = 0;
+    for (char c : text_) {
+        if (c < '0' || c > '9') type_error(what, "a non-negative integer");
+        uint64_t d = uint64_t(c - '0');
+        if (v > (UINT64_MAX - d) / 10) throw Error(PG_ERR_FORMAT, what + " does not fit in 64 bits");
+        v = v * 10 + d;
+    }
+    return v;
+}
+double JsonValue::as_double(const std::string& what) const {
+    if (type_ != Type::kNumber) type_error(what, "a number");
+    double v = std::strtod(text_.c_str(), nullptr);
+    if (!std::isfinite(v)) throw Error(PG_ERR_FORMAT, what + " is out of range");
+    return v;
+}
+const std::vector<JsonValue>& JsonValue::as_array(const std::string& what) const {
+    if (type_ != Type::kArray) type_error(what, "an array");
+    return array_;
+}
+const std::vector<std::pair<std::string, JsonValue>>& JsonValue::as_object(const std::string& what) const {
+    if (type_ != Type::kObject) type_error(what, "an object");
+    return object_;
+}
+const JsonValue* JsonValue::find(const std::string& key) const {
+    for (const auto& kv : object_)
+        if (kv.first == key) return &kv.second;
+    return nullptr;
+}
+
+JsonValue parse_json(const char* data, std::size_t size, const std::string& context) {
+    return JsonParser(data, size, context).parse_document();
+}
+
+std::string json_quote(const std::string& s) {
+    std::string out = "\"";
+    for (unsigned char c : s) {
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            default:
+                if (c < 0x20) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                    out += buf;
+                } else {
+                    out += char(c);
+                }
+        }
+    }
+    return out + "\"";
+}
+
+std::string json_float(float v) {
+    char buf[40];
+    for (int precision = 1; precision <= 9; ++precision) {
+        std::snprintf(buf, sizeof buf, "%.*g", precision, double(v));
+        if (std::strtof(buf, nullptr) == v) break;
+    }
+    return buf;
+}
+
+}  // namespace pg::io

@@ -1,0 +1,58 @@
+// A small, strict JSON reader and writer for the interop files (safetensors headers,
+// config.json). Strict means: RFC 8259 syntax only, valid UTF-8, bounded nesting depth,
+// duplicate object keys refused (they would make a safetensors header ambiguous). Numbers keep
+// their text so integers up to 2^64 are read exactly. Errors are PG_ERR_FORMAT with the byte
+// offset.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pg::io {
+
+class JsonValue {
+public:
+    enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
+
+    Type type() const { return type_; }
+    bool is_null() const { return type_ == Type::kNull; }
+    bool is_string() const { return type_ == Type::kString; }
+    bool is_number() const { return type_ == Type::kNumber; }
+    bool is_array() const { return type_ == Type::kArray; }
+    bool is_object() const { return type_ == Type::kObject; }
+
+    // Accessors throw PG_ERR_FORMAT naming `what` when the type differs.
+    bool as_bool(const std::string& what) const;
+    const std::string& as_string(const std::string& what) const;
+    // A non-negative integer that fits in uint64 (no sign, fraction or exponent).
+    uint64_t as_u64(const std::string& what) const;
+    double as_double(const std::string& what) const;
+    const std::vector<JsonValue>& as_array(const std::string& what) const;
+    // Object members in file order.
+    const std::vector<std::pair<std::string, JsonValue>>& as_object(const std::string& what) const;
+    // Member lookup in an object (nullptr when absent).
+    const JsonValue* find(const std::string& key) const;
+
+private:
+    friend class JsonParser;
+    Type type_ = Type::kNull;
+    bool bool_ = false;
+    std::string text_;  // string contents or number text
+    std::vector<JsonValue> array_;
+    std::vector<std::pair<std::string, JsonValue>> object_;
+};
+
+// Parses exactly one JSON value (surrounding whitespace allowed, nothing else). `context`
+// prefixes messages ("safetensors header of x.safetensors").
+JsonValue parse_json(const char* data, std::size_t size, const std::string& context);
+
+// Writer helpers: a JSON string literal (with escapes), and the shortest decimal text of a
+// float that reads back as the same float (1e-05f -> "1e-05").
+std::string json_quote(const std::string& s);
+std::string json_float(float v);
+
+}  // namespace pg::io
