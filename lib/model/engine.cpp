@@ -80,15 +80,14 @@ void linear_backward_weights(float* dw, float* dbias, const float* dout, const f
                              int C, int OC, ThreadPool& pool) {
     k::sgemm_parallel(gemm_args(true, false, OC, C, N, dout, OC, inp, C, dw, C, 1.0f, 1.0f), pool);
     if (!dbias) return;
-    // Each thread owns a slice of the columns and sums all rows in order.
-    pool.parallel_for(OC, [&](int, int64_t c0, int64_t c1) {
-        std::vector<float> acc(size_t(c1 - c0), 0.0f);
-        for (int64_t r = 0; r < N; ++r) {
-            const float* d = dout + r * OC;
-            for (int64_t c = c0; c < c1; ++c) acc[size_t(c - c0)] += d[c];
-        }
-        for (int64_t c = c0; c < c1; ++c) dbias[c] += acc[size_t(c - c0)];
+    // Row sums per thread, then added in thread order.
+    std::vector<float> partial(size_t(pool.size()) * OC, 0.0f);
+    pool.parallel_for(N, [&](int t, int64_t r0, int64_t r1) {
+        float* acc = partial.data() + size_t(t) * OC;
+        for (int64_t r = r0; r < r1; ++r) k::axpy(acc, 1.0f, dout + r * OC, OC);
     });
+    for (int t = 0; t < pool.size(); ++t)
+        for (int c = 0; c < OC; ++c) dbias[c] += partial[size_t(t) * OC + c];
 }
 
 void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
@@ -119,17 +118,27 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dout, cons
     }
 }
 
-// out[n, c] = x[n, c] + dropout(branch[n, c]) over [N, C]; the mask index is n * C + c.
-void residual_dropout_forward(float* out, const float* x, const float* branch, int N, int C,
-                              const Dropout& d, DropoutPlace place, int layer, ThreadPool& pool) {
-    const bool drop = dropout_active(d);
+// A residual block's output projection and the residual add:
+// out[N, OC] = x + dropout(inp[N, C] . w^T + bias); the mask index is n * OC + c.
+// Without dropout the GEMM accumulates straight onto a copy of x; with it, the projection goes
+// through `branch` [N, OC] first.
+void linear_residual_forward(float* out, const float* x, const float* inp, const float* w,
+                             const float* bias, int N, int C, int OC, float* branch, const Dropout& d,
+                             DropoutPlace place, int layer, ThreadPool& pool) {
+    if (!dropout_active(d)) {
+        pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
+            std::memcpy(out + r0 * OC, x + r0 * OC, sizeof(float) * size_t((r1 - r0) * OC));
+        });
+        k::GemmArgs g = gemm_args(false, true, N, OC, C, inp, C, w, C, out, OC, 1.0f, 1.0f);
+        g.bias = bias;
+        k::sgemm_parallel(g, pool);
+        return;
+    }
+    linear_forward(branch, inp, w, bias, N, C, OC, pool);
     const float keep_scale = 1.0f / (1.0f - d.p);
     pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
-        for (int64_t i = r0 * C; i < r1 * C; ++i) {
-            const float v = drop ? (dropout_keep(d, place, layer, uint64_t(i)) ? branch[i] * keep_scale : 0.0f)
-                                 : branch[i];
-            out[i] = x[i] + v;
-        }
+        for (int64_t i = r0 * OC; i < r1 * OC; ++i)
+            out[i] = x[i] + (dropout_keep(d, place, layer, uint64_t(i)) ? branch[i] * keep_scale : 0.0f);
     });
 }
 
@@ -335,6 +344,7 @@ struct Engine::Impl {
                 for (int q0 = 0; q0 < T; q0 += kAttnBlock) {
                     const int nq = std::min(kAttnBlock, T - q0);
                     float* m = sc.m.data();
+                    float* m_new = sc.d.data();
                     float* l = sc.l.data();
                     for (int r = 0; r < nq; ++r) {
                         m[r] = -INFINITY;
@@ -343,25 +353,31 @@ struct Engine::Impl {
                     }
                     for (int k0 = 0; k0 < q0 + nq; k0 += kAttnBlock) {
                         const int nk = std::min(kAttnBlock, T - k0);
-                        // S[nq, nk] = scale * Q . K^T
+                        // S[nq, nk] = scale * Q . K^T (the tile is contiguous: row stride nk)
+                        float* S = sc.s.data();
                         k::sgemm(gemm_args(false, true, nq, nk, hs, qkv_b + int64_t(q0) * 3 * C + h * hs, 3 * C,
-                                           qkv_b + int64_t(k0) * 3 * C + C + h * hs, 3 * C, sc.s.data(),
-                                           kAttnBlock, scale));
+                                           qkv_b + int64_t(k0) * 3 * C + C + h * hs, 3 * C, S, nk, scale));
+                        // Online softmax: raise each row's running max, then P = exp(S - max) for
+                        // the whole tile in one call; entries above the diagonal become 0.
                         for (int r = 0; r < nq; ++r) {
-                            const int t = q0 + r;
-                            const int valid = std::min(nk, t - k0 + 1);  // causal: keys <= t
-                            float* srow = sc.s.data() + r * kAttnBlock;
+                            const int valid = std::min(nk, q0 + r - k0 + 1);  // causal: keys <= t
+                            float* srow = S + r * nk;
                             float mx = m[r];
                             for (int j = 0; j < valid; ++j) mx = std::max(mx, srow[j]);
-                            const float corr = std::exp(m[r] - mx);
-                            float sum = 0.0f;
-                            for (int j = 0; j < valid; ++j) {
-                                srow[j] = std::exp(srow[j] - mx);
-                                sum += srow[j];
-                            }
+                            m_new[r] = mx;
+                            for (int j = 0; j < valid; ++j) srow[j] -= mx;
+                        }
+                        k::vexp(S, S, int64_t(nq) * nk);
+                        for (int r = 0; r < nq; ++r) {
+                            const int t = q0 + r;
+                            const int valid = std::min(nk, t - k0 + 1);
+                            float* srow = S + r * nk;
                             for (int j = valid; j < nk; ++j) srow[j] = 0.0f;
+                            float sum = 0.0f;
+                            for (int j = 0; j < valid; ++j) sum += srow[j];
+                            const float corr = std::exp(m[r] - m_new[r]);  // 0 on the first tile
                             l[r] = l[r] * corr + sum;
-                            m[r] = mx;
+                            m[r] = m_new[r];
                             if (corr != 1.0f) {
                                 float* y = y_b + int64_t(t) * C;
                                 for (int i = 0; i < hs; ++i) y[i] *= corr;
@@ -373,9 +389,8 @@ struct Engine::Impl {
                             }
                         }
                         // Y[nq, hs] += P . V
-                        k::sgemm(gemm_args(false, false, nq, hs, nk, sc.s.data(), kAttnBlock,
-                                           qkv_b + int64_t(k0) * 3 * C + 2 * C + h * hs, 3 * C,
-                                           y_b + int64_t(q0) * C, C, 1.0f, 1.0f));
+                        k::sgemm(gemm_args(false, false, nq, hs, nk, S, nk, qkv_b + int64_t(k0) * 3 * C + 2 * C + h * hs,
+                                           3 * C, y_b + int64_t(q0) * C, C, 1.0f, 1.0f));
                     }
                     for (int r = 0; r < nq; ++r) {
                         float* y = y_b + int64_t(q0 + r) * C;
@@ -420,22 +435,37 @@ struct Engine::Impl {
                         const float* K = qkv_b + int64_t(k0) * 3 * C + C + h * hs;
                         const float* Vv = qkv_b + int64_t(k0) * 3 * C + 2 * C + h * hs;
                         const float* dY = dy_b + int64_t(q0) * C;
-                        // S = scale * Q K^T, then P = exp(S - lse) (0 above the diagonal)
-                        k::sgemm(gemm_args(false, true, nq, nk, hs, Q, 3 * C, K, 3 * C, sc.s.data(), kAttnBlock, scale));
+                        // S = scale * Q K^T, then P = exp(S - lse) (0 above the diagonal);
+                        // both tiles are contiguous with row stride nk.
+                        float* S = sc.s.data();
+                        float* dP = sc.dp.data();
+                        k::sgemm(gemm_args(false, true, nq, nk, hs, Q, 3 * C, K, 3 * C, S, nk, scale));
                         // dPdrop = dY V^T
-                        k::sgemm(gemm_args(false, true, nq, nk, hs, dY, C, Vv, 3 * C, sc.dp.data(), kAttnBlock));
+                        k::sgemm(gemm_args(false, true, nq, nk, hs, dY, C, Vv, 3 * C, dP, nk));
+                        for (int r = 0; r < nq; ++r) {
+                            const int valid = std::min(nk, q0 + r - k0 + 1);
+                            float* srow = S + r * nk;
+                            const float row_lse = lse[q0 + r];
+                            for (int j = 0; j < valid; ++j) srow[j] -= row_lse;
+                        }
+                        k::vexp(S, S, int64_t(nq) * nk);
                         for (int r = 0; r < nq; ++r) {
                             const int t = q0 + r;
                             const int valid = std::min(nk, t - k0 + 1);
-                            float* srow = sc.s.data() + r * kAttnBlock;
-                            float* dprow = sc.dp.data() + r * kAttnBlock;
-                            const uint64_t base = (uint64_t(pair) * T + uint64_t(t)) * T + uint64_t(k0);
-                            for (int j = 0; j < valid; ++j) {
-                                const float p = std::exp(srow[j] - lse[t]);
-                                const float mask = drop ? (dropout_keep(d, kDropAttnProbs, layer, base + j) ? keep_scale : 0.0f) : 1.0f;
-                                // dS = P * (dP - D) * scale, with dP = dPdrop * mask
-                                dprow[j] = p * (dprow[j] * mask - D[r]) * scale;
-                                srow[j] = p * mask;  // Pdrop, for dV
+                            float* srow = S + r * nk;
+                            float* dprow = dP + r * nk;
+                            const float Dr = D[r];
+                            // dS = P * (dP - D) * scale, with dP = dPdrop * mask; S becomes
+                            // Pdrop = P * mask, for dV.
+                            if (drop) {
+                                const uint64_t base = (uint64_t(pair) * T + uint64_t(t)) * T + uint64_t(k0);
+                                for (int j = 0; j < valid; ++j) {
+                                    const float mask = dropout_keep(d, kDropAttnProbs, layer, base + j) ? keep_scale : 0.0f;
+                                    dprow[j] = srow[j] * (dprow[j] * mask - Dr) * scale;
+                                    srow[j] *= mask;
+                                }
+                            } else {
+                                for (int j = 0; j < valid; ++j) dprow[j] = srow[j] * (dprow[j] - Dr) * scale;
                             }
                             for (int j = valid; j < nk; ++j) {
                                 srow[j] = 0.0f;
@@ -443,13 +473,13 @@ struct Engine::Impl {
                             }
                         }
                         // dV[nk, hs] += Pdrop^T dY
-                        k::sgemm(gemm_args(true, false, nk, hs, nq, sc.s.data(), kAttnBlock, dY, C,
+                        k::sgemm(gemm_args(true, false, nk, hs, nq, S, nk, dY, C,
                                            dqkv_b + int64_t(k0) * 3 * C + 2 * C + h * hs, 3 * C, 1.0f, 1.0f));
                         // dQ[nq, hs] += dS K
-                        k::sgemm(gemm_args(false, false, nq, hs, nk, sc.dp.data(), kAttnBlock, K, 3 * C,
+                        k::sgemm(gemm_args(false, false, nq, hs, nk, dP, nk, K, 3 * C,
                                            dqkv_b + int64_t(q0) * 3 * C + h * hs, 3 * C, 1.0f, 1.0f));
                         // dK[nk, hs] += dS^T Q
-                        k::sgemm(gemm_args(true, false, nk, hs, nq, sc.dp.data(), kAttnBlock, Q, 3 * C,
+                        k::sgemm(gemm_args(true, false, nk, hs, nq, dP, nk, Q, 3 * C,
                                            dqkv_b + int64_t(k0) * 3 * C + C + h * hs, 3 * C, 1.0f, 1.0f));
                     }
                 }
@@ -470,14 +500,14 @@ struct Engine::Impl {
                           cfg.layernorm_eps, pool);
         linear_forward(a.qkv, ln_out, w.qkvw + int64_t(l) * 3 * C * C, w.qkvb + l * 3 * C, N, C, 3 * C, pool);
         attention_forward(a, l, B, T, d, pool);
-        linear_forward(branch, a.atty, w.attprojw + int64_t(l) * C * C, w.attprojb + l * C, N, C, C, pool);
-        residual_dropout_forward(a.res2, x, branch, N, C, d, kDropAttnProj, l, pool);
+        linear_residual_forward(a.res2, x, a.atty, w.attprojw + int64_t(l) * C * C, w.attprojb + l * C, N, C, C,
+                                branch, d, kDropAttnProj, l, pool);
         layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
                           cfg.layernorm_eps, pool);
         linear_forward(a.fch, ln_out, w.fcw + int64_t(l) * 4 * C * C, w.fcb + l * 4 * C, N, C, 4 * C, pool);
         gelu_rows(big_a, a.fch, N, 4 * C, pool);
-        linear_forward(branch, big_a, w.fcprojw + int64_t(l) * C * 4 * C, w.fcprojb + l * C, N, 4 * C, C, pool);
-        residual_dropout_forward(resid[size_t(l) + 1], a.res2, branch, N, C, d, kDropMlpProj, l, pool);
+        linear_residual_forward(resid[size_t(l) + 1], a.res2, big_a, w.fcprojw + int64_t(l) * C * 4 * C,
+                                w.fcprojb + l * C, N, 4 * C, C, branch, d, kDropMlpProj, l, pool);
     }
 
     // dresid: d(loss)/d(resid[l+1]) on entry, d(loss)/d(resid[l]) on exit.
