@@ -295,7 +295,9 @@ typedef struct pg_step_result {
 } pg_step_result;
 
 /* Creates the training state for `model`, which it borrows (the model must outlive the
- * trainer and only this trainer may write it while it lives). */
+ * trainer and only this trainer may write it while it lives). `config` is required (fill it
+ * with pg_train_config_default); seq_len 0 becomes n_ctx, which pg_trainer_get_config then
+ * reports. */
 PG_API pg_status pg_trainer_create(pg_model* model, const pg_train_config* config,
                                    pg_trainer** out);
 PG_API void pg_trainer_free(pg_trainer* trainer);
@@ -311,12 +313,14 @@ PG_API pg_status pg_trainer_set_data(pg_trainer* trainer, const int32_t* tokens,
  * forward+backward, clipping, AdamW. `result` may be NULL. */
 PG_API pg_status pg_trainer_step(pg_trainer* trainer, pg_step_result* result);
 /* One optimizer step on a batch given by the caller: inputs and targets [B, T] (grad_accum is
- * not applied: the batch is the step). */
+ * not applied: the batch is the step). 1 <= T <= n_ctx; inputs in [0, vocab_size); a target of
+ * -1 is not scored (at least one must be); the loss is the mean over the scored positions. */
 PG_API pg_status pg_trainer_step_batch(pg_trainer* trainer, const int32_t* inputs,
                                        const int32_t* targets, int32_t B, int32_t T,
                                        pg_step_result* result);
 /* Forward and backward only, no update: the gradients of the mean loss over the batch are
- * left in the trainer (readable with pg_trainer_grad). Uses dropout if configured. */
+ * left in the trainer (readable with pg_trainer_grad). Uses dropout if configured. Arguments
+ * as for pg_trainer_step_batch; `mean_loss` may be NULL. */
 PG_API pg_status pg_trainer_compute_gradients(pg_trainer* trainer, const int32_t* inputs,
                                               const int32_t* targets, int32_t B, int32_t T,
                                               float* mean_loss);

@@ -1,0 +1,186 @@
+// C API: training configuration and the trainer (pg_trainer_save / pg_trainer_resume live with
+// the checkpoints in io_api.cpp).
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "capi/boundary.hpp"
+#include "capi/handles.hpp"
+#include "train/trainer.hpp"
+
+namespace {
+
+std::string* err(const pg_trainer* t) { return t ? &t->last_error : nullptr; }
+
+// The trainer handle must be one that pg_trainer_create or pg_trainer_resume filled.
+pg::Trainer& impl(pg_trainer* t, const char* fn) {
+    PG_REQUIRE_NOT_NULL(fn, t);
+    pg::require_arg(t->impl != nullptr, fn, "trainer has no state");
+    return *t->impl;
+}
+const pg::Trainer& impl(const pg_trainer* t, const char* fn) {
+    return impl(const_cast<pg_trainer*>(t), fn);
+}
+
+void check_batch_args(const int32_t* inputs, const int32_t* targets, int32_t B, int32_t T,
+                      const pg::Trainer& tr, const char* fn) {
+    PG_REQUIRE_NOT_NULL(fn, inputs);
+    PG_REQUIRE_NOT_NULL(fn, targets);
+    pg::require_arg(B >= 1, fn, ("B = " + std::to_string(B) + " must be >= 1").c_str());
+    const int n_ctx = tr.model().config().n_ctx;
+    pg::require_arg(T >= 1 && T <= n_ctx, fn,
+                    ("T = " + std::to_string(T) + " is outside [1, n_ctx = " + std::to_string(n_ctx) + "]").c_str());
+}
+
+// Runs a trainer call, prefixing the function name to internal argument messages.
+template <class F>
+void named(const char* fn, F&& body) {
+    try {
+        body();
+    } catch (const pg::Error& e) {
+        throw pg::Error(e.status(), std::string(fn) + ": " + e.what());
+    }
+}
+
+void write_step(const pg::StepResult& s, pg_step_result* out, const char* fn) {
+    if (!out) return;
+    pg_step_result full;
+    std::memset(&full, 0, sizeof full);
+    full.struct_size = sizeof full;
+    full.step = s.step;
+    full.loss = s.loss;
+    full.lr = s.lr;
+    full.grad_norm = s.grad_norm;
+    full.tokens = s.tokens;
+    pg::write_result(full, out, fn);
+}
+
+}  // namespace
+
+extern "C" {
+
+void pg_train_config_default(pg_train_config* config) {
+    if (!config) return;
+    std::memset(config, 0, sizeof *config);
+    config->struct_size = sizeof *config;
+    pg::train_config_to_c(pg::TrainConfig{}, config);
+}
+
+pg_status pg_trainer_create(pg_model* model, const pg_train_config* config, pg_trainer** out) {
+    return pg::guarded(nullptr, [&] {
+        const char* fn = "pg_trainer_create";
+        PG_REQUIRE_NOT_NULL(fn, out);
+        *out = nullptr;
+        PG_REQUIRE_NOT_NULL(fn, model);
+        PG_REQUIRE_NOT_NULL(fn, config);
+        pg::require_arg(config->struct_size <= (1u << 16), fn,
+                        "config->struct_size is not set (use pg_train_config_default)");
+        auto handle = std::make_unique<pg_trainer>();
+        handle->model = model;
+        named(fn, [&] {
+            handle->impl = std::make_unique<pg::Trainer>(model->impl, pg::train_config_from_c(*config));
+        });
+        *out = handle.release();
+    });
+}
+
+void pg_trainer_free(pg_trainer* trainer) { delete trainer; }
+
+const char* pg_trainer_last_error(const pg_trainer* trainer) {
+    return trainer ? trainer->last_error.c_str() : "trainer is NULL";
+}
+
+pg_status pg_trainer_get_config(const pg_trainer* trainer, pg_train_config* config) {
+    return pg::guarded(err(trainer), [&] {
+        const char* fn = "pg_trainer_get_config";
+        const pg::Trainer& t = impl(trainer, fn);
+        PG_REQUIRE_NOT_NULL(fn, config);
+        pg::require_arg(config->struct_size >= sizeof(uint32_t), fn,
+                        "config->struct_size is not set (set it to sizeof(pg_train_config))");
+        pg::train_config_to_c(t.config(), config);
+    });
+}
+
+pg_status pg_trainer_set_data(pg_trainer* trainer, const int32_t* tokens, size_t n) {
+    return pg::guarded(err(trainer), [&] {
+        const char* fn = "pg_trainer_set_data";
+        pg::Trainer& t = impl(trainer, fn);
+        PG_REQUIRE_NOT_NULL(fn, tokens);
+        named(fn, [&] { t.set_data(tokens, n); });
+    });
+}
+
+pg_status pg_trainer_step(pg_trainer* trainer, pg_step_result* result) {
+    return pg::guarded(err(trainer), [&] {
+        const char* fn = "pg_trainer_step";
+        pg::Trainer& t = impl(trainer, fn);
+        if (result)
+            pg::require_arg(result->struct_size >= sizeof(uint32_t), fn,
+                            "result->struct_size is not set (set it to sizeof(pg_step_result))");
+        pg::StepResult r;
+        named(fn, [&] { r = t.step(); });
+        write_step(r, result, fn);
+    });
+}
+
+pg_status pg_trainer_step_batch(pg_trainer* trainer, const int32_t* inputs, const int32_t* targets,
+                                int32_t B, int32_t T, pg_step_result* result) {
+    return pg::guarded(err(trainer), [&] {
+        const char* fn = "pg_trainer_step_batch";
+        pg::Trainer& t = impl(trainer, fn);
+        check_batch_args(inputs, targets, B, T, t, fn);
+        if (result)
+            pg::require_arg(result->struct_size >= sizeof(uint32_t), fn,
+                            "result->struct_size is not set (set it to sizeof(pg_step_result))");
+        pg::StepResult r;
+        named(fn, [&] { r = t.step_batch(inputs, targets, B, T); });
+        write_step(r, result, fn);
+    });
+}
+
+pg_status pg_trainer_compute_gradients(pg_trainer* trainer, const int32_t* inputs,
+                                       const int32_t* targets, int32_t B, int32_t T,
+                                       float* mean_loss) {
+    return pg::guarded(err(trainer), [&] {
+        const char* fn = "pg_trainer_compute_gradients";
+        pg::Trainer& t = impl(trainer, fn);
+        check_batch_args(inputs, targets, B, T, t, fn);
+        float loss = 0.0f;
+        named(fn, [&] { loss = t.compute_gradients(inputs, targets, B, T); });
+        if (mean_loss) *mean_loss = loss;
+    });
+}
+
+pg_status pg_trainer_grad(const pg_trainer* trainer, int32_t index, const float** data) {
+    return pg::guarded(err(trainer), [&] {
+        const char* fn = "pg_trainer_grad";
+        const pg::Trainer& t = impl(trainer, fn);
+        PG_REQUIRE_NOT_NULL(fn, data);
+        const auto& tensors = t.model().tensors();
+        pg::require_arg(index >= 0 && index < int32_t(tensors.size()), fn,
+                        ("tensor index " + std::to_string(index) + " is outside [0, " +
+                         std::to_string(tensors.size()) + ")").c_str());
+        *data = t.grads() + tensors[std::size_t(index)].offset;
+    });
+}
+
+pg_status pg_trainer_step_count(const pg_trainer* trainer, int64_t* step) {
+    return pg::guarded(err(trainer), [&] {
+        const char* fn = "pg_trainer_step_count";
+        const pg::Trainer& t = impl(trainer, fn);
+        PG_REQUIRE_NOT_NULL(fn, step);
+        *step = t.step_count();
+    });
+}
+
+pg_status pg_trainer_lr_at(const pg_trainer* trainer, int64_t step, float* lr) {
+    return pg::guarded(err(trainer), [&] {
+        const char* fn = "pg_trainer_lr_at";
+        const pg::Trainer& t = impl(trainer, fn);
+        PG_REQUIRE_NOT_NULL(fn, lr);
+        pg::require_arg(step >= 0, fn, ("step = " + std::to_string(step) + " is negative").c_str());
+        *lr = t.lr_at(step);
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,193 @@
+#include "train/trainer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "core/error.hpp"
+#include "train/schedule.hpp"
+
+namespace pg {
+
+namespace {
+
+// The configuration checked against the model, with seq_len 0 resolved to n_ctx.
+TrainConfig resolve_config(const Model& model, TrainConfig cfg) {
+    validate_train_config(cfg);
+    const int n_ctx = model.config().n_ctx;
+    if (cfg.seq_len == 0) cfg.seq_len = n_ctx;
+    require(cfg.seq_len <= n_ctx, PG_ERR_INVALID_ARGUMENT,
+            "train config: seq_len = " + std::to_string(cfg.seq_len) + " is above the model's n_ctx = " +
+                std::to_string(n_ctx));
+    return cfg;
+}
+
+}  // namespace
+
+Trainer::Trainer(Model& model, const TrainConfig& cfg)
+    : model_(model),
+      cfg_(resolve_config(model, cfg)),
+      pool_(cfg_.n_threads),
+      grads_(std::size_t(model.num_params())),
+      m_(std::size_t(model.num_params())),
+      v_(std::size_t(model.num_params())),
+      pieces_(optimizer_pieces(model.tensors(), model.num_params(), cfg_.decay_embeddings)),
+      sampler_(cfg_.seed) {}
+
+Trainer::Trainer(Model& model, TrainerState state) : Trainer(model, state.config) {
+    const std::size_t n = std::size_t(model.num_params());
+    require(state.adam_m.size() == n && state.adam_v.size() == n, PG_ERR_GEOMETRY,
+            "trainer state: AdamW moments have " + std::to_string(state.adam_m.size()) + " and " +
+                std::to_string(state.adam_v.size()) + " values but the model has " +
+                std::to_string(n) + " parameters");
+    require(state.step >= 0, PG_ERR_FORMAT,
+            "trainer state: step = " + std::to_string(state.step) + " is negative");
+    for (std::size_t i = 0; i < n; ++i) {
+        if (!std::isfinite(state.adam_m[i]) || !std::isfinite(state.adam_v[i]) || state.adam_v[i] < 0.0f)
+            throw Error(PG_ERR_FORMAT, "trainer state: AdamW moment " + std::to_string(i) +
+                                           " is not finite (or the second moment is negative)");
+    }
+    std::copy(state.adam_m.begin(), state.adam_m.end(), m_.data());
+    std::copy(state.adam_v.begin(), state.adam_v.end(), v_.data());
+    sampler_.set_state(state.sampler_rng);
+    step_ = state.step;
+    micro_batches_ = state.micro_batches;
+}
+
+Trainer::~Trainer() = default;
+
+TrainerState Trainer::state() const {
+    TrainerState s;
+    s.config = cfg_;
+    s.step = step_;
+    s.adam_m.assign(m_.data(), m_.data() + m_.size());
+    s.adam_v.assign(v_.data(), v_.data() + v_.size());
+    sampler_.get_state(s.sampler_rng);
+    s.micro_batches = micro_batches_;
+    return s;
+}
+
+void Trainer::set_data(const int32_t* tokens, std::size_t n) {
+    require(tokens != nullptr, PG_ERR_INVALID_ARGUMENT, "trainer data: tokens is NULL");
+    require(n >= std::size_t(cfg_.seq_len) + 1, PG_ERR_INVALID_ARGUMENT,
+            "trainer data: " + std::to_string(n) + " tokens is fewer than seq_len + 1 = " +
+                std::to_string(cfg_.seq_len + 1));
+    const int32_t V = model_.config().vocab_size;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (tokens[i] < 0 || tokens[i] >= V)
+            throw Error(PG_ERR_INVALID_ARGUMENT, "trainer data: token " + std::to_string(i) + " = " +
+                                                     std::to_string(tokens[i]) + " is outside [0, " +
+                                                     std::to_string(V) + ")");
+    }
+    data_.assign(tokens, tokens + n);  // only replaced once everything is checked
+}
+
+float Trainer::lr_at(int64_t step) const {
+    require(step >= 0, PG_ERR_INVALID_ARGUMENT, "lr_at: step " + std::to_string(step) + " is negative");
+    return learning_rate(cfg_, step);
+}
+
+int64_t Trainer::check_batch(const int32_t* inputs, const int32_t* targets, int B, int T) const {
+    require(inputs != nullptr && targets != nullptr, PG_ERR_INVALID_ARGUMENT, "batch: inputs or targets is NULL");
+    const int n_ctx = model_.config().n_ctx;
+    require(B >= 1 && B <= (1 << 16), PG_ERR_INVALID_ARGUMENT,
+            "batch: B = " + std::to_string(B) + " is outside [1, 65536]");
+    require(T >= 1 && T <= n_ctx, PG_ERR_INVALID_ARGUMENT,
+            "batch: T = " + std::to_string(T) + " is outside [1, n_ctx = " + std::to_string(n_ctx) + "]");
+    const int32_t V = model_.config().vocab_size;
+    const std::size_t n = std::size_t(B) * std::size_t(T);
+    int64_t scored = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (inputs[i] < 0 || inputs[i] >= V)
+            throw Error(PG_ERR_INVALID_ARGUMENT, "batch: input " + std::to_string(i) + " = " +
+                                                     std::to_string(inputs[i]) + " is outside [0, " +
+                                                     std::to_string(V) + ")");
+        if (targets[i] < -1 || targets[i] >= V)
+            throw Error(PG_ERR_INVALID_ARGUMENT, "batch: target " + std::to_string(i) + " = " +
+                                                     std::to_string(targets[i]) + " is outside [-1, " +
+                                                     std::to_string(V) + ") (-1 = not scored)");
+        scored += targets[i] >= 0;
+    }
+    require(scored > 0, PG_ERR_INVALID_ARGUMENT, "batch: every target is -1, nothing to learn from");
+    return scored;
+}
+
+Engine& Trainer::engine_for(int B, int T) {
+    if (!engine_ || B > engine_->max_B() || T > engine_->max_T()) {
+        int max_B = engine_ ? std::max(B, engine_->max_B()) : B;
+        int max_T = engine_ ? std::max(T, engine_->max_T()) : T;
+        engine_.reset();  // release the old activations before allocating the new ones
+        engine_ = std::make_unique<Engine>(model_.config(), max_B, max_T);
+    }
+    return *engine_;
+}
+
+LossSum Trainer::micro_batch(const int32_t* inputs, const int32_t* targets, int B, int T,
+                             float grad_scale) {
+    Engine& engine = engine_for(B, T);
+    Dropout dropout{cfg_.dropout, cfg_.seed, micro_batches_};
+    LossSum loss = engine.forward_backward(model_.params(), grads_.data(), inputs, targets, B, T,
+                                           grad_scale, dropout, pool_);
+    ++micro_batches_;
+    return loss;
+}
+
+void Trainer::apply_update(StepResult& r) {
+    const int64_t n = model_.num_params();
+    const double norm = global_grad_norm(grads_.data(), n, pool_);
+    require(std::isfinite(norm), PG_ERR_STATE,
+            "trainer: the gradient norm is not finite at step " + std::to_string(step_) +
+                " (the loss diverged; lower the learning rate); the weights were not updated");
+    if (cfg_.grad_clip > 0.0f && norm > double(cfg_.grad_clip))
+        scale_gradients(grads_.data(), n, float(double(cfg_.grad_clip) / norm), pool_);
+    AdamWStep s;
+    s.lr = learning_rate(cfg_, step_);
+    s.beta1 = cfg_.beta1;
+    s.beta2 = cfg_.beta2;
+    s.eps = cfg_.eps;
+    s.weight_decay = cfg_.weight_decay;
+    s.t = step_ + 1;
+    adamw_update(model_.params(), grads_.data(), m_.data(), v_.data(), pieces_, s, pool_);
+    ++step_;
+    r.step = step_;
+    r.lr = s.lr;
+    r.grad_norm = float(norm);
+}
+
+StepResult Trainer::step() {
+    require(has_data(), PG_ERR_STATE, "trainer: no training data (call set_data first)");
+    const int B = cfg_.batch_size, T = cfg_.seq_len, accum = cfg_.grad_accum_steps;
+    batch_inputs_.resize(std::size_t(B) * T);
+    batch_targets_.resize(std::size_t(B) * T);
+    grads_.zero();
+    const float grad_scale = float(1.0 / (double(B) * double(T) * double(accum)));
+    LossSum total;
+    for (int a = 0; a < accum; ++a) {
+        sampler_.sample(data_.data(), data_.size(), B, T, batch_inputs_.data(), batch_targets_.data());
+        LossSum l = micro_batch(batch_inputs_.data(), batch_targets_.data(), B, T, grad_scale);
+        total.sum += l.sum;
+        total.count += l.count;
+    }
+    StepResult r;
+    r.loss = float(total.mean());
+    r.tokens = int64_t(B) * T * accum;
+    apply_update(r);
+    return r;
+}
+
+StepResult Trainer::step_batch(const int32_t* inputs, const int32_t* targets, int B, int T) {
+    StepResult r;
+    r.loss = compute_gradients(inputs, targets, B, T);
+    r.tokens = int64_t(B) * T;
+    apply_update(r);
+    return r;
+}
+
+float Trainer::compute_gradients(const int32_t* inputs, const int32_t* targets, int B, int T) {
+    const int64_t scored = check_batch(inputs, targets, B, T);
+    grads_.zero();
+    return float(micro_batch(inputs, targets, B, T, float(1.0 / double(scored))).mean());
+}
+
+}  // namespace pg
