@@ -11,6 +11,8 @@
 // in chunks of rows, so [B,T,V] logits exist only when the caller asks for them.
 // With EngineOptions::recompute only the residual stream is kept; each layer's activations are
 // recomputed from its input just before its backward pass, into a single layer's buffers.
+// Buffers only the backward pass needs are allocated by the first forward_backward, so an
+// engine that only runs forward (evaluation, pg_model_forward) holds one layer's activations.
 //
 // Determinism: every parallel loop splits rows, columns or (batch, head) pairs into the pool's
 // fixed chunks; each output element is written by one thread, and reductions (LayerNorm weight
@@ -175,9 +177,10 @@ struct Engine::Impl {
     int max_B, max_T;
     EngineOptions options;
 
-    AlignedBuffer<float> memory;  // everything below points into it
+    // Everything below points into these two.
+    AlignedBuffer<float> forward_memory, backward_memory;
     std::vector<float*> resid;    // [L+1][N, C] the residual stream entering each layer (+ final)
-    std::vector<LayerActs> layers;  // L of them, or 1 with recompute
+    std::vector<LayerActs> layers;  // 1 for forward passes; L for forward_backward without recompute
     float* ln_out = nullptr;      // [N, C]  a LayerNorm output (forward, and recomputed in backward)
     float* big_a = nullptr;       // [N, 4C] GELU output; in backward dfch, then dqkv
     float* big_b = nullptr;       // [N, 4C] in backward d(GELU output), then d(attention output)
@@ -190,56 +193,88 @@ struct Engine::Impl {
     float* dlogits = nullptr;     // [kLossChunkRows, V]
     std::vector<AttnScratch> attn_scratch;
 
-    Impl(const ModelConfig& c, int B, int T, EngineOptions opt)
-        : cfg(c), layout(c), max_B(B), max_T(T), options(opt) {
+    Impl(const ModelConfig& config, int B, int T, EngineOptions opt)
+        : cfg(config), layout(config), max_B(B), max_T(T), options(opt) {
         validate_model_config(cfg);
         require(B >= 1 && T >= 1 && T <= cfg.n_ctx && int64_t(B) * T <= (int64_t(1) << 30) / (4 * cfg.n_embd),
                 PG_ERR_INVALID_ARGUMENT,
                 "Engine: need 1 <= max_B, 1 <= max_T <= n_ctx = " + std::to_string(cfg.n_ctx) +
                     " and max_B * max_T * 4 * n_embd < 2^30 (got max_B = " + std::to_string(B) +
                     ", max_T = " + std::to_string(T) + ")");
-        const int64_t N = int64_t(B) * T, C = cfg.n_embd, L = cfg.n_layer, NH = cfg.n_head;
-        const int64_t V = cfg.vocab_size;
-        const int64_t chunk = std::min<int64_t>(kLossChunkRows, N);
-        const int64_t n_slots = options.recompute ? 1 : L;
-        // Sizes rounded up to 16 floats so every array starts on a 64-byte boundary.
-        auto round = [](int64_t n) { return (n + 15) / 16 * 16; };
-        const int64_t per_layer = 4 * round(N) + round(N * 3 * C) + round(N * C) + round(N * NH) +
-                                  round(N * C) + round(N * 4 * C);
-        const int64_t total = (L + 1) * round(N * C) + n_slots * per_layer + round(N * C) +
-                              2 * round(N * 4 * C) + 2 * round(N * C) + 3 * round(N) +
-                              2 * round(chunk * V);
-        memory.resize(size_t(total));
-        float* p = memory.data();
-        auto take = [&](int64_t n) {
-            float* q = p;
-            p += round(n);
-            return q;
-        };
-        for (int64_t l = 0; l <= L; ++l) resid.push_back(take(N * C));
-        for (int64_t s = 0; s < n_slots; ++s) {
-            LayerActs a;
-            a.ln1_mean = take(N);
-            a.ln1_rstd = take(N);
-            a.qkv = take(N * 3 * C);
-            a.atty = take(N * C);
-            a.lse = take(N * NH);
-            a.res2 = take(N * C);
-            a.ln2_mean = take(N);
-            a.ln2_rstd = take(N);
-            a.fch = take(N * 4 * C);
-            layers.push_back(a);
+        // What a forward pass needs; the backward pass's extra buffers come with the first
+        // forward_backward, so an engine used only for evaluation never holds them.
+        const int64_t N = rows(), C = cfg.n_embd, L = cfg.n_layer;
+        Carver c;
+        for (int64_t l = 0; l <= L; ++l) c.plan(N * C);
+        plan_layer(c);
+        c.plan(N * C).plan(N * 4 * C).plan(N * C).plan(N).plan(N).plan(N).plan(chunk_rows() * cfg.vocab_size);
+        c.allocate(forward_memory);
+        for (int64_t l = 0; l <= L; ++l) resid.push_back(c.take());
+        layers.push_back(take_layer(c));
+        ln_out = c.take();
+        big_a = c.take();
+        branch = c.take();
+        lnf_mean = c.take();
+        lnf_rstd = c.take();
+        row_loss = c.take();
+        logits = c.take();
+    }
+
+    int64_t rows() const { return int64_t(max_B) * max_T; }
+    int64_t chunk_rows() const { return std::min<int64_t>(kLossChunkRows, rows()); }
+
+    // Lays out several arrays in one 64-byte aligned allocation: plan() each size, allocate(),
+    // then take() them in the same order.
+    struct Carver {
+        std::vector<int64_t> sizes;
+        size_t next = 0;
+        float* base = nullptr;
+        Carver& plan(int64_t n) {
+            sizes.push_back((n + 15) / 16 * 16);
+            return *this;
         }
-        ln_out = take(N * C);
-        big_a = take(N * 4 * C);
-        big_b = take(N * 4 * C);
-        branch = take(N * C);
-        dresid = take(N * C);
-        lnf_mean = take(N);
-        lnf_rstd = take(N);
-        row_loss = take(N);
-        logits = take(chunk * V);
-        dlogits = take(chunk * V);
+        void allocate(AlignedBuffer<float>& memory) {
+            int64_t total = 0;
+            for (int64_t n : sizes) total += n;
+            memory.resize(size_t(total));
+            base = memory.data();
+        }
+        float* take() {
+            float* q = base;
+            base += sizes[next++];
+            return q;
+        }
+    };
+    void plan_layer(Carver& c) const {
+        const int64_t N = rows(), C = cfg.n_embd;
+        c.plan(N).plan(N).plan(N * 3 * C).plan(N * C).plan(N * cfg.n_head).plan(N * C).plan(N).plan(N).plan(N * 4 * C);
+    }
+    static LayerActs take_layer(Carver& c) {
+        LayerActs a;
+        a.ln1_mean = c.take();
+        a.ln1_rstd = c.take();
+        a.qkv = c.take();
+        a.atty = c.take();
+        a.lse = c.take();
+        a.res2 = c.take();
+        a.ln2_mean = c.take();
+        a.ln2_rstd = c.take();
+        a.fch = c.take();
+        return a;
+    }
+
+    void ensure_backward_memory() {
+        if (dresid) return;
+        const int64_t N = rows(), C = cfg.n_embd;
+        const int extra_layers = options.recompute ? 0 : cfg.n_layer - 1;
+        Carver c;
+        for (int l = 0; l < extra_layers; ++l) plan_layer(c);
+        c.plan(N * 4 * C).plan(N * C).plan(chunk_rows() * cfg.vocab_size);
+        c.allocate(backward_memory);
+        for (int l = 0; l < extra_layers; ++l) layers.push_back(take_layer(c));
+        big_b = c.take();
+        dresid = c.take();
+        dlogits = c.take();
     }
 
     void check_call(const int32_t* inputs, const int32_t* targets, int B, int T) const {
@@ -651,6 +686,7 @@ LossSum Engine::forward_backward(const float* params, float* grads, const int32_
     const GptTensors<const float> w = bind_tensors(m.layout, params);
     const GptTensors<float> g = bind_tensors(m.layout, grads);
     const int L = m.cfg.n_layer;
+    m.ensure_backward_memory();
 
     m.encoder_forward(w, inputs, B, T, dropout, pool);
     for (int l = 0; l < L; ++l) m.block_forward(w, l, m.slot(l), B, T, dropout, pool);
@@ -667,6 +703,8 @@ LossSum Engine::forward_backward(const float* params, float* grads, const int32_
 
 int Engine::max_B() const { return impl_->max_B; }
 int Engine::max_T() const { return impl_->max_T; }
-std::size_t Engine::activation_bytes() const { return impl_->memory.size() * sizeof(float); }
+std::size_t Engine::activation_bytes() const {
+    return (impl_->forward_memory.size() + impl_->backward_memory.size()) * sizeof(float);
+}
 
 }  // namespace pg

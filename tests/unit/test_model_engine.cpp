@@ -127,6 +127,13 @@ void compare_with_reference(const Geometry& g, int threads, const pg::Dropout& d
         check_close(logits.data(), ref_logits.data(), N * V, 1e-5, "logits");
         for (int64_t i = 0; i < N; ++i)
             if (batch.targets[size_t(i)] < 0) CHECK(losses[size_t(i)] == 0.0f);
+        // An engine that never ran a backward pass computes the same, bit for bit.
+        pg::Engine fresh(g.cfg, g.B, g.T, options);
+        std::vector<float> fresh_logits(static_cast<size_t>(N * V));
+        const pg::LossSum fresh_sum = fresh.forward(params.data(), batch.inputs.data(), batch.targets.data(), g.B,
+                                                    g.T, nullptr, fresh_logits.data(), pool);
+        CHECK(fresh_sum.sum == eval.sum);
+        CHECK(std::memcmp(fresh_logits.data(), logits.data(), logits.size() * sizeof(float)) == 0);
     }
 }
 
@@ -162,7 +169,9 @@ TEST_CASE("recomputation changes memory, not results", "[model][engine]") {
     pg::EngineOptions lean;
     lean.recompute = true;
     pg::Engine fast(g.cfg, g.B, g.T), small(g.cfg, g.B, g.T, lean);
-    CHECK(small.activation_bytes() < fast.activation_bytes());
+    // Before any backward pass both hold only what a forward pass needs.
+    const size_t forward_only = fast.activation_bytes();
+    CHECK(small.activation_bytes() == forward_only);
     std::vector<float> ga(size_t(layout.total), 0.0f), gb(size_t(layout.total), 0.0f);
     const pg::Dropout d = some_dropout();
     const pg::LossSum a = fast.forward_backward(params.data(), ga.data(), batch.inputs.data(), batch.targets.data(),
@@ -171,6 +180,8 @@ TEST_CASE("recomputation changes memory, not results", "[model][engine]") {
                                                  g.B, g.T, 1.0f, d, pool);
     CHECK(a.sum == b.sum);
     CHECK(std::memcmp(ga.data(), gb.data(), ga.size() * sizeof(float)) == 0);
+    CHECK(forward_only < small.activation_bytes());
+    CHECK(small.activation_bytes() < fast.activation_bytes());
 }
 
 TEST_CASE("engine rejects what it cannot compute", "[model][engine]") {
