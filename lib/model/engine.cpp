@@ -40,8 +40,11 @@ namespace k = pg::kernels;
 // Rows of the output projection + cross-entropy handled at once: big enough for efficient
 // GEMMs, small enough that the logits chunk stays in cache.
 constexpr int kLossChunkRows = 512;
-// Attention tile: queries and keys per block (flash-attention style).
-constexpr int kAttnBlock = 64;
+// Attention tiles (flash-attention style): blocks of kQueryBlock queries against key tiles of
+// at most kKeyBlock keys, each tile ending at the block's last query (the causal limit), so a
+// block's keys usually fit one tile and the online softmax rarely has to rescale.
+constexpr int kQueryBlock = 64;
+constexpr int kKeyBlock = 128;
 
 // C[M, N] = alpha * op(A) . op(B) + beta * C, leading dimensions as in kernels::GemmArgs.
 k::GemmArgs gemm_args(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda,
@@ -300,11 +303,11 @@ struct Engine::Impl {
     AttnScratch& scratch(int t) {
         AttnScratch& s = attn_scratch[size_t(t)];
         if (s.s.size() == 0) {
-            s.s.resize(size_t(kAttnBlock) * kAttnBlock);
-            s.dp.resize(size_t(kAttnBlock) * kAttnBlock);
-            s.m.resize(kAttnBlock);
-            s.l.resize(kAttnBlock);
-            s.d.resize(kAttnBlock);
+            s.s.resize(size_t(kQueryBlock) * kKeyBlock);
+            s.dp.resize(size_t(kQueryBlock) * kKeyBlock);
+            s.m.resize(kQueryBlock);
+            s.l.resize(kQueryBlock);
+            s.d.resize(kQueryBlock);
         }
         return s;
     }
@@ -359,7 +362,7 @@ struct Engine::Impl {
     }
 
     // ----------------------------------------------------------------------------------------
-    // causal attention, flash style: per (batch, head), tiles of kAttnBlock queries x keys with
+    // causal attention, flash style: per (batch, head), tiles of queries x keys with
     // an online softmax; only the per-row log-sum-exp is kept for the backward pass.
     // qkv [N, 3C] -> atty [N, C], lse [B, NH, T]
 
@@ -376,8 +379,8 @@ struct Engine::Impl {
                 const float* qkv_b = a.qkv + int64_t(b) * T * 3 * C;
                 float* y_b = a.atty + int64_t(b) * T * C + h * hs;
                 float* lse = a.lse + pair * T;
-                for (int q0 = 0; q0 < T; q0 += kAttnBlock) {
-                    const int nq = std::min(kAttnBlock, T - q0);
+                for (int q0 = 0; q0 < T; q0 += kQueryBlock) {
+                    const int nq = std::min(kQueryBlock, T - q0);
                     float* m = sc.m.data();
                     float* m_new = sc.d.data();
                     float* l = sc.l.data();
@@ -386,8 +389,8 @@ struct Engine::Impl {
                         l[r] = 0.0f;
                         std::memset(y_b + int64_t(q0 + r) * C, 0, sizeof(float) * size_t(hs));
                     }
-                    for (int k0 = 0; k0 < q0 + nq; k0 += kAttnBlock) {
-                        const int nk = std::min(kAttnBlock, T - k0);
+                    for (int k0 = 0; k0 < q0 + nq; k0 += kKeyBlock) {
+                        const int nk = std::min(kKeyBlock, q0 + nq - k0);
                         // S[nq, nk] = scale * Q . K^T (the tile is contiguous: row stride nk)
                         float* S = sc.s.data();
                         k::sgemm(gemm_args(false, true, nq, nk, hs, qkv_b + int64_t(q0) * 3 * C + h * hs, 3 * C,
@@ -458,14 +461,14 @@ struct Engine::Impl {
                 for (int t = 0; t < T; ++t)
                     for (int part = 0; part < 3; ++part)
                         std::memset(dqkv_b + int64_t(t) * 3 * C + part * C + h * hs, 0, sizeof(float) * size_t(hs));
-                for (int q0 = 0; q0 < T; q0 += kAttnBlock) {
-                    const int nq = std::min(kAttnBlock, T - q0);
+                for (int q0 = 0; q0 < T; q0 += kQueryBlock) {
+                    const int nq = std::min(kQueryBlock, T - q0);
                     // D_t = dy_t . y_t = sum_j P_tj dP_tj (holds with dropout too)
                     float* D = sc.d.data();
                     for (int r = 0; r < nq; ++r)
                         D[r] = k::dot(dy_b + int64_t(q0 + r) * C, y_b + int64_t(q0 + r) * C, hs);
-                    for (int k0 = 0; k0 < q0 + nq; k0 += kAttnBlock) {
-                        const int nk = std::min(kAttnBlock, T - k0);
+                    for (int k0 = 0; k0 < q0 + nq; k0 += kKeyBlock) {
+                        const int nk = std::min(kKeyBlock, q0 + nq - k0);
                         const float* Q = qkv_b + int64_t(q0) * 3 * C + h * hs;
                         const float* K = qkv_b + int64_t(k0) * 3 * C + C + h * hs;
                         const float* Vv = qkv_b + int64_t(k0) * 3 * C + 2 * C + h * hs;

@@ -34,7 +34,8 @@ Geometry short_geometry() {
     return g;
 }
 
-// T = 150 spans three 64-wide attention tiles, the last one partial.
+// T = 150: three query blocks (the last partial), and the last block's keys span two key tiles
+// (so the online softmax rescales).
 Geometry long_geometry() {
     Geometry g;
     g.cfg.n_layer = 2;
