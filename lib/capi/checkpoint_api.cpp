@@ -10,12 +10,14 @@
 #include "io/checkpoint.hpp"
 #include "io/llmc.hpp"
 #include "io/safetensors.hpp"
+#include "train/trainer.hpp"
 
 namespace {
 
 constexpr uint64_t kMaxConfigJsonBytes = uint64_t(1) << 20;
 
 std::string* err(const pg_model* m) { return m ? &m->last_error : nullptr; }
+std::string* err(const pg_trainer* t) { return t ? &t->last_error : nullptr; }
 
 pg_save_options full_default_save_options() {
     pg_save_options o;
@@ -74,6 +76,49 @@ pg_status pg_model_load(const char* path, pg_model** out) {
         pg::io::read_checkpoint_data(src, header, model->impl, nullptr);
         model->impl.set_tokenizer(std::move(header.tokenizer));
         *out = model.release();
+    });
+}
+
+pg_status pg_trainer_save(const pg_trainer* trainer, const char* path, const pg_save_options* options) {
+    return pg::guarded(err(trainer), [&] {
+        PG_REQUIRE_NOT_NULL("pg_trainer_save", trainer);
+        PG_REQUIRE_NOT_NULL("pg_trainer_save", path);
+        pg::require_arg(trainer->impl != nullptr && trainer->model != nullptr, "pg_trainer_save",
+                        "trainer is not initialised");
+        const int level = compression_level(options, "pg_trainer_save");
+        const pg::TrainerState state = trainer->impl->state();
+        pg::io::save_checkpoint(trainer->model->impl, &state, level, path);
+    });
+}
+
+pg_status pg_trainer_resume(const char* path, pg_model** model_out, pg_trainer** trainer_out) {
+    return pg::guarded(nullptr, [&] {
+        PG_REQUIRE_NOT_NULL("pg_trainer_resume", model_out);
+        PG_REQUIRE_NOT_NULL("pg_trainer_resume", trainer_out);
+        *model_out = nullptr;
+        *trainer_out = nullptr;
+        PG_REQUIRE_NOT_NULL("pg_trainer_resume", path);
+        pg::io::FileSource src(path);
+        pg::io::CheckpointHeader header = pg::io::read_checkpoint_header(src);
+        if (!header.has_train_state)
+            throw pg::Error(PG_ERR_STATE, std::string("pg_trainer_resume: \"") + path +
+                                              "\" holds no training state (it was saved with pg_model_save; "
+                                              "load it with pg_model_load)");
+        auto model = new_model(header.config);
+        pg::TrainerState state;
+        pg::io::read_checkpoint_data(src, header, model->impl, &state);
+        model->impl.set_tokenizer(std::move(header.tokenizer));
+        auto trainer = std::make_unique<pg_trainer>();
+        trainer->model = model.get();
+        try {
+            trainer->impl = std::make_unique<pg::Trainer>(model->impl, std::move(state));
+        } catch (const pg::Error& e) {
+            // Values the trainer refuses came from the file: a format error, named as such.
+            const pg_status s = e.status() == PG_ERR_INVALID_ARGUMENT ? PG_ERR_FORMAT : e.status();
+            throw pg::Error(s, std::string(path) + ": training state: " + e.what());
+        }
+        *model_out = model.release();
+        *trainer_out = trainer.release();
     });
 }
 
