@@ -182,7 +182,9 @@ struct Engine::Impl {
 
     // Everything below points into these two.
     AlignedBuffer<float> forward_memory, backward_memory;
-    std::vector<float*> resid;    // [L+1][N, C] the residual stream entering each layer (+ final)
+    // The residual stream entering each layer, and the last layer's output: [L+1][N, C] for
+    // forward_backward; a forward pass alternates between the first two.
+    std::vector<float*> resid;
     std::vector<LayerActs> layers;  // 1 for forward passes; L for forward_backward without recompute
     float* ln_out = nullptr;      // [N, C]  a LayerNorm output (forward, and recomputed in backward)
     float* big_a = nullptr;       // [N, 4C] GELU output; in backward dfch, then dqkv
@@ -206,13 +208,14 @@ struct Engine::Impl {
                     ", max_T = " + std::to_string(T) + ")");
         // What a forward pass needs; the backward pass's extra buffers come with the first
         // forward_backward, so an engine used only for evaluation never holds them.
-        const int64_t N = rows(), C = cfg.n_embd, L = cfg.n_layer;
+        const int64_t N = rows(), C = cfg.n_embd;
         Carver c;
-        for (int64_t l = 0; l <= L; ++l) c.plan(N * C);
+        c.plan(N * C).plan(N * C);  // the residual stream, ping-ponged between two buffers
         plan_layer(c);
         c.plan(N * C).plan(N * 4 * C).plan(N * C).plan(N).plan(N).plan(N).plan(chunk_rows() * cfg.vocab_size);
         c.allocate(forward_memory);
-        for (int64_t l = 0; l <= L; ++l) resid.push_back(c.take());
+        resid.push_back(c.take());
+        resid.push_back(c.take());
         layers.push_back(take_layer(c));
         ln_out = c.take();
         big_a = c.take();
@@ -271,9 +274,11 @@ struct Engine::Impl {
         const int64_t N = rows(), C = cfg.n_embd;
         const int extra_layers = options.recompute ? 0 : cfg.n_layer - 1;
         Carver c;
+        for (int l = 2; l <= cfg.n_layer; ++l) c.plan(N * C);  // the rest of the residual stream
         for (int l = 0; l < extra_layers; ++l) plan_layer(c);
         c.plan(N * 4 * C).plan(N * C).plan(chunk_rows() * cfg.vocab_size);
         c.allocate(backward_memory);
+        for (int l = 2; l <= cfg.n_layer; ++l) resid.push_back(c.take());
         for (int l = 0; l < extra_layers; ++l) layers.push_back(take_layer(c));
         big_b = c.take();
         dresid = c.take();
@@ -526,14 +531,13 @@ struct Engine::Impl {
     }
 
     // ----------------------------------------------------------------------------------------
-    // one transformer block: resid[l] -> resid[l+1]
+    // one transformer block: x [N, C] -> out [N, C]
 
     // a: where this layer's activations go (its own slot, or a shared one when nothing needs
     // to be kept).
-    void block_forward(const GptTensors<const float>& w, int l, LayerActs& a, int B, int T,
-                       const Dropout& d, ThreadPool& pool) {
+    void block_forward(const GptTensors<const float>& w, int l, LayerActs& a, const float* x, float* out,
+                       int B, int T, const Dropout& d, ThreadPool& pool) {
         const int C = cfg.n_embd, N = B * T;
-        const float* x = resid[size_t(l)];
         layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
                           cfg.layernorm_eps, pool);
         linear_forward(a.qkv, ln_out, w.qkvw + int64_t(l) * 3 * C * C, w.qkvb + l * 3 * C, N, C, 3 * C, pool);
@@ -544,7 +548,7 @@ struct Engine::Impl {
                           cfg.layernorm_eps, pool);
         linear_forward(a.fch, ln_out, w.fcw + int64_t(l) * 4 * C * C, w.fcb + l * 4 * C, N, C, 4 * C, pool);
         gelu_rows(big_a, a.fch, N, 4 * C, pool);
-        linear_residual_forward(resid[size_t(l) + 1], a.res2, big_a, w.fcprojw + int64_t(l) * C * 4 * C,
+        linear_residual_forward(out, a.res2, big_a, w.fcprojw + int64_t(l) * C * 4 * C,
                                 w.fcprojb + l * C, N, 4 * C, C, branch, d, kDropMlpProj, l, pool);
     }
 
@@ -612,10 +616,11 @@ struct Engine::Impl {
     // final LayerNorm, tied output projection and cross-entropy, in chunks of rows.
     // With grads: also d(loss) into the LayerNorm input (dresid, overwritten) and into wte.
 
-    LossSum head(const GptTensors<const float>& w, const GptTensors<float>* g, const int32_t* targets,
-                 int N, float* losses, float* user_logits, float grad_scale, ThreadPool& pool) {
-        const int C = cfg.n_embd, V = cfg.vocab_size, L = cfg.n_layer;
-        const float* x = resid[size_t(L)];
+    // x: the last layer's output [N, C].
+    LossSum head(const GptTensors<const float>& w, const GptTensors<float>* g, const float* x,
+                 const int32_t* targets, int N, float* losses, float* user_logits, float grad_scale,
+                 ThreadPool& pool) {
+        const int C = cfg.n_embd, V = cfg.vocab_size;
         layernorm_forward(ln_out, lnf_mean, lnf_rstd, x, w.lnfw, w.lnfb, N, C, cfg.layernorm_eps, pool);
         float* dlnf = branch;
         const int chunk = std::min(kLossChunkRows, N);
@@ -673,8 +678,9 @@ LossSum Engine::forward(const float* params, const int32_t* inputs, const int32_
     const Dropout none;
     m.encoder_forward(w, inputs, B, T, none, pool);
     // Nothing is kept for a backward pass, so every layer can use the first slot.
-    for (int l = 0; l < m.cfg.n_layer; ++l) m.block_forward(w, l, m.layers[0], B, T, none, pool);
-    return m.head(w, nullptr, targets, B * T, losses, logits, 0.0f, pool);
+    const int L = m.cfg.n_layer;
+    for (int l = 0; l < L; ++l) m.block_forward(w, l, m.layers[0], m.resid[l % 2], m.resid[(l + 1) % 2], B, T, none, pool);
+    return m.head(w, nullptr, m.resid[L % 2], targets, B * T, losses, logits, 0.0f, pool);
 }
 
 LossSum Engine::forward_backward(const float* params, float* grads, const int32_t* inputs,
@@ -692,12 +698,13 @@ LossSum Engine::forward_backward(const float* params, float* grads, const int32_
     m.ensure_backward_memory();
 
     m.encoder_forward(w, inputs, B, T, dropout, pool);
-    for (int l = 0; l < L; ++l) m.block_forward(w, l, m.slot(l), B, T, dropout, pool);
-    LossSum result = m.head(w, &g, targets, B * T, nullptr, nullptr, grad_scale, pool);
+    for (int l = 0; l < L; ++l) m.block_forward(w, l, m.slot(l), m.resid[l], m.resid[l + 1], B, T, dropout, pool);
+    LossSum result = m.head(w, &g, m.resid[L], targets, B * T, nullptr, nullptr, grad_scale, pool);
     for (int l = L - 1; l >= 0; --l) {
         // With recomputation the single slot holds the last layer's activations; rebuild the
         // others from their stored input (this rewrites resid[l+1] with identical values).
-        if (m.options.recompute && l != L - 1) m.block_forward(w, l, m.slot(l), B, T, dropout, pool);
+        if (m.options.recompute && l != L - 1)
+            m.block_forward(w, l, m.slot(l), m.resid[l], m.resid[l + 1], B, T, dropout, pool);
         m.block_backward(w, g, l, B, T, dropout, pool);
     }
     m.encoder_backward(g, inputs, B, T, dropout, pool);
