@@ -4,7 +4,8 @@
 //                [--steps 10] [--recompute] [--dropout 0]
 //
 // Prints the median and best ms per step over --steps timed steps (after one warm-up step), the
-// CPU time per step, and the process's peak resident memory (VmHWM). To mimic a training process's footprint it also
+// CPU time per step, the process's peak resident memory (VmHWM) after the training steps, then
+// the time of a forward-only pass (evaluation) of the same batch. To mimic a training process's footprint it also
 // holds what a trainer holds beside the engine: gradients and two AdamW moment buffers.
 #include <algorithm>
 #include <chrono>
@@ -118,6 +119,19 @@ int main(int argc, char** argv) {
         std::printf("CPU time per step (all threads, incl. gradient zeroing): %.1f ms\n", cpu_ms);
         std::printf("engine activations %.1f MB; peak RSS %.1f MB\n", double(engine.activation_bytes()) / 1e6,
                     double(peak_rss_kib()) / 1024.0);
+
+        // Evaluation: forward with per-position losses, no logits kept.
+        std::vector<float> losses(inputs.size());
+        std::vector<double> fwd_ms;
+        for (int s = 0; s <= steps; ++s) {
+            const auto t0 = std::chrono::steady_clock::now();
+            engine.forward(params.data(), inputs.data(), targets.data(), batch, T, losses.data(), nullptr, pool);
+            const auto t1 = std::chrono::steady_clock::now();
+            if (s > 0) fwd_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        }
+        std::sort(fwd_ms.begin(), fwd_ms.end());
+        std::printf("forward only (evaluation): median %.1f ms, best %.1f ms\n", fwd_ms[fwd_ms.size() / 2],
+                    fwd_ms.front());
     } catch (const std::exception& e) {
         std::fprintf(stderr, "bench_engine: %s\n", e.what());
         return 1;

@@ -3,7 +3,11 @@
 // against the scalar reference in model/reference.hpp, which is the truth.
 //
 // An Engine owns the activation memory for at most max_B sequences of max_T tokens; it is
-// scratch, not state: any call may use any B <= max_B, T <= max_T.
+// scratch, not state: any call may use any B <= max_B, T <= max_T. Calls on one Engine must not
+// overlap (use one Engine per concurrent caller). Buffers that only a backward pass needs are
+// allocated by the first forward_backward.
+//
+// Dropout masks: see model/dropout_mask.hpp (the reference model uses the same definition).
 #pragma once
 
 #include <cstdint>
@@ -35,7 +39,8 @@ struct EngineOptions {
     // false: forward_backward keeps every layer's activations (fastest).
     // true: it keeps only each layer's input (the residual stream) and recomputes one layer's
     // activations at a time during the backward pass: about one extra forward pass of work for
-    // roughly a sixth of the activation memory with the PhoneGPT preset.
+    // well under half the activation memory (PhoneGPT preset, batch 64: 114 MB instead of
+    // 304 MB). Results are bit-identical either way.
     bool recompute = false;
 };
 
