@@ -621,6 +621,10 @@ struct Engine::Impl {
                  const int32_t* targets, int N, float* losses, float* user_logits, float grad_scale,
                  ThreadPool& pool) {
         const int C = cfg.n_embd, V = cfg.vocab_size;
+        if (!targets && !user_logits) {  // nothing asked for
+            if (losses) std::memset(losses, 0, sizeof(float) * size_t(N));
+            return LossSum{};
+        }
         layernorm_forward(ln_out, lnf_mean, lnf_rstd, x, w.lnfw, w.lnfb, N, C, cfg.layernorm_eps, pool);
         float* dlnf = branch;
         const int chunk = std::min(kLossChunkRows, N);
