@@ -37,37 +37,40 @@ inline T min_of(T a, T b) {
 // A is not packed: the micro-kernel broadcasts op(A)[i+r, k] straight from A, which is
 // contiguous in k for a plain A and contiguous in r for a transposed one, so both layouts
 // stream well. Only a partial row tile (M % MR rows) is copied into a zero-padded buffer.
-// A partial column panel is zero-padded when B is packed; its tile goes through a local C
-// buffer with the same epilogue code, so every element of C is computed by exactly the same
-// sequence of operations wherever it falls (full tile or edge, any split across threads):
-// sgemm_parallel is bitwise identical to sgemm for any thread count.
+// The last column panel is only as many vectors wide as it needs, zero-padded when B is
+// packed; an edge tile stores only its valid rows and lanes, with the same arithmetic as a whole
+// tile, so every element of C is computed by exactly the same sequence of operations wherever
+// it falls (any split across threads): sgemm_parallel is bitwise equal to sgemm.
 // ---------------------------------------------------------------------------------------------
 
-template <class Arch, int MR, int NV>
+template <class Arch, int MR, int NV, int KC_>
 struct Gemm {
     using B = xsimd::batch<float, Arch>;
     static constexpr int W = int(B::size);
     static constexpr int NR = NV * W;
-    static constexpr int KC = 256;
+    // A packed B micro-panel (KC x NR floats) is reused by every row tile of a block, so it
+    // should stay in L1 with room for the A rows streaming past: about 24 KB (half of Zen 4/5's
+    // 48 KB L1; a third of the 64 KB of big ARM cores; the 16-register ISAs use 16 KB).
+    static constexpr int KC = KC_;
     static constexpr int MC = 16 * MR;
     static constexpr int NC = (512 / NR) * NR;
 
-    // Per-thread scratch: the packed B block and an edge A tile, allocated once per thread.
+    // Per-thread scratch: the packed B block and packed A row tiles, allocated once per thread.
     struct Scratch {
         float* packed_b = nullptr;
-        float* edge_a = nullptr;
+        float* packed_a = nullptr;
         Scratch() {
             packed_b = static_cast<float*>(std::aligned_alloc(64, sizeof(float) * KC * NC));
-            edge_a = static_cast<float*>(std::aligned_alloc(64, sizeof(float) * KC * MR));
-            if (!packed_b || !edge_a) {
+            packed_a = static_cast<float*>(std::aligned_alloc(64, sizeof(float) * KC * MC));
+            if (!packed_b || !packed_a) {
                 std::free(packed_b);
-                std::free(edge_a);
+                std::free(packed_a);
                 throw std::bad_alloc();
             }
         }
         ~Scratch() {
             std::free(packed_b);
-            std::free(edge_a);
+            std::free(packed_a);
         }
         Scratch(const Scratch&) = delete;
         Scratch& operator=(const Scratch&) = delete;
@@ -78,34 +81,48 @@ struct Gemm {
         return s;
     }
 
-    // One MR x NR tile of C: acc = sum_k op(A)[r, k] * Bpanel[k, :], then
-    // C = alpha * acc + beta * C (C not read when beta == 0) + bias.
+    // Vectors in the packed panel of w valid columns: the last panel of a block is only as wide
+    // as it needs to be (N = 68 with 32-wide panels: 32 + 32 + 16, not 32 + 32 + 32).
+    static int panel_vectors(int w) { return (w + W - 1) / W; }
+
+    // One MR x (NVT vectors) tile of C: acc = sum_k op(A)[r, k] * Bpanel[k, :], then
+    // C = alpha * acc + beta * C (C not read when beta == 0) + bias, stored for the first mr
+    // rows and, in the last vector, the first last_w lanes (an edge tile). A partial vector
+    // goes through a zero-padded buffer with the same arithmetic, so each element of C gets
+    // the same operations whether its tile is whole or not.
     // a_trans: op(A)[r, k] = a[k * lda + r] (else a[r * lda + k]).
-    template <bool a_trans>
-    static void tile(int kc, const float* a, int64_t lda, const float* bp, float* c, int64_t ldc,
-                     float alpha, float beta, const float* bias) {
-        B acc[MR][NV];
+    template <bool a_trans, int NVT>
+    static void tile(int kc, const float* a, int64_t lda, const float* bp, int64_t ldbp, float* c,
+                     int64_t ldc, float alpha, float beta, const float* bias, int mr, int last_w) {
+        B acc[MR][NVT];
 #pragma GCC unroll 16
         for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) acc[r][v] = B(0.0f);
+            for (int v = 0; v < NVT; ++v) acc[r][v] = B(0.0f);
         for (int k = 0; k < kc; ++k) {
-            B bv[NV];
+            B bv[NVT];
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) bv[v] = B::load_aligned(bp + k * NR + v * W);
+            for (int v = 0; v < NVT; ++v) bv[v] = B::load_unaligned(bp + k * ldbp + v * W);
 #pragma GCC unroll 16
             for (int r = 0; r < MR; ++r) {
                 const B av(a_trans ? a[int64_t(k) * lda + r] : a[r * lda + k]);
 #pragma GCC unroll 4
-                for (int v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bv[v], acc[r][v]);
+                for (int v = 0; v < NVT; ++v) acc[r][v] = xsimd::fma(av, bv[v], acc[r][v]);
             }
         }
         const B alpha_v(alpha), beta_v(beta);
+        const bool partial = last_w < W;
 #pragma GCC unroll 16
         for (int r = 0; r < MR; ++r) {
+            if (r >= mr) break;
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) {
+            for (int v = 0; v < NVT; ++v) {
                 float* cp = c + r * ldc + v * W;
+                if (v == NVT - 1 && partial) {
+                    store_partial(acc[r][v], alpha_v, beta, beta_v, bias ? bias + v * W : nullptr,
+                                  cp, last_w);
+                    continue;
+                }
                 B out = acc[r][v] * alpha_v;
                 if (beta != 0.0f) out = xsimd::fma(beta_v, B::load_unaligned(cp), out);
                 if (bias) out = out + B::load_unaligned(bias + v * W);
@@ -114,16 +131,65 @@ struct Gemm {
         }
     }
 
-    // Packs op(B)[pc:pc+kc, jc:jc+nc] as panels of NR columns (panel p: kc rows of NR floats,
-    // zero past column nc).
+    // The epilogue of tile() for a vector with only w valid lanes (no access past them).
+    static void store_partial(B acc, B alpha_v, float beta, B beta_v, const float* bias, float* cp,
+                              int w) {
+        alignas(64) float buf[W] = {};
+        alignas(64) float bias_buf[W] = {};
+        B out = acc * alpha_v;
+        if (beta != 0.0f) {
+            for (int j = 0; j < w; ++j) buf[j] = cp[j];
+            out = xsimd::fma(beta_v, B::load_aligned(buf), out);
+        }
+        if (bias) {
+            for (int j = 0; j < w; ++j) bias_buf[j] = bias[j];
+            out = out + B::load_aligned(bias_buf);
+        }
+        out.store_aligned(buf);
+        for (int j = 0; j < w; ++j) cp[j] = buf[j];
+    }
+
+    // tile() for a panel of nv vectors (1..NV), picked at run time.
+    template <bool a_trans>
+    static void tile_nv(int nv, int kc, const float* a, int64_t lda, const float* bp,
+                        int64_t ldbp, float* c, int64_t ldc, float alpha, float beta,
+                        const float* bias, int mr, int last_w) {
+        if (nv == NV)
+            return tile<a_trans, NV>(kc, a, lda, bp, ldbp, c, ldc, alpha, beta, bias, mr, last_w);
+        if constexpr (NV > 1) {
+            if (nv == 1)
+                return tile<a_trans, 1>(kc, a, lda, bp, ldbp, c, ldc, alpha, beta, bias, mr,
+                                        last_w);
+        }
+        if constexpr (NV > 2) {
+            if (nv == 2)
+                return tile<a_trans, 2>(kc, a, lda, bp, ldbp, c, ldc, alpha, beta, bias, mr,
+                                        last_w);
+        }
+        static_assert(NV <= 3, "tile_nv handles panels of up to 3 vectors");
+    }
+
+    // A plain B's rows are contiguous, so when M fits in one row block (each B panel then
+    // serves at most MC / MR tiles, too few to repay packing it: a small weight gradient such
+    // as the head's, M = 68) a panel of whole vectors is read in place. Otherwise, and for a
+    // transposed B or a partial last panel, B is packed (measured on Zen 5: packing wins for
+    // M >= 384 even with a plain B).
+    static bool reads_b_directly(const GemmArgs& g, int w) {
+        return !g.trans_b && w % W == 0 && g.M <= MC;
+    }
+
+    // Packs op(B)[pc:pc+kc, jc:jc+nc] as panels of NR columns (the last one panel_vectors(w)
+    // vectors wide); panel p0 starts at bp + p0 * kc, columns past nc are zero.
     static void pack_b(float* bp, const GemmArgs& g, int pc, int kc, int jc, int nc) {
         for (int p0 = 0; p0 < nc; p0 += NR) {
             const int w = min_of(NR, nc - p0);
+            const int pw = panel_vectors(w) * W;
             float* dst = bp + int64_t(p0) * kc;
+            if (reads_b_directly(g, w)) continue;
             if (!g.trans_b) {  // op(B)[k, j] = B[k * ldb + j]: rows are contiguous
                 for (int k = 0; k < kc; ++k) {
                     const float* src = g.B + int64_t(pc + k) * g.ldb + jc + p0;
-                    float* d = dst + k * NR;
+                    float* d = dst + k * pw;
                     if (w == NR) {
 #pragma GCC unroll 4
                         for (int v = 0; v < NV; ++v)
@@ -131,16 +197,38 @@ struct Gemm {
                     } else {
                         int j = 0;
                         for (; j < w; ++j) d[j] = src[j];
-                        for (; j < NR; ++j) d[j] = 0.0f;
+                        for (; j < pw; ++j) d[j] = 0.0f;
                     }
                 }
             } else {  // op(B)[k, j] = B[j * ldb + k]: gather column j of the panel
                 for (int j = 0; j < w; ++j) {
                     const float* src = g.B + int64_t(jc + p0 + j) * g.ldb + pc;
-                    for (int k = 0; k < kc; ++k) dst[k * NR + j] = src[k];
+                    for (int k = 0; k < kc; ++k) dst[k * pw + j] = src[k];
                 }
-                for (int j = w; j < NR; ++j)
-                    for (int k = 0; k < kc; ++k) dst[k * NR + j] = 0.0f;
+                for (int j = w; j < pw; ++j)
+                    for (int k = 0; k < kc; ++k) dst[k * pw + j] = 0.0f;
+            }
+        }
+    }
+
+    // Copies the row tiles of op(A)[ic+r0:ic+mc, pc:pc+kc] (r0 a multiple of MR) into packed_a:
+    // tile t at packed_a + t * MR * kc as [kc, MR] (the transposed layout with lda = MR), rows
+    // past mc zero.
+    static void pack_a(float* packed_a, const GemmArgs& g, int pc, int kc, int ic, int mc, int r0) {
+        for (int t0 = r0; t0 < mc; t0 += MR) {
+            const int mr = min_of(MR, mc - t0);
+            float* dst = packed_a + int64_t(t0) * kc;
+            for (int k = 0; k < kc; ++k) {
+                float* d = dst + k * MR;
+                int r = 0;
+                if (g.trans_a) {
+                    const float* src = g.A + int64_t(pc + k) * g.lda + ic + t0;
+                    for (; r < mr; ++r) d[r] = src[r];
+                } else {
+                    const float* src = g.A + int64_t(ic + t0) * g.lda + pc + k;
+                    for (; r < mr; ++r) d[r] = src[int64_t(r) * g.lda];
+                }
+                for (; r < MR; ++r) d[r] = 0.0f;
             }
         }
     }
@@ -164,8 +252,6 @@ struct Gemm {
             return;
         }
         Scratch& s = scratch();
-        alignas(64) float edge_c[MR * NR];
-        alignas(64) float edge_bias[NR];
         for (int jc = 0; jc < g.N; jc += NC) {
             const int nc = min_of(NC, g.N - jc);
             for (int pc = 0; pc < g.K; pc += KC) {
@@ -175,67 +261,39 @@ struct Gemm {
                 pack_b(s.packed_b, g, pc, kc, jc, nc);
                 for (int ic = 0; ic < g.M; ic += MC) {
                     const int mc = min_of(MC, g.M - ic);
+                    const int m_full = mc / MR * MR;  // rows in whole tiles
+                    // Row tiles from ir = packed_from on are read from packed_a: only a partial
+                    // last tile (packing all of a transposed A measured slower: the copy costs
+                    // more than the strided broadcasts, which the prefetcher handles).
+                    const int packed_from = m_full;
+                    if (packed_from < mc) pack_a(s.packed_a, g, pc, kc, ic, mc, packed_from);
                     for (int jr = 0; jr < nc; jr += NR) {
                         const int nr = min_of(NR, nc - jr);
-                        const float* bp = s.packed_b + int64_t(jr) * kc;
+                        const int nv = panel_vectors(nr);
+                        const int last_w = nr - (nv - 1) * W;
+                        const bool direct = reads_b_directly(g, nr);
+                        const float* bp = direct ? g.B + int64_t(pc) * g.ldb + jc + jr
+                                                 : s.packed_b + int64_t(jr) * kc;
+                        const int64_t ldbp = direct ? g.ldb : nv * W;
                         const float* bias = first && g.bias ? g.bias + jc + jr : nullptr;
                         for (int ir = 0; ir < mc; ir += MR) {
-                            const int mr = min_of(MR, mc - ir);
                             const int i = ic + ir;
                             float* c = g.C + int64_t(i) * g.ldc + jc + jr;
-                            if (mr == MR && nr == NR) {
-                                if (g.trans_a)
-                                    tile<true>(kc, g.A + int64_t(pc) * g.lda + i, g.lda, bp, c,
-                                               g.ldc, g.alpha, beta, bias);
-                                else
-                                    tile<false>(kc, g.A + int64_t(i) * g.lda + pc, g.lda, bp, c,
-                                                g.ldc, g.alpha, beta, bias);
-                                continue;
-                            }
-                            edge_tile(g, kc, pc, i, mr, nr, bp, c, beta, bias, s.edge_a, edge_c,
-                                      edge_bias);
+                            if (ir >= packed_from)
+                                tile_nv<true>(nv, kc, s.packed_a + int64_t(ir) * kc, MR, bp, ldbp,
+                                              c, g.ldc, g.alpha, beta, bias, min_of(MR, mc - ir),
+                                              last_w);
+                            else if (g.trans_a)
+                                tile_nv<true>(nv, kc, g.A + int64_t(pc) * g.lda + i, g.lda, bp,
+                                              ldbp, c, g.ldc, g.alpha, beta, bias, MR, last_w);
+                            else
+                                tile_nv<false>(nv, kc, g.A + int64_t(i) * g.lda + pc, g.lda, bp,
+                                               ldbp, c, g.ldc, g.alpha, beta, bias, MR, last_w);
                         }
                     }
                 }
             }
         }
-    }
-
-    // A tile with mr < MR rows or nr < NR columns: zero-padded copies of A, C and bias go
-    // through the same tile() code, then the valid part of C is copied back.
-    static void edge_tile(const GemmArgs& g, int kc, int pc, int i, int mr, int nr,
-                          const float* bp, float* c, float beta, const float* bias,
-                          float* edge_a, float* edge_c, float* edge_bias) {
-        const float* a;
-        int64_t lda;
-        bool a_trans = g.trans_a;
-        if (mr == MR) {
-            a = g.trans_a ? g.A + int64_t(pc) * g.lda + i : g.A + int64_t(i) * g.lda + pc;
-            lda = g.lda;
-        } else {  // copy op(A)[i:i+mr, pc:pc+kc] as [kc, MR], zero rows past mr
-            for (int k = 0; k < kc; ++k) {
-                float* d = edge_a + k * MR;
-                int r = 0;
-                for (; r < mr; ++r)
-                    d[r] = g.trans_a ? g.A[int64_t(pc + k) * g.lda + i + r]
-                                     : g.A[int64_t(i + r) * g.lda + pc + k];
-                for (; r < MR; ++r) d[r] = 0.0f;
-            }
-            a = edge_a;
-            lda = MR;
-            a_trans = true;
-        }
-        for (int r = 0; r < MR; ++r)
-            for (int j = 0; j < NR; ++j)
-                edge_c[r * NR + j] = (beta != 0.0f && r < mr && j < nr) ? c[r * g.ldc + j] : 0.0f;
-        if (bias)
-            for (int j = 0; j < NR; ++j) edge_bias[j] = j < nr ? bias[j] : 0.0f;
-        if (a_trans)
-            tile<true>(kc, a, lda, bp, edge_c, NR, g.alpha, beta, bias ? edge_bias : nullptr);
-        else
-            tile<false>(kc, a, lda, bp, edge_c, NR, g.alpha, beta, bias ? edge_bias : nullptr);
-        for (int r = 0; r < mr; ++r)
-            for (int j = 0; j < nr; ++j) c[r * g.ldc + j] = edge_c[r * NR + j];
     }
 };
 
@@ -543,9 +601,9 @@ struct Tanh {
 };
 
 // The table of one instruction set. MR x (NV vectors) is its GEMM register tile.
-template <class Arch, int MR, int NV>
+template <class Arch, int MR, int NV, int KC>
 KernelTable make_table() {
-    using G = Gemm<Arch, MR, NV>;
+    using G = Gemm<Arch, MR, NV, KC>;
     using E = Elementwise<Arch>;
     KernelTable t;
     t.name = Arch::name();

@@ -6,7 +6,7 @@
 namespace pg::kernels {
 
 const KernelTable& avx2_table() {
-    static const KernelTable table = simd::make_table<xsimd::fma3<xsimd::avx2>, 6, 2>();
+    static const KernelTable table = simd::make_table<xsimd::fma3<xsimd::avx2>, 6, 2, 256>();
     return table;
 }
 

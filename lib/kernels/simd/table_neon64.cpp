@@ -6,7 +6,7 @@
 namespace pg::kernels {
 
 const KernelTable& neon64_table() {
-    static const KernelTable table = simd::make_table<xsimd::neon64, 8, 3>();
+    static const KernelTable table = simd::make_table<xsimd::neon64, 8, 3, 256>();
     return table;
 }
 

@@ -6,7 +6,7 @@
 namespace pg::kernels {
 
 const KernelTable& sse2_table() {
-    static const KernelTable table = simd::make_table<xsimd::sse2, 6, 2>();
+    static const KernelTable table = simd::make_table<xsimd::sse2, 6, 2, 256>();
     return table;
 }
 

@@ -1,0 +1,355 @@
+// Per-kernel speed at the shapes of a PhoneGPT training step and of a ~64M-parameter base:
+// every GEMM of a linear layer (forward x W^T + b, input gradient dy W, weight gradient
+// dy^T x), on one thread and on all threads, against Eigen's GEMM and as a fraction of the
+// measured FMA peak (fma_peak.hpp); then the elementwise kernels in GB/s.
+//
+// Usage: bench_kernels [--json] [--threads N] [--suite phonegpt|64m|all] [--arch NAME]
+//                      [--seconds S] [--no-eigen]
+//   --arch picks a kernel table this CPU can run ("avx512bw", "fma3+avx2", "sse2",
+//   "arm64+neon", "reference"); default: the one dispatch chose.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/aligned_buffer.hpp"
+#include "core/thread_pool.hpp"
+#include "eigen_gemm.hpp"
+#include "fma_peak.hpp"
+#include "kernels/dispatch.hpp"
+#include "kernels/kernel_table.hpp"
+
+namespace {
+
+using pg::kernels::GemmArgs;
+using pg::kernels::KernelTable;
+using Buffer = pg::AlignedBuffer<float>;
+
+struct Options {
+    bool json = false;
+    int threads = 0;
+    std::string suite = "all";
+    std::string arch;
+    double seconds = 0.15;
+    bool eigen = true;
+};
+
+// A linear layer y = x W^T (+ b) with W [out, in].
+struct Linear {
+    const char* name;
+    int out, in;
+    bool bias;
+};
+
+struct Suite {
+    const char* name;
+    const char* description;
+    int rows;  // B * T
+    std::vector<Linear> layers;
+    int vocab;
+    int64_t params;  // for the optimizer kernels
+};
+
+std::vector<Suite> suites() {
+    return {
+        {"phonegpt", "PhoneGPT: 6 layers, C=128, B*T=4096", 4096,
+         {{"attn.qkv", 384, 128, true},
+          {"attn.proj", 128, 128, true},
+          {"mlp.fc", 512, 128, true},
+          {"mlp.proj", 128, 512, true},
+          {"lm_head", 68, 128, false}},
+         65,
+         6 * (12 * 128 * 128 + 13 * 128) + 68 * 128 + 128 * 128 + 2 * 128},
+        {"64m", "64M base: 9 layers, C=768, B*T=1024", 1024,
+         {{"attn.qkv", 2304, 768, true},
+          {"attn.proj", 768, 768, true},
+          {"mlp.fc", 3072, 768, true},
+          {"mlp.proj", 768, 3072, true},
+          {"lm_head", 68, 768, false}},
+         65,
+         int64_t(9) * (12 * 768 * 768 + 13 * 768) + 68 * 768 + 1024 * 768 + 2 * 768},
+    };
+}
+
+void fill_random(Buffer& b, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> d(lo, hi);
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = d(rng);
+}
+
+// Best seconds per call of f over repeated batches filling about `budget` seconds. Work on
+// the calling thread alone is timed in its CPU time (other processes on a shared machine do
+// not count against it); work spread over a pool in wall time.
+template <class F>
+double best_time(F&& f, double budget, bool single_thread = true) {
+    f();  // warm caches, page in, size per-thread buffers
+    auto clock = [&] {
+        return single_thread ? pg_bench::thread_cpu_seconds() : pg_bench::now_seconds();
+    };
+    double best = 1e30;
+    const double end = pg_bench::now_seconds() + budget;
+    int batch = 1;
+    do {
+        const double t0 = clock();
+        for (int i = 0; i < batch; ++i) f();
+        const double dt = (clock() - t0) / batch;
+        best = std::min(best, dt);
+        if (dt * batch < 0.01) batch *= 2;
+    } while (pg_bench::now_seconds() < end);
+    return best;
+}
+
+struct GemmResult {
+    std::string suite, layer, op;
+    int M, N, K;
+    double gflops_1t, gflops_all, eigen_1t;
+};
+
+struct ElemResult {
+    std::string suite, kernel, size;
+    double gbytes_per_s, speedup_vs_reference;
+};
+
+// The peak the table's instruction set can reach (an SSE2 table is held to the SSE2 peak).
+const pg_bench::PeakUnit* peak_unit_for(const std::string& arch) {
+    static const std::vector<pg_bench::PeakUnit> units = pg_bench::peak_units();
+    const char* want = arch == "avx512bw"    ? "avx512"
+                       : arch == "fma3+avx2" ? "avx2+fma"
+                       : arch == "sse2"      ? "sse2 (mul+add)"
+                       : arch == "arm64+neon" ? "neon"
+                                              : nullptr;
+    for (const auto& u : units)
+        if (want && u.name == want) return &u;
+    return units.empty() ? nullptr : &units.front();
+}
+
+void run_gemms(const Suite& s, const KernelTable& t, pg::ThreadPool& pool, const Options& o,
+               std::vector<GemmResult>& out) {
+    for (const Linear& l : s.layers) {
+        // Activations x [rows, in], dy [rows, out]; weight W [out, in]; outputs sized for the largest.
+        Buffer x(std::size_t(s.rows) * l.in), dy(std::size_t(s.rows) * l.out),
+            w(std::size_t(l.out) * l.in), bias(l.out), y(std::size_t(s.rows) * l.out),
+            dx(std::size_t(s.rows) * l.in), dw(std::size_t(l.out) * l.in);
+        fill_random(x, 1);
+        fill_random(dy, 2);
+        fill_random(w, 3, -0.1f, 0.1f);
+        fill_random(bias, 4);
+        GemmArgs fwd;  // y = x W^T + b: [rows, out]
+        fwd.trans_b = true;
+        fwd.M = s.rows, fwd.N = l.out, fwd.K = l.in;
+        fwd.A = x.data(), fwd.lda = l.in, fwd.B = w.data(), fwd.ldb = l.in;
+        fwd.C = y.data(), fwd.ldc = l.out, fwd.bias = l.bias ? bias.data() : nullptr;
+        GemmArgs bwd_x;  // dx = dy W: [rows, in]
+        bwd_x.M = s.rows, bwd_x.N = l.in, bwd_x.K = l.out;
+        bwd_x.A = dy.data(), bwd_x.lda = l.out, bwd_x.B = w.data(), bwd_x.ldb = l.in;
+        bwd_x.C = dx.data(), bwd_x.ldc = l.in;
+        GemmArgs bwd_w;  // dW += dy^T x: [out, in]
+        bwd_w.trans_a = true;
+        bwd_w.M = l.out, bwd_w.N = l.in, bwd_w.K = s.rows;
+        bwd_w.A = dy.data(), bwd_w.lda = l.out, bwd_w.B = x.data(), bwd_w.ldb = l.in;
+        bwd_w.C = dw.data(), bwd_w.ldc = l.in, bwd_w.beta = 1.0f;
+        const std::pair<const char*, GemmArgs*> ops[] = {
+            {"fwd x.W^T+b", &fwd}, {"dx = dy.W", &bwd_x}, {"dW += dy^T.x", &bwd_w}};
+        for (const auto& op : ops) {
+            const GemmArgs& g = *op.second;
+            const double flops = 2.0 * g.M * g.N * g.K;
+            GemmResult r{s.name, l.name, op.first, g.M, g.N, g.K, 0, 0, 0};
+            r.gflops_1t = flops / best_time([&] { t.sgemm(g); }, o.seconds) * 1e-9;
+            r.gflops_all =
+                flops /
+                best_time([&] { pg::kernels::sgemm_parallel_with(t, g, pool); }, o.seconds,
+                          pool.size() == 1) *
+                1e-9;
+            if (o.eigen && pg_bench::eigen_available())
+                r.eigen_1t = flops / best_time([&] { pg_bench::eigen_sgemm(g); }, o.seconds) * 1e-9;
+            out.push_back(r);
+        }
+    }
+}
+
+void run_elementwise(const Suite& s, const KernelTable& t, const Options& o,
+                     std::vector<ElemResult>& out) {
+    const KernelTable& ref = pg::kernels::reference_table();
+    const int C = s.layers[0].in, rows = s.rows, V = s.vocab;
+    const int64_t act = int64_t(rows) * C, hidden = int64_t(rows) * 4 * C, P = s.params;
+    Buffer x(act), y(act), dy(act), w(C), b(C), dw(C), db(C), mean(rows), rstd(rows);
+    Buffer h(hidden), hg(hidden), dh(hidden), logits(int64_t(rows) * V), dlogits(int64_t(rows) * V);
+    Buffer p(P), g(P), m(P), v(P);
+    fill_random(x, 5, -2.0f, 2.0f);
+    fill_random(dy, 6);
+    fill_random(w, 7);
+    fill_random(b, 8);
+    fill_random(h, 9, -4.0f, 4.0f);
+    fill_random(dh, 10);
+    fill_random(logits, 11, -5.0f, 5.0f);
+    fill_random(p, 12);
+    fill_random(g, 13);
+    t.layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), rows, C,
+                        1e-5f);
+    auto add = [&](const char* name, const std::string& size, double bytes, auto&& call) {
+        const double fast = best_time([&] { call(t); }, o.seconds);
+        const double slow = best_time([&] { call(ref); }, o.seconds / 3);
+        out.push_back({s.name, name, size, bytes / fast * 1e-9, slow / fast});
+    };
+    const std::string act_size = std::to_string(rows) + "x" + std::to_string(C);
+    add("layernorm_forward", act_size, 3.0 * 4 * act, [&](const KernelTable& k) {
+        k.layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), rows,
+                            C, 1e-5f);
+    });
+    add("layernorm_backward", act_size, 4.0 * 4 * act, [&](const KernelTable& k) {
+        k.layernorm_backward(y.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(),
+                             mean.data(), rstd.data(), rows, C);
+    });
+    const std::string hid_size = std::to_string(rows) + "x" + std::to_string(4 * C);
+    add("gelu_forward", hid_size, 2.0 * 4 * hidden,
+        [&](const KernelTable& k) { k.gelu_forward(hg.data(), h.data(), hidden); });
+    add("gelu_backward", hid_size, 4.0 * 4 * hidden,
+        [&](const KernelTable& k) { k.gelu_backward(hg.data(), h.data(), dh.data(), hidden); });
+    add("softmax_cross_entropy", std::to_string(rows) + "x" + std::to_string(V),
+        2.0 * 4 * rows * V, [&](const KernelTable& k) {
+            for (int r = 0; r < rows; ++r)
+                k.softmax_cross_entropy(logits.data() + int64_t(r) * V, V, r % V,
+                                        dlogits.data() + int64_t(r) * V, 1.0f / rows);
+        });
+    const std::string p_size = std::to_string(P);
+    add("axpy", p_size, 3.0 * 4 * P,
+        [&](const KernelTable& k) { k.axpy(m.data(), 1e-3f, g.data(), P); });
+    volatile float sink_f = 0.0f;
+    volatile double sink_d = 0.0;
+    add("dot", p_size, 2.0 * 4 * P,
+        [&](const KernelTable& k) { sink_f = k.dot(p.data(), g.data(), P); });
+    add("sum_squares", p_size, 4.0 * P,
+        [&](const KernelTable& k) { sink_d = k.sum_squares(g.data(), P); });
+    add("adamw", p_size, 7.0 * 4 * P, [&](const KernelTable& k) {
+        k.adamw(p.data(), g.data(), m.data(), v.data(), P, 1e-9f, 0.9f, 0.95f, 1e-8f, 0.0f, 0.5f,
+                0.5f);
+    });
+    (void)sink_f;
+    (void)sink_d;
+}
+
+bool parse(int argc, char** argv, Options& o) {
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+        if (a == "--json") {
+            o.json = true;
+        } else if (a == "--no-eigen") {
+            o.eigen = false;
+        } else if (a == "--threads") {
+            const char* v = next();
+            if (!v) return false;
+            o.threads = std::atoi(v);
+        } else if (a == "--suite") {
+            const char* v = next();
+            if (!v) return false;
+            o.suite = v;
+        } else if (a == "--arch") {
+            const char* v = next();
+            if (!v) return false;
+            o.arch = v;
+        } else if (a == "--seconds") {
+            const char* v = next();
+            if (!v) return false;
+            o.seconds = std::atof(v);
+        } else {
+            return false;
+        }
+    }
+    return o.suite == "all" || o.suite == "phonegpt" || o.suite == "64m";
+}
+
+}  // namespace
+
+// In phonegpt-bench this is a subcommand (phonegpt_bench.cpp).
+#ifdef PG_BENCH_SUBCOMMANDS
+int bench_kernels_main(int argc, char** argv) {
+#else
+int main(int argc, char** argv) {
+#endif
+    Options o;
+    if (!parse(argc, argv, o)) {
+        std::fprintf(stderr,
+                     "usage: %s [--json] [--threads N] [--suite phonegpt|64m|all] [--arch NAME] "
+                     "[--seconds S] [--no-eigen]\n",
+                     argv[0]);
+        return 2;
+    }
+    const KernelTable* table = &pg::kernels::active_table();
+    if (!o.arch.empty()) {
+        table = nullptr;
+        for (const KernelTable* t : pg::kernels::available_tables())
+            if (o.arch == t->name) table = t;
+        if (!table) {
+            std::fprintf(stderr, "bench_kernels: this CPU cannot run kernel table \"%s\"\n",
+                         o.arch.c_str());
+            return 2;
+        }
+    }
+    const int threads = o.threads > 0 ? o.threads : pg::ThreadPool::hardware_threads();
+    pg::ThreadPool pool(threads);
+
+    const pg_bench::PeakUnit* unit = peak_unit_for(table->name);
+    const double peak_1t = unit ? pg_bench::measure_peak(*unit, 1) : 0.0;
+    const double peak_all = unit ? (threads > 1 ? pg_bench::measure_peak(*unit, threads) : peak_1t)
+                                 : 0.0;
+
+    std::vector<GemmResult> gemms;
+    std::vector<ElemResult> elems;
+    std::vector<const char*> descriptions;
+    for (const Suite& s : suites()) {
+        if (o.suite != "all" && o.suite != s.name) continue;
+        descriptions.push_back(s.description);
+        run_gemms(s, *table, pool, o, gemms);
+        run_elementwise(s, *table, o, elems);
+    }
+    auto frac = [](double v, double peak) { return peak > 0 ? 100.0 * v / peak : 0.0; };
+
+    if (o.json) {
+        std::printf("{\"arch\": \"%s\", \"threads\": %d, \"peak_unit\": \"%s\", "
+                    "\"peak_gflops_1_thread\": %.1f, \"peak_gflops_all_threads\": %.1f,\n \"gemm\": [",
+                    table->name, threads, unit ? unit->name.c_str() : "", peak_1t, peak_all);
+        for (std::size_t i = 0; i < gemms.size(); ++i) {
+            const auto& r = gemms[i];
+            std::printf("%s\n  {\"suite\": \"%s\", \"layer\": \"%s\", \"op\": \"%s\", \"M\": %d, "
+                        "\"N\": %d, \"K\": %d, \"gflops_1_thread\": %.1f, \"gflops_all_threads\": "
+                        "%.1f, \"peak_fraction_all_threads\": %.3f, \"eigen_gflops_1_thread\": %.1f}",
+                        i ? "," : "", r.suite.c_str(), r.layer.c_str(), r.op.c_str(), r.M, r.N, r.K,
+                        r.gflops_1t, r.gflops_all, frac(r.gflops_all, peak_all) / 100.0, r.eigen_1t);
+        }
+        std::printf("],\n \"elementwise\": [");
+        for (std::size_t i = 0; i < elems.size(); ++i) {
+            const auto& r = elems[i];
+            std::printf("%s\n  {\"suite\": \"%s\", \"kernel\": \"%s\", \"size\": \"%s\", "
+                        "\"gbytes_per_s\": %.2f, \"speedup_vs_reference\": %.2f}",
+                        i ? "," : "", r.suite.c_str(), r.kernel.c_str(), r.size.c_str(),
+                        r.gbytes_per_s, r.speedup_vs_reference);
+        }
+        std::printf("]}\n");
+        return 0;
+    }
+
+    std::printf("kernel table: %s, %d threads\n", table->name, threads);
+    std::printf("FMA peak (%s): %.1f GFLOP/s on 1 thread, %.1f on %d threads\n",
+                unit ? unit->name.c_str() : "?", peak_1t, peak_all, threads);
+    for (const char* d : descriptions) std::printf("suite: %s\n", d);
+    std::printf("\n%-9s %-10s %-13s %5s %5s %5s | %8s %6s | %8s %6s | %8s\n", "suite", "layer", "op",
+                "M", "N", "K", "1 thr", "%peak", "all thr", "%peak", "Eigen 1t");
+    for (const auto& r : gemms)
+        std::printf("%-9s %-10s %-13s %5d %5d %5d | %8.1f %5.0f%% | %8.1f %5.0f%% | %8.1f\n",
+                    r.suite.c_str(), r.layer.c_str(), r.op.c_str(), r.M, r.N, r.K, r.gflops_1t,
+                    frac(r.gflops_1t, peak_1t), r.gflops_all, frac(r.gflops_all, peak_all),
+                    r.eigen_1t);
+    std::printf("(GFLOP/s; %%peak is of the measured FMA peak for the same thread count; Eigen "
+                "0.0 = not run)\n\n");
+    std::printf("%-9s %-22s %-12s %9s %10s\n", "suite", "kernel (1 thread)", "size", "GB/s",
+                "x reference");
+    for (const auto& r : elems)
+        std::printf("%-9s %-22s %-12s %9.2f %10.1f\n", r.suite.c_str(), r.kernel.c_str(),
+                    r.size.c_str(), r.gbytes_per_s, r.speedup_vs_reference);
+    return 0;
+}

@@ -1,0 +1,98 @@
+// Measures the fp32 FMA peak of this machine, per core and with every core busy, for each
+// vector unit it has (bench_kernels reports kernels as a fraction of the widest one).
+// Usage: bench_peak [--json] [--threads N] [--seconds S]
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "fma_peak.hpp"
+
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
+
+namespace {
+
+std::string cpu_model() {
+    std::ifstream f("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(f, line)) {
+        // x86: "model name"; ARM: "Hardware" (older kernels) or none, then "CPU part" codes.
+        if (line.rfind("model name", 0) == 0 || line.rfind("Hardware", 0) == 0) {
+            auto p = line.find(':');
+            if (p != std::string::npos) return line.substr(p + 2);
+        }
+    }
+    return "unknown";
+}
+
+// The ARMv8.2+ features that matter for ML kernels, as the kernel reports them.
+std::string cpu_features() {
+#if defined(__aarch64__)
+    const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+    std::string s = "asimd";
+    if (hw & (1ul << 10)) s += " asimdhp(fp16)";   // HWCAP_ASIMDHP
+    if (hw & (1ul << 20)) s += " asimddp(dotprod)";  // HWCAP_ASIMDDP
+    if (hw & (1ul << 22)) s += " sve";               // HWCAP_SVE
+    if (hw2 & (1ul << 13)) s += " i8mm";             // HWCAP2_I8MM
+    if (hw2 & (1ul << 14)) s += " bf16";             // HWCAP2_BF16
+    return s;
+#else
+    std::string s;
+    for (const auto& u : pg_bench::peak_units()) s += (s.empty() ? "" : " ") + u.name;
+    return s;
+#endif
+}
+
+}  // namespace
+
+// In phonegpt-bench this is a subcommand (phonegpt_bench.cpp).
+#ifdef PG_BENCH_SUBCOMMANDS
+int bench_peak_main(int argc, char** argv) {
+#else
+int main(int argc, char** argv) {
+#endif
+    bool json = false;
+    int threads = int(std::thread::hardware_concurrency());
+    double seconds = 0.2;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--json")) {
+            json = true;
+        } else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) {
+            threads = std::atoi(argv[++i]);
+        } else if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) {
+            seconds = std::atof(argv[++i]);
+        } else {
+            std::fprintf(stderr, "usage: %s [--json] [--threads N] [--seconds S]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (threads < 1) threads = 1;
+    const std::string model = cpu_model(), features = cpu_features();
+    if (json) {
+        std::printf("{\"cpu\": \"%s\", \"features\": \"%s\", \"threads\": %d, \"units\": [", model.c_str(),
+                    features.c_str(), threads);
+    } else {
+        std::printf("CPU: %s\nfeatures: %s\nFMA peak (fp32, GFLOP/s), best of 5 runs of %.2f s:\n",
+                    model.c_str(), features.c_str(), seconds);
+        std::printf("%-16s %12s %14s\n", "unit", "1 thread", (std::to_string(threads) + " threads").c_str());
+    }
+    bool first = true;
+    for (const auto& u : pg_bench::peak_units()) {
+        const double one = pg_bench::measure_peak(u, 1, seconds);
+        const double all = threads > 1 ? pg_bench::measure_peak(u, threads, seconds) : one;
+        if (json) {
+            std::printf("%s{\"unit\": \"%s\", \"lanes\": %d, \"gflops_1_thread\": %.1f, "
+                        "\"gflops_all_threads\": %.1f}",
+                        first ? "" : ", ", u.name.c_str(), u.lanes, one, all);
+        } else {
+            std::printf("%-16s %12.1f %14.1f\n", u.name.c_str(), one, all);
+        }
+        first = false;
+    }
+    if (json) std::printf("]}\n");
+    return 0;
+}

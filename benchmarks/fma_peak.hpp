@@ -1,0 +1,150 @@
+// The machine's fp32 FMA peak, measured: chains of independent vector FMAs with enough
+// accumulators to hide the FMA latency, on one thread and on every core at once. The widest
+// vector unit the CPU and OS offer is used (AVX-512, AVX2+FMA, or NEON; SSE2 has no FMA, so
+// there it is a multiply and an add per lane, counted as 2 flops). Shared by bench_peak and
+// bench_kernels (which reports each kernel as a fraction of this peak).
+#pragma once
+
+#include <chrono>
+#include <ctime>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+
+namespace pg_bench {
+
+// Accumulator count: 12 covers latency 4 x throughput 2 (Zen 4, Intel) and 4 x 2 on big ARM
+// cores with room to spare, and fits in 16 registers.
+constexpr int kChains = 12;
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) inline float fma_chains_avx512(int64_t iters) {
+    __m512 acc[kChains];
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(0.001f * c);
+    const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+    for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+        for (int c = 0; c < kChains; ++c) acc[c] = _mm512_fmadd_ps(acc[c], a, b);
+    }
+    __m512 s = acc[0];
+    for (int c = 1; c < kChains; ++c) s = _mm512_add_ps(s, acc[c]);
+    return _mm512_reduce_add_ps(s);
+}
+__attribute__((target("avx2,fma"))) inline float fma_chains_avx2(int64_t iters) {
+    __m256 acc[kChains];
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm256_set1_ps(0.001f * c);
+    const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+    for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+        for (int c = 0; c < kChains; ++c) acc[c] = _mm256_fmadd_ps(acc[c], a, b);
+    }
+    float out[8];
+    __m256 s = acc[0];
+    for (int c = 1; c < kChains; ++c) s = _mm256_add_ps(s, acc[c]);
+    _mm256_storeu_ps(out, s);
+    return out[0] + out[7];
+}
+inline float mul_add_chains_sse2(int64_t iters) {
+    __m128 acc[kChains];
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm_set1_ps(0.001f * c);
+    const __m128 a = _mm_set1_ps(0.999999f), b = _mm_set1_ps(1e-7f);
+    for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+        for (int c = 0; c < kChains; ++c) acc[c] = _mm_add_ps(_mm_mul_ps(acc[c], a), b);
+    }
+    float out[4];
+    __m128 s = acc[0];
+    for (int c = 1; c < kChains; ++c) s = _mm_add_ps(s, acc[c]);
+    _mm_storeu_ps(out, s);
+    return out[0] + out[3];
+}
+#elif defined(__aarch64__)
+inline float fma_chains_neon(int64_t iters) {
+    float32x4_t acc[kChains];
+    for (int c = 0; c < kChains; ++c) acc[c] = vdupq_n_f32(0.001f * c);
+    const float32x4_t a = vdupq_n_f32(0.999999f), b = vdupq_n_f32(1e-7f);
+    for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+        for (int c = 0; c < kChains; ++c) acc[c] = vfmaq_f32(b, acc[c], a);
+    }
+    float32x4_t s = acc[0];
+    for (int c = 1; c < kChains; ++c) s = vaddq_f32(s, acc[c]);
+    return vaddvq_f32(s);
+}
+#endif
+
+struct PeakUnit {
+    std::string name;  // "avx512", "avx2+fma", "sse2 (mul+add)", "neon"
+    int lanes;
+    float (*run)(int64_t iters);
+};
+
+// The vector units to measure on this CPU, widest first.
+inline std::vector<PeakUnit> peak_units() {
+    std::vector<PeakUnit> units;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    // __builtin_cpu_supports checks the OS (XCR0) too for avx/avx512 in GCC 12's libgcc.
+    if (__builtin_cpu_supports("avx512f")) units.push_back({"avx512", 16, &fma_chains_avx512});
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        units.push_back({"avx2+fma", 8, &fma_chains_avx2});
+    units.push_back({"sse2 (mul+add)", 4, &mul_add_chains_sse2});
+#elif defined(__aarch64__)
+    units.push_back({"neon", 4, &fma_chains_neon});
+#endif
+    return units;
+}
+
+inline double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// CPU time of the calling thread: a one-thread figure measured with it is not lowered by other
+// processes taking the core away (the build machine is shared), only by what shares its caches.
+inline double thread_cpu_seconds() {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// GFLOP/s of `threads` threads each running the chains for about `seconds`; best of `repeats`.
+// One thread is timed in thread CPU time, several in wall time (all must run at once).
+inline double measure_peak(const PeakUnit& u, int threads, double seconds = 0.2, int repeats = 5) {
+    // Calibrate the iteration count on one thread.
+    int64_t iters = 1 << 16;
+    for (;;) {
+        double t0 = now_seconds();
+        volatile float sink = u.run(iters);
+        (void)sink;
+        if (now_seconds() - t0 > seconds / 4 || iters > (int64_t(1) << 40)) break;
+        iters *= 2;
+    }
+    iters *= 4;
+    double best = 0.0;
+    for (int r = 0; r < repeats; ++r) {
+        std::vector<std::thread> pool;
+        const bool cpu = threads == 1;
+        double t0 = cpu ? thread_cpu_seconds() : now_seconds();
+        for (int t = 1; t < threads; ++t)
+            pool.emplace_back([&] {
+                volatile float s = u.run(iters);
+                (void)s;
+            });
+        volatile float s = u.run(iters);
+        (void)s;
+        for (auto& th : pool) th.join();
+        double dt = (cpu ? thread_cpu_seconds() : now_seconds()) - t0;
+        double gflops = 2.0 * u.lanes * kChains * double(iters) * threads / dt * 1e-9;
+        if (gflops > best) best = gflops;
+    }
+    return best;
+}
+
+}  // namespace pg_bench
