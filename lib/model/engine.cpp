@@ -534,7 +534,8 @@ struct Engine::Impl {
     // one transformer block: x [N, C] -> out [N, C]
 
     // a: where this layer's activations go (its own slot, or a shared one when nothing needs
-    // to be kept).
+    // to be kept). out == nullptr: only rebuild what the backward pass reads (recomputation),
+    // skipping the MLP's output projection, whose result is already in the residual stream.
     void block_forward(const GptTensors<const float>& w, int l, LayerActs& a, const float* x, float* out,
                        int B, int T, const Dropout& d, ThreadPool& pool) {
         const int C = cfg.n_embd, N = B * T;
@@ -547,6 +548,7 @@ struct Engine::Impl {
         layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
                           cfg.layernorm_eps, pool);
         linear_forward(a.fch, ln_out, w.fcw + int64_t(l) * 4 * C * C, w.fcb + l * 4 * C, N, C, 4 * C, pool);
+        if (!out) return;
         gelu_rows(big_a, a.fch, N, 4 * C, pool);
         linear_residual_forward(out, a.res2, big_a, w.fcprojw + int64_t(l) * C * 4 * C,
                                 w.fcprojb + l * C, N, 4 * C, C, branch, d, kDropMlpProj, l, pool);
@@ -706,9 +708,8 @@ LossSum Engine::forward_backward(const float* params, float* grads, const int32_
     LossSum result = m.head(w, &g, m.resid[L], targets, B * T, nullptr, nullptr, grad_scale, pool);
     for (int l = L - 1; l >= 0; --l) {
         // With recomputation the single slot holds the last layer's activations; rebuild the
-        // others from their stored input (this rewrites resid[l+1] with identical values).
-        if (m.options.recompute && l != L - 1)
-            m.block_forward(w, l, m.slot(l), m.resid[l], m.resid[l + 1], B, T, dropout, pool);
+        // others from their stored input.
+        if (m.options.recompute && l != L - 1) m.block_forward(w, l, m.slot(l), m.resid[l], nullptr, B, T, dropout, pool);
         m.block_backward(w, g, l, B, T, dropout, pool);
     }
     m.encoder_backward(g, inputs, B, T, dropout, pool);
