@@ -374,23 +374,28 @@ PG_API pg_status pg_model_import(pg_interop_format format, const char* path, pg_
 /* Evaluation                                                                                 */
 /* ------------------------------------------------------------------------------------------ */
 
-/* Whole-split evaluation. For a split of N tokens there are N-1 predictions (token i+1 from
- * tokens <= i) and every one is scored exactly once:
- *  - window W (0 = n_ctx) and stride S (0 = W). Window k covers inputs [k*S, k*S + W).
- *  - Non-overlapping (S = W, PhoneGPT's protocol): every window scores all its positions; the
- *    last window is shorter if fewer than W predictions remain.
- *  - Sliding (S < W): window 0 scores all its positions, each later window only its last S
- *    (new) positions, each with up to W-S tokens of extra context; the last window ends at the
- *    split's end and scores only what is not yet scored.
+/* Whole-split evaluation. For a split of N tokens there are P = N-1 predictions (token i+1 from
+ * tokens <= i, i = 0..N-2) and every one is scored exactly once. A window of length L starting
+ * at s has inputs tokens [s, s+L) and targets [s+1, s+L]; it scores some of its positions.
+ * With window W (0 = n_ctx) and stride S (0 = W, 1 <= S <= W):
+ *  - P <= W: one window [0, P) scores everything.
+ *  - Non-overlapping (S = W, PhoneGPT's protocol): windows [k*W, k*W + W) score all their
+ *    positions; the last one is shorter, [k*W, P), if fewer than W predictions remain.
+ *  - Sliding (S < W): window 0 = [0, W) scores all W positions; window k = [k*S, k*S + W),
+ *    for every k >= 1 with k*S + W <= P, scores only its last S positions, each with W-S
+ *    tokens of extra context. If predictions remain after the last of these (P - W is not a
+ *    multiple of S), one final window [P-W, P) that ends at the split's end scores just them
+ *    (its last P - (k*S + W) positions, fewer than S).
  * The mean is accumulated in double in window order, so the result does not depend on
- * batch_size or n_threads. */
+ * batch_size or n_threads. docs/evaluation.md has worked examples. */
 typedef struct pg_eval_config {
     uint32_t struct_size;
     int32_t window;               /* 0 = n_ctx */
     int32_t stride;               /* 0 = window */
     int32_t batch_size;           /* windows per forward pass, default 16 */
     int32_t n_threads;            /* <= 0: all cores */
-    pg_progress_fn progress;      /* optional; done/total in scored positions */
+    pg_progress_fn progress;      /* optional, called after each forward pass; done/total in
+                                     scored positions (total = N-1); non-zero return cancels */
     void* progress_user;
 } pg_eval_config;
 PG_API void pg_eval_config_default(pg_eval_config* config);
@@ -405,8 +410,11 @@ typedef struct pg_eval_result {
 
 PG_API pg_status pg_evaluate(const pg_model* model, const int32_t* tokens, size_t n,
                              const pg_eval_config* config, pg_eval_result* result);
-/* nanoGPT-style estimate: mean over n_batches batches of batch_size windows of n_ctx tokens at
- * random offsets from `seed`. An estimate, not the whole-split score. */
+/* nanoGPT-style estimate: the mean loss over n_batches batches of batch_size windows of n_ctx
+ * inputs (n_ctx+1 tokens, every position scored) at offsets drawn uniformly from
+ * [0, n - n_ctx - 1] by pg::Rng(seed); needs n >= n_ctx + 1. An estimate, not the whole-split
+ * score (windows overlap and miss positions; the first positions of a window see little
+ * context). n_scored = n_batches*batch_size*n_ctx, n_windows = n_batches*batch_size. */
 PG_API pg_status pg_evaluate_sampled(const pg_model* model, const int32_t* tokens, size_t n,
                                      int32_t n_batches, int32_t batch_size, uint64_t seed,
                                      int32_t n_threads, pg_eval_result* result);
@@ -425,20 +433,31 @@ typedef struct pg_sample_config {
     float top_p;                  /* 1.0 = off */
     uint64_t seed;                /* default 1337 */
     int32_t max_tokens;           /* tokens to generate, default 256 */
-    int32_t n_threads;            /* <= 0: all cores */
+    int32_t n_threads;            /* <= 0: all cores; used by the batched prompt pass and
+                                     window rebuilds (a one-token step runs on the caller) */
     pg_token_fn on_token;         /* optional streaming callback */
     void* on_token_user;
-    /* Stop strings (UTF-8): generation stops after the token that completes one of them.
-     * Needs the model's tokenizer. */
+    /* Stop strings (UTF-8, non-empty): generation stops after the token that completes one of
+     * them in the generated text (the prompt is not searched); that token is emitted. Needs
+     * the model's tokenizer (PG_ERR_STATE without one). */
     const char* const* stop_strings;
     int32_t n_stop_strings;
+    /* Tokens kept when the window slides, 1..n_ctx; 0 = n_ctx (default). With n_ctx every
+     * prediction sees exactly the last n_ctx tokens (nanoGPT's crop), but every token after the
+     * window is full costs a rebuild of n_ctx positions; with K < n_ctx a slide keeps the last
+     * K tokens and the next n_ctx - K tokens are cached steps (about n_ctx/(n_ctx-K+1) times
+     * cheaper, predictions then see between K and n_ctx tokens). */
+    int32_t slide_keep;
 } pg_sample_config;
 PG_API void pg_sample_config_default(pg_sample_config* config);
 
-/* Generates up to max_tokens tokens after `prompt` (at least one token) with a key/value
- * cache; when the sequence outgrows n_ctx the window slides (the cache is rebuilt over the
- * last n_ctx tokens). Writes the generated tokens (not the prompt) to `out`, at most
- * `capacity`, and their count to *n_out. */
+/* Generates up to max_tokens tokens after `prompt` (at least one token; a prompt longer than
+ * n_ctx is cropped to its last n_ctx tokens) with a key/value cache: one cached position per
+ * token, no recomputation of the window. When appending to a full window (n_ctx tokens) the
+ * window slides: the cache is rebuilt over the last slide_keep tokens (default n_ctx, see
+ * pg_sample_config). The same seed and configuration give the same tokens. Every generated
+ * token goes to on_token; the first `capacity` of them are written to `out` (NULL if capacity
+ * is 0, e.g. when only streaming) and *n_out gets how many were written. */
 PG_API pg_status pg_generate(const pg_model* model, const int32_t* prompt, size_t n_prompt,
                              const pg_sample_config* config, int32_t* out, size_t capacity,
                              size_t* n_out);

@@ -1,0 +1,58 @@
+// Whole-split evaluation (every one of the N-1 predictions of a split scored exactly once) and
+// the nanoGPT-style sampled estimate. The window rules are those documented above
+// pg_eval_config in phonegpt.h and in docs/evaluation.md; plan_windows() is their one
+// implementation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "model/model.hpp"
+#include "phonegpt/phonegpt.h"
+
+namespace pg {
+
+// One forward window: inputs tokens[start, start + length), targets shifted by one; the
+// positions [first_scored, length) are scored (their targets are tokens start+first_scored+1
+// .. start+length).
+struct EvalWindow {
+    int64_t start = 0;
+    int length = 0;
+    int first_scored = 0;
+    int scored() const { return length - first_scored; }
+};
+
+// The windows for a split of n_tokens (>= 2) with window W (>= 1) and stride S (1..W), in
+// order. Their scored positions partition the n_tokens - 1 predictions.
+std::vector<EvalWindow> plan_windows(int64_t n_tokens, int window, int stride);
+
+struct EvalOptions {
+    int window = 0;      // 0 = n_ctx
+    int stride = 0;      // 0 = window
+    int batch_size = 16;
+    int n_threads = 0;   // <= 0: all cores
+    pg_progress_fn progress = nullptr;
+    void* progress_user = nullptr;
+};
+
+struct EvalResult {
+    double mean_loss = 0.0;
+    double bits_per_token = 0.0;
+    int64_t n_scored = 0;
+    int64_t n_windows = 0;
+};
+
+// Throws PG_ERR_INVALID_ARGUMENT naming the first token id outside [0, vocab_size).
+void check_token_ids(const int32_t* tokens, std::size_t n, int vocab_size, const char* function);
+
+// Whole-split score; throws PG_ERR_INVALID_ARGUMENT for bad options or tokens and
+// PG_ERR_CANCELLED when the progress callback asks to stop.
+EvalResult evaluate(const Model& model, const int32_t* tokens, std::size_t n, const EvalOptions& options);
+
+// The mean over n_batches batches of batch_size windows of n_ctx inputs (n_ctx + 1 tokens) at
+// offsets drawn uniformly from [0, n - n_ctx - 1] by pg::Rng(seed). An estimate.
+EvalResult evaluate_sampled(const Model& model, const int32_t* tokens, std::size_t n, int n_batches,
+                            int batch_size, uint64_t seed, int n_threads);
+
+}  // namespace pg
