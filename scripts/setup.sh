@@ -10,8 +10,10 @@ packages=(
   libeigen3-dev libxsimd-dev libzstd-dev
   # tests
   catch2 pybind11-dev python3-pybind11 python3-dev python3-numpy python3-pytest
-  # the PyTorch twin used by the cross-check test and the benchmark, and plots
-  python3-torch python3-matplotlib
+  # the PyTorch twin used by the cross-check test and the benchmark, and plots; OpenBLAS
+  # because without it torch's matmuls run on netlib's reference BLAS (about 25x slower), which
+  # would make the PyTorch comparison meaningless
+  python3-torch python3-matplotlib libopenblas0-pthread
   # lower x86 dispatch paths and the aarch64 cross build, run under qemu-user
   qemu-user g++-aarch64-linux-gnu
   # sanitizer and fuzz builds

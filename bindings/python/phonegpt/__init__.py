@@ -1,0 +1,149 @@
+"""libphonegpt for Python: train, fine-tune, evaluate and sample small GPT models on a CPU.
+
+    import phonegpt
+    text = open("tinyshakespeare.txt").read()
+    tok = phonegpt.Tokenizer.char(text)
+    ids = tok.encode(text)
+    n = phonegpt.split_index(len(ids), 0.9)
+    with phonegpt.Model("phonegpt", seed=1) as model:
+        model.tokenizer = tok
+        with phonegpt.Trainer(model, batch_size=32, lr_max=2e-3) as trainer:
+            trainer.set_data(ids[:n])
+            trainer.train(100, callback=lambda r: print(r.step, r.loss))
+        print(model.evaluate(ids[n:]).mean_loss)
+        print("".join(model.stream("ROMEO:", max_tokens=100)))
+
+Token arrays are numpy int32 (other integer arrays and lists are converted; an int32
+C-contiguous array is passed without a copy). Parameters and gradients are numpy views of the
+library's memory. Errors raise subclasses of phonegpt.Error carrying the library's message.
+See docs/python.md.
+"""
+
+import codecs
+import queue
+import threading
+
+from ._phonegpt import (  # noqa: F401  (re-exported API)
+    Cancelled, ChecksumError, BufferTooSmall, Error, EvalResult, FormatError, GeometryError,
+    HEADER_VERSION, InternalError, InvalidArgument, IOError, Model, ModelConfig, OutOfMemory,
+    StateError, StepResult, TokenizeError, Tokenizer, TrainConfig, Trainer, Unsupported,
+    VersionError, __version__, read_file, simd_arch, split_index, status_name, version,
+    version_number,
+)
+
+__all__ = [
+    "Cancelled", "ChecksumError", "BufferTooSmall", "Error", "EvalResult", "FormatError",
+    "GeometryError", "HEADER_VERSION", "InternalError", "InvalidArgument", "IOError", "Model",
+    "ModelConfig", "OutOfMemory", "StateError", "StepResult", "TokenizeError", "Tokenizer",
+    "TrainConfig", "Trainer", "Unsupported", "VersionError", "__version__", "read_file",
+    "simd_arch", "split_index", "status_name", "version", "version_number", "version_info",
+    "evaluate", "generate",
+]
+
+
+def version_info():
+    """(major, minor, patch) of the loaded library."""
+    n = version_number()
+    return (n // 10000, n // 100 % 100, n % 100)
+
+
+def _prompt_ids(model, prompt):
+    """(ids, tokenizer or None): a str prompt is encoded with the model's tokenizer."""
+    if isinstance(prompt, str):
+        tok = model.tokenizer
+        if tok is None:
+            raise StateError("a text prompt needs the model's tokenizer (model.tokenizer is None)")
+        return tok.encode(prompt), tok
+    return prompt, None
+
+
+def _generate(self, prompt, max_tokens=256, *, temperature=1.0, top_k=0, top_p=1.0, seed=1337,
+              stop=(), n_threads=0, slide_keep=0, on_token=None):
+    """Generates up to max_tokens tokens after prompt (KV cache; the window slides past n_ctx).
+
+    prompt: a str (encoded with the model's tokenizer; the result is then a str) or an integer
+    array of token ids (the result is then an int32 array of the generated ids, without the
+    prompt). temperature 0 is greedy; top_k 0 and top_p 1.0 are off. stop: strings that end
+    generation after the token completing one of them. on_token(id) is called for each token
+    as it is generated; a truthy return ends generation early (not an error). slide_keep: tokens
+    kept when the window slides past n_ctx (0 = n_ctx, nanoGPT's crop; smaller is faster).
+    Ctrl-C interrupts (KeyboardInterrupt)."""
+    ids, tok = _prompt_ids(self, prompt)
+    out = self._generate(ids, max_tokens, temperature, top_k, top_p, seed, n_threads, slide_keep,
+                         list(stop), on_token)
+    return tok.decode(out) if tok is not None else out
+
+
+class _Failure:
+    def __init__(self, exc):
+        self.exc = exc
+
+
+def _stream(self, prompt, max_tokens=256, **options):
+    """Like generate(), but an iterator: yields each new token id as it is generated, or for a
+    str prompt the text it adds (UTF-8 pieces are joined until they form whole characters).
+    Closing the iterator early (break) stops the generation."""
+    if "on_token" in options:
+        raise TypeError("stream() yields the tokens itself; it takes no on_token")
+    ids, tok = _prompt_ids(self, prompt)
+    kw = dict(temperature=1.0, top_k=0, top_p=1.0, seed=1337, stop=(), n_threads=0, slide_keep=0)
+    unknown = set(options) - set(kw)
+    if unknown:
+        raise TypeError("unknown option(s): " + ", ".join(sorted(unknown)))
+    kw.update(options)
+    items = queue.Queue()
+    stopping = threading.Event()
+    done = object()
+
+    def on_token(token):
+        items.put(token)
+        return stopping.is_set()
+
+    def run():
+        try:
+            self._generate(ids, max_tokens, kw["temperature"], kw["top_k"], kw["top_p"],
+                           kw["seed"], kw["n_threads"], kw["slide_keep"], list(kw["stop"]), on_token)
+            items.put(done)
+        except BaseException as e:  # handed to the consumer, raised there
+            items.put(_Failure(e))
+
+    worker = threading.Thread(target=run, name="phonegpt-generate", daemon=True)
+    worker.start()
+    decoder = codecs.getincrementaldecoder("utf-8")("replace") if tok is not None else None
+    try:
+        while True:
+            try:
+                item = items.get(timeout=0.05)  # short waits keep Ctrl-C responsive
+            except queue.Empty:
+                continue
+            if item is done:
+                break
+            if isinstance(item, _Failure):
+                raise item.exc
+            if decoder is None:
+                yield int(item)
+            else:
+                piece = decoder.decode(tok.decode_bytes([item]))
+                if piece:
+                    yield piece
+        if decoder is not None:
+            tail = decoder.decode(b"", final=True)
+            if tail:
+                yield tail
+    finally:
+        stopping.set()
+        worker.join()
+
+
+Model.generate = _generate
+Model.stream = _stream
+
+
+def evaluate(model, tokens, **options):
+    """Whole-split evaluation: model.evaluate(tokens, **options)."""
+    return model.evaluate(tokens, **options)
+
+
+def generate(model, prompt, **options):
+    """model.generate(prompt, **options)."""
+    return model.generate(prompt, **options)

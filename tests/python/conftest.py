@@ -1,0 +1,69 @@
+"""pytest setup: import the phonegpt package from the build tree ($PHONEGPT_PYDIR, set by
+tests/cmake/python.cmake) or, without it, from wherever it is installed."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+_pydir = os.environ.get("PHONEGPT_PYDIR")
+if _pydir:
+    sys.path.insert(0, _pydir)
+
+import phonegpt  # noqa: E402
+
+
+def data_path():
+    """Tiny Shakespeare, or None when absent (tests that need it skip, saying so)."""
+    p = os.environ.get("PG_DATA_PATH")
+    if not p:
+        src = os.environ.get("PG_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+        p = os.path.join(src, "..", "shared", "data", "tinyshakespeare.txt")
+    return p if os.path.isfile(p) else None
+
+
+@pytest.fixture(scope="session")
+def shakespeare():
+    p = data_path()
+    if p is None:
+        pytest.skip("Tiny Shakespeare not found (set PG_DATA_PATH)")
+    with open(p, encoding="utf-8") as f:
+        return f.read()
+
+
+@pytest.fixture(scope="session")
+def char_tokenizer(shakespeare):
+    return phonegpt.Tokenizer.char(shakespeare)
+
+
+@pytest.fixture
+def tiny_model():
+    with phonegpt.Model("tiny", seed=7) as m:
+        yield m
+
+
+def randomize(model, seed, scale=0.3):
+    """Writes non-trivial weights through the writable views (LayerNorm gains around 1,
+    everything else ~ N(0, scale)), padding rows included, so a cross-check cannot pass by
+    symmetry of the initialisation and padding rows that leak into results are caught."""
+    rng = np.random.default_rng(seed)
+    for name, view in model.parameters().items():
+        if name.endswith("ln_1.weight") or name.endswith("ln_2.weight") or name == "ln_f.weight":
+            view[...] = 1.0 + 0.2 * rng.standard_normal(view.shape)
+        else:
+            view[...] = scale * rng.standard_normal(view.shape)
+
+
+def random_batch(rng, B, T, vocab):
+    x = rng.integers(0, vocab, size=(B, T), dtype=np.int32)
+    y = rng.integers(0, vocab, size=(B, T), dtype=np.int32)
+    return x, y
+
+
+def rel_err(a, b):
+    """max |a - b| / max |b|: a norm-wise relative error, meaningful for tensors with entries
+    near zero (where elementwise relative error is not)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    scale = np.max(np.abs(b)) if b.size else 0.0
+    return float(np.max(np.abs(a - b)) / scale) if scale > 0 else float(np.max(np.abs(a - b), initial=0.0))
