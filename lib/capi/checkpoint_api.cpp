@@ -48,6 +48,15 @@ void attach_tokenizer(pg::Model& model, std::unique_ptr<pg::Tokenizer> tok, cons
     model.set_tokenizer(std::move(tok));
 }
 
+// The format as an int: a C caller may pass any value, and reading an out-of-range value as
+// the enum type is undefined behaviour in C++.
+int format_code(const pg_interop_format& format) {
+    static_assert(sizeof(int) == sizeof(pg_interop_format), "C enums are int-sized on supported ABIs");
+    int code;
+    std::memcpy(&code, &format, sizeof code);
+    return code;
+}
+
 }  // namespace
 
 extern "C" {
@@ -126,11 +135,12 @@ pg_status pg_model_export(const pg_model* model, pg_interop_format format, const
     return pg::guarded(err(model), [&] {
         PG_REQUIRE_NOT_NULL("pg_model_export", model);
         PG_REQUIRE_NOT_NULL("pg_model_export", path);
-        if (format == PG_FORMAT_LLMC) {
+        const int code = format_code(format);
+        if (code == PG_FORMAT_LLMC) {
             pg::io::AtomicFileWriter file(path);
             pg::io::write_llmc(model->impl, file);
             file.commit();
-        } else if (format == PG_FORMAT_SAFETENSORS) {
+        } else if (code == PG_FORMAT_SAFETENSORS) {
             // config.json first: if the weights then fail to save, an old pair is only
             // inconsistent when the geometry changed, and the import checks that it agrees.
             const std::string config = pg::io::hf_gpt2_config_json(model->impl.config());
@@ -139,7 +149,7 @@ pg_status pg_model_export(const pg_model* model, pg_interop_format format, const
             pg::io::write_hf_gpt2_safetensors(model->impl, file);
             file.commit();
         } else {
-            throw pg::Error(PG_ERR_INVALID_ARGUMENT, "pg_model_export: unknown format " + std::to_string(int(format)) +
+            throw pg::Error(PG_ERR_INVALID_ARGUMENT, "pg_model_export: unknown format " + std::to_string(code) +
                                                          " (PG_FORMAT_LLMC = 1, PG_FORMAT_SAFETENSORS = 2)");
         }
     });
@@ -151,12 +161,13 @@ pg_status pg_model_import(pg_interop_format format, const char* path, pg_model**
         *out = nullptr;
         PG_REQUIRE_NOT_NULL("pg_model_import", path);
         std::unique_ptr<pg_model> model;
-        if (format == PG_FORMAT_LLMC) {
+        const int code = format_code(format);
+        if (code == PG_FORMAT_LLMC) {
             pg::io::FileSource src(path);
             const pg::io::LlmcHeader header = pg::io::read_llmc_header(src);
             model = new_model(header.config);
             pg::io::read_llmc_data(src, header, model->impl);
-        } else if (format == PG_FORMAT_SAFETENSORS) {
+        } else if (code == PG_FORMAT_SAFETENSORS) {
             pg::io::FileSource src(path);
             const std::string config_path = pg::io::sibling_path(path, "config.json");
             const std::vector<uint8_t> config = pg::io::read_small_file(config_path, kMaxConfigJsonBytes);
@@ -169,7 +180,7 @@ pg_status pg_model_import(pg_interop_format format, const char* path, pg_model**
                                  pg::deserialize_tokenizer(plan.tokenizer_bytes.data(), plan.tokenizer_bytes.size()),
                                  path);
         } else {
-            throw pg::Error(PG_ERR_INVALID_ARGUMENT, "pg_model_import: unknown format " + std::to_string(int(format)) +
+            throw pg::Error(PG_ERR_INVALID_ARGUMENT, "pg_model_import: unknown format " + std::to_string(code) +
                                                          " (PG_FORMAT_LLMC = 1, PG_FORMAT_SAFETENSORS = 2)");
         }
         *out = model.release();

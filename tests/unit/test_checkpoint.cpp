@@ -107,6 +107,10 @@ TEST_CASE("nearly constant data is stored raw so every file the writer makes loa
     Loaded back = load_bytes(bytes);
     REQUIRE(back.status == PG_OK);
     CHECK(same_model(*back.model, zeros));
+    // The same through a file: the temporary file is started over, not appended to.
+    const std::string path = scratch_path("zeros.pgck");
+    pg::io::save_checkpoint(zeros, nullptr, 19, path);
+    CHECK(read_bytes(path) == bytes);
 }
 
 TEST_CASE("C API: save and load through files, options and argument checks", "[io][checkpoint][capi]") {
