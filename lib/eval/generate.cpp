@@ -34,7 +34,7 @@ KvCacheForward::KvCacheForward(const Model& model, int slide_keep, int n_threads
     fc_gelu_.resize(T * 4 * C);
     mean_.resize(T);
     rstd_.resize(T);
-    scores_.resize(std::size_t(pool_.size()) * T);  // one row of attention scores per thread
+    scores_.resize(T * T);  // one head's attention scores for up to n_ctx rows
     logits_.resize(std::size_t(cfg_.vocab_size));
 }
 
@@ -85,13 +85,71 @@ void KvCacheForward::linear(float* out, const float* in, const float* W, const f
     kernels::sgemm_parallel(g, pool_);
 }
 
+void KvCacheForward::attend_step(const float* k_layer, const float* v_layer, int pos) {
+    const int hs = cfg_.head_dim(), n_ctx = cfg_.n_ctx;
+    const float scale = 1.0f / std::sqrt(float(hs));
+    float* scores = scores_.data();
+    for (int h = 0; h < cfg_.n_head; ++h) {
+        const float* q = qkv_.data() + h * hs;
+        const float* keys = k_layer + std::size_t(h) * n_ctx * hs;    // [n_ctx, hs]
+        const float* values = v_layer + std::size_t(h) * n_ctx * hs;  // [n_ctx, hs]
+        for (int s = 0; s <= pos; ++s) scores[s] = kernels::dot(q, keys + std::size_t(s) * hs, hs) * scale;
+        kernels::softmax(scores, scores, pos + 1);
+        float* y = att_out_.data() + h * hs;
+        std::fill(y, y + hs, 0.0f);
+        for (int s = 0; s <= pos; ++s) kernels::axpy(y, scores[s], values + std::size_t(s) * hs, hs);
+    }
+}
+
+void KvCacheForward::attend_rows(const float* k_layer, const float* v_layer, int first, int rows) {
+    const int C = cfg_.n_embd, hs = cfg_.head_dim(), n_ctx = cfg_.n_ctx;
+    const int len = first + rows;  // keys 0..len-1; row r sees keys 0..first+r
+    float* scores = scores_.data();  // [rows, len]
+    for (int h = 0; h < cfg_.n_head; ++h) {
+        // scores = scale * Q_h K_h^T                                 [rows, len]
+        kernels::GemmArgs g;
+        g.trans_b = true;
+        g.M = rows;
+        g.N = len;
+        g.K = hs;
+        g.alpha = 1.0f / std::sqrt(float(hs));
+        g.A = qkv_.data() + h * hs;
+        g.lda = 3 * C;
+        g.B = k_layer + std::size_t(h) * n_ctx * hs;
+        g.ldb = hs;
+        g.C = scores;
+        g.ldc = len;
+        kernels::sgemm_parallel(g, pool_);
+        // Causal softmax: row r over its first first+r+1 keys; the later ones get weight 0.
+        pool_.parallel_for(rows, [&](int, int64_t begin, int64_t end) {
+            for (int64_t r = begin; r < end; ++r) {
+                float* row = scores + r * len;
+                const int visible = first + int(r) + 1;
+                kernels::softmax(row, row, visible);
+                std::fill(row + visible, row + len, 0.0f);
+            }
+        });
+        // y_h = P V_h                                                [rows, hs], into att_out
+        kernels::GemmArgs y;
+        y.M = rows;
+        y.N = hs;
+        y.K = len;
+        y.A = scores;
+        y.lda = len;
+        y.B = v_layer + std::size_t(h) * n_ctx * hs;
+        y.ldb = hs;
+        y.C = att_out_.data() + h * hs;
+        y.ldc = C;
+        kernels::sgemm_parallel(y, pool_);
+    }
+}
+
 void KvCacheForward::compute(int first) {
     const int C = cfg_.n_embd, H = cfg_.n_head, hs = cfg_.head_dim(), n_ctx = cfg_.n_ctx;
-    const int rows = length_ - first;
-    const std::size_t RC = std::size_t(rows) * C;
+    int rows = length_ - first;
+    std::size_t RC = std::size_t(rows) * C;
     const GptTensors<const float> w = bind_tensors(model_.layout(), model_.params());
     const float eps = cfg_.layernorm_eps;
-    const float scale = 1.0f / std::sqrt(float(hs));
     float* x = x_.data();
 
     // x[r] = wte[token] + wpe[position]                                   x: [rows, C]
@@ -120,26 +178,20 @@ void KvCacheForward::compute(int first) {
                 std::memcpy(v_layer + at, q + 2 * C + h * hs, std::size_t(hs) * sizeof(float));
             }
         }
+        // The last layer's outputs matter only for the last position (the only one that
+        // predicts), once every row's keys and values are cached: continue with that row alone.
+        if (l == cfg_.n_layer - 1 && rows > 1) {
+            std::memmove(qkv_.data(), qkv_.data() + std::size_t(rows - 1) * 3 * C, std::size_t(3 * C) * sizeof(float));
+            std::memmove(x, x + std::size_t(rows - 1) * C, std::size_t(C) * sizeof(float));
+            first += rows - 1;
+            rows = 1;
+            RC = std::size_t(C);
+        }
         // Causal attention of each new row over the cached positions 0..its own.
-        auto attend = [&](int thread, int64_t begin, int64_t end) {
-            float* scores = scores_.data() + std::size_t(thread) * n_ctx;
-            for (int64_t item = begin; item < end; ++item) {
-                const int r = int(item / H), h = int(item % H);
-                const int pos = first + r;
-                const float* q = qkv_.data() + std::size_t(r) * 3 * C + h * hs;
-                const float* keys = k_layer + std::size_t(h) * n_ctx * hs;
-                const float* values = v_layer + std::size_t(h) * n_ctx * hs;
-                for (int s = 0; s <= pos; ++s) scores[s] = kernels::dot(q, keys + std::size_t(s) * hs, hs) * scale;
-                kernels::softmax(scores, scores, pos + 1);
-                float* y = att_out_.data() + std::size_t(r) * C + h * hs;
-                std::fill(y, y + hs, 0.0f);
-                for (int s = 0; s <= pos; ++s) kernels::axpy(y, scores[s], values + std::size_t(s) * hs, hs);
-            }
-        };
         if (rows == 1)
-            attend(0, 0, H);
+            attend_step(k_layer, v_layer, first);
         else
-            pool_.parallel_for(int64_t(rows) * H, attend);
+            attend_rows(k_layer, v_layer, first, rows);
         linear(proj_.data(), att_out_.data(), w.attprojw + lc * C, w.attprojb + lc, rows, C, C);
         kernels::axpy(x, 1.0f, proj_.data(), int64_t(RC));
 
@@ -178,10 +230,11 @@ TokenSampler::TokenSampler(int vocab_size, const SampleOptions& options)
 }
 
 int32_t TokenSampler::pick(const float* logits, Rng& rng) {
-    for (int v = 0; v < vocab_; ++v)
-        require(std::isfinite(logits[v]), PG_ERR_STATE,
-                "the model produced a non-finite logit for token " + std::to_string(v) +
-                    " (are its weights finite?)");
+    for (int v = 0; v < vocab_; ++v) {
+        if (!std::isfinite(logits[v]))  // (not require(): its message would be built every token)
+            throw Error(PG_ERR_STATE, "the model produced a non-finite logit for token " + std::to_string(v) +
+                                          " (are its weights finite?)");
+    }
     if (opt_.temperature == 0.0f)  // greedy: the first maximum
         return int32_t(std::max_element(logits, logits + vocab_) - logits);
 

@@ -49,6 +49,11 @@ private:
     // Computes positions [first, length_) of the window, whose cache rows [0, first) are
     // already filled, and the logits after position length_ - 1.
     void compute(int first);
+    // Attention of the new rows' queries (in qkv_) over the cached keys and values of one layer,
+    // into att_out_: one row at position pos with dot/axpy, or rows first..first+rows-1 with
+    // GEMMs per head.
+    void attend_step(const float* k_layer, const float* v_layer, int pos);
+    void attend_rows(const float* k_layer, const float* v_layer, int first, int rows);
     // out[rows, n_out] = in[rows, n_in] W^T + b, W [n_out, n_in].
     void linear(float* out, const float* in, const float* W, const float* b, int rows, int n_in,
                 int n_out);
