@@ -128,6 +128,22 @@ TEST_CASE("pg_evaluate is bit-identical for every batch size and thread count", 
     }
 }
 
+TEST_CASE("pg_evaluate is bit-identical across batch sizes and threads on the PhoneGPT geometry", "[eval]") {
+    ModelPtr m = pg_eval_test::make_model("phonegpt", 3);
+    pg_eval_test::perturb_weights(m.get(), 0.05f, 2);
+    const auto tokens = pg_eval_test::random_tokens(700, 65, 6);  // 5 full windows and one of 59
+    for (int S : {0, 96}) {
+        const pg_eval_result base = eval_c(m.get(), tokens, 0, S, 1, 1);
+        for (int batch : {2, 5}) {
+            for (int threads : {1, 2}) {
+                INFO("stride " << S << " batch " << batch << " threads " << threads);
+                const pg_eval_result r = eval_c(m.get(), tokens, 0, S, batch, threads);
+                CHECK(std::memcmp(&r.mean_loss, &base.mean_loss, sizeof(double)) == 0);
+            }
+        }
+    }
+}
+
 TEST_CASE("pg_evaluate equals a brute-force computation with the reference model", "[eval]") {
     ModelPtr m = pg_eval_test::tiny_model(8);
     pg_eval_test::perturb_weights(m.get(), 0.3f, 4);  // sharper, less uniform predictions
