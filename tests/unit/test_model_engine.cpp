@@ -49,6 +49,20 @@ Geometry long_geometry() {
     return g;
 }
 
+// B * T = 600 rows: the output projection and cross-entropy run in two chunks (512 + 88).
+Geometry many_rows_geometry() {
+    Geometry g;
+    g.cfg.n_layer = 1;
+    g.cfg.n_head = 2;
+    g.cfg.n_embd = 8;
+    g.cfg.n_ctx = 32;
+    g.cfg.vocab_size = 11;
+    g.cfg.padded_vocab_size = 12;
+    g.B = 20;
+    g.T = 30;
+    return g;
+}
+
 struct Batch {
     std::vector<int32_t> inputs, targets;
 };
@@ -156,6 +170,8 @@ TEST_CASE("engine matches the float reference", "[model][engine]") {
                 SECTION("short, dropout on") { compare_with_reference(short_geometry(), threads, some_dropout(), recompute); }
                 SECTION("long, dropout off") { compare_with_reference(long_geometry(), threads, pg::Dropout{}, recompute); }
                 SECTION("long, dropout on") { compare_with_reference(long_geometry(), threads, some_dropout(), recompute); }
+                SECTION("many rows, dropout off") { compare_with_reference(many_rows_geometry(), threads, pg::Dropout{}, recompute); }
+                SECTION("many rows, dropout on") { compare_with_reference(many_rows_geometry(), threads, some_dropout(), recompute); }
             }
         }
     }
