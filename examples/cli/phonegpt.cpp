@@ -45,14 +45,21 @@ struct RuntimeError {
 
 // Checks a library call: on failure throws RuntimeError naming the call, the status and the
 // library's message for it.
+// The library's message, prefixed with the call's name unless it already starts with it.
+std::string call_message(const char* call) {
+    std::string msg = pg_last_error();
+    if (msg.rfind(call, 0) == 0) return msg;
+    return std::string(call) + ": " + msg;
+}
+
 void check(pg_status s, const char* call) {
-    if (s != PG_OK) throw RuntimeError{std::string(call) + ": " + pg_last_error(), pg_status_name(s)};
+    if (s != PG_OK) throw RuntimeError{call_message(call), pg_status_name(s)};
 }
 
 // For calls whose arguments come straight from the command line: an invalid argument is the
 // user's (a usage error, exit 2); anything else is a runtime failure.
 void check_flags(pg_status s, const char* call) {
-    if (s == PG_ERR_INVALID_ARGUMENT) throw UsageError{std::string(call) + ": " + pg_last_error()};
+    if (s == PG_ERR_INVALID_ARGUMENT) throw UsageError{call_message(call)};
     check(s, call);
 }
 

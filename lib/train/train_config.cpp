@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -19,6 +20,13 @@ constexpr int kMaxBatch = 1 << 16;
 constexpr int kMaxAccum = 1 << 16;
 constexpr int kMaxThreads = 1024;
 
+// Floats in messages as people write them ("0.002", not "0.002000").
+std::string show(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
 [[noreturn]] void bad(const std::string& what) {
     throw Error(PG_ERR_INVALID_ARGUMENT, "train config: " + what);
 }
@@ -31,8 +39,8 @@ void int_range(const char* field, long long v, long long lo, long long hi) {
 void float_range(const char* field, float v, double lo, double hi, bool hi_open) {
     bool ok = std::isfinite(v) && v >= lo && (hi_open ? v < hi : v <= hi);
     if (!ok)
-        bad(std::string(field) + " = " + std::to_string(v) + " is outside [" + std::to_string(lo) +
-            ", " + std::to_string(hi) + (hi_open ? ")" : "]"));
+        bad(std::string(field) + " = " + show(v) + " is outside [" + show(lo) + ", " + show(hi) +
+            (hi_open ? ")" : "]"));
 }
 }  // namespace
 
@@ -105,13 +113,13 @@ void validate_train_config(const TrainConfig& t) {
     float_range("lr_max", t.lr_max, 0.0, 1e3, false);
     float_range("lr_min", t.lr_min, 0.0, 1e3, false);
     if (t.lr_min > t.lr_max)
-        bad("lr_min = " + std::to_string(t.lr_min) + " is above lr_max = " + std::to_string(t.lr_max));
+        bad("lr_min = " + show(t.lr_min) + " is above lr_max = " + show(t.lr_max));
     int_range("warmup_steps", t.warmup_steps, 0, 1LL << 30);
     int_range("total_steps", t.total_steps, 1, 1LL << 50);
     float_range("beta1", t.beta1, 0.0, 1.0, true);
     float_range("beta2", t.beta2, 0.0, 1.0, true);
     if (!(std::isfinite(t.eps) && t.eps > 0.0f && t.eps <= 1.0f))
-        bad("eps = " + std::to_string(t.eps) + " must be in (0, 1]");
+        bad("eps = " + show(t.eps) + " must be in (0, 1]");
     float_range("weight_decay", t.weight_decay, 0.0, 1e3, false);
     float_range("grad_clip", t.grad_clip, 0.0, 1e30, false);
     float_range("dropout", t.dropout, 0.0, 1.0, true);
