@@ -3,6 +3,7 @@
 #include <phonegpt/phonegpt.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int passed = 0, failed = 0;
@@ -40,9 +41,125 @@ static void test_model(void) {
     pg_model_free(NULL);
 }
 
+
+static const char* kText =
+    "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n"
+    "First Citizen:\nYou are all resolved rather to die than to famish?\n\nAll:\nResolved. resolved.\n";
+
+/* The whole life of a model from C: tokenizer, model, training, checkpoint, evaluation, sampling. */
+static void test_whole_flow(void) {
+    pg_tokenizer* tok = NULL;
+    int32_t vocab = 0, ids[512], loaded_first = 0;
+    size_t n_ids = 0, len = 0, n_gen = 0;
+    char text[1024], path[512];
+    const char* dir = getenv("PG_TEST_TMPDIR");
+    pg_model_config mc;
+    pg_model *model = NULL, *loaded = NULL;
+    pg_train_config tc;
+    pg_trainer* trainer = NULL;
+    pg_step_result r;
+    pg_eval_config ec;
+    pg_eval_result er, er2;
+    pg_sample_config sc;
+    int32_t gen[32];
+    float first_loss = 0.0f, last_loss = 0.0f, loss_a = 0.0f, loss_b = 0.0f;
+    int i;
+
+    CHECK(pg_tokenizer_create_char(kText, strlen(kText), &tok) == PG_OK);
+    CHECK(pg_tokenizer_vocab_size(tok, &vocab) == PG_OK && vocab > 10);
+    CHECK(pg_tokenizer_encode(tok, kText, strlen(kText), ids, 512, &n_ids) == PG_OK);
+    CHECK(n_ids == strlen(kText));
+    CHECK(pg_tokenizer_decode(tok, ids, n_ids, text, sizeof text, &len) == PG_OK);
+    CHECK(len == strlen(kText) && memcmp(text, kText, len) == 0);
+    /* 'Z' is not in the text: a clear error, never a substitution. */
+    CHECK(pg_tokenizer_encode(tok, "aZ", 2, ids, 512, &n_ids) == PG_ERR_TOKENIZE);
+    CHECK(strlen(pg_tokenizer_last_error(tok)) > 0);
+    CHECK(pg_tokenizer_encode(tok, kText, strlen(kText), ids, 512, &n_ids) == PG_OK);
+
+    CHECK(pg_model_config_preset("tiny", &mc) == PG_OK);
+    mc.vocab_size = vocab;
+    mc.padded_vocab_size = 0;
+    CHECK(pg_model_create(&mc, 1, &model) == PG_OK);
+    CHECK(pg_model_set_tokenizer(model, tok) == PG_OK);
+
+    pg_train_config_default(&tc);
+    tc.batch_size = 4;
+    tc.lr_max = 3e-3f;
+    tc.warmup_steps = 5;
+    tc.total_steps = 60;
+    tc.n_threads = 2;
+    CHECK(pg_trainer_create(model, &tc, &trainer) == PG_OK);
+    CHECK(pg_trainer_set_data(trainer, ids, n_ids) == PG_OK);
+    for (i = 0; i < 60; ++i) {
+        memset(&r, 0, sizeof r);
+        r.struct_size = sizeof r;
+        if (pg_trainer_step(trainer, &r) != PG_OK) {
+            CHECK(!"pg_trainer_step failed");
+            fprintf(stderr, "%s\n", pg_trainer_last_error(trainer));
+            break;
+        }
+        if (i == 0) first_loss = r.loss;
+        last_loss = r.loss;
+    }
+    CHECK(r.step == 60);
+    CHECK(last_loss < first_loss - 0.5f);
+
+    snprintf(path, sizeof path, "%s/c_api_test_model.pgc", dir ? dir : "/tmp");
+    CHECK(pg_model_save(model, path, NULL) == PG_OK);
+    CHECK(pg_model_load(path, &loaded) == PG_OK);
+    {
+        const float *pa = NULL, *pb = NULL;
+        int64_t na = 0, nb = 0;
+        CHECK(pg_model_params(model, &pa, &na) == PG_OK && pg_model_params(loaded, &pb, &nb) == PG_OK);
+        CHECK(na == nb && memcmp(pa, pb, (size_t)na * sizeof(float)) == 0);
+    }
+    CHECK(pg_model_forward(model, ids, 1, 16, ids + 1, NULL, &loss_a, 1) == PG_OK);
+    CHECK(pg_model_forward(loaded, ids, 1, 16, ids + 1, NULL, &loss_b, 1) == PG_OK);
+    CHECK(loss_a == loss_b);
+
+    pg_eval_config_default(&ec);
+    memset(&er, 0, sizeof er);
+    er.struct_size = sizeof er;
+    er2 = er;
+    CHECK(pg_evaluate(loaded, ids, n_ids, &ec, &er) == PG_OK);
+    CHECK(er.n_scored == (int64_t)n_ids - 1);
+    ec.batch_size = 1;
+    ec.n_threads = 1;
+    CHECK(pg_evaluate(loaded, ids, n_ids, &ec, &er2) == PG_OK);
+    CHECK(er.mean_loss == er2.mean_loss);  /* independent of batch size and threads */
+
+    pg_sample_config_default(&sc);
+    sc.max_tokens = 32;
+    sc.seed = 5;
+    CHECK(pg_generate(loaded, ids, 4, &sc, gen, 32, &n_gen) == PG_OK);
+    CHECK(n_gen == 32);
+    loaded_first = gen[0];
+    CHECK(pg_generate(loaded, ids, 4, &sc, gen, 32, &n_gen) == PG_OK);
+    CHECK(gen[0] == loaded_first); /* same seed, same tokens */
+    CHECK(pg_tokenizer_decode(tok, gen, n_gen, text, sizeof text, &len) == PG_OK);
+
+    /* Bad input: statuses and messages, no crash. */
+    {
+        pg_model* missing = (pg_model*)&mc; /* must be reset to NULL on failure */
+        CHECK(pg_model_load("/nonexistent/dir/model.pgc", &missing) == PG_ERR_IO);
+        CHECK(missing == NULL);
+    }
+    CHECK(pg_trainer_step(NULL, &r) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_evaluate(model, NULL, 10, &ec, &er) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_generate(model, ids, 0, &sc, gen, 32, &n_gen) == PG_ERR_INVALID_ARGUMENT);
+
+    pg_trainer_free(trainer);
+    pg_model_free(loaded);
+    pg_model_free(model);
+    pg_tokenizer_free(tok);
+    pg_trainer_free(NULL);
+    pg_tokenizer_free(NULL);
+}
+
 int main(void) {
     test_versions();
     test_model();
+    test_whole_flow();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
