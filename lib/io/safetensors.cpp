@@ -287,6 +287,12 @@ HfGpt2Import read_hf_gpt2_header(const ByteSource& src, const std::string& confi
     } catch (const Error& e) {
         throw Error(PG_ERR_GEOMETRY, cctx + ": " + e.what());
     }
+    // Padding rows are the only memory the file does not hold; keep them within its size too,
+    // so a small file cannot make the importer allocate gigabytes.
+    const uint64_t padding_bytes = uint64_t(c.padded_vocab_size - c.vocab_size) * uint64_t(c.n_embd) * 4;
+    require(padding_bytes <= src.size(), PG_ERR_GEOMETRY,
+            name + ": phonegpt.padded_vocab_size " + std::to_string(c.padded_vocab_size) + " adds " +
+                std::to_string(padding_bytes) + " bytes of padding rows, more than the file's size");
     if (const std::string* tok = plan.file.metadata_value("phonegpt.tokenizer"))
         plan.tokenizer_bytes = from_hex(*tok, name + ": metadata phonegpt.tokenizer");
 

@@ -458,6 +458,15 @@ TEST_CASE("safetensors GPT-2 import: config.json must agree, other exports are u
         CHECK(import_status(sink.bytes, t.config, &msg) == t.status);
         CHECK_THAT(msg, Catch::Contains(t.message));
     }
+    // padded_vocab_size in the metadata may not make the importer allocate beyond the file size.
+    const std::string header(sink.bytes.begin() + 8, sink.bytes.begin() + long(h.data_start));
+    const std::string huge = replace(header, "\"phonegpt.padded_vocab_size\":\"68\"",
+                                     "\"phonegpt.padded_vocab_size\":\"4000000\"");
+    std::vector<uint8_t> huge_file = st_file(huge, 0);
+    huge_file.insert(huge_file.end(), sink.bytes.begin() + long(h.data_start), sink.bytes.end());
+    msg.clear();
+    CHECK(import_status(huge_file, config, &msg) == PG_ERR_GEOMETRY);
+    CHECK_THAT(msg, Catch::Contains("more than the file's size"));
     // A tensor of another dtype, an unknown tensor, and a missing config.json through the C API.
     const std::string dir = scratch_path("st2");
     ::mkdir(dir.c_str(), 0777);
