@@ -353,6 +353,13 @@ def test_load_errors(tmp_path, tiny_model):
     (tmp_path / "corrupt.pgm").write_bytes(bytes(corrupt))
     with pytest.raises(phonegpt.ChecksumError):
         phonegpt.Model.load(tmp_path / "corrupt.pgm")
+    # a newer major format version (bytes 8-9 of the prelude, docs/formats.md)
+    newer = bytearray(data)
+    newer[8:10] = (2).to_bytes(2, "little")
+    (tmp_path / "newer.pgm").write_bytes(bytes(newer))
+    with pytest.raises(phonegpt.VersionError) as e:
+        phonegpt.Model.load(tmp_path / "newer.pgm")
+    assert e.value.status_name == "PG_ERR_VERSION"
 
 
 def test_save_failure_keeps_previous_file(tmp_path, tiny_model):
@@ -504,6 +511,14 @@ def test_trainer_save_resume_is_bit_exact(tmp_path, tok):
         assert np.array_equal(t2.model.tokenizer.encode(TEXT), tok.encode(TEXT))
     with pytest.raises(phonegpt.IOError):
         phonegpt.Trainer.resume(tmp_path / "missing.pgt")
+    with phonegpt.Model.load(p) as weights_only:          # a trainer checkpoint is also a model
+        assert weights_only.config == tiny_with(tok).config
+    model_only = tmp_path / "model_only.pgm"
+    with tiny_with(tok) as m:
+        m.save(model_only)
+    with pytest.raises(phonegpt.StateError) as e:           # no training state to resume
+        phonegpt.Trainer.resume(model_only)
+    assert "training state" in str(e.value)
 
 
 def test_train_is_interrupted_by_ctrl_c(tok):
@@ -687,3 +702,24 @@ def test_generate_interrupted_by_ctrl_c(tok):
 
         with pytest.raises(KeyboardInterrupt):
             m.generate([1], max_tokens=1000, on_token=on_token)
+
+
+def test_int32_tokens_are_not_copied(tok):
+    """An int32 C-contiguous array goes to the library as it is; other dtypes are converted.
+    numpy reports its buffers to tracemalloc, so a conversion shows up as a traced peak."""
+    import tracemalloc
+    n = 2_000_000
+    ids32 = (np.arange(n) % tok.vocab_size).astype(np.int32)
+    ids64 = ids32.astype(np.int64)
+    with tiny_with(tok) as m, make_trainer(m) as t:
+        tracemalloc.start()
+        try:
+            t.set_data(ids32)
+            _, peak32 = tracemalloc.get_traced_memory()
+            tracemalloc.reset_peak()
+            t.set_data(ids64)
+            _, peak64 = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert peak32 < n * 4 // 10      # no copy of the 8 MB array
+    assert peak64 >= n * 4           # the int64 array was converted to a new int32 array
