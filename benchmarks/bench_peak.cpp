@@ -16,17 +16,23 @@
 
 namespace {
 
+// x86: the "model name". ARM: "Hardware" where the kernel gives it, and the distinct
+// "CPU part" codes, which tell a phone's core types apart (e.g. 0xd05 Cortex-A55,
+// 0xd41 Cortex-A78, 0xd44 Cortex-X1, 0xd46 Cortex-A510, 0xd47 Cortex-A710, 0xd4d Cortex-A715).
 std::string cpu_model() {
     std::ifstream f("/proc/cpuinfo");
-    std::string line;
+    std::string line, model, parts;
     while (std::getline(f, line)) {
-        // x86: "model name"; ARM: "Hardware" (older kernels) or none, then "CPU part" codes.
-        if (line.rfind("model name", 0) == 0 || line.rfind("Hardware", 0) == 0) {
-            auto p = line.find(':');
-            if (p != std::string::npos) return line.substr(p + 2);
-        }
+        const auto colon = line.find(':');
+        if (colon == std::string::npos || colon + 2 > line.size()) continue;
+        const std::string value = line.substr(colon + 2);
+        if (model.empty() && (line.rfind("model name", 0) == 0 || line.rfind("Hardware", 0) == 0))
+            model = value;
+        if (line.rfind("CPU part", 0) == 0 && parts.find(value) == std::string::npos)
+            parts += (parts.empty() ? "" : " ") + value;
     }
-    return "unknown";
+    if (!parts.empty()) model += (model.empty() ? "" : ", ") + std::string("CPU parts ") + parts;
+    return model.empty() ? "unknown" : model;
 }
 
 // The ARMv8.2+ features that matter for ML kernels, as the kernel reports them.

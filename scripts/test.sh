@@ -22,3 +22,6 @@ cmake --build "$build-fuzz" -j"$(nproc)" --target pg_fuzz_all
 
 cd "$build"
 ctest --output-on-failure -j"$(nproc)" --timeout 900
+
+# aarch64 (owner: kernels): cross-build, then [kernels] under qemu-aarch64 (cortex-a53, max); prints its own summary line.
+cd "$OLDPWD" && scripts/cross_test_aarch64.sh "$build-aarch64"

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Cross-builds the whole library for aarch64 (the phone target) and runs, under qemu-aarch64,
+# the kernel tests on a bare ARMv8.0 core (cortex-a53) and on one with every extension (max),
+# then the compute-path unit tests that sit on the kernels ([model], [train], [core],
+# [tokenizer]) once on max. Also builds bench_kernels and bench_peak for aarch64.
+# Prints one summary line; exits non-zero on any failure. About 1-2 minutes on 2 idle cores.
+# Usage: scripts/cross_test_aarch64.sh [build-dir]        (default: build-aarch64)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=$(realpath -m "${1:-build-aarch64}")
+mkdir -p "$build"
+jobs=$(nproc)
+fail() { echo "cross_test_aarch64: FAILED ($1)"; exit 1; }
+
+cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
+  -DCMAKE_BUILD_TYPE=Release -DPG_BUILD_PYTHON=OFF -DPG_BUILD_EXAMPLES=OFF > "$build/configure.log" 2>&1 ||
+  { cat "$build/configure.log"; fail "configure"; }
+cmake --build "$build" -j"$jobs" --target phonegpt phonegpt_static phonegpt_unit_tests bench_kernels \
+  bench_peak > "$build/build.log" 2>&1 || { grep -E "error|Error" "$build/build.log" | head -30; fail "build"; }
+
+# kernels_aarch64_cortex-a53 / kernels_aarch64_max (tests/cmake/kernels_dispatch.cmake) check
+# that dispatch chose arm64+neon and run every [kernels] test on each CPU.
+(cd "$build" && ctest --output-on-failure --timeout 600 -R '^kernels_aarch64_') || fail "kernel tests under qemu"
+log="$build/unit_tests_qemu.log"
+timeout 900 qemu-aarch64 -cpu max "$build/tests/phonegpt_unit_tests" '[model],[train],[core],[tokenizer]' \
+  > "$log" 2>&1 || { tail -60 "$log"; fail "model/train/core/tokenizer tests under qemu"; }
+echo "cross_test_aarch64: OK (aarch64 build; [kernels] on cortex-a53 and max; $(tail -2 "$log" | head -1))"
