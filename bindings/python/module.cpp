@@ -18,6 +18,7 @@
 
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -176,9 +177,12 @@ TokenizerPtr own_tokenizer(pg_tokenizer* t) { return TokenizerPtr(t, pg_tokenize
 ModelPtr own_model(pg_model* m) { return ModelPtr(m, pg_model_free); }
 
 // A trainer borrows its model: the model reference is dropped only after the trainer is freed.
+// A trainer is one-thread-at-a-time in C; `busy` serialises the binding's calls on it (taken
+// with the GIL released), so two Python threads stepping one trainer wait instead of racing.
 struct TrainerHandle {
     ModelPtr model;
     pg_trainer* trainer = nullptr;
+    std::mutex busy;
     ~TrainerHandle() { pg_trainer_free(trainer); }
 };
 using TrainerPtr = std::shared_ptr<TrainerHandle>;
@@ -635,17 +639,24 @@ public:
 
     void set_data(const py::object& tokens_obj) {
         pg_trainer* t = get();
+        auto keep = p_;  // another thread's close() must not free it while the GIL is released
         TokenArray tokens = as_tokens(tokens_obj, "tokens", 1);
         const int32_t* tp = tokens.data();
         const size_t n = size_t(tokens.size());
-        call_nogil([&] { return pg_trainer_set_data(t, tp, n); });
+        call_nogil([&] {
+            std::lock_guard<std::mutex> lock(keep->busy);
+            return pg_trainer_set_data(t, tp, n);
+        });
     }
 
     pg_step_result step() {
         pg_trainer* t = get();
         auto keep = p_;
         pg_step_result r = new_step_result();
-        call_nogil([&] { return pg_trainer_step(t, &r); });
+        call_nogil([&] {
+            std::lock_guard<std::mutex> lock(keep->busy);
+            return pg_trainer_step(t, &r);
+        });
         return r;
     }
 
@@ -657,7 +668,10 @@ public:
         batch_arrays(inputs_obj, targets_obj, inputs, targets, B, T);
         pg_step_result r = new_step_result();
         const int32_t *ip = inputs.data(), *tp = targets.data();
-        call_nogil([&] { return pg_trainer_step_batch(t, ip, tp, B, T, &r); });
+        call_nogil([&] {
+            std::lock_guard<std::mutex> lock(keep->busy);
+            return pg_trainer_step_batch(t, ip, tp, B, T, &r);
+        });
         return r;
     }
 
@@ -669,7 +683,10 @@ public:
         batch_arrays(inputs_obj, targets_obj, inputs, targets, B, T);
         float loss = 0.0f;
         const int32_t *ip = inputs.data(), *tp = targets.data();
-        call_nogil([&] { return pg_trainer_compute_gradients(t, ip, tp, B, T, &loss); });
+        call_nogil([&] {
+            std::lock_guard<std::mutex> lock(keep->busy);
+            return pg_trainer_compute_gradients(t, ip, tp, B, T, &loss);
+        });
         return loss;
     }
 
@@ -716,7 +733,10 @@ public:
         pg_save_options o;
         pg_save_options_default(&o);
         o.compression_level = compression_level;
-        call_nogil([&] { return pg_trainer_save(t, p.c_str(), &o); });
+        call_nogil([&] {
+            std::lock_guard<std::mutex> lock(keep->busy);
+            return pg_trainer_save(t, p.c_str(), &o);
+        });
     }
 
 private:

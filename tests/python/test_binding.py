@@ -723,3 +723,26 @@ def test_int32_tokens_are_not_copied(tok):
             tracemalloc.stop()
     assert peak32 < n * 4 // 10      # no copy of the 8 MB array
     assert peak64 >= n * 4           # the int64 array was converted to a new int32 array
+
+
+def test_two_threads_share_a_trainer(tok):
+    """Calls on one trainer from two Python threads are serialised, not raced."""
+    ids = tok.encode(TEXT * 4)
+    with tiny_with(tok) as m, make_trainer(m) as t:
+        t.set_data(ids)
+        errors = []
+
+        def work():
+            try:
+                for _ in range(10):
+                    t.step()
+            except BaseException as e:  # reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=work) for _ in range(2)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert not errors
+        assert t.step_count == 20
