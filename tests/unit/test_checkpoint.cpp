@@ -275,7 +275,7 @@ TEST_CASE("SIGKILL at 150 random points while saving: the file is always the old
                 }
             }
         }
-        std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, 6000)(rng)));
+        std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, 15000)(rng)));
         kill(child, SIGKILL);
         int status = 0;
         REQUIRE(waitpid(child, &status, 0) == child);
