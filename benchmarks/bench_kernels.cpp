@@ -52,6 +52,7 @@ struct Suite {
     std::vector<Linear> layers;
     int vocab;
     int64_t params;  // for the optimizer kernels
+    int head_size;   // attention tiles: 64 queries x 128 keys x head_size
 };
 
 std::vector<Suite> suites() {
@@ -63,7 +64,8 @@ std::vector<Suite> suites() {
           {"mlp.proj", 128, 512, true},
           {"lm_head", 68, 128, false}},
          65,
-         6 * (12 * 128 * 128 + 13 * 128) + 68 * 128 + 128 * 128 + 2 * 128},
+         6 * (12 * 128 * 128 + 13 * 128) + 68 * 128 + 128 * 128 + 2 * 128,
+         32},
         {"64m", "64M base: 9 layers, C=768, B*T=1024", 1024,
          {{"attn.qkv", 2304, 768, true},
           {"attn.proj", 768, 768, true},
@@ -71,7 +73,8 @@ std::vector<Suite> suites() {
           {"mlp.proj", 768, 3072, true},
           {"lm_head", 68, 768, false}},
          65,
-         int64_t(9) * (12 * 768 * 768 + 13 * 768) + 68 * 768 + 1024 * 768 + 2 * 768},
+         int64_t(9) * (12 * 768 * 768 + 13 * 768) + 68 * 768 + 1024 * 768 + 2 * 768,
+         64},
     };
 }
 
@@ -127,10 +130,35 @@ const pg_bench::PeakUnit* peak_unit_for(const std::string& arch) {
     return units.empty() ? nullptr : &units.front();
 }
 
+// Times one GEMM on one thread, on the pool, and with Eigen, and appends the row.
+void time_gemm(const char* suite, const char* layer, const char* op, const GemmArgs& g,
+               const KernelTable& t, pg::ThreadPool& pool, const Options& o,
+               std::vector<GemmResult>& out) {
+    const double flops = 2.0 * g.M * g.N * g.K;
+    GemmResult r{suite, layer, op, g.M, g.N, g.K, 0, 0, 0};
+    r.gflops_1t = flops / best_time([&] { t.sgemm(g); }, o.seconds) * 1e-9;
+    r.gflops_all = flops /
+                   best_time([&] { pg::kernels::sgemm_parallel_with(t, g, pool); }, o.seconds,
+                             pool.size() == 1) *
+                   1e-9;
+    if (o.eigen && pg_bench::eigen_available())
+        r.eigen_1t = flops / best_time([&] { pg_bench::eigen_sgemm(g); }, o.seconds) * 1e-9;
+    out.push_back(r);
+}
+
+GemmArgs make_gemm(bool ta, bool tb, int M, int N, int K, const float* A, int lda, const float* B,
+                   int ldb, float* C, int ldc, float beta = 0.0f, const float* bias = nullptr) {
+    GemmArgs g;
+    g.trans_a = ta, g.trans_b = tb, g.M = M, g.N = N, g.K = K;
+    g.A = A, g.lda = lda, g.B = B, g.ldb = ldb, g.C = C, g.ldc = ldc;
+    g.beta = beta, g.bias = bias;
+    return g;
+}
+
 void run_gemms(const Suite& s, const KernelTable& t, pg::ThreadPool& pool, const Options& o,
                std::vector<GemmResult>& out) {
     for (const Linear& l : s.layers) {
-        // Activations x [rows, in], dy [rows, out]; weight W [out, in]; outputs sized for the largest.
+        // Activations x [rows, in], dy [rows, out]; weight W [out, in].
         Buffer x(std::size_t(s.rows) * l.in), dy(std::size_t(s.rows) * l.out),
             w(std::size_t(l.out) * l.in), bias(l.out), y(std::size_t(s.rows) * l.out),
             dx(std::size_t(s.rows) * l.in), dw(std::size_t(l.out) * l.in);
@@ -138,37 +166,37 @@ void run_gemms(const Suite& s, const KernelTable& t, pg::ThreadPool& pool, const
         fill_random(dy, 2);
         fill_random(w, 3, -0.1f, 0.1f);
         fill_random(bias, 4);
-        GemmArgs fwd;  // y = x W^T + b: [rows, out]
-        fwd.trans_b = true;
-        fwd.M = s.rows, fwd.N = l.out, fwd.K = l.in;
-        fwd.A = x.data(), fwd.lda = l.in, fwd.B = w.data(), fwd.ldb = l.in;
-        fwd.C = y.data(), fwd.ldc = l.out, fwd.bias = l.bias ? bias.data() : nullptr;
-        GemmArgs bwd_x;  // dx = dy W: [rows, in]
-        bwd_x.M = s.rows, bwd_x.N = l.in, bwd_x.K = l.out;
-        bwd_x.A = dy.data(), bwd_x.lda = l.out, bwd_x.B = w.data(), bwd_x.ldb = l.in;
-        bwd_x.C = dx.data(), bwd_x.ldc = l.in;
-        GemmArgs bwd_w;  // dW += dy^T x: [out, in]
-        bwd_w.trans_a = true;
-        bwd_w.M = l.out, bwd_w.N = l.in, bwd_w.K = s.rows;
-        bwd_w.A = dy.data(), bwd_w.lda = l.out, bwd_w.B = x.data(), bwd_w.ldb = l.in;
-        bwd_w.C = dw.data(), bwd_w.ldc = l.in, bwd_w.beta = 1.0f;
-        const std::pair<const char*, GemmArgs*> ops[] = {
-            {"fwd x.W^T+b", &fwd}, {"dx = dy.W", &bwd_x}, {"dW += dy^T.x", &bwd_w}};
-        for (const auto& op : ops) {
-            const GemmArgs& g = *op.second;
-            const double flops = 2.0 * g.M * g.N * g.K;
-            GemmResult r{s.name, l.name, op.first, g.M, g.N, g.K, 0, 0, 0};
-            r.gflops_1t = flops / best_time([&] { t.sgemm(g); }, o.seconds) * 1e-9;
-            r.gflops_all =
-                flops /
-                best_time([&] { pg::kernels::sgemm_parallel_with(t, g, pool); }, o.seconds,
-                          pool.size() == 1) *
-                1e-9;
-            if (o.eigen && pg_bench::eigen_available())
-                r.eigen_1t = flops / best_time([&] { pg_bench::eigen_sgemm(g); }, o.seconds) * 1e-9;
-            out.push_back(r);
-        }
+        // y = x W^T + b [rows, out]; dx = dy W [rows, in]; dW += dy^T x [out, in]
+        time_gemm(s.name, l.name, "fwd x.W^T+b",
+                  make_gemm(false, true, s.rows, l.out, l.in, x.data(), l.in, w.data(), l.in,
+                            y.data(), l.out, 0.0f, l.bias ? bias.data() : nullptr),
+                  t, pool, o, out);
+        time_gemm(s.name, l.name, "dx = dy.W",
+                  make_gemm(false, false, s.rows, l.in, l.out, dy.data(), l.out, w.data(), l.in,
+                            dx.data(), l.in),
+                  t, pool, o, out);
+        time_gemm(s.name, l.name, "dW += dy^T.x",
+                  make_gemm(true, false, l.out, l.in, s.rows, dy.data(), l.out, x.data(), l.in,
+                            dw.data(), l.in, 1.0f),
+                  t, pool, o, out);
     }
+    // One attention tile as the engine computes it per (sequence, head): 64 queries x 128
+    // keys, Q, K, V read from the [rows, 3C] qkv activations (row stride 3C).
+    const int C = s.layers[1].in, hs = s.head_size, nq = 64, nk = 128;
+    Buffer qkv(std::size_t(nk) * 3 * C), dqkv(std::size_t(nk) * 3 * C), S(std::size_t(nq) * nk),
+        y(std::size_t(nq) * C);
+    fill_random(qkv, 5);
+    fill_random(S, 6, 0.0f, 0.02f);
+    const float *Q = qkv.data(), *K = qkv.data() + C, *V = qkv.data() + 2 * C;
+    time_gemm(s.name, "attn.tile", "S = Q.K^T",
+              make_gemm(false, true, nq, nk, hs, Q, 3 * C, K, 3 * C, S.data(), nk), t, pool, o, out);
+    time_gemm(s.name, "attn.tile", "Y += P.V",
+              make_gemm(false, false, nq, hs, nk, S.data(), nk, V, 3 * C, y.data(), C, 1.0f), t,
+              pool, o, out);
+    time_gemm(s.name, "attn.tile", "dK += dS^T.Q",
+              make_gemm(true, false, nk, hs, nq, S.data(), nk, Q, 3 * C, dqkv.data() + C, 3 * C,
+                        1.0f),
+              t, pool, o, out);
 }
 
 void run_elementwise(const Suite& s, const KernelTable& t, const Options& o,

@@ -200,9 +200,19 @@ struct Gemm {
                         for (; j < pw; ++j) d[j] = 0.0f;
                     }
                 }
-            } else {  // op(B)[k, j] = B[j * ldb + k]: gather column j of the panel
-                for (int j = 0; j < w; ++j) {
-                    const float* src = g.B + int64_t(jc + p0 + j) * g.ldb + pc;
+            } else {  // op(B)[k, j] = B[j * ldb + k]: a transpose, 8 columns at a time
+                const float* col0 = g.B + int64_t(jc + p0) * g.ldb + pc;
+                int j = 0;
+                for (; j + 8 <= w; j += 8) {
+                    const float* src = col0 + int64_t(j) * g.ldb;
+                    for (int k = 0; k < kc; ++k) {
+                        float* d = dst + k * pw + j;
+#pragma GCC unroll 8
+                        for (int jj = 0; jj < 8; ++jj) d[jj] = src[jj * g.ldb + k];
+                    }
+                }
+                for (; j < w; ++j) {
+                    const float* src = col0 + int64_t(j) * g.ldb;
                     for (int k = 0; k < kc; ++k) dst[k * pw + j] = src[k];
                 }
                 for (int j = w; j < pw; ++j)
@@ -263,8 +273,8 @@ struct Gemm {
                     const int mc = min_of(MC, g.M - ic);
                     const int m_full = mc / MR * MR;  // rows in whole tiles
                     // Row tiles from ir = packed_from on are read from packed_a: only a partial
-                    // last tile (packing all of a transposed A measured slower: the copy costs
-                    // more than the strided broadcasts, which the prefetcher handles).
+                    // last tile (packing all of a transposed A measured slower, even with rows
+                    // 12 KB apart: the copy costs more than the strided broadcasts).
                     const int packed_from = m_full;
                     if (packed_from < mc) pack_a(s.packed_a, g, pc, kc, ic, mc, packed_from);
                     for (int jr = 0; jr < nc; jr += NR) {
