@@ -84,14 +84,26 @@ void fill_random(Buffer& b, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
     for (std::size_t i = 0; i < b.size(); ++i) b[i] = d(rng);
 }
 
-// Best seconds per call of f over repeated batches filling about `budget` seconds. Work on
-// the calling thread alone is timed in its CPU time (other processes on a shared machine do
-// not count against it); work spread over a pool in wall time.
+// Which clock a measurement uses. Work on the calling thread alone is timed in its CPU time
+// (other processes on a shared machine do not count against it); work spread over a pool in
+// wall time, and also in the CPU time of the whole process (all threads), which gives what
+// the pool would reach with its cores to itself: threads x flops / CPU seconds.
+enum class Clock { thread_cpu, wall, process_cpu };
+
+inline double process_cpu_seconds() {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// Best seconds per call of f over repeated batches filling about `budget` seconds.
 template <class F>
-double best_time(F&& f, double budget, bool single_thread = true) {
+double best_time(F&& f, double budget, Clock which = Clock::thread_cpu) {
     f();  // warm caches, page in, size per-thread buffers
     auto clock = [&] {
-        return single_thread ? pg_bench::thread_cpu_seconds() : pg_bench::now_seconds();
+        return which == Clock::thread_cpu ? pg_bench::thread_cpu_seconds()
+               : which == Clock::wall     ? pg_bench::now_seconds()
+                                          : process_cpu_seconds();
     };
     double best = 1e30;
     const double end = pg_bench::now_seconds() + budget;
@@ -109,7 +121,7 @@ double best_time(F&& f, double budget, bool single_thread = true) {
 struct GemmResult {
     std::string suite, layer, op;
     int M, N, K;
-    double gflops_1t, gflops_all, eigen_1t;
+    double gflops_1t, gflops_all, gflops_all_cpu, eigen_1t;
 };
 
 struct ElemResult {
@@ -135,12 +147,16 @@ void time_gemm(const char* suite, const char* layer, const char* op, const GemmA
                const KernelTable& t, pg::ThreadPool& pool, const Options& o,
                std::vector<GemmResult>& out) {
     const double flops = 2.0 * g.M * g.N * g.K;
-    GemmResult r{suite, layer, op, g.M, g.N, g.K, 0, 0, 0};
+    GemmResult r{suite, layer, op, g.M, g.N, g.K, 0, 0, 0, 0};
     r.gflops_1t = flops / best_time([&] { t.sgemm(g); }, o.seconds) * 1e-9;
-    r.gflops_all = flops /
-                   best_time([&] { pg::kernels::sgemm_parallel_with(t, g, pool); }, o.seconds,
-                             pool.size() == 1) *
-                   1e-9;
+    auto parallel = [&] { pg::kernels::sgemm_parallel_with(t, g, pool); };
+    if (pool.size() == 1) {
+        r.gflops_all = r.gflops_all_cpu = flops / best_time(parallel, o.seconds) * 1e-9;
+    } else {
+        r.gflops_all = flops / best_time(parallel, o.seconds, Clock::wall) * 1e-9;
+        r.gflops_all_cpu =
+            pool.size() * flops / best_time(parallel, o.seconds, Clock::process_cpu) * 1e-9;
+    }
     if (o.eigen && pg_bench::eigen_available())
         r.eigen_1t = flops / best_time([&] { pg_bench::eigen_sgemm(g); }, o.seconds) * 1e-9;
     out.push_back(r);
@@ -348,9 +364,11 @@ int main(int argc, char** argv) {
             const auto& r = gemms[i];
             std::printf("%s\n  {\"suite\": \"%s\", \"layer\": \"%s\", \"op\": \"%s\", \"M\": %d, "
                         "\"N\": %d, \"K\": %d, \"gflops_1_thread\": %.1f, \"gflops_all_threads\": "
-                        "%.1f, \"peak_fraction_all_threads\": %.3f, \"eigen_gflops_1_thread\": %.1f}",
+                        "%.1f, \"peak_fraction_all_threads\": %.3f, \"gflops_all_threads_cpu_time\": "
+                        "%.1f, \"eigen_gflops_1_thread\": %.1f}",
                         i ? "," : "", r.suite.c_str(), r.layer.c_str(), r.op.c_str(), r.M, r.N, r.K,
-                        r.gflops_1t, r.gflops_all, frac(r.gflops_all, peak_all) / 100.0, r.eigen_1t);
+                        r.gflops_1t, r.gflops_all, frac(r.gflops_all, peak_all) / 100.0,
+                        r.gflops_all_cpu, r.eigen_1t);
         }
         std::printf("],\n \"elementwise\": [");
         for (std::size_t i = 0; i < elems.size(); ++i) {
@@ -368,15 +386,18 @@ int main(int argc, char** argv) {
     std::printf("FMA peak (%s): %.1f GFLOP/s on 1 thread, %.1f on %d threads\n",
                 unit ? unit->name.c_str() : "?", peak_1t, peak_all, threads);
     for (const char* d : descriptions) std::printf("suite: %s\n", d);
-    std::printf("\n%-9s %-10s %-13s %5s %5s %5s | %8s %6s | %8s %6s | %8s\n", "suite", "layer", "op",
-                "M", "N", "K", "1 thr", "%peak", "all thr", "%peak", "Eigen 1t");
+    std::printf("\n%-9s %-10s %-13s %5s %5s %5s | %8s %6s | %8s %6s %8s | %8s\n", "suite",
+                "layer", "op", "M", "N", "K", "1 thr", "%peak", "all thr", "%peak", "cpu-est",
+                "Eigen 1t");
     for (const auto& r : gemms)
-        std::printf("%-9s %-10s %-13s %5d %5d %5d | %8.1f %5.0f%% | %8.1f %5.0f%% | %8.1f\n",
+        std::printf("%-9s %-10s %-13s %5d %5d %5d | %8.1f %5.0f%% | %8.1f %5.0f%% %8.1f | %8.1f\n",
                     r.suite.c_str(), r.layer.c_str(), r.op.c_str(), r.M, r.N, r.K, r.gflops_1t,
                     frac(r.gflops_1t, peak_1t), r.gflops_all, frac(r.gflops_all, peak_all),
-                    r.eigen_1t);
-    std::printf("(GFLOP/s; %%peak is of the measured FMA peak for the same thread count; Eigen "
-                "0.0 = not run)\n\n");
+                    r.gflops_all_cpu, r.eigen_1t);
+    std::printf("(GFLOP/s. %%peak: of the measured FMA peak for the same thread count. all thr:\n"
+                " wall time; cpu-est: threads x flops / process CPU time, what the pool reaches\n"
+                " with its cores to itself (differs from all thr when other processes share\n"
+                " the cores). Eigen 0.0 = not run.)\n\n");
     std::printf("%-9s %-22s %-12s %9s %10s\n", "suite", "kernel (1 thread)", "size", "GB/s",
                 "x reference");
     for (const auto& r : elems)
