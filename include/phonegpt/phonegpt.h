@@ -428,7 +428,7 @@ typedef int (*pg_token_fn)(void* user, int32_t token);
 
 typedef struct pg_sample_config {
     uint32_t struct_size;
-    float temperature;            /* > 0; default 1.0; 0 = greedy */
+    float temperature;            /* >= 0; default 1.0; 0 = greedy */
     int32_t top_k;                /* 0 = off */
     float top_p;                  /* 1.0 = off */
     uint64_t seed;                /* default 1337 */
