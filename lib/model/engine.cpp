@@ -174,6 +174,12 @@ struct Engine::Impl {
     struct AttnScratch {
         AlignedBuffer<float> s, dp, m, l, d;
     };
+    // Per-thread buffers of the output head.
+    struct HeadScratch {
+        AlignedBuffer<float> logits, dlogits;  // [kLossChunkRows, V]
+        AlignedBuffer<float> dwte;             // [V, C] this thread's share of d(wte)
+        AlignedBuffer<float> dlnf;             // [2C]   its share of d(ln_f weight), d(ln_f bias)
+    };
 
     ModelConfig cfg;
     ParamLayout layout;
@@ -194,9 +200,8 @@ struct Engine::Impl {
     float* lnf_mean = nullptr;    // [N]
     float* lnf_rstd = nullptr;    // [N]
     float* row_loss = nullptr;    // [N]
-    float* logits = nullptr;      // [kLossChunkRows, V]
-    float* dlogits = nullptr;     // [kLossChunkRows, V]
     std::vector<AttnScratch> attn_scratch;
+    std::vector<HeadScratch> head_scratch;
 
     Impl(const ModelConfig& config, int B, int T, EngineOptions opt)
         : cfg(config), layout(config), max_B(B), max_T(T), options(opt) {
@@ -212,7 +217,7 @@ struct Engine::Impl {
         Carver c;
         c.plan(N * C).plan(N * C);  // the residual stream, ping-ponged between two buffers
         plan_layer(c);
-        c.plan(N * C).plan(N * 4 * C).plan(N * C).plan(N).plan(N).plan(N).plan(chunk_rows() * cfg.vocab_size);
+        c.plan(N * C).plan(N * 4 * C).plan(N * C).plan(N).plan(N).plan(N);
         c.allocate(forward_memory);
         resid.push_back(c.take());
         resid.push_back(c.take());
@@ -223,11 +228,9 @@ struct Engine::Impl {
         lnf_mean = c.take();
         lnf_rstd = c.take();
         row_loss = c.take();
-        logits = c.take();
     }
 
     int64_t rows() const { return int64_t(max_B) * max_T; }
-    int64_t chunk_rows() const { return std::min<int64_t>(kLossChunkRows, rows()); }
 
     // Lays out several arrays in one 64-byte aligned allocation: plan() each size, allocate(),
     // then take() them in the same order.
@@ -276,13 +279,12 @@ struct Engine::Impl {
         Carver c;
         for (int l = 2; l <= cfg.n_layer; ++l) c.plan(N * C);  // the rest of the residual stream
         for (int l = 0; l < extra_layers; ++l) plan_layer(c);
-        c.plan(N * 4 * C).plan(N * C).plan(chunk_rows() * cfg.vocab_size);
+        c.plan(N * 4 * C).plan(N * C);
         c.allocate(backward_memory);
         for (int l = 2; l <= cfg.n_layer; ++l) resid.push_back(c.take());
         for (int l = 0; l < extra_layers; ++l) layers.push_back(take_layer(c));
         big_b = c.take();
         dresid = c.take();
-        dlogits = c.take();
     }
 
     void check_call(const int32_t* inputs, const int32_t* targets, int B, int T) const {
@@ -615,42 +617,70 @@ struct Engine::Impl {
     }
 
     // ----------------------------------------------------------------------------------------
-    // final LayerNorm, tied output projection and cross-entropy, in chunks of rows.
-    // With grads: also d(loss) into the LayerNorm input (dresid, overwritten) and into wte.
-
+    // final LayerNorm, tied output projection and cross-entropy: one parallel region in which
+    // each thread takes its rows in chunks of kLossChunkRows, so [N, V] logits are never
+    // resident unless the caller asks for them. With grads: also d(loss) into the LayerNorm
+    // input (dresid, overwritten), ln_f and wte, the last two summed per thread and then added
+    // in thread order.
     // x: the last layer's output [N, C].
     LossSum head(const GptTensors<const float>& w, const GptTensors<float>* g, const float* x,
                  const int32_t* targets, int N, float* losses, float* user_logits, float grad_scale,
                  ThreadPool& pool) {
-        const int C = cfg.n_embd, V = cfg.vocab_size;
+        const int C = cfg.n_embd, V = cfg.vocab_size, nt = pool.size();
         if (!targets && !user_logits) {  // nothing asked for
             if (losses) std::memset(losses, 0, sizeof(float) * size_t(N));
             return LossSum{};
         }
-        layernorm_forward(ln_out, lnf_mean, lnf_rstd, x, w.lnfw, w.lnfb, N, C, cfg.layernorm_eps, pool);
-        float* dlnf = branch;
         const int chunk = std::min(kLossChunkRows, N);
-        for (int r0 = 0; r0 < N; r0 += chunk) {
-            const int n = std::min(chunk, N - r0);
-            float* lg = user_logits ? user_logits + int64_t(r0) * V : logits;
-            // logits[n, V] = lnf . wte[:V]^T   (padding rows of wte are never used)
-            linear_forward(lg, ln_out + int64_t(r0) * C, w.wte, nullptr, n, C, V, pool);
-            if (!targets) continue;
-            pool.parallel_for(n, [&](int, int64_t i0, int64_t i1) {
-                for (int64_t i = i0; i < i1; ++i) {
-                    const int target = targets[r0 + i];
-                    float* dl = dlogits + i * V;
+        if (head_scratch.size() < size_t(nt)) head_scratch.resize(size_t(nt));
+        for (int t = 0; t < nt; ++t) {  // sized and zeroed here: a thread without rows adds nothing
+            HeadScratch& h = head_scratch[size_t(t)];
+            if (h.logits.size() < size_t(chunk) * V) h.logits.resize(size_t(chunk) * V);
+            if (!g) continue;
+            if (h.dlogits.size() < size_t(chunk) * V) h.dlogits.resize(size_t(chunk) * V);
+            if (h.dwte.size() != size_t(V) * C) h.dwte.resize(size_t(V) * C); else h.dwte.zero();
+            if (h.dlnf.size() != size_t(2) * C) h.dlnf.resize(size_t(2) * C); else h.dlnf.zero();
+        }
+        float* dlnf = branch;  // [N, C] d(loss)/d(ln_f output)
+        pool.parallel_for(N, [&](int t, int64_t r0, int64_t r1) {
+            HeadScratch& h = head_scratch[size_t(t)];
+            k::layernorm_forward(ln_out + r0 * C, lnf_mean + r0, lnf_rstd + r0, x + r0 * C, w.lnfw, w.lnfb,
+                                 r1 - r0, C, cfg.layernorm_eps);
+            for (int64_t c0 = r0; c0 < r1; c0 += chunk) {
+                const int n = int(std::min<int64_t>(chunk, r1 - c0));
+                const float* lnf = ln_out + c0 * C;
+                float* lg = user_logits ? user_logits + c0 * V : h.logits.data();
+                // logits[n, V] = lnf . wte[:V]^T   (the padding rows of wte are never used)
+                k::sgemm(gemm_args(false, true, n, V, C, lnf, C, w.wte, C, lg, V));
+                if (!targets) continue;
+                for (int i = 0; i < n; ++i) {
+                    const int target = targets[c0 + i];
+                    float* dl = h.dlogits.data() + int64_t(i) * V;
                     if (target < 0) {
-                        row_loss[r0 + i] = 0.0f;
+                        row_loss[c0 + i] = 0.0f;
                         if (g) std::memset(dl, 0, sizeof(float) * size_t(V));
                         continue;
                     }
-                    row_loss[r0 + i] = k::softmax_cross_entropy(lg + i * V, V, target, g ? dl : nullptr, grad_scale);
+                    row_loss[c0 + i] = k::softmax_cross_entropy(lg + int64_t(i) * V, V, target, g ? dl : nullptr,
+                                                                grad_scale);
                 }
-            });
-            if (!g) continue;
-            linear_backward_input(dlnf + int64_t(r0) * C, dlogits, w.wte, n, C, V, pool);
-            linear_backward_weights(g->wte, nullptr, dlogits, ln_out + int64_t(r0) * C, n, C, V, pool);
+                if (!g) continue;
+                // dlnf[n, C] = dlogits . wte[:V];  dwte[:V] += dlogits^T . lnf
+                k::sgemm(gemm_args(false, false, n, C, V, h.dlogits.data(), V, w.wte, C, dlnf + c0 * C, C));
+                k::sgemm(gemm_args(true, false, V, C, n, h.dlogits.data(), V, lnf, C, h.dwte.data(), C, 1.0f, 1.0f));
+            }
+            if (!g) return;
+            std::memset(dresid + r0 * C, 0, sizeof(float) * size_t((r1 - r0) * C));
+            k::layernorm_backward(dresid + r0 * C, h.dlnf.data(), h.dlnf.data() + C, dlnf + r0 * C, x + r0 * C,
+                                  w.lnfw, lnf_mean + r0, lnf_rstd + r0, r1 - r0, C);
+        });
+        if (g) {
+            for (int t = 0; t < nt; ++t) {
+                const HeadScratch& h = head_scratch[size_t(t)];
+                k::axpy(g->wte, 1.0f, h.dwte.data(), int64_t(V) * C);
+                k::axpy(g->lnfw, 1.0f, h.dlnf.data(), C);
+                k::axpy(g->lnfb, 1.0f, h.dlnf.data() + C, C);
+            }
         }
         LossSum result;
         if (targets) {
@@ -662,10 +692,6 @@ struct Engine::Impl {
         }
         if (losses)
             for (int i = 0; i < N; ++i) losses[i] = targets ? row_loss[i] : 0.0f;
-        if (g) {
-            std::memset(dresid, 0, sizeof(float) * size_t(N) * size_t(C));
-            layernorm_backward(dresid, g->lnfw, g->lnfb, dlnf, x, w.lnfw, lnf_mean, lnf_rstd, N, C, pool);
-        }
         return result;
     }
 };
@@ -719,7 +745,11 @@ LossSum Engine::forward_backward(const float* params, float* grads, const int32_
 int Engine::max_B() const { return impl_->max_B; }
 int Engine::max_T() const { return impl_->max_T; }
 std::size_t Engine::activation_bytes() const {
-    return (impl_->forward_memory.size() + impl_->backward_memory.size()) * sizeof(float);
+    const Impl& m = *impl_;
+    std::size_t floats = m.forward_memory.size() + m.backward_memory.size();
+    for (const auto& s : m.attn_scratch) floats += s.s.size() + s.dp.size() + s.m.size() + s.l.size() + s.d.size();
+    for (const auto& h : m.head_scratch) floats += h.logits.size() + h.dlogits.size() + h.dwte.size() + h.dlnf.size();
+    return floats * sizeof(float);
 }
 
 }  // namespace pg
