@@ -16,10 +16,21 @@ if(PG_BUILD_PYTHON AND NOT CMAKE_CROSSCOMPILING)
   if(TARGET phonegpt_cli)
     list(APPEND PG_PY_TEST_ENV "PHONEGPT_CLI=$<TARGET_FILE:phonegpt_cli>")
   endif()
-  if(PG_SANITIZE)  # an ASan'd libphonegpt needs the runtime loaded first
-    execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libasan.so
-                    OUTPUT_VARIABLE PG_LIBASAN OUTPUT_STRIP_TRAILING_WHITESPACE)
-    list(APPEND PG_PY_TEST_ENV "LD_PRELOAD=${PG_LIBASAN}" "ASAN_OPTIONS=detect_leaks=0")
+  if(PG_SANITIZE)
+    # Python is not instrumented: the ASan runtime must be loaded first, and libstdc++ with it,
+    # or ASan's __cxa_throw interceptor finds no real __cxa_throw and aborts at the first C++
+    # exception inside the library.
+    if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+      execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-runtime-dir
+                      OUTPUT_VARIABLE PG_RT_DIR OUTPUT_STRIP_TRAILING_WHITESPACE)
+      set(PG_LIBASAN ${PG_RT_DIR}/libclang_rt.asan-x86_64.so)
+    else()
+      execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libasan.so
+                      OUTPUT_VARIABLE PG_LIBASAN OUTPUT_STRIP_TRAILING_WHITESPACE)
+    endif()
+    execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libstdc++.so.6
+                    OUTPUT_VARIABLE PG_LIBSTDCXX OUTPUT_STRIP_TRAILING_WHITESPACE)
+    list(APPEND PG_PY_TEST_ENV "LD_PRELOAD=${PG_LIBASAN} ${PG_LIBSTDCXX}" "ASAN_OPTIONS=detect_leaks=0")
   endif()
   add_test(NAME python_binding
            COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider ${PROJECT_SOURCE_DIR}/tests/python)
