@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,6 +32,11 @@ int count_files_with_prefix(const std::string& prefix) {
         if (std::string(e->d_name).rfind(prefix, 0) == 0) ++n;
     closedir(d);
     return n;
+}
+
+ino_t inode_of(const std::string& path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
 }
 
 struct FailureGuard {
@@ -275,7 +281,16 @@ TEST_CASE("SIGKILL at 150 random points while saving: the file is always the old
                 }
             }
         }
-        std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, 15000)(rng)));
+        if (round % 10 == 0) {
+            // Every tenth round waits until the child's first save has replaced the file (a new
+            // inode after the rename) and kills right then, so replacements are always
+            // exercised however loaded the machine is and however late the child starts.
+            const ino_t before = inode_of(path);
+            for (int waited = 0; inode_of(path) == before && waited < 20000; ++waited)
+                std::this_thread::sleep_for(std::chrono::microseconds(100));
+        } else {
+            std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, 15000)(rng)));
+        }
         kill(child, SIGKILL);
         int status = 0;
         REQUIRE(waitpid(child, &status, 0) == child);
