@@ -10,6 +10,12 @@ import os
 import sys
 import time
 
+# PyTorch's best CPU configuration here (benchmarks/compare_pytorch.py): its BLAS pool off so it
+# does not fight its OpenMP pool, and idle OpenMP threads sleeping rather than spinning. Read
+# when torch loads, so set before the import; the caller's environment wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 if os.environ.get("PHONEGPT_PYDIR"):
     sys.path.insert(0, os.environ["PHONEGPT_PYDIR"])
 import phonegpt  # noqa: E402

@@ -77,7 +77,11 @@ def main():
     xs = [r["step"] for r in plotted] if plotted is with_step else list(range(len(plotted)))
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(xs, [r["loss"] for r in plotted], marker="o")
-    ax.set_xlabel("step" if plotted is with_step else "checkpoint (name order)")
+    if plotted is with_step:
+        ax.set_xlabel("step")
+    else:  # no step numbers in the names: one tick per checkpoint, labelled with its name
+        ax.set_xticks(xs, [r["checkpoint"] for r in plotted], rotation=30, ha="right")
+        ax.set_xlabel("checkpoint")
     ax.set_ylabel("whole-split validation loss (nats)")
     ax.set_title(os.path.abspath(args.folder))
     ax.grid(True, alpha=0.3)
