@@ -140,6 +140,7 @@ std::vector<GemmCase> gemm_cases() {
         cases.push_back({l[0], l[1], 200, 20, 40, 2, 1.0f, 1.0f, true});   // several row blocks
         cases.push_back({l[0], l[1], 9, 530, 21, 0, 2.0f, 0.0f, true});     // two N blocks
         cases.push_back({l[0], l[1], 12, 32, 0, 0, 1.0f, 0.5f, true});      // K = 0
+        cases.push_back({l[0], l[1], 260, 20, 300, 0, 1.0f, 1.0f, true});  // TN: short K blocks
     }
     return cases;
 }
