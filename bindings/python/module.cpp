@@ -697,6 +697,9 @@ public:
         if (steps < 0) raise_invalid("steps must be >= 0");
         std::vector<pg_step_result> results;
         for (int64_t i = 0; i < steps; ++i) {
+            // before the step too: a signal raised during the callback may have been handled
+            // by another thread only after the callback returned
+            if (PyErr_CheckSignals() != 0) throw py::error_already_set();
             results.push_back(step());
             if (PyErr_CheckSignals() != 0) throw py::error_already_set();
             if (!callback.is_none() && py::bool_(callback(results.back()))) break;
