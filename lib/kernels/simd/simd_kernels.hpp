@@ -29,11 +29,12 @@ inline T min_of(T a, T b) {
 // GEMM: C[M,N] = alpha op(A) op(B) + beta C (+ bias), BLIS-style.
 //
 //   for jc over N in NC columns:
-//     for pc over K in KC steps:            pack op(B)[pc:, jc:] into NR-wide panels (L2)
+//     for pc over K in KC steps:            pack op(B)[pc:, jc:] into NR-wide panels
 //       for ic over M in MC rows:           (the A rows of this block stay in L2)
-//         for jr over the NR panels:        (one panel, kc x NR, stays in L1)
+//         for jr over the NR panels:        (one panel, kc x NR, reused by every row tile)
 //           for ir over MR row tiles:       micro-kernel: MR x NR of C in registers
 //
+// B is not packed when it is plain and M fits one row block (see reads_b_directly).
 // A is not packed: the micro-kernel broadcasts op(A)[i+r, k] straight from A, which is
 // contiguous in k for a plain A and contiguous in r for a transposed one, so both layouts
 // stream well. Only a partial row tile (M % MR rows) is copied into a zero-padded buffer.
@@ -48,9 +49,9 @@ struct Gemm {
     using B = xsimd::batch<float, Arch>;
     static constexpr int W = int(B::size);
     static constexpr int NR = NV * W;
-    // A packed B micro-panel (KC x NR floats) is reused by every row tile of a block, so it
-    // should stay in L1 with room for the A rows streaming past: about 24 KB (half of Zen 4/5's
-    // 48 KB L1; a third of the 64 KB of big ARM cores; the 16-register ISAs use 16 KB).
+    // K block, set per instruction set by its table (table_<arch>.cpp). Textbook BLIS keeps a
+    // B panel (KC x NR) in L1; on Zen 5 longer blocks (512: 96 KB panels served from L2) were
+    // faster, since each block costs a pass over C and a B pack.
     static constexpr int KC = KC_;
     // A transposed A (a weight gradient's dy^T) with rows 1 KB or more apart: each k of a tile
     // reads another row, so shorter K blocks keep a tile's rows few enough for the TLB and
