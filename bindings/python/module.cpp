@@ -787,6 +787,9 @@ PYBIND11_MODULE(_phonegpt, m) {
         "phonegpt.Error", "Base class of every libphonegpt error; .status is the pg_status code.",
         PyExc_Exception, nullptr);
     m.add_object("Error", py::handle(g_error_base));
+    // Class-level defaults; every raised instance carries its own status and status_name.
+    py::handle(g_error_base).attr("status") = py::none();
+    py::handle(g_error_base).attr("status_name") = py::none();
     struct Family {
         pg_status status;
         const char* name;
@@ -815,6 +818,8 @@ PYBIND11_MODULE(_phonegpt, m) {
         Py_DECREF(bases);
         if (!cls) throw py::error_already_set();
         g_error_class[f.status] = cls;  // one reference kept for the module's lifetime
+        py::handle(cls).attr("status") = int(f.status);  // e.g. phonegpt.ChecksumError.status == 6
+        py::handle(cls).attr("status_name") = pg_status_name(f.status);
         m.add_object(f.name, py::reinterpret_borrow<py::object>(cls));
     }
 

@@ -48,6 +48,7 @@ def test_exception_hierarchy():
                  "ChecksumError", "GeometryError", "TokenizeError", "Cancelled", "StateError",
                  "BufferTooSmall", "Unsupported", "InternalError"]:
         assert issubclass(getattr(phonegpt, name), phonegpt.Error), name
+    assert phonegpt.ChecksumError.status == 6 and phonegpt.ChecksumError.status_name == "PG_ERR_CHECKSUM"
     assert issubclass(phonegpt.InvalidArgument, ValueError)
     assert issubclass(phonegpt.IOError, OSError)
     assert issubclass(phonegpt.OutOfMemory, MemoryError)
@@ -746,3 +747,27 @@ def test_two_threads_share_a_trainer(tok):
             th.join()
         assert not errors
         assert t.step_count == 20
+
+
+def test_type_stub_matches_the_module():
+    """Every class, function, method and property the .pyi declares exists, and every public
+    name the package exports is declared."""
+    import ast
+    stub_path = os.path.join(os.path.dirname(phonegpt.__file__), "__init__.pyi")
+    tree = ast.parse(open(stub_path, encoding="utf-8").read())
+    declared = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            declared.add(node.name)
+            cls = getattr(phonegpt, node.name)
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and not item.name.startswith("__"):
+                    assert hasattr(cls, item.name), f"{node.name}.{item.name}"
+                elif isinstance(item, ast.AnnAssign):
+                    assert hasattr(cls, item.target.id), f"{node.name}.{item.target.id}"
+        elif isinstance(node, ast.FunctionDef):
+            declared.add(node.name)
+            assert callable(getattr(phonegpt, node.name)), node.name
+        elif isinstance(node, ast.AnnAssign) and node.target.id in phonegpt.__all__:
+            declared.add(node.target.id)
+    assert set(phonegpt.__all__) <= declared, set(phonegpt.__all__) - declared
