@@ -600,26 +600,34 @@ def test_evaluate_sampled(tok):
 
 
 def test_long_calls_release_the_gil(tok):
-    """Another Python thread keeps running while the library evaluates."""
-    ids = tok.encode(TEXT * 60)
+    """Another Python thread runs *during* a long library call: ticks stamped strictly inside
+    the call's time span (a thread needs the GIL to run Python at all)."""
+    import time
+    ids = tok.encode(TEXT * 1000)
     ticks = []
     stop = threading.Event()
 
     def ticker():
         while not stop.is_set():
-            ticks.append(1)
-            stop.wait(0.001)
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
 
     with tiny_with(tok) as m:
         th = threading.Thread(target=ticker)
         th.start()
-        before = len(ticks)
-        for _ in range(5):
-            m.evaluate(ids, n_threads=1)
-        during = len(ticks) - before
-        stop.set()
-        th.join()
-    assert during > 0
+        try:
+            for _ in range(20):                       # retry: a loaded machine may starve the ticker
+                t0 = time.perf_counter()
+                m.evaluate(ids, n_threads=1)
+                t1 = time.perf_counter()
+                margin = 0.1 * (t1 - t0)
+                if any(t0 + margin < t < t1 - margin for t in ticks):
+                    break
+            else:
+                pytest.fail("no Python thread ran during evaluate(): is the GIL held?")
+        finally:
+            stop.set()
+            th.join()
 
 
 # ---- generation ----------------------------------------------------------------------------
