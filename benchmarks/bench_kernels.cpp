@@ -139,7 +139,8 @@ double best_pool_cpu_time_raw(F&& f, pg::ThreadPool& pool, double budget) {
 template <class F>
 double best_pool_cpu_time(F&& f, pg::ThreadPool& pool, double budget) {
     static const double overhead = best_pool_cpu_time_raw([] {}, pool, 0.05);
-    return std::max(best_pool_cpu_time_raw(f, pool, budget) - overhead, 1e-9);
+    const double raw = best_pool_cpu_time_raw(f, pool, budget);
+    return raw > 4.0 * overhead ? raw - overhead : 0.0;  // 0: too short to tell
 }
 
 struct GemmResult {
@@ -178,7 +179,8 @@ void time_gemm(const char* suite, const char* layer, const char* op, const GemmA
         r.gflops_all = r.gflops_all_cpu = flops / best_time(parallel, o.seconds) * 1e-9;
     } else {
         r.gflops_all = flops / best_time(parallel, o.seconds, Clock::wall) * 1e-9;
-        r.gflops_all_cpu = flops / best_pool_cpu_time(parallel, pool, o.seconds) * 1e-9;
+        const double cpu = best_pool_cpu_time(parallel, pool, o.seconds);
+        r.gflops_all_cpu = cpu > 0.0 ? flops / cpu * 1e-9 : 0.0;
     }
     if (o.eigen && pg_bench::eigen_available())
         r.eigen_1t = flops / best_time([&] { pg_bench::eigen_sgemm(g); }, o.seconds) * 1e-9;
@@ -421,7 +423,7 @@ int main(int argc, char** argv) {
     std::printf("(GFLOP/s. %%peak: of the measured FMA peak for the same thread count. all thr:\n"
                 " wall time; cpu-est: flops / the longest CPU time of any pool thread in the call,\n"
                 " what the pool reaches with its cores to itself (differs from all thr when\n"
-                " other processes share the cores; clock-reading cost dominates it under ~0.1 ms).\n"
+                " other processes share the cores; 0.0 = the call is too short to tell).\n"
                 " Eigen 0.0 = not run.)\n\n");
     std::printf("%-9s %-22s %-12s %9s %10s\n", "suite", "kernel (1 thread)", "size", "GB/s",
                 "x reference");

@@ -191,10 +191,10 @@ TEST_CASE("sgemm at the PhoneGPT layer shapes (reduced rows) on every table", "[
 TEST_CASE("sgemm_parallel is bitwise equal to sgemm for any thread count", "[kernels]") {
     pg::ThreadPool pool2(2), pool3(3);
     const GemmCase cases[] = {
-        // Each well above sgemm_parallel's 2e6-flop threshold, so the pool really splits them.
-        {false, true, 203, 70, 400, 0, 1.0f, 0.0f, true},    // rows split (activations)
-        {true, false, 40, 131, 1000, 0, 1.0f, 1.0f, false},  // columns split (weight gradient)
-        {false, false, 57, 57, 1600, 2, 0.5f, 0.25f, false},
+        // Each above sgemm_parallel's 1.6e7-flop threshold, so the pool really splits them.
+        {false, true, 203, 70, 600, 0, 1.0f, 0.0f, true},    // rows split (activations)
+        {true, false, 40, 131, 1600, 0, 1.0f, 1.0f, false},  // columns split (weight gradient)
+        {false, false, 57, 57, 2600, 2, 0.5f, 0.25f, false},
     };
     for (auto* t : tables()) {
         for (const auto& c : cases) {
