@@ -132,9 +132,10 @@ void sgemm_parallel_with(const KernelTable& table, const GemmArgs& g, ThreadPool
     const int unit = split_rows ? table.gemm_mr : table.gemm_nr;
     const int extent = split_rows ? g.M : g.N;
     const int64_t units = (extent + unit - 1) / unit;
-    // Small products are not worth waking the pool for: a parallel_for costs ~25 us here (2
-    // vCPUs, best of 2000 calls), so splitting only pays above ~16 MFLOP (measured: N = K = 128
-    // NT, M = 256: 34 us serial, 41 us on 2 threads; M = 512: 66 us, 60 us).
+    // Small products are not worth splitting: on this 2-vCPU VM a split GEMM pays ~15-25 us
+    // over its share of the work (waking the idle worker core, each thread packing its own B,
+    // cold caches; an empty parallel_for alone is ~4 us), so it only pays above ~16 MFLOP
+    // (N = K = 128 NT, best of 2000: M = 256 34 us serial, 41 us split; M = 512 66 vs 60 us).
     const double flops = 2.0 * g.M * g.N * g.K;
     if (pool.size() == 1 || units < 2 || flops < 1.6e7) {
         table.sgemm(g);
