@@ -280,6 +280,11 @@ typedef struct pg_train_config {
     float dropout;                /* nanoGPT's four places, 0 = off (default) */
     uint64_t seed;                /* batch sampling and dropout, default 1337 */
     int32_t n_threads;            /* <= 0: all cores (default) */
+    /* 1 = keep only each layer's input during the forward pass and recompute the layer's
+     * activations just before its backward pass: about a fifth more compute per step for a
+     * fraction of the activation memory (docs/performance.md). Results are bit-identical to 0
+     * (default), so checkpoints do not store it. */
+    int32_t recompute_activations;
 } pg_train_config;
 
 PG_API void pg_train_config_default(pg_train_config* config);

@@ -74,6 +74,10 @@ TrainConfig train_config_from_c(const pg_train_config& c) {
     if (PG_HAS_FIELD(c, dropout)) t.dropout = c.dropout;
     if (PG_HAS_FIELD(c, seed)) t.seed = c.seed;
     if (PG_HAS_FIELD(c, n_threads)) t.n_threads = c.n_threads;
+    if (PG_HAS_FIELD(c, recompute_activations)) {
+        int_range("recompute_activations", c.recompute_activations, 0, 1);
+        t.recompute_activations = c.recompute_activations != 0;
+    }
     validate_train_config(t);
     return t;
 }
@@ -100,6 +104,7 @@ void train_config_to_c(const TrainConfig& t, pg_train_config* c) {
     out.dropout = t.dropout;
     out.seed = t.seed;
     out.n_threads = t.n_threads;
+    out.recompute_activations = t.recompute_activations ? 1 : 0;
     uint32_t n = c->struct_size < sizeof out ? c->struct_size : static_cast<uint32_t>(sizeof out);
     std::memcpy(static_cast<void*>(c), &out, n);
     c->struct_size = n;

@@ -25,6 +25,7 @@ struct TrainConfig {
     float dropout = 0.0f;
     uint64_t seed = 1337;
     int n_threads = 0;
+    bool recompute_activations = false;  // speed/memory trade only: results are identical
 };
 
 // Reads the fields struct_size covers (defaults for the rest) and validates; throws pg::Error.

@@ -118,7 +118,9 @@ Engine& Trainer::engine_for(int B, int T) {
         int max_B = engine_ ? std::max(B, engine_->max_B()) : B;
         int max_T = engine_ ? std::max(T, engine_->max_T()) : T;
         engine_.reset();  // release the old activations before allocating the new ones
-        engine_ = std::make_unique<Engine>(model_.config(), max_B, max_T);
+        EngineOptions options;
+        options.recompute = cfg_.recompute_activations;
+        engine_ = std::make_unique<Engine>(model_.config(), max_B, max_T, options);
     }
     return *engine_;
 }
