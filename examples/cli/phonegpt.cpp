@@ -1,10 +1,13 @@
 // phonegpt: the command-line tool. Trains a character-level GPT on a text file, evaluates a
-// checkpoint on the whole validation split, and samples text from it. Written against the
-// public C API only (docs/cli.md is its manual).
+// checkpoint (or a folder of them) on the whole validation split, samples text from it, and
+// exports/imports llm.c and safetensors files. Written against the public C API only
+// (docs/cli.md is its manual).
 //
 //   phonegpt train  [--preset phonegpt|tiny] [--data PATH] [--steps N] ... [--out DIR] [--json]
 //   phonegpt eval   --checkpoint PATH [--data PATH] [--json]
 //   phonegpt sample --checkpoint PATH [--prompt TEXT] [--tokens N] ... [--json]
+//   phonegpt export --checkpoint PATH --format llmc|safetensors --out PATH [--json]
+//   phonegpt import --format llmc|safetensors --in PATH --out PATH [--tokenizer-from PATH] [--json]
 //
 // Exit codes: 0 success, 1 a runtime failure (a library call failed: the message names it),
 // 2 a usage error (unknown option, bad value, missing file argument).
@@ -835,6 +838,134 @@ int cmd_sample(int argc, char** argv) {
 }
 
 // ------------------------------------------------------------------------------------------
+// phonegpt export / phonegpt import: the llm.c and safetensors formats of pg_model_export.
+
+pg_interop_format interop_format(const Options& opt) {
+    if (!opt.has("format")) throw UsageError{"--format llmc|safetensors is required"};
+    const std::string f = opt.text("format", "");
+    if (f == "llmc") return PG_FORMAT_LLMC;
+    if (f == "safetensors") return PG_FORMAT_SAFETENSORS;
+    throw UsageError{"--format must be llmc or safetensors, got \"" + f + "\""};
+}
+
+int cmd_export(int argc, char** argv) {
+    Options opt("export",
+                {
+                    {"checkpoint", "PATH", "the native model to export (a model.bin or trainer.bin)"},
+                    {"format", "KIND", "llmc (llm.c model file) or safetensors (Hugging Face GPT-2)"},
+                    {"out", "PATH", "the file to write (safetensors: config.json is written beside it)"},
+                    {"json", nullptr, "print one JSON object of results on stdout"},
+                    {"help", nullptr, "this help"},
+                },
+                argc, argv);
+    if (opt.has("help")) {
+        std::printf("%s", opt.help("--checkpoint PATH --format llmc|safetensors --out PATH",
+                                   "Writes a checkpoint's weights in llm.c's or Hugging Face's format. llm.c's\n"
+                                   "file has no room for the tokenizer; safetensors keeps it in its metadata.")
+                              .c_str());
+        return 0;
+    }
+    g_json = opt.has("json");
+    if (!opt.has("checkpoint")) throw UsageError{"--checkpoint PATH is required"};
+    if (!opt.has("out")) throw UsageError{"--out PATH is required"};
+    const pg_interop_format format = interop_format(opt);
+    const std::string ckpt = opt.text("checkpoint", ""), out = opt.text("out", "");
+
+    pg_model* m = nullptr;
+    check(pg_model_load(ckpt.c_str(), &m), "pg_model_load");
+    ModelPtr model(m);
+    const double t0 = now_seconds();
+    check(pg_model_export(model.get(), format, out.c_str()), "pg_model_export");
+    const double seconds = now_seconds() - t0;
+    say("exported %s to %s (%s)%s\n", ckpt.c_str(), out.c_str(), opt.text("format", "").c_str(),
+        format == PG_FORMAT_SAFETENSORS ? (", config.json in " + parent_dir(out)).c_str() : "");
+    if (g_json) {
+        int64_t n_params = 0;
+        check(pg_model_num_params(model.get(), &n_params), "pg_model_num_params");
+        Json j;
+        j.boolean("ok", true).str("command", "export").str("checkpoint", ckpt).str("format", opt.text("format", ""))
+            .str("out", out).object("model", model_json(config_of(model.get()), n_params)).num("seconds", seconds);
+        std::printf("%s\n", j.text().c_str());
+    }
+    return 0;
+}
+
+int cmd_import(int argc, char** argv) {
+    Options opt("import",
+                {
+                    {"format", "KIND", "llmc (llm.c model file) or safetensors (Hugging Face GPT-2)"},
+                    {"in", "PATH", "the file to read (safetensors: with its config.json beside it)"},
+                    {"out", "PATH", "the native checkpoint to write (e.g. model.bin)"},
+                    {"tokenizer-from", "PATH", "copy the tokenizer of this native checkpoint"},
+                    {"vocab-text", "PATH", "build the character tokenizer from this text (as train does)"},
+                    {"json", nullptr, "print one JSON object of results on stdout"},
+                    {"help", nullptr, "this help"},
+                },
+                argc, argv);
+    if (opt.has("help")) {
+        std::printf("%s", opt.help("--format llmc|safetensors --in PATH --out PATH [options]",
+                                   "Reads an llm.c or safetensors model into a native checkpoint. llm.c files\n"
+                                   "hold no tokenizer (safetensors files written by phonegpt do): give one with\n"
+                                   "--tokenizer-from or --vocab-text, or the checkpoint has none (eval and\n"
+                                   "sample then refuse it).")
+                              .c_str());
+        return 0;
+    }
+    g_json = opt.has("json");
+    const pg_interop_format format = interop_format(opt);
+    if (!opt.has("in")) throw UsageError{"--in PATH is required"};
+    if (!opt.has("out")) throw UsageError{"--out PATH is required"};
+    if (opt.has("tokenizer-from") && opt.has("vocab-text"))
+        throw UsageError{"--tokenizer-from and --vocab-text are alternatives: give one"};
+    const std::string in = opt.text("in", ""), out = opt.text("out", "");
+    if (opt.has("vocab-text") && !file_exists(opt.text("vocab-text", "")))
+        throw UsageError{"--vocab-text: no file at \"" + opt.text("vocab-text", "") + "\""};
+
+    pg_model* m = nullptr;
+    check(pg_model_import(format, in.c_str(), &m), "pg_model_import");
+    ModelPtr model(m);
+    // This library's safetensors files carry the tokenizer in their metadata; llm.c files never do.
+    pg_tokenizer* carried = nullptr;
+    check(pg_model_get_tokenizer(model.get(), &carried), "pg_model_get_tokenizer");
+    std::string tokenizer_source = carried ? "the imported file" : "none";
+    if (opt.has("tokenizer-from")) {
+        pg_model* donor_raw = nullptr;
+        check(pg_model_load(opt.text("tokenizer-from", "").c_str(), &donor_raw), "pg_model_load");
+        ModelPtr donor(donor_raw);
+        pg_tokenizer* tok = nullptr;
+        check(pg_model_get_tokenizer(donor.get(), &tok), "pg_model_get_tokenizer");
+        if (!tok)
+            throw RuntimeError{"--tokenizer-from: \"" + opt.text("tokenizer-from", "") + "\" has no tokenizer",
+                               "PG_ERR_STATE"};
+        check(pg_model_set_tokenizer(model.get(), tok), "pg_model_set_tokenizer");
+        tokenizer_source = opt.text("tokenizer-from", "");
+    } else if (opt.has("vocab-text")) {
+        const std::string text = read_file(opt.text("vocab-text", ""));
+        pg_tokenizer* built = nullptr;
+        check(pg_tokenizer_create_char(text.data(), text.size(), &built), "pg_tokenizer_create_char");
+        TokenizerPtr owned(built);
+        check(pg_model_set_tokenizer(model.get(), built), "pg_model_set_tokenizer");
+        tokenizer_source = opt.text("vocab-text", "");
+    }
+    pg_save_options so;
+    pg_save_options_default(&so);
+    check(pg_model_save(model.get(), out.c_str(), &so), "pg_model_save");
+    say("imported %s (%s) to %s; tokenizer: %s\n", in.c_str(), opt.text("format", "").c_str(), out.c_str(),
+        tokenizer_source == "none" ? "none (give --tokenizer-from or --vocab-text to add one)"
+                                   : tokenizer_source.c_str());
+    if (g_json) {
+        int64_t n_params = 0;
+        check(pg_model_num_params(model.get(), &n_params), "pg_model_num_params");
+        Json j;
+        j.boolean("ok", true).str("command", "import").str("format", opt.text("format", "")).str("in", in)
+            .str("out", out).object("model", model_json(config_of(model.get()), n_params))
+                .boolean("has_tokenizer", tokenizer_source != "none").str("tokenizer_from", tokenizer_source);
+        std::printf("%s\n", j.text().c_str());
+    }
+    return 0;
+}
+
+// ------------------------------------------------------------------------------------------
 
 const char* kUsage =
     "usage: phonegpt <command> [options]\n"
@@ -843,6 +974,8 @@ const char* kUsage =
     "  train    train a character-level GPT on a text file (default: Tiny Shakespeare)\n"
     "  eval     score a checkpoint on the whole validation split\n"
     "  sample   generate text from a checkpoint\n"
+    "  export   write a checkpoint's weights as an llm.c or safetensors file\n"
+    "  import   read an llm.c or safetensors file into a native checkpoint\n"
     "\n"
     "phonegpt <command> --help shows a command's options; every command takes --json.\n"
     "Exit codes: 0 success, 1 runtime failure, 2 usage error.\n";
@@ -864,7 +997,8 @@ int main(int argc, char** argv) {
         return 0;
     }
     const std::map<std::string, std::function<int(int, char**)>> commands = {
-        {"train", cmd_train}, {"eval", cmd_eval}, {"sample", cmd_sample}};
+        {"train", cmd_train},   {"eval", cmd_eval},     {"sample", cmd_sample},
+        {"export", cmd_export}, {"import", cmd_import}};
     auto it = commands.find(command);
     if (it == commands.end()) {
         std::fprintf(stderr, "phonegpt: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);

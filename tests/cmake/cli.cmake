@@ -68,6 +68,80 @@ pg_cli_test(cli_missing_checkpoint_file 1 "ok|error|status"
 pg_cli_test(cli_bad_preset 2 "ok|error|status" "train|--preset|huge|--data|${PG_CLI_TEXT}|--json")
 pg_cli_test(cli_help 0 "-" "train|--help")
 pg_cli_test(cli_no_command 2 "-" "")
+pg_cli_test(cli_export_bad_format 2 "ok|error" "export|--checkpoint|x.bin|--format|onnx|--out|x.onnx|--json")
+pg_cli_test(cli_export_missing_out 2 "ok|error" "export|--checkpoint|x.bin|--format|llmc|--json")
+pg_cli_test(cli_import_missing_in 2 "ok|error" "import|--format|llmc|--out|x.bin|--json")
+pg_cli_test(cli_import_two_tokenizers 2 "ok|error"
+  "import|--format|llmc|--in|x.llmc|--out|x.bin|--tokenizer-from|a.bin|--vocab-text|${PG_CLI_TEXT}|--json")
+pg_cli_test(cli_import_missing_file 1 "ok|error|status"
+  "import|--format|llmc|--in|${PG_CLI_DIR}/no-such-model.llmc|--out|${PG_CLI_DIR}/x.bin|--json")
+
+# Scenarios that compare several runs' results, written in Python (run with the python3 of
+# scripts/setup.sh): each script gets the prelude's run() and close() and the arguments
+# CLI DIR TEXT (the executable, a scratch folder, the generated text).
+set(PG_CLI_PRELUDE [=[
+import csv, glob, json, math, os, shutil, subprocess, sys
+CLI, DIR, TEXT = sys.argv[1], sys.argv[2], sys.argv[3]
+os.makedirs(DIR, exist_ok=True)
+
+def run(*args, rc=0):
+    """Runs phonegpt ARGS --json; wants exit code rc and one JSON object; returns it (and stderr)."""
+    p = subprocess.run([CLI, *args, "--json"], capture_output=True, text=True)
+    if p.returncode != rc:
+        sys.exit(f"phonegpt {' '.join(args)}: exit {p.returncode}, wanted {rc}\n{p.stderr}\n{p.stdout}")
+    result = json.loads(p.stdout)
+    if result["ok"] != (rc == 0):
+        sys.exit(f"phonegpt {' '.join(args)}: ok is {result['ok']}\n{p.stdout}")
+    result["_stderr"] = p.stderr
+    return result
+
+def close(a, b, what, tol=1e-9):
+    """Fails unless a and b agree to tol (relative)."""
+    if not (math.isfinite(a) and math.isfinite(b) and abs(a - b) <= tol * max(1.0, abs(a), abs(b))):
+        sys.exit(f"{what}: {a} != {b}")
+
+def train(out, *extra):
+    return run("train", "--preset", "tiny", "--data", TEXT, "--batch", "4", "--threads", "2",
+               "--out", out, *extra)
+]=])
+# pg_cli_scenario(NAME CODE [FIXTURE]): runs the prelude + CODE with python3.
+function(pg_cli_scenario name code)
+  if(NOT PG_CLI_PYTHON)
+    return()
+  endif()
+  file(WRITE ${PG_CLI_DIR}/${name}.py "${PG_CLI_PRELUDE}\n${code}\nprint('ok')\n")
+  add_test(NAME ${name} COMMAND ${PG_CLI_PYTHON} ${PG_CLI_DIR}/${name}.py $<TARGET_FILE:phonegpt_cli>
+    ${PG_CLI_DIR}/${name} ${PG_CLI_TEXT})
+endfunction()
+
+# export then import, in both formats, gives back the same model: the same validation loss.
+# llm.c files hold no tokenizer (the import takes one from a checkpoint or a text, or has none);
+# safetensors files keep it in their metadata.
+pg_cli_scenario(cli_export_import_round_trip [=[
+base = train(f"{DIR}/run", "--steps", "4", "--eval-interval", "0")
+model = base["model_path"]
+want = run("eval", "--checkpoint", model, "--data", TEXT)["loss"]
+for fmt in ["llmc", "safetensors"]:
+    exported = run("export", "--checkpoint", model, "--format", fmt, "--out", f"{DIR}/m.{fmt}")
+    assert exported["model"] == base["model"], exported
+for fmt, extra, tokenizer in [("llmc", ["--tokenizer-from", model], True),
+                              ("llmc", ["--vocab-text", TEXT], True),
+                              ("llmc", [], False),
+                              ("safetensors", [], True)]:
+    out = f"{DIR}/imported-{fmt}-{len(extra)}.bin"
+    imported = run("import", "--format", fmt, "--in", f"{DIR}/m.{fmt}", "--out", out, *extra)
+    if imported["has_tokenizer"] != tokenizer or imported["model"] != base["model"]:
+        sys.exit(f"import {fmt} {extra}: {imported}")
+    if tokenizer:
+        close(run("eval", "--checkpoint", out, "--data", TEXT)["loss"], want, f"loss after {fmt} {extra}")
+    else:
+        run("eval", "--checkpoint", out, "--data", TEXT, rc=1)
+# A text with another vocabulary does not fit the model.
+with open(f"{DIR}/other.txt", "w") as f:
+    f.write("only these letters")
+run("import", "--format", "llmc", "--in", f"{DIR}/m.llmc", "--out", f"{DIR}/bad.bin",
+    "--vocab-text", f"{DIR}/other.txt", rc=1)
+]=])
 endif()  # TARGET phonegpt_cli
 return()
 endif()  # NOT CMAKE_SCRIPT_MODE_FILE
