@@ -15,14 +15,6 @@
 
 namespace {
 
-pg_model_config full_default_config() {
-    pg_model_config c;
-    std::memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    pg::model_config_to_c(pg::ModelConfig{}, &c);
-    return c;
-}
-
 std::string* err(const pg_model* m) { return m ? &m->last_error : nullptr; }
 
 void check_index(const pg_model* model, int32_t index, const char* fn) {
@@ -36,15 +28,14 @@ void check_index(const pg_model* model, int32_t index, const char* fn) {
 extern "C" {
 
 void pg_model_config_default(pg_model_config* config) {
-    if (config) *config = full_default_config();
+    if (config) *config = pg::model_config_to_c(pg::ModelConfig{});
 }
 
 pg_status pg_model_config_preset(const char* name, pg_model_config* config) {
     return pg::guarded(nullptr, [&] {
         PG_REQUIRE_NOT_NULL("pg_model_config_preset", config);
         pg::ModelConfig m = pg::model_preset(name);
-        *config = full_default_config();
-        pg::model_config_to_c(m, config);
+        *config = pg::model_config_to_c(m);  // like *_default: fills the whole struct
     });
 }
 
@@ -87,7 +78,7 @@ pg_status pg_model_get_config(const pg_model* model, pg_model_config* config) {
         PG_REQUIRE_NOT_NULL("pg_model_get_config", config);
         pg::require_arg(config->struct_size >= sizeof(uint32_t), "pg_model_get_config",
                         "config->struct_size is not set");
-        pg::model_config_to_c(model->impl.config(), config);
+        pg::write_result(pg::model_config_to_c(model->impl.config()), config, "pg_model_get_config");
     });
 }
 

@@ -61,9 +61,7 @@ extern "C" {
 
 void pg_train_config_default(pg_train_config* config) {
     if (!config) return;
-    std::memset(config, 0, sizeof *config);
-    config->struct_size = sizeof *config;
-    pg::train_config_to_c(pg::TrainConfig{}, config);
+    *config = pg::train_config_to_c(pg::TrainConfig{});
 }
 
 pg_status pg_trainer_create(pg_model* model, const pg_train_config* config, pg_trainer** out) {
@@ -97,7 +95,7 @@ pg_status pg_trainer_get_config(const pg_trainer* trainer, pg_train_config* conf
         PG_REQUIRE_NOT_NULL(fn, config);
         pg::require_arg(config->struct_size >= sizeof(uint32_t), fn,
                         "config->struct_size is not set (set it to sizeof(pg_train_config))");
-        pg::train_config_to_c(t.config(), config);
+        pg::write_result(pg::train_config_to_c(t.config()), config, fn);
     });
 }
 

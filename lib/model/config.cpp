@@ -32,7 +32,7 @@ ModelConfig model_config_from_c(const pg_model_config& c) {
 }
 #undef PG_HAS_FIELD
 
-void model_config_to_c(const ModelConfig& m, pg_model_config* c) {
+pg_model_config model_config_to_c(const ModelConfig& m) {
     pg_model_config out;
     std::memset(&out, 0, sizeof out);
     out.struct_size = sizeof out;
@@ -43,9 +43,7 @@ void model_config_to_c(const ModelConfig& m, pg_model_config* c) {
     out.vocab_size = m.vocab_size;
     out.padded_vocab_size = m.padded_vocab_size;
     out.layernorm_eps = m.layernorm_eps;
-    uint32_t n = c->struct_size < sizeof out ? c->struct_size : static_cast<uint32_t>(sizeof out);
-    std::memcpy(c, &out, n);
-    c->struct_size = n;
+    return out;
 }
 
 void validate_model_config(const ModelConfig& m) {

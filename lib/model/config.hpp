@@ -31,7 +31,8 @@ constexpr int64_t kMaxParams = int64_t(1) << 33;
 // rest) and resolving padded_vocab_size = 0. Throws pg::Error(PG_ERR_INVALID_ARGUMENT) naming
 // the first bad field.
 ModelConfig model_config_from_c(const pg_model_config& c);
-void model_config_to_c(const ModelConfig& m, pg_model_config* c);
+// The full-sized C struct (struct_size = sizeof); the C boundary copies what a caller has room for.
+pg_model_config model_config_to_c(const ModelConfig& m);
 // Throws pg::Error naming the first bad field.
 void validate_model_config(const ModelConfig& m);
 // Number of parameters (including padding rows) of a valid configuration.

@@ -83,7 +83,7 @@ TrainConfig train_config_from_c(const pg_train_config& c) {
 }
 #undef PG_HAS_FIELD
 
-void train_config_to_c(const TrainConfig& t, pg_train_config* c) {
+pg_train_config train_config_to_c(const TrainConfig& t) {
     pg_train_config out;
     std::memset(&out, 0, sizeof out);
     out.struct_size = sizeof out;
@@ -105,9 +105,7 @@ void train_config_to_c(const TrainConfig& t, pg_train_config* c) {
     out.seed = t.seed;
     out.n_threads = t.n_threads;
     out.recompute_activations = t.recompute_activations ? 1 : 0;
-    uint32_t n = c->struct_size < sizeof out ? c->struct_size : static_cast<uint32_t>(sizeof out);
-    std::memcpy(static_cast<void*>(c), &out, n);
-    c->struct_size = n;
+    return out;
 }
 
 void validate_train_config(const TrainConfig& t) {

@@ -30,7 +30,8 @@ struct TrainConfig {
 
 // Reads the fields struct_size covers (defaults for the rest) and validates; throws pg::Error.
 TrainConfig train_config_from_c(const pg_train_config& c);
-void train_config_to_c(const TrainConfig& t, pg_train_config* c);
+// The full-sized C struct (struct_size = sizeof); the C boundary copies what a caller has room for.
+pg_train_config train_config_to_c(const TrainConfig& t);
 void validate_train_config(const TrainConfig& t);
 
 struct TrainerState {

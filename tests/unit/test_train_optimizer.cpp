@@ -64,9 +64,7 @@ TEST_CASE("linear and constant schedules", "[train][schedule]") {
 }
 
 TEST_CASE("train config: C round trip, defaults for fields the caller's struct lacks", "[train][config]") {
-    pg_train_config c;
-    c.struct_size = sizeof c;
-    pg::train_config_to_c(pg::TrainConfig{}, &c);
+    pg_train_config c = pg::train_config_to_c(pg::TrainConfig{});
     CHECK(c.struct_size == sizeof c);
     CHECK(c.batch_size == 32);
     CHECK(c.schedule == PG_LR_COSINE);
@@ -81,9 +79,7 @@ TEST_CASE("train config: C round trip, defaults for fields the caller's struct l
     CHECK(t.lr_max == 3e-3f);
     CHECK(t.seed == 99);
     CHECK(t.n_threads == 2);
-    pg_train_config back;
-    back.struct_size = sizeof back;
-    pg::train_config_to_c(t, &back);
+    pg_train_config back = pg::train_config_to_c(t);
     CHECK(std::memcmp(&back, &c, sizeof c) == 0);
 
     // An older caller's struct that ends after lr_min: the rest are defaults.
@@ -118,9 +114,7 @@ TEST_CASE("train config: every bad field is rejected with its name", "[train][co
         {"n_threads", [](pg_train_config& c) { c.n_threads = 100000; }},
     };
     for (const Case& k : cases) {
-        pg_train_config c;
-        c.struct_size = sizeof c;
-        pg::train_config_to_c(pg::TrainConfig{}, &c);
+        pg_train_config c = pg::train_config_to_c(pg::TrainConfig{});
         k.spoil(c);
         try {
             pg::train_config_from_c(c);
