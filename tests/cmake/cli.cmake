@@ -142,6 +142,130 @@ with open(f"{DIR}/other.txt", "w") as f:
 run("import", "--format", "llmc", "--in", f"{DIR}/m.llmc", "--out", f"{DIR}/bad.bin",
     "--vocab-text", f"{DIR}/other.txt", rc=1)
 ]=])
+
+# train keeps a checkpoint and a scores.csv row per evaluation: at every --eval-interval step
+# and at the end; train_loss is the mean of the step losses since the previous evaluation
+# (checked against the progress lines of every step).
+pg_cli_scenario(cli_train_checkpoints [=[
+import re
+res = train(f"{DIR}/run", "--steps", "7", "--eval-interval", "3", "--log-interval", "1")
+steps = [e["step"] for e in res["evals"]]
+assert steps == [3, 6, 7], steps
+names = sorted(os.listdir(f"{DIR}/run/checkpoints"))
+assert names == ["step-000003.bin", "step-000006.bin", "step-000007.bin"], names
+rows = list(csv.DictReader(open(f"{DIR}/run/scores.csv")))
+assert list(rows[0]) == ["step", "val_loss", "val_bits", "elapsed_s", "train_loss"], rows[0]
+assert [int(r["step"]) for r in rows] == steps, rows
+losses = [float(x) for x in re.findall(r"\| loss ([0-9.]+) \|", res["_stderr"])]
+assert len(losses) == 7, res["_stderr"]
+for row, e, since in zip(rows, res["evals"], [losses[0:3], losses[3:6], losses[6:7]]):
+    close(float(row["val_loss"]), e["loss"], f"scores.csv step {row['step']}", 1e-5)
+    close(float(row["train_loss"]), sum(since) / len(since), f"train_loss at {row['step']}", 1e-3)
+    close(e["train_loss"], float(row["train_loss"]), f"JSON train_loss at {row['step']}", 1e-5)
+# The last checkpoint is the final model.
+close(run("eval", "--checkpoint", f"{DIR}/run/checkpoints/step-000007.bin", "--data", TEXT)["loss"],
+      res["val"]["loss"], "last checkpoint")
+# --eval-seconds: a time limit that is always reached evaluates after every step.
+res = train(f"{DIR}/timed", "--steps", "3", "--eval-interval", "0", "--eval-seconds", "0.000001")
+assert [e["step"] for e in res["evals"]] == [1, 2, 3], res["evals"]
+assert len(list(csv.DictReader(open(f"{DIR}/timed/scores.csv")))) == 3
+# Without it, --eval-interval 0 evaluates only at the end.
+res = train(f"{DIR}/end", "--steps", "3", "--eval-interval", "0")
+assert [e["step"] for e in res["evals"]] == [3], res["evals"]
+]=])
+
+# eval --checkpoints scores a folder in step order (named steps first, then other names),
+# skips files that are not checkpoints, and its scores.csv matches eval --checkpoint of each
+# file and the training run's own scores.
+pg_cli_scenario(cli_eval_checkpoints [=[
+res = train(f"{DIR}/run", "--steps", "6", "--eval-interval", "2")
+folder = f"{DIR}/run/checkpoints"
+shutil.copy(f"{folder}/step-000004.bin", f"{folder}/copy-step-3.bin")
+shutil.copy(f"{folder}/step-000002.bin", f"{folder}/final.bin")
+with open(f"{folder}/broken.bin", "w") as f:
+    f.write("not a checkpoint")
+with open(f"{folder}/notes.txt", "w") as f:
+    f.write("ignored: neither .bin nor .pgck")
+out = run("eval", "--checkpoints", folder, "--data", TEXT)
+order = [r["checkpoint"] for r in out["results"]]
+assert order == ["step-000002.bin", "copy-step-3.bin", "step-000004.bin", "step-000006.bin", "final.bin"], order
+assert [s["checkpoint"] for s in out["skipped"]] == ["broken.bin"], out["skipped"]
+rows = list(csv.DictReader(open(f"{folder}/scores.csv")))
+assert list(rows[0]) == ["step", "checkpoint", "val_loss", "val_bits", "n_scored"], rows[0]
+assert [r["checkpoint"] for r in rows] == order, rows
+assert [r["step"] for r in rows] == ["2", "3", "4", "6", ""], rows
+for row in rows:
+    single = run("eval", "--checkpoint", f"{folder}/{row['checkpoint']}", "--data", TEXT)
+    close(float(row["val_loss"]), single["loss"], row["checkpoint"], 1e-5)
+    close(float(row["val_bits"]), single["bits_per_char"], row["checkpoint"], 1e-5)
+    assert int(row["n_scored"]) == single["scored"], (row, single)
+train_rows = {r["step"]: r for r in csv.DictReader(open(f"{DIR}/run/scores.csv"))}
+for row in rows[:-1]:
+    if row["step"] in train_rows:
+        close(float(row["val_loss"]), float(train_rows[row["step"]]["val_loss"]), f"train row {row['step']}", 1e-5)
+best = min(out["results"], key=lambda r: r["loss"])
+assert out["best"]["checkpoint"] == best["checkpoint"], out["best"]
+# --out elsewhere. A folder without checkpoints (or no folder) is a usage error.
+run("eval", "--checkpoints", folder, "--data", TEXT, "--out", f"{DIR}/elsewhere.csv")
+assert len(list(csv.DictReader(open(f"{DIR}/elsewhere.csv")))) == 5
+os.makedirs(f"{DIR}/empty", exist_ok=True)
+run("eval", "--checkpoints", f"{DIR}/empty", "--data", TEXT, rc=2)
+run("eval", "--checkpoints", f"{DIR}/no-such-folder", "--data", TEXT, rc=2)
+]=])
+
+# The target rule: loss <= target at two consecutive evaluations. A huge target is met at the
+# first two; --stop-at-target then stops there; an unreachable target is never met.
+pg_cli_scenario(cli_train_target [=[
+res = train(f"{DIR}/met", "--steps", "8", "--eval-interval", "2", "--target", "100")
+rule = res["rule"]
+assert rule["met"] and rule["target"] == 100 and rule["first_pair_steps"] == [2, 4], rule
+assert res["step"] == 8 and not res["stopped_at_target"], res
+close(rule["first_pair_scores"][0], res["evals"][0]["loss"], "first score")
+close(rule["first_pair_scores"][1], res["evals"][1]["loss"], "second score")
+assert 0 < rule["seconds_to_pair"] <= res["seconds"], rule
+best = min(res["evals"], key=lambda e: e["loss"])
+assert rule["best"] == {"step": best["step"], "loss": best["loss"]}, rule
+assert "TARGET RULE MET at step 4" in res["_stderr"], res["_stderr"]
+res = train(f"{DIR}/stop", "--steps", "8", "--eval-interval", "2", "--target", "100", "--stop-at-target")
+assert res["step"] == 4 and res["stopped_at_target"], res
+assert [e["step"] for e in res["evals"]] == [2, 4], res["evals"]
+assert sorted(os.listdir(f"{DIR}/stop/checkpoints")) == ["step-000002.bin", "step-000004.bin"]
+res = train(f"{DIR}/never", "--steps", "4", "--eval-interval", "2", "--target", "0.001", "--stop-at-target")
+assert res["step"] == 4 and not res["rule"]["met"] and res["rule"]["first_pair_steps"] is None, res["rule"]
+# Without --target the rule is absent but the best evaluation is still reported.
+res = train(f"{DIR}/none", "--steps", "2", "--eval-interval", "1")
+assert res["rule"]["target"] is None and not res["rule"]["met"] and res["rule"]["best"]["step"] in (1, 2)
+]=])
+
+# --preset phonegpt-shakespeare: the recipe's values, with explicit options overriding them
+# (here the shape and batch, so the run stays tiny); --recompute gives bit-identical results.
+pg_cli_scenario(cli_train_recipe [=[
+tiny_shape = ["--layers", "1", "--heads", "2", "--embd", "16", "--ctx", "16", "--batch", "2",
+              "--data", TEXT, "--threads", "2", "--steps", "2", "--eval-interval", "0"]
+res = run("train", "--preset", "phonegpt-shakespeare", *tiny_shape, "--out", f"{DIR}/recipe")
+recipe = res["recipe"]
+want = {"preset": "phonegpt-shakespeare", "model": "phonegpt", "steps": 2, "batch": 2, "lr": 0.002,
+        "lr_min": 0.0001, "warmup": 200, "weight_decay": 0.1, "dropout": 0.1, "clip": 1,
+        "eval_interval": 0, "eval_seconds": 300, "seed": 20261105, "target": 1.4697,
+        "stop_at_target": False}
+assert recipe == want, recipe
+assert res["config"]["seed"] == 20261105 and res["config"]["dropout"] == 0.1, res["config"]
+assert res["model"]["n_layer"] == 1 and res["model"]["n_embd"] == 16, res["model"]
+assert "preset phonegpt-shakespeare" in res["_stderr"], res["_stderr"]
+a = run("train", "--preset", "tiny", *tiny_shape, "--out", f"{DIR}/plain")
+b = run("train", "--preset", "tiny", *tiny_shape, "--out", f"{DIR}/recomputed", "--recompute")
+assert b["config"]["recompute"] and not a["config"]["recompute"]
+assert open(f"{DIR}/plain/model.bin", "rb").read() == open(f"{DIR}/recomputed/model.bin", "rb").read()
+]=])
+
+pg_cli_test(cli_stop_without_target 2 "ok|error" "train|--preset|tiny|--data|${PG_CLI_TEXT}|--stop-at-target|--json")
+pg_cli_test(cli_target_partial_eval 2 "ok|error"
+  "train|--preset|tiny|--data|${PG_CLI_TEXT}|--target|1.5|--eval-windows|4|--json")
+pg_cli_test(cli_bad_eval_seconds 2 "ok|error" "train|--preset|tiny|--data|${PG_CLI_TEXT}|--eval-seconds|-1|--json")
+pg_cli_test(cli_eval_both_modes 2 "ok|error"
+  "eval|--checkpoint|a.bin|--checkpoints|${PG_CLI_DIR}|--data|${PG_CLI_TEXT}|--json")
+pg_cli_test(cli_eval_out_without_folder 2 "ok|error"
+  "eval|--checkpoint|a.bin|--out|x.csv|--data|${PG_CLI_TEXT}|--json")
 endif()  # TARGET phonegpt_cli
 return()
 endif()  # NOT CMAKE_SCRIPT_MODE_FILE
