@@ -20,8 +20,9 @@ cmake --build "$build-fuzz" -j"$(nproc)" --target pg_fuzz_all
 (cd "$build-fuzz" && ctest --output-on-failure -L fuzz --timeout 300)
 # --- end of the libFuzzer smoke -----------------------------------------------------------------
 
+# aarch64 (owner: kernels): cross-build, then [kernels] under qemu-aarch64 (cortex-a53, max); prints its own summary line.
+scripts/cross_test_aarch64.sh "$build-aarch64"
+
+# The main suite last, so its summary ("100% tests passed, 0 tests failed out of N") closes the output.
 cd "$build"
 ctest --output-on-failure -j"$(nproc)" --timeout 900
-
-# aarch64 (owner: kernels): cross-build, then [kernels] under qemu-aarch64 (cortex-a53, max); prints its own summary line.
-cd "$OLDPWD" && scripts/cross_test_aarch64.sh "$build-aarch64"
