@@ -10,7 +10,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
   target_sources(phonegpt_objects PRIVATE
     ${PG_KERNEL_SIMD_DIR}/table_avx512bw.cpp ${PG_KERNEL_SIMD_DIR}/table_avx2.cpp
     ${PG_KERNEL_SIMD_DIR}/table_sse2.cpp)
-  # GCC 12's own avx512fintrin.h trips -Wuninitialized on its _mm512_undefined_ps() placeholders
+  # GCC 12's own avx512fintrin.h trips -Wuninitialized on its _mm512_undefined_ps() dummy values
   # (a false positive inside the compiler's header, not in our code).
   set(PG_AVX512_NO_FALSE_WARNINGS "-Wno-uninitialized;-Wno-maybe-uninitialized")
   # xsimd's avx512 batch needs DQ (its hadd uses _mm512_extractf32x8_ps) and BW.
