@@ -223,15 +223,18 @@ void run_gemms(const Suite& s, const KernelTable& t, pg::ThreadPool& pool, const
                   t, pool, o, out);
     }
     // One attention tile as the engine computes it per (sequence, head): 64 queries x 128
-    // keys, Q, K, V read from the [rows, 3C] qkv activations (row stride 3C).
+    // keys, Q, K, V read from the [rows, 3C] qkv activations (row stride 3C); K^T is the
+    // engine's per-(sequence, head) transposed copy [hs, T] (T = nk here).
     const int C = s.layers[1].in, hs = s.head_size, nq = 64, nk = 128;
     Buffer qkv(std::size_t(nk) * 3 * C), dqkv(std::size_t(nk) * 3 * C), S(std::size_t(nq) * nk),
-        y(std::size_t(nq) * C);
+        y(std::size_t(nq) * C), kt(std::size_t(hs) * nk);
     fill_random(qkv, 5);
     fill_random(S, 6, 0.0f, 0.02f);
-    const float *Q = qkv.data(), *K = qkv.data() + C, *V = qkv.data() + 2 * C;
+    fill_random(kt, 7);
+    const float *Q = qkv.data(), *V = qkv.data() + 2 * C;
     time_gemm(s.name, "attn.tile", "S = Q.K^T",
-              make_gemm(false, true, nq, nk, hs, Q, 3 * C, K, 3 * C, S.data(), nk), t, pool, o, out);
+              make_gemm(false, false, nq, nk, hs, Q, 3 * C, kt.data(), nk, S.data(), nk), t, pool,
+              o, out);
     time_gemm(s.name, "attn.tile", "Y += P.V",
               make_gemm(false, false, nq, hs, nk, S.data(), nk, V, 3 * C, y.data(), C, 1.0f), t,
               pool, o, out);

@@ -64,6 +64,8 @@ const KernelTable& make_reference_table() {
         &reference::gelu_backward,
         &reference::softmax_cross_entropy,
         &reference::softmax,
+        &reference::row_max,
+        &reference::row_exp_shift,
         &reference::vexp,
         &reference::vtanh,
         &reference::axpy,
@@ -179,6 +181,12 @@ float softmax_cross_entropy(const float* logits, int V, int target, float* dlogi
     return active_table().softmax_cross_entropy(logits, V, target, dlogits, dscale);
 }
 void softmax(float* out, const float* x, int n) { active_table().softmax(out, x, n); }
+float row_max(const float* x, int64_t n, int64_t width) {
+    return active_table().row_max(x, n, width);
+}
+float row_exp_shift(float* x, int64_t n, int64_t width, float shift) {
+    return active_table().row_exp_shift(x, n, width, shift);
+}
 void vexp(float* out, const float* x, int64_t n) { active_table().vexp(out, x, n); }
 void vtanh(float* out, const float* x, int64_t n) { active_table().vtanh(out, x, n); }
 void axpy(float* y, float a, const float* x, int64_t n) { active_table().axpy(y, a, x, n); }

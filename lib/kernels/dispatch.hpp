@@ -63,6 +63,13 @@ float softmax_cross_entropy(const float* logits, int V, int target, float* dlogi
 // Numerically safe softmax of one row: out[i] = exp(x[i] - max) / sum (out may alias x).
 // The SIMD tables use a fast exp: relative error <= 4e-7 (kernels/simd/fast_math.hpp).
 void softmax(float* out, const float* x, int n);
+// The pieces of a causal (flash-attention) softmax over one row of a score tile, whose first n
+// of width entries are visible (1 <= n <= width). row_max: the largest visible entry.
+// row_exp_shift: x[i] = exp(x[i] - shift) for i < n (the fast exp of softmax) and 0 for
+// n <= i < width; returns the sum over i < n. Both may read all width entries, so the SIMD
+// tables run whole vectors and mask, instead of a scalar tail on every row.
+float row_max(const float* x, int64_t n, int64_t width);
+float row_exp_shift(float* x, int64_t n, int64_t width, float shift);
 // Elementwise exp and tanh, with the same fast approximations as softmax and GELU (exp:
 // relative error <= 4e-7 on [-87, 88]; tanh: absolute error <= 6e-7). out may alias x.
 void vexp(float* out, const float* x, int64_t n);

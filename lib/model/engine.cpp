@@ -66,6 +66,14 @@ k::GemmArgs gemm_args(bool trans_a, bool trans_b, int M, int N, int K, const flo
     return g;
 }
 
+// dst[i, t] = src[t * ld + i] for t < T, i < cols: one head's slice of K or V to [cols, T].
+void transpose_rows(float* dst, const float* src, int ld, int T, int cols) {
+    for (int t = 0; t < T; ++t) {
+        const float* row = src + int64_t(t) * ld;
+        for (int i = 0; i < cols; ++i) dst[int64_t(i) * T + t] = row[i];
+    }
+}
+
 // out[N, OC] = inp[N, C] . w[OC, C]^T + bias[OC]
 void linear_forward(float* out, const float* inp, const float* w, const float* bias, int N, int C,
                     int OC, ThreadPool& pool) {
@@ -173,6 +181,9 @@ struct Engine::Impl {
     // Per-thread attention tiles.
     struct AttnScratch {
         AlignedBuffer<float> s, dp, m, l, d;
+        // K and V of one (sequence, head) transposed to [hs, T], so the products with K^T and
+        // V^T read a plain B in place instead of transposing it again for every tile.
+        AlignedBuffer<float> kt, vt;
     };
     // Per-thread buffers of the output head.
     struct HeadScratch {
@@ -315,6 +326,8 @@ struct Engine::Impl {
             s.m.resize(kQueryBlock);
             s.l.resize(kQueryBlock);
             s.d.resize(kQueryBlock);
+            s.kt.resize(size_t(cfg.n_embd / cfg.n_head) * size_t(max_T));
+            s.vt.resize(size_t(cfg.n_embd / cfg.n_head) * size_t(max_T));
         }
         return s;
     }
@@ -386,10 +399,11 @@ struct Engine::Impl {
                 const float* qkv_b = a.qkv + int64_t(b) * T * 3 * C;
                 float* y_b = a.atty + int64_t(b) * T * C + h * hs;
                 float* lse = a.lse + pair * T;
+                float* kt = sc.kt.data();
+                transpose_rows(kt, qkv_b + C + h * hs, 3 * C, T, hs);
                 for (int q0 = 0; q0 < T; q0 += kQueryBlock) {
                     const int nq = std::min(kQueryBlock, T - q0);
                     float* m = sc.m.data();
-                    float* m_new = sc.d.data();
                     float* l = sc.l.data();
                     for (int r = 0; r < nq; ++r) {
                         m[r] = -INFINITY;
@@ -400,29 +414,20 @@ struct Engine::Impl {
                         const int nk = std::min(kKeyBlock, q0 + nq - k0);
                         // S[nq, nk] = scale * Q . K^T (the tile is contiguous: row stride nk)
                         float* S = sc.s.data();
-                        k::sgemm(gemm_args(false, true, nq, nk, hs, qkv_b + int64_t(q0) * 3 * C + h * hs, 3 * C,
-                                           qkv_b + int64_t(k0) * 3 * C + C + h * hs, 3 * C, S, nk, scale));
-                        // Online softmax: raise each row's running max, then P = exp(S - max) for
-                        // the whole tile in one call; entries above the diagonal become 0.
-                        for (int r = 0; r < nq; ++r) {
-                            const int valid = std::min(nk, q0 + r - k0 + 1);  // causal: keys <= t
-                            float* srow = S + r * nk;
-                            float mx = m[r];
-                            for (int j = 0; j < valid; ++j) mx = std::max(mx, srow[j]);
-                            m_new[r] = mx;
-                            for (int j = 0; j < valid; ++j) srow[j] -= mx;
-                        }
-                        k::vexp(S, S, int64_t(nq) * nk);
+                        k::sgemm(gemm_args(false, false, nq, nk, hs, qkv_b + int64_t(q0) * 3 * C + h * hs, 3 * C,
+                                           kt + k0, T, S, nk, scale));
+                        // Online softmax, row by row: raise the running max, P = exp(S - max)
+                        // over the causal keys (k0 <= q0, so every row has at least one), and 0
+                        // above the diagonal.
                         for (int r = 0; r < nq; ++r) {
                             const int t = q0 + r;
-                            const int valid = std::min(nk, t - k0 + 1);
+                            const int valid = std::min(nk, t - k0 + 1);  // causal: keys <= t
                             float* srow = S + r * nk;
-                            for (int j = valid; j < nk; ++j) srow[j] = 0.0f;
-                            float sum = 0.0f;
-                            for (int j = 0; j < valid; ++j) sum += srow[j];
-                            const float corr = std::exp(m[r] - m_new[r]);  // 0 on the first tile
+                            const float mx = std::max(m[r], k::row_max(srow, valid, nk));
+                            const float sum = k::row_exp_shift(srow, valid, nk, mx);
+                            const float corr = std::exp(m[r] - mx);  // 0 on the first tile
                             l[r] = l[r] * corr + sum;
-                            m[r] = m_new[r];
+                            m[r] = mx;
                             if (corr != 1.0f) {
                                 float* y = y_b + int64_t(t) * C;
                                 for (int i = 0; i < hs; ++i) y[i] *= corr;
@@ -465,6 +470,10 @@ struct Engine::Impl {
                 const float* dy_b = datty + int64_t(b) * T * C + h * hs;
                 float* dqkv_b = dqkv + int64_t(b) * T * 3 * C;
                 const float* lse = a.lse + pair * T;
+                float* kt = sc.kt.data();
+                float* vt = sc.vt.data();
+                transpose_rows(kt, qkv_b + C + h * hs, 3 * C, T, hs);
+                transpose_rows(vt, qkv_b + 2 * C + h * hs, 3 * C, T, hs);
                 for (int t = 0; t < T; ++t)
                     for (int part = 0; part < 3; ++part)
                         std::memset(dqkv_b + int64_t(t) * 3 * C + part * C + h * hs, 0, sizeof(float) * size_t(hs));
@@ -478,27 +487,20 @@ struct Engine::Impl {
                         const int nk = std::min(kKeyBlock, q0 + nq - k0);
                         const float* Q = qkv_b + int64_t(q0) * 3 * C + h * hs;
                         const float* K = qkv_b + int64_t(k0) * 3 * C + C + h * hs;
-                        const float* Vv = qkv_b + int64_t(k0) * 3 * C + 2 * C + h * hs;
                         const float* dY = dy_b + int64_t(q0) * C;
                         // S = scale * Q K^T, then P = exp(S - lse) (0 above the diagonal);
                         // both tiles are contiguous with row stride nk.
                         float* S = sc.s.data();
                         float* dP = sc.dp.data();
-                        k::sgemm(gemm_args(false, true, nq, nk, hs, Q, 3 * C, K, 3 * C, S, nk, scale));
+                        k::sgemm(gemm_args(false, false, nq, nk, hs, Q, 3 * C, kt + k0, T, S, nk, scale));
                         // dPdrop = dY V^T
-                        k::sgemm(gemm_args(false, true, nq, nk, hs, dY, C, Vv, 3 * C, dP, nk));
-                        for (int r = 0; r < nq; ++r) {
-                            const int valid = std::min(nk, q0 + r - k0 + 1);
-                            float* srow = S + r * nk;
-                            const float row_lse = lse[q0 + r];
-                            for (int j = 0; j < valid; ++j) srow[j] -= row_lse;
-                        }
-                        k::vexp(S, S, int64_t(nq) * nk);
+                        k::sgemm(gemm_args(false, false, nq, nk, hs, dY, C, vt + k0, T, dP, nk));
                         for (int r = 0; r < nq; ++r) {
                             const int t = q0 + r;
                             const int valid = std::min(nk, t - k0 + 1);
                             float* srow = S + r * nk;
                             float* dprow = dP + r * nk;
+                            k::row_exp_shift(srow, valid, nk, lse[t]);  // P = exp(S - lse), 0 past t
                             const float Dr = D[r];
                             // dS = P * (dP - D) * scale, with dP = dPdrop * mask; S becomes
                             // Pdrop = P * mask, for dV.
@@ -509,12 +511,10 @@ struct Engine::Impl {
                                     dprow[j] = srow[j] * (dprow[j] * mask - Dr) * scale;
                                     srow[j] *= mask;
                                 }
+                                std::fill(dprow + valid, dprow + nk, 0.0f);
                             } else {
-                                for (int j = 0; j < valid; ++j) dprow[j] = srow[j] * (dprow[j] - Dr) * scale;
-                            }
-                            for (int j = valid; j < nk; ++j) {
-                                srow[j] = 0.0f;
-                                dprow[j] = 0.0f;
+                                // Past the diagonal P is 0, so dS is too (dP is finite there).
+                                for (int j = 0; j < nk; ++j) dprow[j] = srow[j] * (dprow[j] - Dr) * scale;
                             }
                         }
                         // dV[nk, hs] += Pdrop^T dY

@@ -342,6 +342,38 @@ TEST_CASE("softmax and softmax_cross_entropy match the reference", "[kernels]") 
     }
 }
 
+TEST_CASE("row_max and row_exp_shift (causal softmax pieces) match the reference", "[kernels]") {
+    // Fast exp: each value within 4e-7 relative (1e-6 allowed); the sum within 1e-6 relative
+    // (float accumulation in another order than the reference's double). Entries past n are
+    // hidden: a huge or NaN value there must change nothing, and comes back as exactly 0.
+    for (auto* t : tables()) {
+        for (int width : kOddSizes) {
+            for (int n : {1, (width + 1) / 2, width}) {
+                CAPTURE(t->name, width, n);
+                auto x = random_vector(width, 43, -6.0f, 6.0f);
+                x[std::size_t(n - 1) / 2] = 7.5f;  // the visible maximum
+                for (int i = n; i < width; ++i)
+                    x[i] = (i % 2) ? 1e30f : std::numeric_limits<float>::quiet_NaN();
+                CHECK(t->row_max(x.data(), n, width) == 7.5f);
+                const float shift = 7.5f;
+                std::vector<float> e = x, e_r = x;
+                const float sum = t->row_exp_shift(e.data(), n, width, shift);
+                const float sum_r = pg::kernels::reference::row_exp_shift(e_r.data(), n, width, shift);
+                double direct = 0.0;
+                for (int i = 0; i < n; ++i) {
+                    const double truth = std::exp(double(x[i]) - shift);
+                    CHECK(std::fabs(e[i] - truth) <= 1e-6 * truth);
+                    CHECK(std::fabs(e_r[i] - truth) <= 1e-6 * truth);
+                    direct += e[i];
+                }
+                for (int i = n; i < width; ++i) CHECK(e[i] == 0.0f);
+                CHECK(std::fabs(sum - sum_r) <= 1e-6f * sum_r);
+                CHECK(std::fabs(double(sum) - direct) <= 1e-6 * direct);
+            }
+        }
+    }
+}
+
 TEST_CASE("axpy, dot, sum_squares and adamw match the reference", "[kernels]") {
     for (auto* t : tables()) {
         for (int n : kOddSizes) {

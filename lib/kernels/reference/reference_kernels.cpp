@@ -111,6 +111,22 @@ void softmax(float* out, const float* x, int n) {
     for (int i = 0; i < n; ++i) out[i] = float(std::exp(double(x[i] - maxv)) / sum);
 }
 
+float row_max(const float* x, int64_t n, int64_t /*width*/) {
+    float maxv = x[0];
+    for (int64_t i = 1; i < n; ++i) maxv = x[i] > maxv ? x[i] : maxv;
+    return maxv;
+}
+
+float row_exp_shift(float* x, int64_t n, int64_t width, float shift) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        x[i] = std::exp(x[i] - shift);
+        sum += x[i];
+    }
+    for (int64_t i = n; i < width; ++i) x[i] = 0.0f;
+    return float(sum);
+}
+
 void vexp(float* out, const float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) out[i] = std::exp(x[i]);
 }

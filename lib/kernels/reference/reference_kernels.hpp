@@ -15,6 +15,8 @@ void gelu_forward(float* out, const float* x, int64_t n);
 void gelu_backward(float* dx, const float* x, const float* dout, int64_t n);
 float softmax_cross_entropy(const float* logits, int V, int target, float* dlogits, float dscale);
 void softmax(float* out, const float* x, int n);
+float row_max(const float* x, int64_t n, int64_t width);
+float row_exp_shift(float* x, int64_t n, int64_t width, float shift);
 void vexp(float* out, const float* x, int64_t n);
 void vtanh(float* out, const float* x, int64_t n);
 void axpy(float* y, float a, const float* x, int64_t n);

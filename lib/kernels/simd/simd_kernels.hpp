@@ -98,20 +98,20 @@ struct Gemm {
     // goes through a zero-padded buffer with the same arithmetic, so each element of C gets
     // the same operations whether its tile is whole or not.
     // a_trans: op(A)[r, k] = a[k * lda + r] (else a[r * lda + k]).
-    template <bool a_trans, int NVT>
+    template <bool a_trans, int NVT, int MRT = MR>
     static void tile(int kc, const float* a, int64_t lda, const float* bp, int64_t ldbp, float* c,
                      int64_t ldc, float alpha, float beta, const float* bias, int mr, int last_w) {
-        B acc[MR][NVT];
-#pragma GCC unroll 16
-        for (int r = 0; r < MR; ++r)
+        B acc[MRT][NVT];
+#pragma GCC unroll 24
+        for (int r = 0; r < MRT; ++r)
 #pragma GCC unroll 4
             for (int v = 0; v < NVT; ++v) acc[r][v] = B(0.0f);
         for (int k = 0; k < kc; ++k) {
             B bv[NVT];
 #pragma GCC unroll 4
             for (int v = 0; v < NVT; ++v) bv[v] = B::load_unaligned(bp + k * ldbp + v * W);
-#pragma GCC unroll 16
-            for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 24
+            for (int r = 0; r < MRT; ++r) {
                 const B av(a_trans ? a[int64_t(k) * lda + r] : a[r * lda + k]);
 #pragma GCC unroll 4
                 for (int v = 0; v < NVT; ++v) acc[r][v] = xsimd::fma(av, bv[v], acc[r][v]);
@@ -119,8 +119,8 @@ struct Gemm {
         }
         const B alpha_v(alpha), beta_v(beta);
         const bool partial = last_w < W;
-#pragma GCC unroll 16
-        for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 24
+        for (int r = 0; r < MRT; ++r) {
             if (r >= mr) break;
 #pragma GCC unroll 4
             for (int v = 0; v < NVT; ++v) {
@@ -156,24 +156,51 @@ struct Gemm {
         for (int j = 0; j < w; ++j) cp[j] = buf[j];
     }
 
-    // tile() for a panel of nv vectors (1..NV), picked at run time.
+    // Rows per register block for a panel of nv vectors. A full panel takes MR rows; a narrower
+    // one (the N = 32 products of attention with 16-lane vectors, the head's last column panel)
+    // takes more rows, so the block still holds about MR x NV accumulators (12 x 2 instead of
+    // 6 x 2 for a 6 x 4 tile) and each loaded B vector still feeds as many FMAs. A multiple of
+    // MR, so the row tiles after the tall blocks stay aligned to whole MR tiles.
+    static constexpr int tall_rows(int nv) { return (NV / nv) * MR; }
+
+    // tile() for a panel of nv vectors (1..NV) and rows MR or tall_rows(nv), picked at run time.
+    template <bool a_trans, int NVT>
+    static void tile_rows(bool tall, int kc, const float* a, int64_t lda, const float* bp,
+                          int64_t ldbp, float* c, int64_t ldc, float alpha, float beta,
+                          const float* bias, int mr, int last_w) {
+        if constexpr (tall_rows(NVT) > MR) {
+            if (tall)
+                return tile<a_trans, NVT, tall_rows(NVT)>(kc, a, lda, bp, ldbp, c, ldc, alpha,
+                                                          beta, bias, tall_rows(NVT), last_w);
+        }
+        tile<a_trans, NVT, MR>(kc, a, lda, bp, ldbp, c, ldc, alpha, beta, bias, mr, last_w);
+    }
+
     template <bool a_trans>
-    static void tile_nv(int nv, int kc, const float* a, int64_t lda, const float* bp,
+    static void tile_nv(int nv, bool tall, int kc, const float* a, int64_t lda, const float* bp,
                         int64_t ldbp, float* c, int64_t ldc, float alpha, float beta,
                         const float* bias, int mr, int last_w) {
-        if (nv == NV)
-            return tile<a_trans, NV>(kc, a, lda, bp, ldbp, c, ldc, alpha, beta, bias, mr, last_w);
-        if constexpr (NV > 1) {
-            if (nv == 1)
-                return tile<a_trans, 1>(kc, a, lda, bp, ldbp, c, ldc, alpha, beta, bias, mr,
-                                        last_w);
+        static_assert(NV >= 1 && NV <= 4, "tile_nv handles panels of 1 to 4 vectors");
+        switch (nv) {
+            case 1:
+                return tile_rows<a_trans, 1>(tall, kc, a, lda, bp, ldbp, c, ldc, alpha, beta,
+                                             bias, mr, last_w);
+            case 2:
+                if constexpr (NV >= 2)
+                    return tile_rows<a_trans, 2>(tall, kc, a, lda, bp, ldbp, c, ldc, alpha, beta,
+                                                 bias, mr, last_w);
+                break;
+            case 3:
+                if constexpr (NV >= 3)
+                    return tile_rows<a_trans, 3>(tall, kc, a, lda, bp, ldbp, c, ldc, alpha, beta,
+                                                 bias, mr, last_w);
+                break;
+            default:
+                if constexpr (NV >= 4)
+                    return tile_rows<a_trans, 4>(tall, kc, a, lda, bp, ldbp, c, ldc, alpha, beta,
+                                                 bias, mr, last_w);
+                break;
         }
-        if constexpr (NV > 2) {
-            if (nv == 2)
-                return tile<a_trans, 2>(kc, a, lda, bp, ldbp, c, ldc, alpha, beta, bias, mr,
-                                        last_w);
-        }
-        static_assert(NV <= 3, "tile_nv handles panels of up to 3 vectors");
     }
 
     // A plain B's rows are contiguous, so when M fits in one row block (each B panel then
@@ -294,19 +321,25 @@ struct Gemm {
                                                  : s.packed_b + int64_t(jr) * kc;
                         const int64_t ldbp = direct ? g.ldb : nv * W;
                         const float* bias = first && g.bias ? g.bias + jc + jr : nullptr;
-                        for (int ir = 0; ir < mc; ir += MR) {
+                        const int tall = tall_rows(nv);
+                        for (int ir = 0; ir < mc;) {
                             const int i = ic + ir;
                             float* c = g.C + int64_t(i) * g.ldc + jc + jr;
+                            // A tall block only over whole rows read in place.
+                            const bool use_tall = tall > MR && ir + tall <= packed_from;
                             if (ir >= packed_from)
-                                tile_nv<true>(nv, kc, s.packed_a + int64_t(ir) * kc, MR, bp, ldbp,
-                                              c, g.ldc, g.alpha, beta, bias, min_of(MR, mc - ir),
-                                              last_w);
+                                tile_nv<true>(nv, false, kc, s.packed_a + int64_t(ir) * kc, MR,
+                                              bp, ldbp, c, g.ldc, g.alpha, beta, bias,
+                                              min_of(MR, mc - ir), last_w);
                             else if (g.trans_a)
-                                tile_nv<true>(nv, kc, g.A + int64_t(pc) * g.lda + i, g.lda, bp,
-                                              ldbp, c, g.ldc, g.alpha, beta, bias, MR, last_w);
+                                tile_nv<true>(nv, use_tall, kc, g.A + int64_t(pc) * g.lda + i,
+                                              g.lda, bp, ldbp, c, g.ldc, g.alpha, beta, bias, MR,
+                                              last_w);
                             else
-                                tile_nv<false>(nv, kc, g.A + int64_t(i) * g.lda + pc, g.lda, bp,
-                                               ldbp, c, g.ldc, g.alpha, beta, bias, MR, last_w);
+                                tile_nv<false>(nv, use_tall, kc, g.A + int64_t(i) * g.lda + pc,
+                                               g.lda, bp, ldbp, c, g.ldc, g.alpha, beta, bias, MR,
+                                               last_w);
+                            ir += use_tall ? tall : MR;
                         }
                     }
                 }
@@ -453,7 +486,7 @@ struct Elementwise {
         }
     }
 
-    static float max_of(const float* x, int n) {
+    static float max_of(const float* x, int64_t n) {
         B mx(x[0]);
         int64_t i = 0;
         for (; i + W <= n; i += W) mx = xsimd::max(mx, B::load_unaligned(x + i));
@@ -525,6 +558,62 @@ struct Elementwise {
         i = 0;
         for (; i + W <= n; i += W) (B::load_unaligned(out + i) * inv_v).store_unaligned(out + i);
         for (; i < n; ++i) out[i] *= inv;
+    }
+
+    // Lane indices 0..W-1 as floats (exact), for masking the visible part of a row.
+    static B lane_index() {
+        alignas(64) static const float iota[64] = {
+            0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+            22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43,
+            44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63};
+        static_assert(W <= 64, "lane_index covers up to 64 lanes");
+        return B::load_aligned(iota);
+    }
+
+    // Whole vectors over [0, width) with lanes at or past n masked; only a width that is not a
+    // multiple of W leaves a short tail (copied through a buffer).
+    static float row_max(const float* x, int64_t n, int64_t width) {
+        const B lanes = lane_index(), visible = B(float(n)), lowest = B(-INFINITY);
+        B mx = lowest;
+        int64_t i = 0;
+        for (; i + W <= width && i < n; i += W) {
+            const auto keep = (lanes + B(float(i))) < visible;
+            mx = xsimd::max(mx, xsimd::select(keep, B::load_unaligned(x + i), lowest));
+        }
+        alignas(64) float lane_max[W];
+        mx.store_aligned(lane_max);
+        float maxv = lane_max[0];
+        for (int64_t j = 1; j < W; ++j) maxv = lane_max[j] > maxv ? lane_max[j] : maxv;
+        for (; i < n; ++i) maxv = x[i] > maxv ? x[i] : maxv;
+        return maxv;
+    }
+
+    static float row_exp_shift(float* x, int64_t n, int64_t width, float shift) {
+        const B lanes = lane_index(), visible = B(float(n)), sv = B(shift), zero = B(0.0f);
+        B acc(0.0f);
+        int64_t i = 0;
+        for (; i + W <= width; i += W) {
+            if (i >= n) {
+                zero.store_unaligned(x + i);
+                continue;
+            }
+            const auto keep = (lanes + B(float(i))) < visible;
+            const B e = xsimd::select(keep, fast_exp(B::load_unaligned(x + i) - sv), zero);
+            e.store_unaligned(x + i);
+            acc = acc + e;
+        }
+        float sum = xsimd::hadd(acc);
+        if (i < width) {
+            alignas(64) float buf[W] = {};
+            for (int64_t j = 0; j < width - i; ++j) buf[j] = x[i + j] - shift;
+            fast_exp(B::load_aligned(buf)).store_aligned(buf);
+            for (int64_t j = 0; j < width - i; ++j) {
+                const float e = i + j < n ? buf[j] : 0.0f;
+                x[i + j] = e;
+                sum += e;
+            }
+        }
+        return sum;
     }
 
     // out = f(x) elementwise for a batch function f (fast exp, fast tanh).
@@ -634,6 +723,8 @@ KernelTable make_table() {
     t.gelu_backward = &E::gelu_backward;
     t.softmax_cross_entropy = &E::softmax_cross_entropy;
     t.softmax = &E::softmax;
+    t.row_max = &E::row_max;
+    t.row_exp_shift = &E::row_exp_shift;
     t.vexp = &E::template map<Exp<Arch>>;
     t.vtanh = &E::template map<Tanh<Arch>>;
     t.axpy = &E::axpy;
