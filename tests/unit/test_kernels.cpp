@@ -195,6 +195,9 @@ TEST_CASE("sgemm_parallel is bitwise equal to sgemm for any thread count", "[ker
         {false, true, 203, 70, 600, 0, 1.0f, 0.0f, true},    // rows split (activations)
         {true, false, 40, 131, 1600, 0, 1.0f, 1.0f, false},  // columns split (weight gradient)
         {false, false, 57, 57, 2600, 2, 0.5f, 0.25f, false},
+        // x W^T with a ragged N split by columns: the last N % W columns are dot products
+        // (Gemm::dot_columns) in every thread's share alike.
+        {false, true, 16, 131, 4000, 0, 1.0f, 0.5f, true},
     };
     for (auto* t : tables()) {
         for (const auto& c : cases) {

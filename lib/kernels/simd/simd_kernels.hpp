@@ -44,6 +44,9 @@ inline T min_of(T a, T b) {
 // it falls (any split across threads): sgemm_parallel is bitwise equal to sgemm.
 // ---------------------------------------------------------------------------------------------
 
+template <class Arch>
+struct Elementwise;
+
 template <class Arch, int MR, int NV, int KC_>
 struct Gemm {
     using B = xsimd::batch<float, Arch>;
@@ -289,12 +292,50 @@ struct Gemm {
         }
     }
 
+    // The last N % W columns of x W^T (plain A, transposed B: a row of A and a row of B are
+    // both contiguous in k) are computed as dot products when there are few enough: a vector
+    // column would spend W lanes on them (the head's 65th column of 65 costs as much as 16), a
+    // dot costs about 2K/W + 8 vector operations per element (two loads per FMA, then the
+    // horizontal sum). The rule depends only on N and K, never on a thread's share of the
+    // columns (sgemm_parallel splits columns at multiples of NR, which keeps N % W), so the
+    // result stays bitwise the same for any split.
+    static int dot_columns(const GemmArgs& g) {
+        if (g.trans_a || !g.trans_b) return 0;
+        const int r = g.N % W;
+        return r > 0 && int64_t(r) * (2 * g.K / W + 8) < g.K ? r : 0;
+    }
+
+    static void dot_product_columns(const GemmArgs& g, int first) {
+        for (int i = 0; i < g.M; ++i) {
+            const float* a = g.A + int64_t(i) * g.lda;
+            float* c = g.C + int64_t(i) * g.ldc;
+            for (int j = first; j < g.N; ++j) {
+                float out = Elementwise<Arch>::dot(a, g.B + int64_t(j) * g.ldb, g.K) * g.alpha;
+                if (g.beta != 0.0f) out = std::fma(g.beta, c[j], out);
+                if (g.bias) out += g.bias[j];
+                c[j] = out;
+            }
+        }
+    }
+
     static void run(const GemmArgs& g) {
         if (g.M <= 0 || g.N <= 0) return;
         if (g.K <= 0) {
             scale_only(g);
             return;
         }
+        const int dots = dot_columns(g);
+        if (dots > 0) {
+            GemmArgs tiles = g;
+            tiles.N = g.N - dots;
+            if (tiles.N > 0) run_tiles(tiles);
+            dot_product_columns(g, g.N - dots);
+            return;
+        }
+        run_tiles(g);
+    }
+
+    static void run_tiles(const GemmArgs& g) {
         Scratch& s = scratch();
         for (int jc = 0; jc < g.N; jc += NC) {
             const int nc = min_of(NC, g.N - jc);
