@@ -66,6 +66,7 @@ const KernelTable& make_reference_table() {
         &reference::softmax,
         &reference::row_max,
         &reference::row_exp_shift,
+        &reference::transpose,
         &reference::vexp,
         &reference::vtanh,
         &reference::axpy,
@@ -186,6 +187,9 @@ float row_max(const float* x, int64_t n, int64_t width) {
 }
 float row_exp_shift(float* x, int64_t n, int64_t width, float shift) {
     return active_table().row_exp_shift(x, n, width, shift);
+}
+void transpose(float* dst, int64_t ldd, const float* src, int64_t lds, int rows, int cols) {
+    active_table().transpose(dst, ldd, src, lds, rows, cols);
 }
 void vexp(float* out, const float* x, int64_t n) { active_table().vexp(out, x, n); }
 void vtanh(float* out, const float* x, int64_t n) { active_table().vtanh(out, x, n); }

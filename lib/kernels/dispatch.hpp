@@ -70,6 +70,9 @@ void softmax(float* out, const float* x, int n);
 // tables run whole vectors and mask, instead of a scalar tail on every row.
 float row_max(const float* x, int64_t n, int64_t width);
 float row_exp_shift(float* x, int64_t n, int64_t width, float shift);
+// dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols (a copy: exact on every table).
+// The SIMD tables gather a column of W rows at a time (one head's K or V slice to [hs, T]).
+void transpose(float* dst, int64_t ldd, const float* src, int64_t lds, int rows, int cols);
 // Elementwise exp and tanh, with the same fast approximations as softmax and GELU (exp:
 // relative error <= 4e-7 on [-87, 88]; tanh: absolute error <= 6e-7). out may alias x.
 void vexp(float* out, const float* x, int64_t n);

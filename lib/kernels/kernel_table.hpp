@@ -15,6 +15,7 @@ struct KernelTable {
     // split to it so that threads get whole tiles.
     int gemm_mr;
     int gemm_nr;
+
     void (*sgemm)(const GemmArgs& g);
     void (*layernorm_forward)(float* out, float* mean, float* rstd, const float* x, const float* w,
                               const float* b, int64_t rows, int C, float eps);
@@ -28,6 +29,7 @@ struct KernelTable {
     void (*softmax)(float* out, const float* x, int n);
     float (*row_max)(const float* x, int64_t n, int64_t width);
     float (*row_exp_shift)(float* x, int64_t n, int64_t width, float shift);
+    void (*transpose)(float* dst, int64_t ldd, const float* src, int64_t lds, int rows, int cols);
     void (*vexp)(float* out, const float* x, int64_t n);
     void (*vtanh)(float* out, const float* x, int64_t n);
     void (*axpy)(float* y, float a, const float* x, int64_t n);

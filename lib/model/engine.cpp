@@ -66,14 +66,6 @@ k::GemmArgs gemm_args(bool trans_a, bool trans_b, int M, int N, int K, const flo
     return g;
 }
 
-// dst[i, t] = src[t * ld + i] for t < T, i < cols: one head's slice of K or V to [cols, T].
-void transpose_rows(float* dst, const float* src, int ld, int T, int cols) {
-    for (int t = 0; t < T; ++t) {
-        const float* row = src + int64_t(t) * ld;
-        for (int i = 0; i < cols; ++i) dst[int64_t(i) * T + t] = row[i];
-    }
-}
-
 // out[N, OC] = inp[N, C] . w[OC, C]^T + bias[OC]
 void linear_forward(float* out, const float* inp, const float* w, const float* bias, int N, int C,
                     int OC, ThreadPool& pool) {
@@ -400,7 +392,7 @@ struct Engine::Impl {
                 float* y_b = a.atty + int64_t(b) * T * C + h * hs;
                 float* lse = a.lse + pair * T;
                 float* kt = sc.kt.data();
-                transpose_rows(kt, qkv_b + C + h * hs, 3 * C, T, hs);
+                k::transpose(kt, T, qkv_b + C + h * hs, 3 * C, T, hs);
                 for (int q0 = 0; q0 < T; q0 += kQueryBlock) {
                     const int nq = std::min(kQueryBlock, T - q0);
                     float* m = sc.m.data();
@@ -472,8 +464,8 @@ struct Engine::Impl {
                 const float* lse = a.lse + pair * T;
                 float* kt = sc.kt.data();
                 float* vt = sc.vt.data();
-                transpose_rows(kt, qkv_b + C + h * hs, 3 * C, T, hs);
-                transpose_rows(vt, qkv_b + 2 * C + h * hs, 3 * C, T, hs);
+                k::transpose(kt, T, qkv_b + C + h * hs, 3 * C, T, hs);
+                k::transpose(vt, T, qkv_b + 2 * C + h * hs, 3 * C, T, hs);
                 for (int t = 0; t < T; ++t)
                     for (int part = 0; part < 3; ++part)
                         std::memset(dqkv_b + int64_t(t) * 3 * C + part * C + h * hs, 0, sizeof(float) * size_t(hs));

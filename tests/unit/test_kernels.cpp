@@ -377,6 +377,26 @@ TEST_CASE("row_max and row_exp_shift (causal softmax pieces) match the reference
     }
 }
 
+TEST_CASE("transpose copies every element exactly on every table", "[kernels]") {
+    for (auto* t : tables()) {
+        for (int rows : {1, 7, 16, 33, 128}) {
+            for (int cols : {1, 5, 32}) {
+                CAPTURE(t->name, rows, cols);
+                const int64_t lds = 3 * cols + 2, ldd = rows + 3;
+                auto src = random_vector(std::size_t(rows * lds), 47);
+                std::vector<float> dst(std::size_t(cols * ldd), -7.0f);
+                t->transpose(dst.data(), ldd, src.data(), lds, rows, cols);
+                int bad = 0;
+                for (int i = 0; i < rows; ++i)
+                    for (int j = 0; j < cols; ++j) bad += dst[j * ldd + i] != src[i * lds + j];
+                for (int j = 0; j < cols; ++j)  // padding of each dst row untouched
+                    for (int64_t i = rows; i < ldd; ++i) bad += dst[j * ldd + i] != -7.0f;
+                CHECK(bad == 0);
+            }
+        }
+    }
+}
+
 TEST_CASE("axpy, dot, sum_squares and adamw match the reference", "[kernels]") {
     for (auto* t : tables()) {
         for (int n : kOddSizes) {

@@ -127,6 +127,11 @@ float row_exp_shift(float* x, int64_t n, int64_t width, float shift) {
     return float(sum);
 }
 
+void transpose(float* dst, int64_t ldd, const float* src, int64_t lds, int rows, int cols) {
+    for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < cols; ++j) dst[j * ldd + i] = src[i * lds + j];
+}
+
 void vexp(float* out, const float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) out[i] = std::exp(x[i]);
 }

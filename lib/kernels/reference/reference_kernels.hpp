@@ -17,6 +17,7 @@ float softmax_cross_entropy(const float* logits, int V, int target, float* dlogi
 void softmax(float* out, const float* x, int n);
 float row_max(const float* x, int64_t n, int64_t width);
 float row_exp_shift(float* x, int64_t n, int64_t width, float shift);
+void transpose(float* dst, int64_t ldd, const float* src, int64_t lds, int rows, int cols);
 void vexp(float* out, const float* x, int64_t n);
 void vtanh(float* out, const float* x, int64_t n);
 void axpy(float* y, float a, const float* x, int64_t n);

@@ -657,6 +657,27 @@ struct Elementwise {
         return sum;
     }
 
+    // W rows of one source column per gather, stored as W contiguous floats of a dst row; the
+    // rows past the last whole W are copied one by one. Offsets are 32-bit lane indices, so a
+    // gather spans at most (W - 1) * lds floats (checked; a wider one falls back to scalar).
+    static void transpose(float* dst, int64_t ldd, const float* src, int64_t lds, int rows,
+                          int cols) {
+        using I = xsimd::batch<int32_t, Arch>;
+        int i0 = 0;
+        if (lds <= INT32_MAX / W) {
+            alignas(64) int32_t offsets[W];
+            for (int64_t r = 0; r < W; ++r) offsets[r] = int32_t(r * lds);
+            const I index = I::load_aligned(offsets);
+            for (; i0 + W <= rows; i0 += W) {
+                const float* s = src + i0 * lds;
+                for (int j = 0; j < cols; ++j)
+                    B::gather(s + j, index).store_unaligned(dst + j * ldd + i0);
+            }
+        }
+        for (int i = i0; i < rows; ++i)
+            for (int j = 0; j < cols; ++j) dst[j * ldd + i] = src[i * lds + j];
+    }
+
     // out = f(x) elementwise for a batch function f (fast exp, fast tanh).
     template <class F>
     static void map(float* out, const float* x, int64_t n) {
@@ -766,6 +787,7 @@ KernelTable make_table() {
     t.softmax = &E::softmax;
     t.row_max = &E::row_max;
     t.row_exp_shift = &E::row_exp_shift;
+    t.transpose = &E::transpose;
     t.vexp = &E::template map<Exp<Arch>>;
     t.vtanh = &E::template map<Tanh<Arch>>;
     t.axpy = &E::axpy;
