@@ -57,6 +57,7 @@ const KernelTable& make_reference_table() {
         "reference",
         1,
         1,
+        1,
         &reference::sgemm,
         &reference::layernorm_forward,
         &reference::layernorm_backward,
@@ -131,8 +132,13 @@ void sgemm_parallel_with(const KernelTable& table, const GemmArgs& g, ThreadPool
     // same sequence of operations wherever its tile falls). Split the longer side of C: rows
     // for activations (M = B*T), columns for a weight gradient whose M (output features) is
     // shorter than N; chunks are multiples of the tile so no thread gets extra edge tiles.
-    const bool split_rows = int64_t(g.M) * table.gemm_nr >= int64_t(g.N) * table.gemm_mr;
-    const int unit = split_rows ? table.gemm_mr : table.gemm_nr;
+    // A weight gradient dy^T x (trans_a) is always split by columns, at vector granularity
+    // (N = 128 in 48-column panels would split 96 + 32): split by rows, every thread would
+    // pack the whole of x, one row per token, instead of its own columns of it.
+    const bool weight_gradient = g.trans_a && g.N >= 2 * table.gemm_lanes;
+    const bool split_rows =
+        !weight_gradient && int64_t(g.M) * table.gemm_nr >= int64_t(g.N) * table.gemm_mr;
+    const int unit = split_rows ? table.gemm_mr : weight_gradient ? table.gemm_lanes : table.gemm_nr;
     const int extent = split_rows ? g.M : g.N;
     const int64_t units = (extent + unit - 1) / unit;
     // Small products are not worth splitting: on this 2-vCPU VM a split GEMM pays ~15-25 us

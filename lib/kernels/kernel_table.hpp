@@ -15,6 +15,7 @@ struct KernelTable {
     // split to it so that threads get whole tiles.
     int gemm_mr;
     int gemm_nr;
+    int gemm_lanes;  // floats per vector: the narrowest column panel
 
     void (*sgemm)(const GemmArgs& g);
     void (*layernorm_forward)(float* out, float* mean, float* rstd, const float* x, const float* w,

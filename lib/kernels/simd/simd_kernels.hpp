@@ -778,6 +778,7 @@ KernelTable make_table() {
     t.name = Arch::name();
     t.gemm_mr = MR;
     t.gemm_nr = G::NR;
+    t.gemm_lanes = G::W;
     t.sgemm = &G::run;
     t.layernorm_forward = &E::layernorm_forward;
     t.layernorm_backward = &E::layernorm_backward;
