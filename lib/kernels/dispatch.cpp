@@ -158,10 +158,12 @@ void sgemm_parallel_with(const KernelTable& table, const GemmArgs& g, ThreadPool
             part.M = count;
             part.A = g.trans_a ? g.A + first : g.A + int64_t(first) * g.lda;
             part.C = g.C + int64_t(first) * g.ldc;
+            if (g.aux) part.aux = g.aux + int64_t(first) * g.ldc;
         } else {
             part.N = count;
             part.B = g.trans_b ? g.B + int64_t(first) * g.ldb : g.B + first;
             part.C = g.C + first;
+            if (g.aux) part.aux = g.aux + first;
             if (g.bias) part.bias = g.bias + first;
         }
         table.sgemm(part);

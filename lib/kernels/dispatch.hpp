@@ -23,6 +23,14 @@ namespace pg::kernels {
 // A linear layer y = x W^T + b with W [out,in] is trans_b = true; its input gradient
 // dx = dy W is plain; its weight gradient dW += dy^T x is trans_a = true, beta = 1.
 // beta = 0 means C is not read (it may hold NaN).
+//
+// An epilogue fuses the MLP's GELU into its two GEMMs, applied to each register tile of C
+// while it is still in L1, so the [rows, 4C] activations are not read back from memory:
+//   kAlsoGelu:      aux[i, j] = gelu(C[i, j]) as well (aux is [M, N] with C's ldc);
+//   kTimesGeluGrad: C[i, j] = gelu'(aux[i, j]) * C[i, j] (the GELU backward, aux = its input).
+// Both use the same GELU as gelu_forward / gelu_backward.
+enum class Epilogue { kNone, kAlsoGelu, kTimesGeluGrad };
+
 struct GemmArgs {
     bool trans_a = false;
     bool trans_b = false;
@@ -36,6 +44,8 @@ struct GemmArgs {
     float* C = nullptr;
     int ldc = 0;
     const float* bias = nullptr;
+    Epilogue epilogue = Epilogue::kNone;
+    float* aux = nullptr;
 };
 
 void sgemm(const GemmArgs& g);

@@ -66,18 +66,29 @@ k::GemmArgs gemm_args(bool trans_a, bool trans_b, int M, int N, int K, const flo
     return g;
 }
 
-// out[N, OC] = inp[N, C] . w[OC, C]^T + bias[OC]
+// out[N, OC] = inp[N, C] . w[OC, C]^T + bias[OC]; gelu_out (if given) = gelu(out) as well,
+// computed tile by tile inside the GEMM.
 void linear_forward(float* out, const float* inp, const float* w, const float* bias, int N, int C,
-                    int OC, ThreadPool& pool) {
+                    int OC, ThreadPool& pool, float* gelu_out = nullptr) {
     k::GemmArgs g = gemm_args(false, true, N, OC, C, inp, C, w, C, out, OC);
     g.bias = bias;
+    if (gelu_out) {
+        g.epilogue = k::Epilogue::kAlsoGelu;
+        g.aux = gelu_out;
+    }
     k::sgemm_parallel(g, pool);
 }
 
-// dinp[N, C] = dout[N, OC] . w[OC, C]   (overwritten)
+// dinp[N, C] = dout[N, OC] . w[OC, C]   (overwritten); times gelu'(gelu_in) elementwise if
+// gelu_in is given (the backward of a GELU whose input was gelu_in, fused into the GEMM).
 void linear_backward_input(float* dinp, const float* dout, const float* w, int N, int C, int OC,
-                           ThreadPool& pool) {
-    k::sgemm_parallel(gemm_args(false, false, N, C, OC, dout, OC, w, C, dinp, C), pool);
+                           ThreadPool& pool, const float* gelu_in = nullptr) {
+    k::GemmArgs g = gemm_args(false, false, N, C, OC, dout, OC, w, C, dinp, C);
+    if (gelu_in) {
+        g.epilogue = k::Epilogue::kTimesGeluGrad;
+        g.aux = const_cast<float*>(gelu_in);  // only read by this epilogue
+    }
+    k::sgemm_parallel(g, pool);
 }
 
 // dw[OC, C] += dout[N, OC]^T . inp[N, C]; dbias[OC] += column sums of dout.
@@ -197,7 +208,7 @@ struct Engine::Impl {
     std::vector<LayerActs> layers;  // 1 for forward passes; L for forward_backward without recompute
     float* ln_out = nullptr;      // [N, C]  a LayerNorm output (forward, and recomputed in backward)
     float* big_a = nullptr;       // [N, 4C] GELU output; in backward dfch, then dqkv
-    float* big_b = nullptr;       // [N, 4C] in backward d(GELU output), then d(attention output)
+    float* datty = nullptr;       // [N, C]  in backward d(attention output)
     float* branch = nullptr;      // [N, C]  a block's output before dropout; in backward d(ln input)
     float* dresid = nullptr;      // [N, C]  gradient of the residual stream
     float* lnf_mean = nullptr;    // [N]
@@ -282,11 +293,11 @@ struct Engine::Impl {
         Carver c;
         for (int l = 2; l <= cfg.n_layer; ++l) c.plan(N * C);  // the rest of the residual stream
         for (int l = 0; l < extra_layers; ++l) plan_layer(c);
-        c.plan(N * 4 * C).plan(N * C);
+        c.plan(N * C).plan(N * C);
         c.allocate(backward_memory);
         for (int l = 2; l <= cfg.n_layer; ++l) resid.push_back(c.take());
         for (int l = 0; l < extra_layers; ++l) layers.push_back(take_layer(c));
-        big_b = c.take();
+        datty = c.take();
         dresid = c.take();
     }
 
@@ -541,9 +552,10 @@ struct Engine::Impl {
                                 branch, d, kDropAttnProj, l, pool);
         layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
                           cfg.layernorm_eps, pool);
-        linear_forward(a.fch, ln_out, w.fcw + int64_t(l) * 4 * C * C, w.fcb + l * 4 * C, N, C, 4 * C, pool);
+        // fch = ln_2(x) W_fc^T + b, and its GELU into big_a (not needed when only recomputing)
+        linear_forward(a.fch, ln_out, w.fcw + int64_t(l) * 4 * C * C, w.fcb + l * 4 * C, N, C, 4 * C, pool,
+                       out ? big_a : nullptr);
         if (!out) return;
-        gelu_rows(big_a, a.fch, N, 4 * C, pool);
         linear_residual_forward(out, a.res2, big_a, w.fcprojw + int64_t(l) * C * 4 * C,
                                 w.fcprojb + l * C, N, 4 * C, C, branch, d, kDropMlpProj, l, pool);
     }
@@ -566,13 +578,8 @@ struct Engine::Impl {
         gelu_rows(big_a, a.fch, N, 4 * C, pool);  // recompute the GELU output
         linear_backward_weights(g.fcprojw + int64_t(l) * C * 4 * C, g.fcprojb + l * C, dfcproj, big_a, N,
                                 4 * C, C, pool);
-        linear_backward_input(big_b, dfcproj, w.fcprojw + int64_t(l) * C * 4 * C, N, 4 * C, C, pool);
-        // dfch = gelu'(fch) * d(gelu output), into big_a
-        pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
-            const int64_t n0 = r0 * 4 * C, n = (r1 - r0) * 4 * C;
-            std::memset(big_a + n0, 0, sizeof(float) * size_t(n));
-            k::gelu_backward(big_a + n0, a.fch + n0, big_b + n0, n);
-        });
+        // dfch = gelu'(fch) * (dfcproj W_fcproj), into big_a (the GELU output is no longer needed)
+        linear_backward_input(big_a, dfcproj, w.fcprojw + int64_t(l) * C * 4 * C, N, 4 * C, C, pool, a.fch);
         layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
                           cfg.layernorm_eps, pool);  // recompute ln_2's output
         linear_backward_weights(g.fcw + int64_t(l) * 4 * C * C, g.fcb + l * 4 * C, big_a, ln_out, N, C,
@@ -589,7 +596,6 @@ struct Engine::Impl {
         }
         linear_backward_weights(g.attprojw + int64_t(l) * C * C, g.attprojb + l * C, dattproj, a.atty, N, C,
                                 C, pool);
-        float* datty = big_b;
         linear_backward_input(datty, dattproj, w.attprojw + int64_t(l) * C * C, N, C, C, pool);
         float* dqkv = big_a;
         attention_backward(dqkv, datty, a, l, B, T, d, pool);

@@ -219,6 +219,66 @@ TEST_CASE("sgemm_parallel is bitwise equal to sgemm for any thread count", "[ker
     }
 }
 
+TEST_CASE("sgemm epilogues apply the table's GELU to every element, serial and split", "[kernels]") {
+    // kAlsoGelu leaves C as the plain product and writes gelu(C) to aux; kTimesGeluGrad turns C
+    // into gelu'(aux) * C. Both must equal the table's own gelu kernels on the plain product,
+    // bit for bit, whatever the tile (edges, tall blocks, dot-product columns) or thread split.
+    pg::ThreadPool pool2(2);
+    const GemmCase cases[] = {
+        {false, true, 61, 512, 128, 0, 1.0f, 0.0f, true},   // the MLP's fc forward, ragged rows
+        {false, false, 61, 512, 128, 0, 1.0f, 0.0f, false}, // its input gradient dy W
+        {false, true, 37, 45, 300, 3, 0.5f, 1.0f, true},    // two K blocks, padding
+        {false, true, 16, 131, 4000, 0, 1.0f, 0.0f, true},  // dot-product columns, split
+        {false, false, 203, 70, 600, 0, 1.0f, 0.0f, false}, // split by rows
+        {false, true, 5, 9, 0, 0, 1.0f, 0.5f, true},        // K = 0
+    };
+    for (auto* t : tables()) {
+        for (const auto& c : cases) {
+            for (bool split : {false, true}) {
+                CAPTURE(t->name, c.M, c.N, c.K, split);
+                GemmProblem prob(c);
+                GemmArgs& g = prob.g;
+                auto run = [&](GemmArgs& args) {
+                    if (split) pg::kernels::sgemm_parallel_with(*t, args, pool2);
+                    else t->sgemm(args);
+                };
+                std::vector<float> plain = prob.C0;
+                g.C = plain.data();
+                run(g);
+
+                std::vector<float> with_gelu = prob.C0, aux(prob.C0.size(), -3.0f);
+                g.C = with_gelu.data();
+                g.epilogue = pg::kernels::Epilogue::kAlsoGelu;
+                g.aux = aux.data();
+                run(g);
+                CHECK(std::memcmp(with_gelu.data(), plain.data(), plain.size() * 4) == 0);
+                int bad = 0;
+                for (int i = 0; i < c.M; ++i) {
+                    std::vector<float> expect(std::size_t(c.N));
+                    t->gelu_forward(expect.data(), plain.data() + std::size_t(i) * g.ldc, c.N);
+                    bad += std::memcmp(expect.data(), aux.data() + std::size_t(i) * g.ldc, 4 * std::size_t(c.N)) != 0;
+                    for (int j = c.N; j < g.ldc; ++j) bad += aux[std::size_t(i) * g.ldc + j] != -3.0f;
+                }
+                CHECK(bad == 0);
+
+                // aux now holds gelu(plain): use it as the GELU input of the backward epilogue.
+                std::vector<float> times = prob.C0;
+                g.C = times.data();
+                g.epilogue = pg::kernels::Epilogue::kTimesGeluGrad;
+                run(g);
+                bad = 0;
+                for (int i = 0; i < c.M; ++i) {
+                    std::vector<float> expect(std::size_t(c.N), 0.0f);
+                    t->gelu_backward(expect.data(), aux.data() + std::size_t(i) * g.ldc,
+                                     plain.data() + std::size_t(i) * g.ldc, c.N);
+                    bad += std::memcmp(expect.data(), times.data() + std::size_t(i) * g.ldc, 4 * std::size_t(c.N)) != 0;
+                }
+                CHECK(bad == 0);
+            }
+        }
+    }
+}
+
 TEST_CASE("fast exp and tanh stay within their stated error bounds", "[kernels]") {
     // fast_math.hpp: exp relative error <= 4e-7 on [-87, 88]; tanh absolute error <= 6e-7.
     const int n = 200003;

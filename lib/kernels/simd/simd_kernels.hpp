@@ -290,6 +290,20 @@ struct Gemm {
                 c[j] = out;
             }
         }
+        apply_epilogue(g, 0, g.M, 0, g.N);
+    }
+
+    // GemmArgs::epilogue on the finished block C[i0:i0+rows, j0:j0+cols].
+    static void apply_epilogue(const GemmArgs& g, int i0, int rows, int j0, int cols) {
+        if (g.epilogue == Epilogue::kNone) return;
+        for (int i = i0; i < i0 + rows; ++i) {
+            float* c = g.C + int64_t(i) * g.ldc + j0;
+            float* aux = g.aux + int64_t(i) * g.ldc + j0;
+            if (g.epilogue == Epilogue::kAlsoGelu)
+                Elementwise<Arch>::gelu_forward(aux, c, cols);
+            else
+                Elementwise<Arch>::gelu_grad_times(c, aux, cols);
+        }
     }
 
     // The last N % W columns of x W^T (plain A, transposed B: a row of A and a row of B are
@@ -316,6 +330,7 @@ struct Gemm {
                 c[j] = out;
             }
         }
+        apply_epilogue(g, 0, g.M, first, g.N - first);
     }
 
     static void run(const GemmArgs& g) {
@@ -380,6 +395,8 @@ struct Gemm {
                                 tile_nv<false>(nv, use_tall, kc, g.A + int64_t(i) * g.lda + pc,
                                                g.lda, bp, ldbp, c, g.ldc, g.alpha, beta, bias, MR,
                                                last_w);
+                            const int rows = use_tall ? tall : min_of(MR, mc - ir);
+                            if (pc + kc == g.K) apply_epilogue(g, i, rows, jc + jr, nr);
                             ir += use_tall ? tall : MR;
                         }
                     }
@@ -509,6 +526,19 @@ struct Elementwise {
             for (int64_t j = 0; j < n - i; ++j) buf[j] = x[i + j];
             gelu(B::load_aligned(buf)).store_aligned(buf);
             for (int64_t j = 0; j < n - i; ++j) out[i + j] = buf[j];
+        }
+    }
+
+    // c[i] = gelu'(x[i]) * c[i]: the GEMM epilogue Epilogue::kTimesGeluGrad.
+    static void gelu_grad_times(float* c, const float* x, int64_t n) {
+        int64_t i = 0;
+        for (; i + W <= n; i += W)
+            (gelu_grad(B::load_unaligned(x + i)) * B::load_unaligned(c + i)).store_unaligned(c + i);
+        if (i < n) {
+            alignas(64) float buf[W] = {};
+            for (int64_t j = 0; j < n - i; ++j) buf[j] = x[i + j];
+            gelu_grad(B::load_aligned(buf)).store_aligned(buf);
+            for (int64_t j = 0; j < n - i; ++j) c[i + j] = buf[j] * c[i + j];
         }
     }
 
