@@ -1,5 +1,6 @@
 #include "core/thread_pool.hpp"
 
+#include <chrono>
 #include <exception>
 
 namespace pg {
@@ -24,15 +25,38 @@ ThreadPool::~ThreadPool() {
     for (auto& w : workers_) w.join();
 }
 
+namespace {
+
+inline void cpu_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+
+}  // namespace
+
+template <class Done>
+bool ThreadPool::spin_until(Done done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
+    for (int i = 1;; ++i) {
+        if (done()) return true;
+        cpu_pause();
+        if (i % 64 == 0 && std::chrono::steady_clock::now() > deadline) return done();
+    }
+}
+
 void ThreadPool::worker_loop(int index) {
     uint64_t seen = 0;
     for (;;) {
         const std::function<void(int)>* job;
+        spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
         {
             std::unique_lock<std::mutex> lock(mutex_);
-            start_cv_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+            start_cv_.wait(lock, [&] { return stopping_ || generation_.load() != seen; });
             if (stopping_) return;
-            seen = generation_;
+            seen = generation_.load();
             job = job_;
         }
         try {
@@ -42,7 +66,7 @@ void ThreadPool::worker_loop(int index) {
         }
         {
             std::lock_guard<std::mutex> lock(mutex_);
-            if (--pending_ == 0) done_cv_.notify_one();
+            if (pending_.fetch_sub(1) == 1) done_cv_.notify_one();
         }
     }
 }
@@ -52,8 +76,8 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
     if (n_threads_ > 1) {
         std::lock_guard<std::mutex> lock(mutex_);
         job_ = &fn;
-        pending_ = n_threads_ - 1;
-        ++generation_;
+        pending_.store(n_threads_ - 1);
+        generation_.fetch_add(1, std::memory_order_release);
     }
     start_cv_.notify_all();
     try {
@@ -62,8 +86,9 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
         errors_[0] = std::current_exception();
     }
     if (n_threads_ > 1) {
+        spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
         std::unique_lock<std::mutex> lock(mutex_);
-        done_cv_.wait(lock, [&] { return pending_ == 0; });
+        done_cv_.wait(lock, [&] { return pending_.load() == 0; });
         job_ = nullptr;
     }
     for (auto& e : errors_)
