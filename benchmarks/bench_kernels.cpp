@@ -285,6 +285,18 @@ void run_elementwise(const Suite& s, const KernelTable& t, const Options& o,
         [&](const KernelTable& k) { k.gelu_forward(hg.data(), h.data(), hidden); });
     add("gelu_backward", hid_size, 4.0 * 4 * hidden,
         [&](const KernelTable& k) { k.gelu_backward(hg.data(), h.data(), dh.data(), hidden); });
+    // Dropout at p = 0.1 (the PhoneGPT recipe) over the residual stream, as the engine's
+    // embedding / backward (apply) and projection (residual) sites run it.
+    pg::kernels::DropoutArgs drop;
+    drop.seed = 1234;
+    drop.stream = 17;
+    drop.p = 0.1f;
+    drop.scale = 1.0f / (1.0f - drop.p);
+    add("dropout_apply", act_size, 2.0 * 4 * act,
+        [&](const KernelTable& k) { k.dropout_apply(y.data(), x.data(), act, drop); });
+    add("dropout_residual", act_size, 3.0 * 4 * act, [&](const KernelTable& k) {
+        k.dropout_residual(y.data(), x.data(), dy.data(), act, drop);
+    });
     add("softmax_cross_entropy", std::to_string(rows) + "x" + std::to_string(V),
         2.0 * 4 * rows * V, [&](const KernelTable& k) {
             for (int r = 0; r < rows; ++r)

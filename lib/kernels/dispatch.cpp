@@ -73,6 +73,9 @@ const KernelTable& make_reference_table() {
         &reference::axpy,
         &reference::dot,
         &reference::sum_squares,
+        &reference::dropout_apply,
+        &reference::dropout_residual,
+        &reference::dropout_mask,
         &reference::adamw,
     };
     return table;
@@ -204,6 +207,16 @@ void vtanh(float* out, const float* x, int64_t n) { active_table().vtanh(out, x,
 void axpy(float* y, float a, const float* x, int64_t n) { active_table().axpy(y, a, x, n); }
 float dot(const float* a, const float* b, int64_t n) { return active_table().dot(a, b, n); }
 double sum_squares(const float* x, int64_t n) { return active_table().sum_squares(x, n); }
+void dropout_apply(float* out, const float* in, int64_t n, const DropoutArgs& d) {
+    active_table().dropout_apply(out, in, n, d);
+}
+void dropout_residual(float* out, const float* x, const float* branch, int64_t n,
+                      const DropoutArgs& d) {
+    active_table().dropout_residual(out, x, branch, n, d);
+}
+void dropout_mask(float* mask, int64_t n, const DropoutArgs& d) {
+    active_table().dropout_mask(mask, n, d);
+}
 void adamw(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
            float beta2, float eps, float weight_decay, float bc1, float bc2) {
     active_table().adamw(p, g, m, v, n, lr, beta1, beta2, eps, weight_decay, bc1, bc2);

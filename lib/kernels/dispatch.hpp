@@ -98,6 +98,27 @@ double sum_squares(const float* x, int64_t n);
 void adamw(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
            float beta2, float eps, float weight_decay, float bc1, float bc2);
 
+// Dropout with the counter-hash masks of lib/core/rng.hpp: element i of a call is kept when
+// counter_uniform(seed, stream, first_index + i) >= p (model/dropout_mask.hpp maps a model's
+// dropout sites to seed, stream and index). The SIMD tables compute the same hash many lanes at a
+// time and apply the mask without branches, bit for bit equal to the scalar reference.
+struct DropoutArgs {
+    uint64_t seed = 0;
+    uint64_t stream = 0;
+    uint64_t first_index = 0;  // the hash index of element 0
+    float p = 0.0f;            // drop probability, in [0, 1)
+    float scale = 1.0f;        // what survivors are multiplied by (1 / (1 - p))
+};
+// out[i] = keep(i) ? in[i] * scale : 0 (out may alias in).
+void dropout_apply(float* out, const float* in, int64_t n, const DropoutArgs& d);
+// out[i] = x[i] + (keep(i) ? branch[i] * scale : 0): a dropped branch added to the residual
+// stream (out may alias x or branch); the product and the sum are rounded separately (no fused
+// multiply-add), on every table.
+void dropout_residual(float* out, const float* x, const float* branch, int64_t n,
+                      const DropoutArgs& d);
+// mask[i] = keep(i) ? scale : 0, for callers that use the mask more than once.
+void dropout_mask(float* mask, int64_t n, const DropoutArgs& d);
+
 // Which table is active ("avx512bw", "fma3+avx2", "sse2", "arm64+neon", "reference").
 const char* active_arch_name();
 // Forces the scalar reference table (tests and PG_KERNELS=reference); returns the previous

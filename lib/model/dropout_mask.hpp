@@ -15,6 +15,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "kernels/dispatch.hpp"
 #include "model/engine.hpp"
 
 namespace pg {
@@ -33,10 +34,28 @@ inline void check_dropout(const Dropout& d) {
             "dropout probability " + std::to_string(d.p) + " is outside [0, 1)");
 }
 
-// True when the element survives. layer is 0 for the embedding site.
+// The counter-hash stream and index of an element. layer is 0 for the embedding site.
+inline uint64_t dropout_stream(const Dropout& d, DropoutPlace place) {
+    return d.stream * 16 + uint64_t(place);
+}
+inline uint64_t dropout_index(int layer, uint64_t index) { return (uint64_t(layer) << 40) | index; }
+
+// True when the element survives.
 inline bool dropout_keep(const Dropout& d, DropoutPlace place, int layer, uint64_t index) {
-    return counter_uniform(d.seed, d.stream * 16 + uint64_t(place),
-                           (uint64_t(layer) << 40) | index) >= d.p;
+    return counter_uniform(d.seed, dropout_stream(d, place), dropout_index(layer, index)) >= d.p;
+}
+
+// The arguments of the dropout kernels (kernels/dispatch.hpp) for a run of elements of one site
+// starting at `first`: they keep element first + i exactly when dropout_keep does.
+inline kernels::DropoutArgs dropout_args(const Dropout& d, DropoutPlace place, int layer,
+                                         uint64_t first) {
+    kernels::DropoutArgs a;
+    a.seed = d.seed;
+    a.stream = dropout_stream(d, place);
+    a.first_index = dropout_index(layer, first);
+    a.p = d.p;
+    a.scale = 1.0f / (1.0f - d.p);
+    return a;
 }
 
 }  // namespace pg

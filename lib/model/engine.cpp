@@ -151,20 +151,18 @@ void linear_residual_forward(float* out, const float* x, const float* inp, const
         return;
     }
     linear_forward(branch, inp, w, bias, N, C, OC, pool);
-    const float keep_scale = 1.0f / (1.0f - d.p);
     pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
-        for (int64_t i = r0 * OC; i < r1 * OC; ++i)
-            out[i] = x[i] + (dropout_keep(d, place, layer, uint64_t(i)) ? branch[i] * keep_scale : 0.0f);
+        const int64_t i = r0 * OC;
+        k::dropout_residual(out + i, x + i, branch + i, (r1 - r0) * OC, dropout_args(d, place, layer, uint64_t(i)));
     });
 }
 
 // out[N, C] = dout * dropout mask (the gradient flowing into a dropped branch).
 void dropout_backward(float* out, const float* dout, int N, int C, const Dropout& d,
                       DropoutPlace place, int layer, ThreadPool& pool) {
-    const float keep_scale = 1.0f / (1.0f - d.p);
     pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
-        for (int64_t i = r0 * C; i < r1 * C; ++i)
-            out[i] = dropout_keep(d, place, layer, uint64_t(i)) ? dout[i] * keep_scale : 0.0f;
+        const int64_t i = r0 * C;
+        k::dropout_apply(out + i, dout + i, (r1 - r0) * C, dropout_args(d, place, layer, uint64_t(i)));
     });
 }
 
@@ -345,18 +343,14 @@ struct Engine::Impl {
                          const Dropout& d, ThreadPool& pool) {
         const int C = cfg.n_embd;
         const bool drop = dropout_active(d);
-        const float keep_scale = 1.0f / (1.0f - d.p);
         float* out = resid[0];
         pool.parallel_for(int64_t(B) * T, [&](int, int64_t r0, int64_t r1) {
             for (int64_t n = r0; n < r1; ++n) {
                 const float* we = w.wte + int64_t(inputs[n]) * C;
                 const float* pe = w.wpe + (n % T) * C;
                 float* o = out + n * C;
-                for (int i = 0; i < C; ++i) {
-                    float v = we[i] + pe[i];
-                    if (drop) v = dropout_keep(d, kDropEmbedding, 0, uint64_t(n * C + i)) ? v * keep_scale : 0.0f;
-                    o[i] = v;
-                }
+                for (int i = 0; i < C; ++i) o[i] = we[i] + pe[i];
+                if (drop) k::dropout_apply(o, o, C, dropout_args(d, kDropEmbedding, 0, uint64_t(n * C)));
             }
         });
     }
@@ -393,7 +387,6 @@ struct Engine::Impl {
         const int C = cfg.n_embd, NH = cfg.n_head, hs = C / NH;
         const float scale = 1.0f / std::sqrt(float(hs));
         const bool drop = dropout_active(d);
-        const float keep_scale = 1.0f / (1.0f - d.p);
         prepare_scratch(pool);
         pool.parallel_for(int64_t(B) * NH, [&](int thread, int64_t p0, int64_t p1) {
             AttnScratch& sc = scratch(thread);
@@ -437,8 +430,7 @@ struct Engine::Impl {
                             }
                             if (drop) {
                                 const uint64_t base = (uint64_t(pair) * T + uint64_t(t)) * T + uint64_t(k0);
-                                for (int j = 0; j < valid; ++j)
-                                    srow[j] = dropout_keep(d, kDropAttnProbs, layer, base + j) ? srow[j] * keep_scale : 0.0f;
+                                k::dropout_apply(srow, srow, valid, dropout_args(d, kDropAttnProbs, layer, base));
                             }
                         }
                         // Y[nq, hs] += P . V
@@ -462,7 +454,6 @@ struct Engine::Impl {
         const int C = cfg.n_embd, NH = cfg.n_head, hs = C / NH;
         const float scale = 1.0f / std::sqrt(float(hs));
         const bool drop = dropout_active(d);
-        const float keep_scale = 1.0f / (1.0f - d.p);
         prepare_scratch(pool);
         pool.parallel_for(int64_t(B) * NH, [&](int thread, int64_t p0, int64_t p1) {
             AttnScratch& sc = scratch(thread);
@@ -509,10 +500,11 @@ struct Engine::Impl {
                             // Pdrop = P * mask, for dV.
                             if (drop) {
                                 const uint64_t base = (uint64_t(pair) * T + uint64_t(t)) * T + uint64_t(k0);
+                                alignas(64) float mask[kKeyBlock];
+                                k::dropout_mask(mask, valid, dropout_args(d, kDropAttnProbs, layer, base));
                                 for (int j = 0; j < valid; ++j) {
-                                    const float mask = dropout_keep(d, kDropAttnProbs, layer, base + j) ? keep_scale : 0.0f;
-                                    dprow[j] = srow[j] * (dprow[j] * mask - Dr) * scale;
-                                    srow[j] *= mask;
+                                    dprow[j] = srow[j] * (dprow[j] * mask[j] - Dr) * scale;
+                                    srow[j] *= mask[j];
                                 }
                                 std::fill(dprow + valid, dprow + nk, 0.0f);
                             } else {

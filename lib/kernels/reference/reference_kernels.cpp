@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/rng.hpp"
+
 namespace pg::kernels::reference {
 
 void sgemm(const GemmArgs& g) {
@@ -163,6 +165,28 @@ double sum_squares(const float* x, int64_t n) {
     double s = 0.0;
     for (int64_t i = 0; i < n; ++i) s += double(x[i]) * double(x[i]);
     return s;
+}
+
+namespace {
+// The one definition of a kept element (lib/core/rng.hpp's counter hash); the SIMD tables are
+// tested bit for bit against it.
+bool dropout_keeps(const DropoutArgs& d, int64_t i) {
+    return counter_uniform(d.seed, d.stream, d.first_index + uint64_t(i)) >= d.p;
+}
+}  // namespace
+
+void dropout_apply(float* out, const float* in, int64_t n, const DropoutArgs& d) {
+    for (int64_t i = 0; i < n; ++i) out[i] = dropout_keeps(d, i) ? in[i] * d.scale : 0.0f;
+}
+
+void dropout_residual(float* out, const float* x, const float* branch, int64_t n,
+                      const DropoutArgs& d) {
+    for (int64_t i = 0; i < n; ++i)
+        out[i] = x[i] + (dropout_keeps(d, i) ? branch[i] * d.scale : 0.0f);
+}
+
+void dropout_mask(float* mask, int64_t n, const DropoutArgs& d) {
+    for (int64_t i = 0; i < n; ++i) mask[i] = dropout_keeps(d, i) ? d.scale : 0.0f;
 }
 
 void adamw(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,

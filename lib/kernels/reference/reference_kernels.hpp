@@ -23,6 +23,10 @@ void vtanh(float* out, const float* x, int64_t n);
 void axpy(float* y, float a, const float* x, int64_t n);
 float dot(const float* a, const float* b, int64_t n);
 double sum_squares(const float* x, int64_t n);
+void dropout_apply(float* out, const float* in, int64_t n, const DropoutArgs& d);
+void dropout_residual(float* out, const float* x, const float* branch, int64_t n,
+                      const DropoutArgs& d);
+void dropout_mask(float* mask, int64_t n, const DropoutArgs& d);
 void adamw(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
            float beta2, float eps, float weight_decay, float bc1, float bc2);
 

@@ -407,6 +407,68 @@ struct Gemm {
 };
 
 // ---------------------------------------------------------------------------------------------
+// 64-bit lane multiply (mod 2^64, what uint64_t * does), for the dropout hash. xsimd 8.1 only has
+// it on AVX-512 (vpmullq) and falls back to one scalar multiply per lane elsewhere, so SSE2, AVX2
+// and NEON build it from 32 x 32 -> 64-bit products:
+//   a * b = lo(a) lo(b) + ((hi(a) lo(b) + lo(a) hi(b)) << 32)   (mod 2^64)
+// One overload per register type; xsimd batches convert to theirs.
+// ---------------------------------------------------------------------------------------------
+
+#if defined(__x86_64__)
+inline __m128i mul64(__m128i a, __m128i b) {
+    // _mm_mul_epu32 multiplies the low 32 bits of each 64-bit lane into a 64-bit product.
+    const __m128i cross = _mm_add_epi64(_mm_mul_epu32(_mm_srli_epi64(a, 32), b),
+                                        _mm_mul_epu32(a, _mm_srli_epi64(b, 32)));
+    return _mm_add_epi64(_mm_mul_epu32(a, b), _mm_slli_epi64(cross, 32));
+}
+#if defined(__AVX2__)
+inline __m256i mul64(__m256i a, __m256i b) {
+    const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), b),
+                                           _mm256_mul_epu32(a, _mm256_srli_epi64(b, 32)));
+    return _mm256_add_epi64(_mm256_mul_epu32(a, b), _mm256_slli_epi64(cross, 32));
+}
+#endif
+#if defined(__AVX512DQ__)
+inline __m512i mul64(__m512i a, __m512i b) { return _mm512_mullo_epi64(a, b); }
+#endif
+#elif defined(__aarch64__)
+inline uint64x2_t mul64(uint64x2_t a, uint64x2_t b) {
+    const uint32x2_t a_lo = vmovn_u64(a), a_hi = vshrn_n_u64(a, 32);
+    const uint32x2_t b_lo = vmovn_u64(b), b_hi = vshrn_n_u64(b, 32);
+    const uint64x2_t cross = vmlal_u32(vmull_u32(a_hi, b_lo), a_lo, b_hi);
+    return vaddq_u64(vmull_u32(a_lo, b_lo), vshlq_n_u64(cross, 32));
+}
+#endif
+
+// 64-bit lane shifts by a constant, and the 64-bit lanes seen as 32-bit ones. xsimd 8.1's NEON
+// shift picks its count at run time through a chain of out-of-line calls and its NEON
+// bitwise_cast is a call too, so aarch64 gets the instructions directly.
+template <int S, class Arch>
+xsimd::batch<uint64_t, Arch> shift_right(xsimd::batch<uint64_t, Arch> x) {
+#if defined(__aarch64__)
+    return vshrq_n_u64(x, S);
+#else
+    return x >> S;
+#endif
+}
+template <int S, class Arch>
+xsimd::batch<uint64_t, Arch> shift_left(xsimd::batch<uint64_t, Arch> x) {
+#if defined(__aarch64__)
+    return vshlq_n_u64(x, S);
+#else
+    return x << S;
+#endif
+}
+template <class Arch>
+xsimd::batch<int32_t, Arch> as_int32_lanes(xsimd::batch<uint64_t, Arch> x) {
+#if defined(__aarch64__)
+    return vreinterpretq_s32_u64(x);
+#else
+    return xsimd::bitwise_cast<xsimd::batch<int32_t, Arch>>(x);
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
 // Elementwise and row kernels. Each has a vector body and a scalar tail doing the same math.
 // ---------------------------------------------------------------------------------------------
 
@@ -764,6 +826,106 @@ struct Elementwise {
         return s;
     }
 
+    // Dropout keep flags for W consecutive elements at a time: counter_uniform (core/rng.hpp)
+    // computed in 64-bit lanes, bit for bit. The even-numbered elements of a group go in one
+    // batch and the odd ones in another, so that packing each pair of 64-bit lanes into 32-bit
+    // lanes leaves the elements in order (little-endian: lane 2j = even[j], 2j+1 = odd[j]).
+    struct DropoutLanes {
+        using U = xsimd::batch<uint64_t, Arch>;
+        static constexpr int64_t UW = int64_t(U::size);
+        static_assert(2 * UW == W, "two 64-bit batches fill one float batch");
+        static constexpr uint64_t kIndexMul = 0x9E3779B97F4A7C15ull;   // counter_hash's constants
+        static constexpr uint64_t kStreamMul = 0xD1B54A32D192ED03ull;
+        static constexpr uint64_t kMixMul = 0xD6E8FEB86659FD93ull;
+
+        U key;               // seed ^ stream * kStreamMul
+        U even, odd;         // index * kIndexMul for the group's even and odd elements
+        const U step;        // W * kIndexMul: the next group (mod 2^64, like the scalar product)
+        const U mix;
+        const B p;
+
+        explicit DropoutLanes(const DropoutArgs& d)
+            : step(uint64_t(W) * kIndexMul), mix(kMixMul), p(d.p) {
+            alignas(64) uint64_t e[UW], o[UW];
+            for (int64_t j = 0; j < UW; ++j) {
+                e[j] = (d.first_index + uint64_t(2 * j)) * kIndexMul;
+                o[j] = (d.first_index + uint64_t(2 * j + 1)) * kIndexMul;
+            }
+            key = U(d.seed ^ (d.stream * kStreamMul));
+            even = U::load_aligned(e);
+            odd = U::load_aligned(o);
+        }
+
+        // counter_hash(...) >> 40. Its last step, x ^ (x >> 32), leaves bits 40..63 alone, so
+        // the top 24 bits are those of the second product.
+        U top24(U index_term) const {
+            U x = key ^ index_term;
+            x = U(mul64(x ^ shift_right<32>(x), mix));
+            x = U(mul64(x ^ shift_right<32>(x), mix));
+            return shift_right<40>(x);
+        }
+
+        // The keep flags of the next W elements: counter_uniform >= p.
+        xsimd::batch_bool<float, Arch> next() {
+            const U packed = top24(even) | shift_left<32>(top24(odd));
+            even = even + step;
+            odd = odd + step;
+            // Below 2^24, so the int -> float conversion is exact, as the scalar one is.
+            return xsimd::to_float(as_int32_lanes(packed)) * B(0x1.0p-24f) >= p;
+        }
+    };
+
+    // The dropout kernels: whole vectors, then a tail through zero-padded buffers (the hash of
+    // the padding lanes is computed and ignored).
+    static void dropout_apply(float* out, const float* in, int64_t n, const DropoutArgs& d) {
+        DropoutLanes lanes(d);
+        const B scale(d.scale), zero(0.0f);
+        int64_t i = 0;
+        for (; i + W <= n; i += W)
+            xsimd::select(lanes.next(), B::load_unaligned(in + i) * scale, zero)
+                .store_unaligned(out + i);
+        if (i < n) {
+            alignas(64) float buf[W] = {};
+            for (int64_t j = 0; j < n - i; ++j) buf[j] = in[i + j];
+            xsimd::select(lanes.next(), B::load_aligned(buf) * scale, zero).store_aligned(buf);
+            for (int64_t j = 0; j < n - i; ++j) out[i + j] = buf[j];
+        }
+    }
+
+    static void dropout_residual(float* out, const float* x, const float* branch, int64_t n,
+                                 const DropoutArgs& d) {
+        DropoutLanes lanes(d);
+        const B scale(d.scale), zero(0.0f);
+        int64_t i = 0;
+        for (; i + W <= n; i += W) {
+            const B kept = xsimd::select(lanes.next(), B::load_unaligned(branch + i) * scale, zero);
+            (B::load_unaligned(x + i) + kept).store_unaligned(out + i);
+        }
+        if (i < n) {
+            alignas(64) float xb[W] = {};
+            alignas(64) float bb[W] = {};
+            for (int64_t j = 0; j < n - i; ++j) {
+                xb[j] = x[i + j];
+                bb[j] = branch[i + j];
+            }
+            const B kept = xsimd::select(lanes.next(), B::load_aligned(bb) * scale, zero);
+            (B::load_aligned(xb) + kept).store_aligned(xb);
+            for (int64_t j = 0; j < n - i; ++j) out[i + j] = xb[j];
+        }
+    }
+
+    static void dropout_mask(float* mask, int64_t n, const DropoutArgs& d) {
+        DropoutLanes lanes(d);
+        const B scale(d.scale), zero(0.0f);
+        int64_t i = 0;
+        for (; i + W <= n; i += W) xsimd::select(lanes.next(), scale, zero).store_unaligned(mask + i);
+        if (i < n) {
+            alignas(64) float buf[W];
+            xsimd::select(lanes.next(), scale, zero).store_aligned(buf);
+            for (int64_t j = 0; j < n - i; ++j) mask[i + j] = buf[j];
+        }
+    }
+
     static void adamw(float* p, const float* g, float* m, float* v, int64_t n, float lr,
                       float beta1, float beta2, float eps, float weight_decay, float bc1,
                       float bc2) {
@@ -824,6 +986,9 @@ KernelTable make_table() {
     t.axpy = &E::axpy;
     t.dot = &E::dot;
     t.sum_squares = &E::sum_squares;
+    t.dropout_apply = &E::dropout_apply;
+    t.dropout_residual = &E::dropout_residual;
+    t.dropout_mask = &E::dropout_mask;
     t.adamw = &E::adamw;
     return t;
 }
