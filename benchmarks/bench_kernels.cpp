@@ -6,7 +6,7 @@
 // Usage: bench_kernels [--json] [--threads N] [--suite phonegpt|64m|all] [--arch NAME]
 //                      [--seconds S] [--no-eigen]
 //   --arch picks a kernel table this CPU can run ("avx512bw", "fma3+avx2", "sse2",
-//   "arm64+neon", "reference"); default: the one dispatch chose.
+//   "arm64+neon+fmla-lane", "arm64+neon", "reference"); default: the one dispatch chose.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -423,7 +423,8 @@ int main(int argc, char** argv) {
         return 0;
     }
 
-    std::printf("kernel table: %s, %d threads\n", table->name, threads);
+    std::printf("kernel table: %s, %d threads; CPU features: %s\n", table->name, threads,
+                pg::kernels::cpu_features());
     std::printf("FMA peak (%s): %.1f GFLOP/s on 1 thread, %.1f on %d threads\n",
                 unit ? unit->name.c_str() : "?", peak_1t, peak_all, threads);
     for (const char* d : descriptions) std::printf("suite: %s\n", d);

@@ -10,9 +10,7 @@
 
 #include "fma_peak.hpp"
 
-#if defined(__aarch64__)
-#include <sys/auxv.h>
-#endif
+#include "kernels/dispatch.hpp"
 
 namespace {
 
@@ -35,17 +33,11 @@ std::string cpu_model() {
     return model.empty() ? "unknown" : model;
 }
 
-// The ARMv8.2+ features that matter for ML kernels, as the kernel reports them.
+// The features dispatch detected (aarch64: the ARMv8.2+ extensions from HWCAP); on x86 the
+// vector units measured below.
 std::string cpu_features() {
 #if defined(__aarch64__)
-    const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
-    std::string s = "asimd";
-    if (hw & (1ul << 10)) s += " asimdhp(fp16)";   // HWCAP_ASIMDHP
-    if (hw & (1ul << 20)) s += " asimddp(dotprod)";  // HWCAP_ASIMDDP
-    if (hw & (1ul << 22)) s += " sve";               // HWCAP_SVE
-    if (hw2 & (1ul << 13)) s += " i8mm";             // HWCAP2_I8MM
-    if (hw2 & (1ul << 14)) s += " bf16";             // HWCAP2_BF16
-    return s;
+    return pg::kernels::cpu_features();
 #else
     std::string s;
     for (const auto& u : pg_bench::peak_units()) s += (s.empty() ? "" : " ") + u.name;

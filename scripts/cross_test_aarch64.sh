@@ -19,7 +19,9 @@ cmake --build "$build" -j"$jobs" --target phonegpt phonegpt_static phonegpt_unit
   bench_peak > "$build/build.log" 2>&1 || { grep -E "error|Error" "$build/build.log" | head -30; fail "build"; }
 
 # kernels_aarch64_cortex-a53 / kernels_aarch64_max (tests/cmake/kernels_dispatch.cmake) check
-# that dispatch chose arm64+neon and run every [kernels] test on each CPU.
+# that dispatch chose arm64+neon+fmla-lane and saw the CPU's HWCAP features, and run every
+# [kernels] test (both aarch64 tables) on each CPU; kernels_aarch64_env_neon64 checks that
+# PG_KERNELS=arm64+neon selects the xsimd table.
 (cd "$build" && ctest --output-on-failure --timeout 600 -R '^kernels_aarch64_') || fail "kernel tests under qemu"
 log="$build/unit_tests_qemu.log"
 timeout 900 qemu-aarch64 -cpu max "$build/tests/phonegpt_unit_tests" '[model],[train],[core],[tokenizer]' \

@@ -1,6 +1,7 @@
 // Chooses the kernel table once per process, from what the CPU and the OS support:
-// x86_64: avx512bw > fma3+avx2 > sse2; aarch64: neon64. PG_KERNELS=<name> (for example
-// "reference", "sse2") picks a named table instead, if this CPU can run it.
+// x86_64: avx512bw > fma3+avx2 > sse2; aarch64 (from HWCAP): arm64+neon+fmla-lane > arm64+neon.
+// PG_KERNELS=<name> (for example "reference", "sse2") picks a named table instead, if this CPU
+// can run it.
 #include "kernels/dispatch.hpp"
 
 #include <algorithm>
@@ -13,7 +14,11 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#elif defined(__aarch64__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
 #endif
+#include <string>
 
 namespace pg::kernels {
 
@@ -48,6 +53,33 @@ X86Features detect_x86() {
                         (ebx & (1u << 30));  // F, DQ, CD, BW
     f.avx2_fma = os_ymm && avx2 && fma;
     f.avx512bw = f.avx2_fma && os_zmm && avx512;
+    return f;
+}
+#elif defined(__aarch64__)
+// What the Linux (and Android) kernel reports in the ELF auxiliary vector. Every ARMv8-A CPU has
+// ASIMD (NEON); the ARMv8.2+ extensions are detected so a phone run can show them, but no
+// kernel uses them: FP16 arithmetic (fphp, asimdhp) and the int8 dot products (asimddp, i8mm)
+// do not give fp32 training results (docs/phone.md).
+struct ArmFeatures {
+    bool asimd = false;    // NEON: both aarch64 tables need it
+    bool fphp = false;     // scalar FP16 arithmetic (ARMv8.2)
+    bool asimdhp = false;  // vector FP16 arithmetic (ARMv8.2)
+    bool asimddp = false;  // SDOT/UDOT int8 dot product (ARMv8.2, mandatory from ARMv8.4)
+    bool sve = false;
+    bool i8mm = false;     // int8 matrix multiply (ARMv8.6)
+    bool bf16 = false;     // BFloat16 dot products (ARMv8.6)
+};
+
+ArmFeatures detect_arm() {
+    const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+    ArmFeatures f;
+    f.asimd = hw & HWCAP_ASIMD;
+    f.fphp = hw & HWCAP_FPHP;
+    f.asimdhp = hw & HWCAP_ASIMDHP;
+    f.asimddp = hw & HWCAP_ASIMDDP;
+    f.sve = hw & HWCAP_SVE;
+    f.i8mm = hw2 & HWCAP2_I8MM;
+    f.bf16 = hw2 & HWCAP2_BF16;
     return f;
 }
 #endif
@@ -108,10 +140,40 @@ std::vector<const KernelTable*> available_tables() {
     if (f.avx2_fma) tables.push_back(&avx2_table());
     tables.push_back(&sse2_table());
 #elif defined(__aarch64__)
-    tables.push_back(&neon64_table());
+    // FMLA by element is ARMv8.0 NEON, so the lane GEMM runs wherever the xsimd table does.
+    if (detect_arm().asimd) {
+        tables.push_back(&neon64_fmla_lane_table());
+        tables.push_back(&neon64_table());
+    }
 #endif
     tables.push_back(&reference_table());
     return tables;
+}
+
+const char* cpu_features() {
+    static const std::string features = [] {
+        std::string s;
+        auto add = [&s](bool has, const char* name) {
+            if (has) s += (s.empty() ? "" : " ") + std::string(name);
+        };
+#if defined(__x86_64__)
+        const X86Features f = detect_x86();
+        add(true, "sse2");
+        add(f.avx2_fma, "avx2 fma");
+        add(f.avx512bw, "avx512f avx512dq avx512cd avx512bw");
+#elif defined(__aarch64__)
+        const ArmFeatures f = detect_arm();
+        add(f.asimd, "asimd");
+        add(f.fphp, "fphp");
+        add(f.asimdhp, "asimdhp(fp16)");
+        add(f.asimddp, "asimddp(dotprod)");
+        add(f.sve, "sve");
+        add(f.i8mm, "i8mm");
+        add(f.bf16, "bf16");
+#endif
+        return s.empty() ? std::string("none") : s;
+    }();
+    return features.c_str();
 }
 
 const KernelTable& active_table() {

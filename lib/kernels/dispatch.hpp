@@ -1,6 +1,6 @@
 // The kernel API: every hot loop of the library, behind one table chosen once per process for
-// the CPU it runs on (x86: avx512bw > fma3+avx2 > sse2; aarch64: neon64 and its ARMv8.2
-// extensions). Each kernel has a plain scalar twin in kernels/reference, which is the truth the
+// the CPU it runs on (x86: avx512bw > fma3+avx2 > sse2; aarch64: NEON, with a GEMM around FMLA
+// by element). Each kernel has a plain scalar twin in kernels/reference, which is the truth the
 // fast versions are tested against (tests/unit/test_kernels.cpp).
 //
 // All arrays are row-major fp32 unless stated. Kernels are single-threaded; callers split work
@@ -119,8 +119,14 @@ void dropout_residual(float* out, const float* x, const float* branch, int64_t n
 // mask[i] = keep(i) ? scale : 0, for callers that use the mask more than once.
 void dropout_mask(float* mask, int64_t n, const DropoutArgs& d);
 
-// Which table is active ("avx512bw", "fma3+avx2", "sse2", "arm64+neon", "reference").
+// Which table is active ("avx512bw", "fma3+avx2", "sse2", "arm64+neon+fmla-lane", "arm64+neon",
+// "reference").
 const char* active_arch_name();
+// The CPU features dispatch detected, space-separated (static storage). x86_64: "sse2 avx2 fma
+// avx512f avx512dq avx512cd avx512bw" as far as the CPU and the OS allow; aarch64, from HWCAP:
+// "asimd fphp asimdhp(fp16) asimddp(dotprod) sve i8mm bf16" as present. Benchmarks print
+// it so a figure can be matched to the hardware.
+const char* cpu_features();
 // Forces the scalar reference table (tests and PG_KERNELS=reference); returns the previous
 // name. Not thread-safe: call before any work starts.
 const char* force_reference(bool on);

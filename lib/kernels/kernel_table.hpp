@@ -10,7 +10,8 @@
 namespace pg::kernels {
 
 struct KernelTable {
-    const char* name;  // "avx512bw", "fma3+avx2", "sse2", "arm64+neon", "reference"
+    const char* name;  // "avx512bw", "fma3+avx2", "sse2", "arm64+neon+fmla-lane", "arm64+neon",
+                       // "reference"
     // The GEMM micro-tile (rows x columns of C per register block); sgemm_parallel aligns its
     // split to it so that threads get whole tiles.
     int gemm_mr;
@@ -64,6 +65,9 @@ const KernelTable& avx2_table();
 const KernelTable& sse2_table();
 #elif defined(__aarch64__)
 const KernelTable& neon64_table();
+// neon64 with the GEMM micro-kernel in raw intrinsics around FMLA by element
+// (kernels/neon/table_neon64_fmla_lane.cpp).
+const KernelTable& neon64_fmla_lane_table();
 #endif
 
 }  // namespace pg::kernels

@@ -22,14 +22,28 @@ if(PG_QEMU_X86_64 AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64" AND NO
 endif()
 
 # In an aarch64 cross build (scripts/cross_test_aarch64.sh) the tests run under qemu-aarch64 on
-# the two CPUs that matter: a bare ARMv8.0 core and one with every extension.
+# the two CPUs that matter: a bare ARMv8.0 core (cortex-a53: NEON, none of the ARMv8.2
+# extensions) and one with every extension (max: FP16, dot product, SVE, i8mm, bf16). Both get
+# the lane-FMA table (plain ARMv8.0 NEON); PG_EXPECT_FEATURES / PG_EXPECT_NO_FEATURES name
+# the HWCAP features dispatch must (not) have seen there (tests/unit/test_kernels_arm.cpp).
+# kernels_aarch64_env_neon64 checks PG_KERNELS still selects the xsimd table by name.
 if(CMAKE_CROSSCOMPILING AND CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64" AND NOT PG_SANITIZE)
   find_program(PG_QEMU_AARCH64 qemu-aarch64)
   if(PG_QEMU_AARCH64)
+    set(PG_AARCH64_FEATURES_cortex-a53 "PG_EXPECT_FEATURES=asimd"
+        "PG_EXPECT_NO_FEATURES=fphp asimdhp(fp16) asimddp(dotprod) sve i8mm bf16")
+    set(PG_AARCH64_FEATURES_max
+        "PG_EXPECT_FEATURES=asimd fphp asimdhp(fp16) asimddp(dotprod) sve i8mm bf16")
     foreach(cpu cortex-a53 max)
       add_test(NAME kernels_aarch64_${cpu}
                COMMAND ${PG_QEMU_AARCH64} -cpu ${cpu} $<TARGET_FILE:phonegpt_unit_tests> "[kernels]")
-      set_tests_properties(kernels_aarch64_${cpu} PROPERTIES ENVIRONMENT "PG_EXPECT_ARCH=arm64+neon")
+      set_tests_properties(kernels_aarch64_${cpu} PROPERTIES ENVIRONMENT
+        "PG_EXPECT_ARCH=arm64+neon+fmla-lane;${PG_AARCH64_FEATURES_${cpu}}")
     endforeach()
+    add_test(NAME kernels_aarch64_env_neon64
+             COMMAND ${PG_QEMU_AARCH64} -cpu cortex-a53 $<TARGET_FILE:phonegpt_unit_tests>
+                     "dispatch picks a table this CPU runs*")
+    set_tests_properties(kernels_aarch64_env_neon64 PROPERTIES ENVIRONMENT
+      "PG_KERNELS=arm64+neon;PG_EXPECT_ARCH=arm64+neon")
   endif()
 endif()

@@ -38,6 +38,8 @@ inline T min_of(T a, T b) {
 // A is not packed: the micro-kernel broadcasts op(A)[i+r, k] straight from A, which is
 // contiguous in k for a plain A and contiguous in r for a transposed one, so both layouts
 // stream well. Only a partial row tile (M % MR rows) is copied into a zero-padded buffer.
+// (An instruction set may bring its own micro-kernel to these loops, run_with<Micro>; the
+// aarch64 one, kernels/neon/, reads every row tile of A packed.)
 // The last column panel is only as many vectors wide as it needs, zero-padded when B is
 // packed; an edge tile stores only its valid rows and lanes, with the same arithmetic as a whole
 // tile, so every element of C is computed by exactly the same sequence of operations wherever
@@ -120,6 +122,15 @@ struct Gemm {
                 for (int v = 0; v < NVT; ++v) acc[r][v] = xsimd::fma(av, bv[v], acc[r][v]);
             }
         }
+        store_tile(acc, c, ldc, alpha, beta, bias, mr, last_w);
+    }
+
+    // The end of tile() (and of any other micro-kernel for these loops, kernels/neon/): C = alpha
+    // acc + beta C + bias for the first mr rows and, in the last vector, last_w lanes.
+    template <int MRT, int NVT>
+    [[gnu::always_inline]] static inline void store_tile(const B (&acc)[MRT][NVT], float* c,
+                                                         int64_t ldc, float alpha, float beta,
+                                                         const float* bias, int mr, int last_w) {
         const B alpha_v(alpha), beta_v(beta);
         const bool partial = last_w < W;
 #pragma GCC unroll 24
@@ -333,7 +344,14 @@ struct Gemm {
         apply_epilogue(g, 0, g.M, first, g.N - first);
     }
 
-    static void run(const GemmArgs& g) {
+    // run_with<Micro> calls Micro::tile_nv<a_trans> (same signature as tile_nv here) for each
+    // register block. Micro::kPacksA: every row tile is read from packed_a (pack_a's [kc, MR]
+    // tiles, one after another), not only a partial last one.
+    static constexpr bool kPacksA = false;
+    static void run(const GemmArgs& g) { run_with<Gemm>(g); }
+
+    template <class Micro>
+    static void run_with(const GemmArgs& g) {
         if (g.M <= 0 || g.N <= 0) return;
         if (g.K <= 0) {
             scale_only(g);
@@ -343,13 +361,14 @@ struct Gemm {
         if (dots > 0) {
             GemmArgs tiles = g;
             tiles.N = g.N - dots;
-            if (tiles.N > 0) run_tiles(tiles);
+            if (tiles.N > 0) run_tiles<Micro>(tiles);
             dot_product_columns(g, g.N - dots);
             return;
         }
-        run_tiles(g);
+        run_tiles<Micro>(g);
     }
 
+    template <class Micro>
     static void run_tiles(const GemmArgs& g) {
         Scratch& s = scratch();
         for (int jc = 0; jc < g.N; jc += NC) {
@@ -366,7 +385,7 @@ struct Gemm {
                     // Row tiles from ir = packed_from on are read from packed_a: only a partial
                     // last tile (packing all of a transposed A measured slower, even with rows
                     // 12 KB apart: the copy costs more than the strided broadcasts).
-                    const int packed_from = m_full;
+                    const int packed_from = Micro::kPacksA ? 0 : m_full;
                     if (packed_from < mc) pack_a(s.packed_a, g, pc, kc, ic, mc, packed_from);
                     for (int jr = 0; jr < nc; jr += NR) {
                         const int nr = min_of(NR, nc - jr);
@@ -381,20 +400,22 @@ struct Gemm {
                         for (int ir = 0; ir < mc;) {
                             const int i = ic + ir;
                             float* c = g.C + int64_t(i) * g.ldc + jc + jr;
-                            // A tall block only over whole rows read in place.
-                            const bool use_tall = tall > MR && ir + tall <= packed_from;
+                            // A tall block only over whole row tiles.
+                            const bool use_tall = tall > MR && ir + tall <= m_full;
                             if (ir >= packed_from)
-                                tile_nv<true>(nv, false, kc, s.packed_a + int64_t(ir) * kc, MR,
-                                              bp, ldbp, c, g.ldc, g.alpha, beta, bias,
-                                              min_of(MR, mc - ir), last_w);
-                            else if (g.trans_a)
-                                tile_nv<true>(nv, use_tall, kc, g.A + int64_t(pc) * g.lda + i,
-                                              g.lda, bp, ldbp, c, g.ldc, g.alpha, beta, bias, MR,
-                                              last_w);
-                            else
-                                tile_nv<false>(nv, use_tall, kc, g.A + int64_t(i) * g.lda + pc,
-                                               g.lda, bp, ldbp, c, g.ldc, g.alpha, beta, bias, MR,
-                                               last_w);
+                                Micro::template tile_nv<true>(
+                                    nv, use_tall, kc, s.packed_a + int64_t(ir) * kc, MR, bp, ldbp,
+                                    c, g.ldc, g.alpha, beta, bias, min_of(MR, mc - ir), last_w);
+                            else if constexpr (!Micro::kPacksA) {
+                                if (g.trans_a)
+                                    Micro::template tile_nv<true>(
+                                        nv, use_tall, kc, g.A + int64_t(pc) * g.lda + i, g.lda,
+                                        bp, ldbp, c, g.ldc, g.alpha, beta, bias, MR, last_w);
+                                else
+                                    Micro::template tile_nv<false>(
+                                        nv, use_tall, kc, g.A + int64_t(i) * g.lda + pc, g.lda,
+                                        bp, ldbp, c, g.ldc, g.alpha, beta, bias, MR, last_w);
+                            }
                             const int rows = use_tall ? tall : min_of(MR, mc - ir);
                             if (pc + kc == g.K) apply_epilogue(g, i, rows, jc + jr, nr);
                             ir += use_tall ? tall : MR;

@@ -1,0 +1,121 @@
+// CPU feature detection and the aarch64 tables. Under qemu-aarch64 (tests/cmake/
+// kernels_dispatch.cmake) PG_EXPECT_FEATURES / PG_EXPECT_NO_FEATURES list the features the
+// emulated CPU has / lacks (cortex-a53: ARMv8.0; max: every extension), so HWCAP detection is
+// checked on both. The lane-FMA GEMM is also checked against the xsimd neon64 GEMM bit for bit:
+// both compute each element of C by the same chain of fused multiply-adds, so any difference
+// means the lane kernel reads a wrong A or B value or changes the order of the operations.
+// One epilogue is left out: alpha acc + bias with beta = 0, which GCC fuses into one FMLA at
+// some places of the xsimd table and not at others, while the lane table never fuses it
+// (-ffp-contract=off, lib/kernels/kernels.cmake).
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/dispatch.hpp"
+#include "kernels/kernel_table.hpp"
+
+namespace {
+
+std::set<std::string> words(const std::string& s) {
+    std::istringstream in(s);
+    std::set<std::string> out;
+    for (std::string w; in >> w;) out.insert(w);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("cpu_features reports what the CPU has, as PG_EXPECT_FEATURES says", "[kernels]") {
+    const std::set<std::string> have = words(pg::kernels::cpu_features());
+    CAPTURE(pg::kernels::cpu_features());
+    REQUIRE(!have.empty());
+#if defined(__aarch64__)
+    // Every ARMv8-A CPU has NEON, and both aarch64 tables (lane FMA first) are offered.
+    CHECK(have.count("asimd") == 1);
+    const auto tables = pg::kernels::available_tables();
+    REQUIRE(tables.size() == 3);
+    CHECK(std::string(tables[0]->name) == "arm64+neon+fmla-lane");
+    CHECK(std::string(tables[1]->name) == "arm64+neon");
+#elif defined(__x86_64__)
+    CHECK(have.count("sse2") == 1);
+    // A table is offered exactly when its features are detected.
+    bool avx2_table = false, avx512_table = false;
+    for (auto* t : pg::kernels::available_tables()) {
+        avx2_table = avx2_table || std::string(t->name) == "fma3+avx2";
+        avx512_table = avx512_table || std::string(t->name) == "avx512bw";
+    }
+    CHECK(avx2_table == (have.count("avx2") == 1 && have.count("fma") == 1));
+    CHECK(avx512_table == (have.count("avx512bw") == 1));
+#endif
+    if (const char* expect = std::getenv("PG_EXPECT_FEATURES"))
+        for (const std::string& w : words(expect)) {
+            CAPTURE(w);
+            CHECK(have.count(w) == 1);
+        }
+    if (const char* absent = std::getenv("PG_EXPECT_NO_FEATURES"))
+        for (const std::string& w : words(absent)) {
+            CAPTURE(w);
+            CHECK(have.count(w) == 0);
+        }
+}
+
+#if defined(__aarch64__)
+TEST_CASE("the lane-FMA GEMM equals the xsimd neon64 GEMM bit for bit", "[kernels]") {
+    const pg::kernels::KernelTable *lane = nullptr, *xs = nullptr;
+    for (auto* t : pg::kernels::available_tables()) {
+        if (std::string(t->name) == "arm64+neon+fmla-lane") lane = t;
+        if (std::string(t->name) == "arm64+neon") xs = t;
+    }
+    REQUIRE(lane);
+    REQUIRE(xs);
+    REQUIRE(lane->gemm_mr == xs->gemm_mr);
+    REQUIRE(lane->gemm_nr == xs->gemm_nr);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    auto fill = [&](std::size_t n) {
+        std::vector<float> v(n);
+        for (auto& x : v) x = dist(rng);
+        return v;
+    };
+    const bool layouts[4][2] = {{false, true}, {false, false}, {true, false}, {true, true}};
+    // M: a partial tile, tall 24-row blocks, two row blocks (MC = 128); N: 1-, 2- and 3-vector
+    // last panels, two N blocks (NC = 504); K: two K blocks (256; 128 for a wide transposed A).
+    for (auto& l : layouts)
+        for (int M : {1, 13, 50, 137})
+            for (int N : {1, 13, 68, 509})
+                for (int K : {1, 19, 300}) {
+                    CAPTURE(l[0], l[1], M, N, K);
+                    const int lda = (l[0] ? M : K) + 3, ldb = (l[1] ? K : N) + 1, ldc = N + 2;
+                    const std::vector<float> A = fill(std::size_t(l[0] ? K : M) * lda);
+                    const std::vector<float> B = fill(std::size_t(l[1] ? N : K) * ldb);
+                    const std::vector<float> C0 = fill(std::size_t(M) * ldc);
+                    const std::vector<float> bias = fill(std::size_t(N));
+                    pg::kernels::GemmArgs g;
+                    g.trans_a = l[0];
+                    g.trans_b = l[1];
+                    g.M = M;
+                    g.N = N;
+                    g.K = K;
+                    g.alpha = 0.75f;
+                    g.beta = K == 19 ? 0.0f : 0.5f;
+                    g.A = A.data();
+                    g.lda = lda;
+                    g.B = B.data();
+                    g.ldb = ldb;
+                    g.ldc = ldc;
+                    g.bias = g.beta != 0.0f && K > 1 ? bias.data() : nullptr;
+                    std::vector<float> c_lane = C0, c_xsimd = C0;
+                    g.C = c_lane.data();
+                    lane->sgemm(g);
+                    g.C = c_xsimd.data();
+                    xs->sgemm(g);
+                    CHECK(std::memcmp(c_lane.data(), c_xsimd.data(), c_lane.size() * 4) == 0);
+                }
+}
+#endif
