@@ -28,14 +28,6 @@ elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64|ARM64")
   # and the same kernels with a raw-intrinsics GEMM around FMLA by element (kernels/neon/).
   target_sources(phonegpt_objects PRIVATE ${PG_KERNEL_SIMD_DIR}/table_neon64.cpp
     ${CMAKE_CURRENT_LIST_DIR}/neon/table_neon64_fmla_lane.cpp)
-  # arm_neon.h's vmulq_f32 and vaddq_f32 are plain vector * and +, which GCC may fuse into an
-  # FMLA at some places of an unrolled epilogue and not at others (seen in the disassembly of
-  # the 8 x 12 tile: alpha acc + bias fused for one vector of a row, not for the next): an
-  # element's rounding would then depend on where its tile falls (a 24-row tall block or an
-  # 8-row one), and sgemm_parallel would no longer be bitwise equal to sgemm. No contraction here:
-  # every fused multiply-add of the lane table is an explicit vfmaq.
-  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/neon/table_neon64_fmla_lane.cpp
-    PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
 else()
   message(FATAL_ERROR "libphonegpt kernels: no SIMD table for ${CMAKE_SYSTEM_PROCESSOR} (x86_64 or aarch64)")
 endif()

@@ -198,6 +198,13 @@ TEST_CASE("sgemm_parallel is bitwise equal to sgemm for any thread count", "[ker
         // x W^T with a ragged N split by columns: the last N % W columns are dot products
         // (Gemm::dot_columns) in every thread's share alike.
         {false, true, 16, 131, 4000, 0, 1.0f, 0.5f, true},
+        // alpha acc + bias with beta = 0 (the forward linear layers) and two K blocks, where a
+        // compiler left to fuse multiply-adds itself fuses at some places of a tile only (and
+        // xsimd's AVX-512 fma is x * y + z): a row split with tall blocks (a 1-vector last
+        // panel), a column split by panels, a weight gradient's column split by vectors.
+        {false, true, 203, 49, 900, 0, 0.75f, 0.0f, true},
+        {false, false, 40, 531, 800, 0, 0.75f, 0.0f, true},
+        {true, false, 40, 531, 800, 0, 0.75f, 0.0f, true},
     };
     for (auto* t : tables()) {
         for (const auto& c : cases) {

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 #include <xsimd/xsimd.hpp>
 
@@ -23,6 +24,19 @@ namespace {
 template <class T>
 inline T min_of(T a, T b) {
     return a < b ? a : b;
+}
+
+// x * y + z rounded once, always. xsimd 8.1 has no fused multiply-add for AVX-512: its fma is
+// x * y + z, which GCC fuses at most places and not at others (-ffp-contract=fast), so a GEMM
+// element's rounding would depend on where its tile falls (sgemm_parallel's split). The GEMM
+// calls this; elsewhere xsimd::fma is fine (an element never moves to another code path).
+template <class Arch>
+inline xsimd::batch<float, Arch> fused_fma(xsimd::batch<float, Arch> x, xsimd::batch<float, Arch> y,
+                                           xsimd::batch<float, Arch> z) {
+#if defined(__AVX512F__)
+    if constexpr (std::is_base_of<xsimd::avx512f, Arch>::value) return _mm512_fmadd_ps(x, y, z);
+#endif
+    return xsimd::fma(x, y, z);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -119,7 +133,7 @@ struct Gemm {
             for (int r = 0; r < MRT; ++r) {
                 const B av(a_trans ? a[int64_t(k) * lda + r] : a[r * lda + k]);
 #pragma GCC unroll 4
-                for (int v = 0; v < NVT; ++v) acc[r][v] = xsimd::fma(av, bv[v], acc[r][v]);
+                for (int v = 0; v < NVT; ++v) acc[r][v] = fused_fma(av, bv[v], acc[r][v]);
             }
         }
         store_tile(acc, c, ldc, alpha, beta, bias, mr, last_w);
@@ -144,12 +158,24 @@ struct Gemm {
                                   cp, last_w);
                     continue;
                 }
-                B out = acc[r][v] * alpha_v;
-                if (beta != 0.0f) out = xsimd::fma(beta_v, B::load_unaligned(cp), out);
-                if (bias) out = out + B::load_unaligned(bias + v * W);
-                out.store_unaligned(cp);
+                epilogue(acc[r][v], alpha_v, beta, beta_v, cp, bias ? bias + v * W : nullptr)
+                    .store_unaligned(cp);
             }
         }
+    }
+
+    // alpha acc + beta C + bias for one vector (C not read when beta == 0), written so that the
+    // compiler has no multiply left to fuse into an add: left to itself GCC fuses a plain
+    // `acc * alpha + bias` at some places of an unrolled epilogue and not at others (seen in the
+    // aarch64 disassembly), and an element's rounding would then depend on where its tile falls.
+    // fma(acc, alpha, beta * C) also gives the same result whether or not the compiler knows
+    // beta = 1 (the later K blocks), since 1 * C = C.
+    static B epilogue(B acc, B alpha_v, float beta, B beta_v, const float* c, const float* bias) {
+        if (beta != 0.0f) {
+            const B out = fused_fma(acc, alpha_v, beta_v * B::load_unaligned(c));
+            return bias ? out + B::load_unaligned(bias) : out;
+        }
+        return bias ? fused_fma(acc, alpha_v, B::load_unaligned(bias)) : acc * alpha_v;
     }
 
     // The epilogue of tile() for a vector with only w valid lanes (no access past them).
@@ -157,16 +183,11 @@ struct Gemm {
                               int w) {
         alignas(64) float buf[W] = {};
         alignas(64) float bias_buf[W] = {};
-        B out = acc * alpha_v;
-        if (beta != 0.0f) {
+        if (beta != 0.0f)
             for (int j = 0; j < w; ++j) buf[j] = cp[j];
-            out = xsimd::fma(beta_v, B::load_aligned(buf), out);
-        }
-        if (bias) {
+        if (bias)
             for (int j = 0; j < w; ++j) bias_buf[j] = bias[j];
-            out = out + B::load_aligned(bias_buf);
-        }
-        out.store_aligned(buf);
+        epilogue(acc, alpha_v, beta, beta_v, buf, bias ? bias_buf : nullptr).store_aligned(buf);
         for (int j = 0; j < w; ++j) cp[j] = buf[j];
     }
 
