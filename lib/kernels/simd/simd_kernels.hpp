@@ -661,14 +661,20 @@ struct Elementwise {
         }
     }
 
+    // The largest lane (xsimd 8.1 has no max reduction).
+    static float horizontal_max(B v) {
+        alignas(64) float lanes[W];
+        v.store_aligned(lanes);
+        float maxv = lanes[0];
+        for (int64_t j = 1; j < W; ++j) maxv = lanes[j] > maxv ? lanes[j] : maxv;
+        return maxv;
+    }
+
     static float max_of(const float* x, int64_t n) {
         B mx(x[0]);
         int64_t i = 0;
         for (; i + W <= n; i += W) mx = xsimd::max(mx, B::load_unaligned(x + i));
-        alignas(64) float lanes[W];
-        mx.store_aligned(lanes);
-        float maxv = lanes[0];
-        for (int64_t j = 1; j < W; ++j) maxv = lanes[j] > maxv ? lanes[j] : maxv;
+        float maxv = horizontal_max(mx);
         for (; i < n; ++i) maxv = x[i] > maxv ? x[i] : maxv;
         return maxv;
     }
@@ -755,10 +761,7 @@ struct Elementwise {
             const auto keep = (lanes + B(float(i))) < visible;
             mx = xsimd::max(mx, xsimd::select(keep, B::load_unaligned(x + i), lowest));
         }
-        alignas(64) float lane_max[W];
-        mx.store_aligned(lane_max);
-        float maxv = lane_max[0];
-        for (int64_t j = 1; j < W; ++j) maxv = lane_max[j] > maxv ? lane_max[j] : maxv;
+        float maxv = horizontal_max(mx);
         for (; i < n; ++i) maxv = x[i] > maxv ? x[i] : maxv;
         return maxv;
     }
