@@ -6,8 +6,10 @@
 //   fast_exp:  relative error <= 4e-7 for x in [-87, 88]; x > 88.37 gives the clamped value
 //              exp(88.37) (no inf), x < -87.33 gives exp(-87.33) ~ 1.2e-38 (absolute error
 //              < 1.2e-38). Input NaN is not supported (the caller subtracts a finite max).
-//   fast_tanh: absolute error <= 6e-7 for all finite x (GELU needs absolute error, since it
-//              uses 1 + tanh).
+//   fast_tanh: absolute error <= 6e-7 for all finite x.
+//   fast_sigmoid: 1 / (1 + fast_exp(-x)), absolute error <= 2e-7 for all finite x (8.9e-8
+//              worst over 4M points of [-100, 100] on AVX-512; checked through GELU, which
+//              needs absolute error: it is x sigmoid(2u)).
 #pragma once
 
 #include <cstdint>
@@ -48,6 +50,13 @@ xsimd::batch<float, Arch> fast_tanh(xsimd::batch<float, Arch> x) {
     x = xsimd::min(xsimd::max(x, B(-10.0f)), B(10.0f));
     B e = fast_exp(x + x);
     return B(1.0f) - B(2.0f) / (e + B(1.0f));
+}
+
+template <class Arch>
+xsimd::batch<float, Arch> fast_sigmoid(xsimd::batch<float, Arch> x) {
+    using B = xsimd::batch<float, Arch>;
+    // fast_exp clamps its argument, so a very negative x gives 1 / (1 + 2.4e38), not 1 / inf.
+    return B(1.0f) / (B(1.0f) + fast_exp(-x));
 }
 
 }  // namespace

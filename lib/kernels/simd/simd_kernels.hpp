@@ -609,16 +609,20 @@ struct Elementwise {
     static constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
     static constexpr float kGeluCubic = 0.044715f;
 
+    // GELU(x) = 0.5 x (1 + tanh u) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): the
+    // sigmoid form costs one exp and one division, about a fifth fewer operations than going
+    // through tanh (GELU is about a tenth of a PhoneGPT step: forward, recomputed, gradient).
     static B gelu(B x) {
-        B u = B(kGeluScale) * x * xsimd::fma(B(kGeluCubic) * x, x, B(1.0f));
-        return B(0.5f) * x * (B(1.0f) + fast_tanh(u));
+        const B two_u = B(2.0f * kGeluScale) * x * xsimd::fma(B(kGeluCubic) * x, x, B(1.0f));
+        return x * fast_sigmoid(two_u);
     }
+    // With s = sigmoid(2u): (1 + tanh u) / 2 = s and 1 - tanh^2 u = 4 s (1 - s), so
+    // gelu'(x) = s + 2 x s (1 - s) u'(x), u'(x) = sqrt(2/pi) (1 + 3 * 0.044715 x^2).
     static B gelu_grad(B x) {
-        B x2 = x * x;
-        B t = fast_tanh(B(kGeluScale) * x * xsimd::fma(B(kGeluCubic), x2, B(1.0f)));
-        B sech2 = B(1.0f) - t * t;
-        B du = B(kGeluScale) * xsimd::fma(B(3.0f * kGeluCubic), x2, B(1.0f));
-        return B(0.5f) * (B(1.0f) + t) + B(0.5f) * x * sech2 * du;
+        const B x2 = x * x;
+        const B s = fast_sigmoid(B(2.0f * kGeluScale) * x * xsimd::fma(B(kGeluCubic), x2, B(1.0f)));
+        const B du = B(kGeluScale) * xsimd::fma(B(3.0f * kGeluCubic), x2, B(1.0f));
+        return xsimd::fma(B(2.0f) * x * s * (B(1.0f) - s), du, s);
     }
 
     // Tails go through a zero-padded batch, so every element gets the same fast math.
