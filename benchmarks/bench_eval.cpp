@@ -5,7 +5,8 @@
 //   3. generation throughput (chars/s) with the KV cache, inside the window and past it with
 //      both slide policies.
 // Usage: bench_eval [tinyshakespeare.txt] [--threads N] [--sample-threads N] [--tokens N]
-//                   [--seed S] [--model checkpoint.pgm]
+//                   [--seed S] [--model checkpoint.pgm] [--json]
+// --json prints the same figures as one JSON object instead of the lines.
 // Without --model it uses a freshly initialised PhoneGPT model (expected score ~ ln 65 = 4.17).
 #include <phonegpt/phonegpt.h>
 
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
     std::string model_path;
     int threads = 0, sample_threads = 1, n_tokens = 2000;
     uint64_t seed = 1;
+    bool json = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto next = [&]() -> const char* {
@@ -56,6 +58,7 @@ int main(int argc, char** argv) {
         else if (a == "--tokens") n_tokens = std::atoi(next());
         else if (a == "--seed") seed = std::strtoull(next(), nullptr, 10);
         else if (a == "--model") model_path = next();
+        else if (a == "--json") json = true;
         else if (a.rfind("--", 0) == 0) {
             std::fprintf(stderr, "unknown option %s\n", a.c_str());
             return 2;
@@ -83,12 +86,21 @@ int main(int argc, char** argv) {
         pg_model_config_default(&c);
         check(pg_model_create(&c, seed, &model), "creating the model");
         check(pg_model_set_tokenizer(model, tok), "setting the tokenizer");
-        std::printf("model: fresh PhoneGPT (seed %llu), %s kernels\n", (unsigned long long)seed, pg_simd_arch());
+        if (!json)
+            std::printf("model: fresh PhoneGPT (seed %llu), %s kernels\n", (unsigned long long)seed, pg_simd_arch());
     } else {
         check(pg_model_load(model_path.c_str(), &model), "loading the model");
-        std::printf("model: %s, %s kernels\n", model_path.c_str(), pg_simd_arch());
+        if (!json) std::printf("model: %s, %s kernels\n", model_path.c_str(), pg_simd_arch());
     }
-    std::printf("data: %zu tokens, validation = last %zu\n", n, n_val);
+    if (!json) std::printf("data: %zu tokens, validation = last %zu\n", n, n_val);
+    // The JSON object's fields, in the order the figures are measured.
+    std::string fields = "\"kernels\": \"" + std::string(pg_simd_arch()) + "\", \"validation_tokens\": " +
+                         std::to_string(n_val);
+    auto add = [&fields](const char* name, double value) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.6g", value);
+        fields += std::string(", \"") + name + "\": " + buf;
+    };
 
     // 1. Whole split.
     pg_eval_config ec;
@@ -99,27 +111,33 @@ int main(int argc, char** argv) {
     double t0 = now_seconds(), c0 = cpu_seconds();
     check(pg_evaluate(model, val, n_val, &ec, &r), "pg_evaluate");
     double t1 = now_seconds(), c1 = cpu_seconds();
-    std::printf("whole-split validation: loss %.6f (%.4f bits/char), %lld positions in %lld windows, "
-                "%.2f s wall, %.2f s CPU (%d threads, batch %d); ln 65 = %.6f\n",
-                r.mean_loss, r.bits_per_token, (long long)r.n_scored, (long long)r.n_windows, t1 - t0, c1 - c0,
-                threads, ec.batch_size, std::log(65.0));
+    if (!json)
+        std::printf("whole-split validation: loss %.6f (%.4f bits/char), %lld positions in %lld windows, "
+                    "%.2f s wall, %.2f s CPU (%d threads, batch %d); ln 65 = %.6f\n",
+                    r.mean_loss, r.bits_per_token, (long long)r.n_scored, (long long)r.n_windows, t1 - t0,
+                    c1 - c0, threads, ec.batch_size, std::log(65.0));
+    add("whole_split_loss", r.mean_loss);
+    add("whole_split_seconds", t1 - t0);
+    add("whole_split_cpu_seconds", c1 - c0);
 
     // 2. The sampled estimate (nanoGPT: 200 batches; 20 of 16 here for time).
     t0 = now_seconds();
     check(pg_evaluate_sampled(model, val, n_val, 20, 16, 1337, threads, &r), "pg_evaluate_sampled");
     t1 = now_seconds();
-    std::printf("sampled estimate (20 x 16 windows of 128): loss %.6f, %.2f s\n", r.mean_loss, t1 - t0);
+    if (!json) std::printf("sampled estimate (20 x 16 windows of 128): loss %.6f, %.2f s\n", r.mean_loss, t1 - t0);
+    add("sampled_estimate_loss", r.mean_loss);
 
     // 3. Generation throughput at batch 1.
     const int32_t prompt[1] = {0};  // "\n"
     struct Run {
         const char* what;
+        const char* key;
         int max_tokens;
         int slide_keep;
     };
-    const Run runs[] = {{"inside the window (127 tokens)", 127, 0},
-                        {"past the window, slide_keep = n_ctx (exact crop)", n_tokens, 0},
-                        {"past the window, slide_keep = 64", n_tokens, 64}};
+    const Run runs[] = {{"inside the window (127 tokens)", "chars_per_cpu_s_inside_window", 127, 0},
+                        {"past the window, slide_keep = n_ctx (exact crop)", "chars_per_cpu_s_exact_crop", n_tokens, 0},
+                        {"past the window, slide_keep = 64", "chars_per_cpu_s_slide_keep_64", n_tokens, 64}};
     std::vector<int32_t> out(size_t(n_tokens) + 128);
     for (const Run& run : runs) {
         pg_sample_config sc;
@@ -140,16 +158,21 @@ int main(int argc, char** argv) {
             ++repeats;
         } while (total < 1.0);
         const double per_run = total / repeats, cpu_per_run = cpu / repeats;
-        std::printf("generation %s: %zu chars in %.4f s = %.0f chars/s wall, %.0f chars/s per CPU-second "
-                    "(%d thread%s, %d runs)\n",
-                    run.what, produced, per_run, double(produced) / per_run, double(produced) / cpu_per_run,
-                    sample_threads, sample_threads == 1 ? "" : "s", repeats);
+        if (!json)
+            std::printf("generation %s: %zu chars in %.4f s = %.0f chars/s wall, %.0f chars/s per CPU-second "
+                        "(%d thread%s, %d runs)\n",
+                        run.what, produced, per_run, double(produced) / per_run, double(produced) / cpu_per_run,
+                        sample_threads, sample_threads == 1 ? "" : "s", repeats);
+        add(run.key, double(produced) / cpu_per_run);
     }
     size_t text_len = 0;
     pg_tokenizer_decode(tok, out.data(), 200, nullptr, 0, &text_len);
     std::vector<char> sample(text_len + 1);
     check(pg_tokenizer_decode(tok, out.data(), 200, sample.data(), sample.size(), &text_len), "decoding");
-    std::printf("first 200 chars of the last sample:\n%s\n", sample.data());
+    if (json)
+        std::printf("{%s, \"eval_threads\": %d, \"sample_threads\": %d}\n", fields.c_str(), threads, sample_threads);
+    else
+        std::printf("first 200 chars of the last sample:\n%s\n", sample.data());
 
     pg_model_free(model);
     pg_tokenizer_free(tok);

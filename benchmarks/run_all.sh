@@ -31,7 +31,7 @@ for arch in fma3+avx2 sse2; do
   fi
 done
 if [[ -f $data ]]; then
-  "$bin/bench_eval" "$data" --threads 2 --sample-threads 1 --tokens 600 > "$out/eval.txt"
+  "$bin/bench_eval" "$data" --threads 2 --sample-threads 1 --tokens 600 --json > "$out/eval.json"
 else
   echo "run_all: no data at $data, evaluation and sampling skipped" >&2
 fi
