@@ -11,7 +11,9 @@ int ThreadPool::hardware_threads() {
 }
 
 ThreadPool::ThreadPool(int n_threads)
-    : n_threads_(n_threads <= 0 ? hardware_threads() : n_threads), errors_(n_threads_) {
+    : n_threads_(n_threads <= 0 ? hardware_threads() : n_threads),
+      spin_(n_threads_ <= hardware_threads()),
+      errors_(n_threads_) {
     workers_.reserve(n_threads_ - 1);
     for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -38,7 +40,8 @@ inline void cpu_pause() {
 }  // namespace
 
 template <class Done>
-bool ThreadPool::spin_until(Done done) {
+bool ThreadPool::spin_until(Done done) const {
+    if (!spin_) return done();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
     for (int i = 1;; ++i) {
         if (done()) return true;

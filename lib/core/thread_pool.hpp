@@ -12,7 +12,9 @@
 // sleeping thread costs 15-25 us on the build machine (a futex wake plus the idle core coming
 // back), more than some regions last. So a thread that finishes spins for up to kSpinMicros
 // watching for the next region (or, on the caller's side, for the others to finish) before it
-// sleeps on a condition variable; an idle pool sleeps, it does not burn a core.
+// sleeps on a condition variable; an idle pool sleeps, it does not burn a core. A pool with more
+// threads than the machine has never spins: there a spinning thread would take the core from
+// one with work (measured: 4 threads on 2 cores, 110 ms a step sleeping, 120 ms spinning).
 #pragma once
 
 #include <atomic>
@@ -52,12 +54,14 @@ public:
 
 private:
     void worker_loop(int index);
-    // Spins (with a CPU pause) until done() or kSpinMicros pass; returns done().
+    // Spins (with a CPU pause) until done() or kSpinMicros pass; returns done(). Returns at
+    // once when the pool is oversubscribed (spin_ false).
     template <class Done>
-    static bool spin_until(Done done);
+    bool spin_until(Done done) const;
     static constexpr int kSpinMicros = 50;
 
     int n_threads_;
+    bool spin_;  // n_threads_ <= hardware_threads()
     std::vector<std::thread> workers_;
     std::mutex mutex_;
     std::condition_variable start_cv_, done_cv_;
