@@ -25,7 +25,6 @@ ModelConfig model_config_from_c(const pg_model_config& c) {
     validate_model_config(m);
     return m;
 }
-#undef PG_HAS_FIELD
 
 pg_model_config model_config_to_c(const ModelConfig& m) {
     pg_model_config out;

@@ -79,7 +79,6 @@ TrainConfig train_config_from_c(const pg_train_config& c) {
     validate_train_config(t);
     return t;
 }
-#undef PG_HAS_FIELD
 
 pg_train_config train_config_to_c(const TrainConfig& t) {
     pg_train_config out;
