@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/counter_hash_constants.hpp"
+
 namespace pg {
 
 inline uint64_t splitmix64(uint64_t& x) {
@@ -70,9 +72,9 @@ private:
 
 // Stateless 64-bit hash of (seed, stream, index).
 inline uint64_t counter_hash(uint64_t seed, uint64_t stream, uint64_t index) {
-    uint64_t x = seed ^ (stream * 0xD1B54A32D192ED03ull) ^ (index * 0x9E3779B97F4A7C15ull);
-    x = (x ^ (x >> 32)) * 0xD6E8FEB86659FD93ull;
-    x = (x ^ (x >> 32)) * 0xD6E8FEB86659FD93ull;
+    uint64_t x = seed ^ (stream * kCounterStreamMul) ^ (index * kCounterIndexMul);
+    x = (x ^ (x >> 32)) * kCounterMixMul;
+    x = (x ^ (x >> 32)) * kCounterMixMul;
     return x ^ (x >> 32);
 }
 

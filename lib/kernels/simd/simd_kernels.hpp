@@ -15,6 +15,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "core/counter_hash_constants.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/simd/fast_math.hpp"
 
@@ -883,24 +884,21 @@ struct Elementwise {
         using U = xsimd::batch<uint64_t, Arch>;
         static constexpr int64_t UW = int64_t(U::size);
         static_assert(2 * UW == W, "two 64-bit batches fill one float batch");
-        static constexpr uint64_t kIndexMul = 0x9E3779B97F4A7C15ull;   // counter_hash's constants
-        static constexpr uint64_t kStreamMul = 0xD1B54A32D192ED03ull;
-        static constexpr uint64_t kMixMul = 0xD6E8FEB86659FD93ull;
 
-        U key;               // seed ^ stream * kStreamMul
-        U even, odd;         // index * kIndexMul for the group's even and odd elements
-        const U step;        // W * kIndexMul: the next group (mod 2^64, like the scalar product)
+        U key;               // seed ^ stream * kCounterStreamMul
+        U even, odd;         // index * kCounterIndexMul for the group's even and odd elements
+        const U step;        // W * kCounterIndexMul: the next group (mod 2^64, as in the scalar)
         const U mix;
         const B p;
 
         explicit DropoutLanes(const DropoutArgs& d)
-            : step(uint64_t(W) * kIndexMul), mix(kMixMul), p(d.p) {
+            : step(uint64_t(W) * kCounterIndexMul), mix(kCounterMixMul), p(d.p) {
             alignas(64) uint64_t e[UW], o[UW];
             for (int64_t j = 0; j < UW; ++j) {
-                e[j] = (d.first_index + uint64_t(2 * j)) * kIndexMul;
-                o[j] = (d.first_index + uint64_t(2 * j + 1)) * kIndexMul;
+                e[j] = (d.first_index + uint64_t(2 * j)) * kCounterIndexMul;
+                o[j] = (d.first_index + uint64_t(2 * j + 1)) * kCounterIndexMul;
             }
-            key = U(d.seed ^ (d.stream * kStreamMul));
+            key = U(d.seed ^ (d.stream * kCounterStreamMul));
             even = U::load_aligned(e);
             odd = U::load_aligned(o);
         }
