@@ -203,7 +203,9 @@ void sgemm_parallel_with(const KernelTable& table, const GemmArgs& g, ThreadPool
     const bool weight_gradient = g.trans_a && g.N >= 2 * table.gemm_lanes;
     const bool split_rows =
         !weight_gradient && int64_t(g.M) * table.gemm_nr >= int64_t(g.N) * table.gemm_mr;
-    const int unit = split_rows ? table.gemm_mr : weight_gradient ? table.gemm_lanes : table.gemm_nr;
+    const int unit = split_rows        ? table.gemm_mr
+                     : weight_gradient ? table.gemm_lanes
+                                       : table.gemm_nr;
     const int extent = split_rows ? g.M : g.N;
     const int64_t units = (extent + unit - 1) / unit;
     // Small products are not worth splitting: on this 2-vCPU VM a split GEMM pays ~15-25 us
@@ -223,12 +225,15 @@ void sgemm_parallel_with(const KernelTable& table, const GemmArgs& g, ThreadPool
             part.M = count;
             part.A = g.trans_a ? g.A + first : g.A + int64_t(first) * g.lda;
             part.C = g.C + int64_t(first) * g.ldc;
-            if (g.aux) part.aux = g.aux + int64_t(first) * g.ldc;
+            if (g.gelu_out) part.gelu_out = g.gelu_out + int64_t(first) * g.ldc;
+            if (g.gelu_grad_input)
+                part.gelu_grad_input = g.gelu_grad_input + int64_t(first) * g.ldc;
         } else {
             part.N = count;
             part.B = g.trans_b ? g.B + int64_t(first) * g.ldb : g.B + first;
             part.C = g.C + first;
-            if (g.aux) part.aux = g.aux + first;
+            if (g.gelu_out) part.gelu_out = g.gelu_out + first;
+            if (g.gelu_grad_input) part.gelu_grad_input = g.gelu_grad_input + first;
             if (g.bias) part.bias = g.bias + first;
         }
         table.sgemm(part);

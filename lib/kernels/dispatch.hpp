@@ -24,12 +24,12 @@ namespace pg::kernels {
 // dx = dy W is plain; its weight gradient dW += dy^T x is trans_a = true, beta = 1.
 // beta = 0 means C is not read (it may hold NaN).
 //
-// An epilogue fuses the MLP's GELU into its two GEMMs, applied to each register tile of C
-// while it is still in L1, so the [rows, 4C] activations are not read back from memory:
-//   kAlsoGelu:      aux[i, j] = gelu(C[i, j]) as well (aux is [M, N] with C's ldc);
-//   kTimesGeluGrad: C[i, j] = gelu'(aux[i, j]) * C[i, j] (the GELU backward, aux = its input).
-// Both use the same GELU as gelu_forward / gelu_backward.
-enum class Epilogue { kNone, kAlsoGelu, kTimesGeluGrad };
+// The MLP's GELU can be fused into its two GEMMs (at most one of the two pointers set), applied
+// to each register tile of C while it is still in L1, so the [rows, 4C] activations are not
+// read back from memory; both arrays are [M, N] with C's ldc, and both use the GELU of
+// gelu_forward / gelu_backward:
+//   gelu_out:        gelu_out[i, j] = gelu(C[i, j]) as well;
+//   gelu_grad_input: C[i, j] = gelu'(gelu_grad_input[i, j]) * C[i, j] (the GELU backward).
 
 struct GemmArgs {
     bool trans_a = false;
@@ -44,8 +44,8 @@ struct GemmArgs {
     float* C = nullptr;
     int ldc = 0;
     const float* bias = nullptr;
-    Epilogue epilogue = Epilogue::kNone;
-    float* aux = nullptr;
+    float* gelu_out = nullptr;
+    const float* gelu_grad_input = nullptr;
 };
 
 void sgemm(const GemmArgs& g);

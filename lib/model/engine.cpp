@@ -72,10 +72,7 @@ void linear_forward(float* out, const float* inp, const float* w, const float* b
                     int OC, ThreadPool& pool, float* gelu_out = nullptr) {
     k::GemmArgs g = gemm_args(false, true, N, OC, C, inp, C, w, C, out, OC);
     g.bias = bias;
-    if (gelu_out) {
-        g.epilogue = k::Epilogue::kAlsoGelu;
-        g.aux = gelu_out;
-    }
+    g.gelu_out = gelu_out;
     k::sgemm_parallel(g, pool);
 }
 
@@ -84,10 +81,7 @@ void linear_forward(float* out, const float* inp, const float* w, const float* b
 void linear_backward_input(float* dinp, const float* dout, const float* w, int N, int C, int OC,
                            ThreadPool& pool, const float* gelu_in = nullptr) {
     k::GemmArgs g = gemm_args(false, false, N, C, OC, dout, OC, w, C, dinp, C);
-    if (gelu_in) {
-        g.epilogue = k::Epilogue::kTimesGeluGrad;
-        g.aux = const_cast<float*>(gelu_in);  // only read by this epilogue
-    }
+    g.gelu_grad_input = gelu_in;
     k::sgemm_parallel(g, pool);
 }
 

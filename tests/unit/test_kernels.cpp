@@ -227,9 +227,10 @@ TEST_CASE("sgemm_parallel is bitwise equal to sgemm for any thread count", "[ker
 }
 
 TEST_CASE("sgemm epilogues apply the table's GELU to every element, serial and split", "[kernels]") {
-    // kAlsoGelu leaves C as the plain product and writes gelu(C) to aux; kTimesGeluGrad turns C
-    // into gelu'(aux) * C. Both must equal the table's own gelu kernels on the plain product,
-    // bit for bit, whatever the tile (edges, tall blocks, dot-product columns) or thread split.
+    // gelu_out leaves C as the plain product and writes gelu(C) there; gelu_grad_input turns C
+    // into gelu'(gelu_grad_input) * C. Both must equal the table's own gelu kernels on the plain
+    // product, bit for bit, whatever the tile (edges, tall blocks, dot-product columns) or
+    // thread split.
     pg::ThreadPool pool2(2);
     const GemmCase cases[] = {
         {false, true, 61, 512, 128, 0, 1.0f, 0.0f, true},   // the MLP's fc forward, ragged rows
@@ -255,8 +256,7 @@ TEST_CASE("sgemm epilogues apply the table's GELU to every element, serial and s
 
                 std::vector<float> with_gelu = prob.C0, aux(prob.C0.size(), -3.0f);
                 g.C = with_gelu.data();
-                g.epilogue = pg::kernels::Epilogue::kAlsoGelu;
-                g.aux = aux.data();
+                g.gelu_out = aux.data();
                 run(g);
                 CHECK(std::memcmp(with_gelu.data(), plain.data(), plain.size() * 4) == 0);
                 int bad = 0;
@@ -271,7 +271,8 @@ TEST_CASE("sgemm epilogues apply the table's GELU to every element, serial and s
                 // aux now holds gelu(plain): use it as the GELU input of the backward epilogue.
                 std::vector<float> times = prob.C0;
                 g.C = times.data();
-                g.epilogue = pg::kernels::Epilogue::kTimesGeluGrad;
+                g.gelu_out = nullptr;
+                g.gelu_grad_input = aux.data();
                 run(g);
                 bad = 0;
                 for (int i = 0; i < c.M; ++i) {

@@ -19,13 +19,12 @@ void sgemm(const GemmArgs& g) {
             float out = g.alpha * acc + (g.beta == 0.0f ? 0.0f : g.beta * c);
             if (g.bias) out += g.bias[j];
             c = out;
-            float* aux = g.aux ? g.aux + int64_t(i) * g.ldc + j : nullptr;
-            if (g.epilogue == Epilogue::kAlsoGelu) {
-                gelu_forward(aux, &c, 1);
-            } else if (g.epilogue == Epilogue::kTimesGeluGrad) {
+            const int64_t at = int64_t(i) * g.ldc + j;
+            if (g.gelu_out) gelu_forward(g.gelu_out + at, &c, 1);
+            if (g.gelu_grad_input) {
                 float grad = 0.0f;
                 const float one = 1.0f;
-                gelu_backward(&grad, aux, &one, 1);  // grad = gelu'(aux) * 1
+                gelu_backward(&grad, g.gelu_grad_input + at, &one, 1);  // grad = gelu'(input) * 1
                 c = grad * c;
             }
         }

@@ -326,16 +326,15 @@ struct Gemm {
         apply_epilogue(g, 0, g.M, 0, g.N);
     }
 
-    // GemmArgs::epilogue on the finished block C[i0:i0+rows, j0:j0+cols].
+    // GemmArgs' fused GELU (gelu_out / gelu_grad_input) on the finished block
+    // C[i0:i0+rows, j0:j0+cols].
     static void apply_epilogue(const GemmArgs& g, int i0, int rows, int j0, int cols) {
-        if (g.epilogue == Epilogue::kNone) return;
+        if (!g.gelu_out && !g.gelu_grad_input) return;
         for (int i = i0; i < i0 + rows; ++i) {
-            float* c = g.C + int64_t(i) * g.ldc + j0;
-            float* aux = g.aux + int64_t(i) * g.ldc + j0;
-            if (g.epilogue == Epilogue::kAlsoGelu)
-                Elementwise<Arch>::gelu_forward(aux, c, cols);
-            else
-                Elementwise<Arch>::gelu_grad_times(c, aux, cols);
+            const int64_t at = int64_t(i) * g.ldc + j0;
+            if (g.gelu_out) Elementwise<Arch>::gelu_forward(g.gelu_out + at, g.C + at, cols);
+            if (g.gelu_grad_input)
+                Elementwise<Arch>::gelu_grad_times(g.C + at, g.gelu_grad_input + at, cols);
         }
     }
 
@@ -638,7 +637,7 @@ struct Elementwise {
         }
     }
 
-    // c[i] = gelu'(x[i]) * c[i]: the GEMM epilogue Epilogue::kTimesGeluGrad.
+    // c[i] = gelu'(x[i]) * c[i]: the GEMM's fused GELU backward (GemmArgs::gelu_grad_input).
     static void gelu_grad_times(float* c, const float* x, int64_t n) {
         int64_t i = 0;
         for (; i + W <= n; i += W)
