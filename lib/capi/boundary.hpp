@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/struct_fields.hpp"
 
 namespace pg {
 

@@ -20,9 +20,7 @@ std::string* err(const pg_model* m) { return m ? &m->last_error : nullptr; }
 std::string* err(const pg_trainer* t) { return t ? &t->last_error : nullptr; }
 
 pg_save_options full_default_save_options() {
-    pg_save_options o;
-    std::memset(&o, 0, sizeof o);
-    o.struct_size = sizeof o;
+    pg_save_options o = pg::blank_c_struct<pg_save_options>();
     o.compression_level = 0;
     return o;
 }

@@ -1,5 +1,4 @@
 // C API: whole-split evaluation, the sampled estimate and generation.
-#include <cstring>
 #include <string>
 
 #include "capi/boundary.hpp"
@@ -12,9 +11,7 @@ namespace {
 std::string* err(const pg_model* m) { return m ? &m->last_error : nullptr; }
 
 pg_eval_config full_default_eval_config() {
-    pg_eval_config c;
-    std::memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
+    pg_eval_config c = pg::blank_c_struct<pg_eval_config>();
     const pg::EvalOptions d;
     c.window = d.window;
     c.stride = d.stride;
@@ -26,9 +23,7 @@ pg_eval_config full_default_eval_config() {
 }
 
 pg_sample_config full_default_sample_config() {
-    pg_sample_config c;
-    std::memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
+    pg_sample_config c = pg::blank_c_struct<pg_sample_config>();
     const pg::GenerateOptions d;
     c.temperature = d.sampling.temperature;
     c.top_k = d.sampling.top_k;
@@ -45,9 +40,7 @@ pg_sample_config full_default_sample_config() {
 }
 
 void write_eval_result(const pg::EvalResult& r, pg_eval_result* out, const char* fn) {
-    pg_eval_result full;
-    std::memset(&full, 0, sizeof full);
-    full.struct_size = sizeof full;
+    pg_eval_result full = pg::blank_c_struct<pg_eval_result>();
     full.mean_loss = r.mean_loss;
     full.bits_per_token = r.bits_per_token;
     full.n_scored = r.n_scored;

@@ -1,5 +1,4 @@
 // C API: model configuration, creation, parameters and the tokenizer that belongs to a model.
-#include <cstring>
 #include <memory>
 #include <string>
 
@@ -135,9 +134,7 @@ pg_status pg_model_tensor_info(const pg_model* model, int32_t index, pg_tensor_i
         PG_REQUIRE_NOT_NULL("pg_model_tensor_info", info);
         check_index(model, index, "pg_model_tensor_info");
         const pg::TensorEntry& e = model->impl.tensors()[index];
-        pg_tensor_info full;
-        std::memset(&full, 0, sizeof full);
-        full.struct_size = sizeof full;
+        pg_tensor_info full = pg::blank_c_struct<pg_tensor_info>();
         full.name = e.name.c_str();
         full.n_dims = e.n_dims;
         for (int d = 0; d < e.n_dims; ++d) full.shape[d] = e.shape[d];

@@ -1,6 +1,5 @@
 // C API: training configuration and the trainer (pg_trainer_save / pg_trainer_resume live with
 // the checkpoints in io_api.cpp).
-#include <cstring>
 #include <memory>
 #include <string>
 
@@ -44,9 +43,7 @@ void named(const char* fn, F&& body) {
 
 void write_step(const pg::StepResult& s, pg_step_result* out, const char* fn) {
     if (!out) return;
-    pg_step_result full;
-    std::memset(&full, 0, sizeof full);
-    full.struct_size = sizeof full;
+    pg_step_result full = pg::blank_c_struct<pg_step_result>();
     full.step = s.step;
     full.loss = s.loss;
     full.lr = s.lr;

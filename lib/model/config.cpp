@@ -1,7 +1,6 @@
 #include "model/config.hpp"
 
 #include <cstddef>
-#include <cstring>
 #include <string>
 
 #include "core/error.hpp"
@@ -27,9 +26,7 @@ ModelConfig model_config_from_c(const pg_model_config& c) {
 }
 
 pg_model_config model_config_to_c(const ModelConfig& m) {
-    pg_model_config out;
-    std::memset(&out, 0, sizeof out);
-    out.struct_size = sizeof out;
+    pg_model_config out = blank_c_struct<pg_model_config>();
     out.n_layer = m.n_layer;
     out.n_head = m.n_head;
     out.n_embd = m.n_embd;

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
-#include <cstring>
 #include <string>
 
 #include "core/error.hpp"
@@ -81,9 +80,7 @@ TrainConfig train_config_from_c(const pg_train_config& c) {
 }
 
 pg_train_config train_config_to_c(const TrainConfig& t) {
-    pg_train_config out;
-    std::memset(&out, 0, sizeof out);
-    out.struct_size = sizeof out;
+    pg_train_config out = blank_c_struct<pg_train_config>();
     out.batch_size = t.batch_size;
     out.seq_len = t.seq_len;
     out.grad_accum_steps = t.grad_accum_steps;
