@@ -26,6 +26,7 @@
 namespace {
 
 using pg::kernels::GemmArgs;
+using pg::kernels::gemm_args;
 using pg::kernels::KernelTable;
 using Buffer = pg::AlignedBuffer<float>;
 
@@ -210,15 +211,6 @@ void time_gemm(const char* suite, const char* layer, const char* op, const GemmA
     out.push_back(r);
 }
 
-GemmArgs make_gemm(bool ta, bool tb, int M, int N, int K, const float* A, int lda, const float* B,
-                   int ldb, float* C, int ldc, float beta = 0.0f, const float* bias = nullptr) {
-    GemmArgs g;
-    g.trans_a = ta, g.trans_b = tb, g.M = M, g.N = N, g.K = K;
-    g.A = A, g.lda = lda, g.B = B, g.ldb = ldb, g.C = C, g.ldc = ldc;
-    g.beta = beta, g.bias = bias;
-    return g;
-}
-
 void run_gemms(const Suite& s, const KernelTable& t, pg::ThreadPool& pool, const Options& o,
                std::vector<GemmResult>& out) {
     for (const Linear& l : s.layers) {
@@ -233,17 +225,17 @@ void run_gemms(const Suite& s, const KernelTable& t, pg::ThreadPool& pool, const
         fill_random(w, 3, -0.1f, 0.1f);
         fill_random(bias, 4);
         // y = x W^T + b [rows, out]; dx = dy W [rows, in]; dW += dy^T x [out, in]
-        time_gemm(s.name, l.name, "fwd x.W^T+b",
-                  make_gemm(false, true, rows, l.out, l.in, x.data(), l.in, w.data(), l.in,
-                            y.data(), l.out, 0.0f, l.bias ? bias.data() : nullptr),
-                  t, pool, o, out, per_thread);
+        GemmArgs forward = gemm_args(false, true, rows, l.out, l.in, x.data(), l.in, w.data(),
+                                     l.in, y.data(), l.out);
+        forward.bias = l.bias ? bias.data() : nullptr;
+        time_gemm(s.name, l.name, "fwd x.W^T+b", forward, t, pool, o, out, per_thread);
         time_gemm(s.name, l.name, "dx = dy.W",
-                  make_gemm(false, false, rows, l.in, l.out, dy.data(), l.out, w.data(), l.in,
+                  gemm_args(false, false, rows, l.in, l.out, dy.data(), l.out, w.data(), l.in,
                             dx.data(), l.in),
                   t, pool, o, out, per_thread);
         time_gemm(s.name, l.name, "dW += dy^T.x",
-                  make_gemm(true, false, l.out, l.in, rows, dy.data(), l.out, x.data(), l.in,
-                            dw.data(), l.in, 1.0f),
+                  gemm_args(true, false, l.out, l.in, rows, dy.data(), l.out, x.data(), l.in,
+                            dw.data(), l.in, 1.0f, 1.0f),
                   t, pool, o, out, per_thread);
     }
     // One attention tile as the engine computes it per (sequence, head): 64 queries x 128
@@ -257,14 +249,14 @@ void run_gemms(const Suite& s, const KernelTable& t, pg::ThreadPool& pool, const
     fill_random(kt, 7);
     const float *Q = qkv.data(), *V = qkv.data() + 2 * C;
     time_gemm(s.name, "attn.tile", "S = Q.K^T",
-              make_gemm(false, false, nq, nk, hs, Q, 3 * C, kt.data(), nk, S.data(), nk), t, pool,
+              gemm_args(false, false, nq, nk, hs, Q, 3 * C, kt.data(), nk, S.data(), nk), t, pool,
               o, out, true);
     time_gemm(s.name, "attn.tile", "Y += P.V",
-              make_gemm(false, false, nq, hs, nk, S.data(), nk, V, 3 * C, y.data(), C, 1.0f), t,
-              pool, o, out, true);
+              gemm_args(false, false, nq, hs, nk, S.data(), nk, V, 3 * C, y.data(), C, 1.0f, 1.0f),
+              t, pool, o, out, true);
     time_gemm(s.name, "attn.tile", "dK += dS^T.Q",
-              make_gemm(true, false, nk, hs, nq, S.data(), nk, Q, 3 * C, dqkv.data() + C, 3 * C,
-                        1.0f),
+              gemm_args(true, false, nk, hs, nq, S.data(), nk, Q, 3 * C, dqkv.data() + C, 3 * C,
+                        1.0f, 1.0f),
               t, pool, o, out, true);
 }
 

@@ -70,17 +70,7 @@ void KvCacheForward::linear(float* out, const float* in, const float* W, const f
         for (int o = 0; o < n_out; ++o) out[o] = kernels::dot(W + std::size_t(o) * n_in, in, n_in) + b[o];
         return;
     }
-    kernels::GemmArgs g;
-    g.trans_b = true;
-    g.M = rows;
-    g.N = n_out;
-    g.K = n_in;
-    g.A = in;
-    g.lda = n_in;
-    g.B = W;
-    g.ldb = n_in;
-    g.C = out;
-    g.ldc = n_out;
+    kernels::GemmArgs g = kernels::gemm_args(false, true, rows, n_out, n_in, in, n_in, W, n_in, out, n_out);
     g.bias = b;
     kernels::sgemm_parallel(g, pool_);
 }
@@ -107,19 +97,10 @@ void KvCacheForward::attend_rows(const float* k_layer, const float* v_layer, int
     float* scores = scores_.data();  // [rows, len]
     for (int h = 0; h < cfg_.n_head; ++h) {
         // scores = scale * Q_h K_h^T                                 [rows, len]
-        kernels::GemmArgs g;
-        g.trans_b = true;
-        g.M = rows;
-        g.N = len;
-        g.K = hs;
-        g.alpha = 1.0f / std::sqrt(float(hs));
-        g.A = qkv_.data() + h * hs;
-        g.lda = 3 * C;
-        g.B = k_layer + std::size_t(h) * n_ctx * hs;
-        g.ldb = hs;
-        g.C = scores;
-        g.ldc = len;
-        kernels::sgemm_parallel(g, pool_);
+        kernels::sgemm_parallel(kernels::gemm_args(false, true, rows, len, hs, qkv_.data() + h * hs, 3 * C,
+                                                   k_layer + std::size_t(h) * n_ctx * hs, hs, scores, len,
+                                                   1.0f / std::sqrt(float(hs))),
+                                pool_);
         // Causal softmax: row r over its first first+r+1 keys; the later ones get weight 0.
         pool_.parallel_for(rows, [&](int, int64_t begin, int64_t end) {
             for (int64_t r = begin; r < end; ++r) {
@@ -130,17 +111,10 @@ void KvCacheForward::attend_rows(const float* k_layer, const float* v_layer, int
             }
         });
         // y_h = P V_h                                                [rows, hs], into att_out
-        kernels::GemmArgs y;
-        y.M = rows;
-        y.N = hs;
-        y.K = len;
-        y.A = scores;
-        y.lda = len;
-        y.B = v_layer + std::size_t(h) * n_ctx * hs;
-        y.ldb = hs;
-        y.C = att_out_.data() + h * hs;
-        y.ldc = C;
-        kernels::sgemm_parallel(y, pool_);
+        kernels::sgemm_parallel(kernels::gemm_args(false, false, rows, hs, len, scores, len,
+                                                   v_layer + std::size_t(h) * n_ctx * hs, hs,
+                                                   att_out_.data() + h * hs, C),
+                                pool_);
     }
 }
 

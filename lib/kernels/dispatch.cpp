@@ -188,6 +188,25 @@ const char* force_reference(bool on) {
     return previous;
 }
 
+GemmArgs gemm_args(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda,
+                   const float* B, int ldb, float* C, int ldc, float alpha, float beta) {
+    GemmArgs g;
+    g.trans_a = trans_a;
+    g.trans_b = trans_b;
+    g.M = M;
+    g.N = N;
+    g.K = K;
+    g.alpha = alpha;
+    g.A = A;
+    g.lda = lda;
+    g.B = B;
+    g.ldb = ldb;
+    g.beta = beta;
+    g.C = C;
+    g.ldc = ldc;
+    return g;
+}
+
 void sgemm(const GemmArgs& g) { active_table().sgemm(g); }
 
 void sgemm_parallel_with(const KernelTable& table, const GemmArgs& g, ThreadPool& pool) {

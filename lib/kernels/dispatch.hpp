@@ -48,6 +48,12 @@ struct GemmArgs {
     const float* gelu_grad_input = nullptr;
 };
 
+// A GemmArgs for C[M, N] = alpha op(A) op(B) + beta C (bias and fused GELU unset: set them on
+// the result).
+GemmArgs gemm_args(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda,
+                   const float* B, int ldb, float* C, int ldc, float alpha = 1.0f,
+                   float beta = 0.0f);
+
 void sgemm(const GemmArgs& g);
 // Splits C into per-thread blocks of whole register tiles and runs sgemm on each. Every element
 // of C is computed by the same operations whatever the split, so the result is bitwise the same

@@ -46,25 +46,7 @@ constexpr int kLossChunkRows = 512;
 constexpr int kQueryBlock = 64;
 constexpr int kKeyBlock = 128;
 
-// C[M, N] = alpha * op(A) . op(B) + beta * C, leading dimensions as in kernels::GemmArgs.
-k::GemmArgs gemm_args(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda,
-                      const float* B, int ldb, float* C, int ldc, float alpha = 1.0f, float beta = 0.0f) {
-    k::GemmArgs g;
-    g.trans_a = trans_a;
-    g.trans_b = trans_b;
-    g.M = M;
-    g.N = N;
-    g.K = K;
-    g.alpha = alpha;
-    g.A = A;
-    g.lda = lda;
-    g.B = B;
-    g.ldb = ldb;
-    g.beta = beta;
-    g.C = C;
-    g.ldc = ldc;
-    return g;
-}
+using k::gemm_args;
 
 // out[N, OC] = inp[N, C] . w[OC, C]^T + bias[OC]; gelu_out (if given) = gelu(out) as well,
 // computed tile by tile inside the GEMM.
