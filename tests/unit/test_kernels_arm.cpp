@@ -93,19 +93,9 @@ TEST_CASE("the lane-FMA GEMM equals the xsimd neon64 GEMM bit for bit", "[kernel
                     const std::vector<float> B = fill(std::size_t(l[1] ? N : K) * ldb);
                     const std::vector<float> C0 = fill(std::size_t(M) * ldc);
                     const std::vector<float> bias = fill(std::size_t(N));
-                    pg::kernels::GemmArgs g;
-                    g.trans_a = l[0];
-                    g.trans_b = l[1];
-                    g.M = M;
-                    g.N = N;
-                    g.K = K;
-                    g.alpha = 0.75f;
-                    g.beta = K == 19 ? 0.0f : 0.5f;
-                    g.A = A.data();
-                    g.lda = lda;
-                    g.B = B.data();
-                    g.ldb = ldb;
-                    g.ldc = ldc;
+                    pg::kernels::GemmArgs g = pg::kernels::gemm_args(
+                        l[0], l[1], M, N, K, A.data(), lda, B.data(), ldb, nullptr, ldc, 0.75f,
+                        K == 19 ? 0.0f : 0.5f);
                     g.bias = K == 1 ? nullptr : bias.data();
                     std::vector<float> c_lane = C0, c_xsimd = C0;
                     g.C = c_lane.data();
