@@ -480,6 +480,81 @@ PG_API pg_status pg_generate(const pg_model* model, const int32_t* prompt, size_
                              const pg_sample_config* config, int32_t* out, size_t capacity,
                              size_t* n_out);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Sessions                                                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* A session is the mutable inference state over a read-only model: its own threads (the count
+ * is fixed at creation), scratch memory grown to the largest batch asked for, and one sequence
+ * with its key/value cache, so generation can append tokens and continue without recomputing
+ * what is cached (a chat app appends each turn). Forward passes and evaluation on a session
+ * reuse its threads and scratch and leave its sequence alone. pg_model_forward, pg_evaluate,
+ * pg_evaluate_sampled and pg_generate each run on a session made for the one call.
+ *
+ * A session borrows its model, which must outlive it; many sessions may read one model at once
+ * (one per thread). A session is used by one thread at a time. If the model's weights change
+ * (a trainer step, pg_model_tensor_data_mutable), call pg_session_reset: the cache holds keys
+ * and values computed from the old weights. Failed calls on a session set its own message
+ * (pg_session_last_error) as well as the thread's. */
+typedef struct pg_session pg_session;
+
+typedef struct pg_session_config {
+    uint32_t struct_size;
+    int32_t n_threads;            /* <= 0: all cores; fixed for the session's life */
+    int32_t slide_keep;           /* tokens kept when the window slides, 1..n_ctx; 0 = n_ctx
+                                     (default; see pg_sample_config.slide_keep) */
+} pg_session_config;
+PG_API void pg_session_config_default(pg_session_config* config);
+
+PG_API pg_status pg_session_create(const pg_model* model, const pg_session_config* config,
+                                   pg_session** out);
+PG_API void pg_session_free(pg_session* session);
+PG_API const char* pg_session_last_error(const pg_session* session);
+/* The number of threads the session runs on. */
+PG_API pg_status pg_session_n_threads(const pg_session* session, int32_t* out);
+
+/* pg_model_forward on the session's threads and scratch. */
+PG_API pg_status pg_session_forward(pg_session* session, const int32_t* tokens, int32_t B,
+                                    int32_t T, const int32_t* targets, float* logits,
+                                    float* mean_loss);
+/* pg_evaluate on the session (config->n_threads is not read: the session's threads run it). */
+PG_API pg_status pg_session_evaluate(pg_session* session, const int32_t* tokens, size_t n,
+                                     const pg_eval_config* config, pg_eval_result* result);
+
+/* The options of the sampled estimate (see pg_evaluate_sampled). */
+typedef struct pg_eval_sampled_config {
+    uint32_t struct_size;
+    int32_t n_batches;            /* >= 1, default 20 */
+    int32_t batch_size;           /* windows per batch, >= 1, default 8 */
+    uint64_t seed;                /* offsets are drawn from it, default 1337 */
+} pg_eval_sampled_config;
+PG_API void pg_eval_sampled_config_default(pg_eval_sampled_config* config);
+/* pg_evaluate_sampled on the session, with its options in a struct. */
+PG_API pg_status pg_session_evaluate_sampled(pg_session* session, const int32_t* tokens, size_t n,
+                                             const pg_eval_sampled_config* config,
+                                             pg_eval_result* result);
+
+/* The sequence. append adds tokens (ids in [0, vocab_size)) to it; they are computed, all
+ * pending ones in one batched pass, when logits are next needed. The window holds the last at
+ * most n_ctx tokens of the sequence; when pending tokens do not fit, it slides to the last
+ * max(slide_keep, pending) tokens (at most n_ctx) and the cache is rebuilt over them.
+ * logits writes the vocab_size logits for the token after the sequence (capacity >= vocab_size;
+ * PG_ERR_STATE if the sequence is empty). position is the sequence's length (tokens appended,
+ * generated ones included, since creation or the last reset); reset empties it. */
+PG_API pg_status pg_session_append(pg_session* session, const int32_t* tokens, size_t n);
+PG_API pg_status pg_session_logits(pg_session* session, float* logits, size_t capacity);
+PG_API pg_status pg_session_reset(pg_session* session);
+PG_API pg_status pg_session_position(const pg_session* session, int64_t* position);
+
+/* pg_generate continuing after the session's sequence (PG_ERR_STATE if it is empty): every
+ * generated token is appended to the sequence, so a later append + generate continues the
+ * conversation without recomputing it. config->slide_keep, if not 0, applies to this call's
+ * slides instead of the session's; config->n_threads is not read. The same session state, seed
+ * and configuration give the same tokens; pg_generate(model, prompt, ...) gives the same tokens
+ * as append(prompt) then generate on a fresh session with the same threads. */
+PG_API pg_status pg_session_generate(pg_session* session, const pg_sample_config* config,
+                                     int32_t* out, size_t capacity, size_t* n_out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "eval/session.hpp"
 #include "model/model.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -30,4 +31,11 @@ struct pg_trainer {
     pg_model* model = nullptr;  // borrowed
     std::unique_ptr<pg::Trainer> impl;
     mutable std::string last_error;
+};
+
+struct pg_session {
+    pg_session(const pg_model* m, const pg::SessionOptions& options) : model(m), impl(m->impl, options) {}
+    const pg_model* model;  // borrowed
+    pg::Session impl;
+    std::string last_error;
 };

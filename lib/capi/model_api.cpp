@@ -2,14 +2,11 @@
 #include <memory>
 #include <string>
 
-#include <algorithm>
-#include <cmath>
 
 #include "capi/boundary.hpp"
+#include "capi/eval_capi.hpp"
 #include "capi/handles.hpp"
-#include "core/thread_pool.hpp"
 #include "model/config.hpp"
-#include "model/engine.hpp"
 #include "model/params.hpp"
 
 namespace {
@@ -186,42 +183,10 @@ pg_status pg_model_forward(const pg_model* model, const int32_t* tokens, int32_t
     return pg::guarded(err(model), [&] {
         const char* fn = "pg_model_forward";
         PG_REQUIRE_NOT_NULL(fn, model);
-        PG_REQUIRE_NOT_NULL(fn, tokens);
-        const pg::ModelConfig& cfg = model->impl.config();
-        pg::require_arg(B >= 1, fn, ("B = " + std::to_string(B) + " must be >= 1").c_str());
-        pg::require_arg(T >= 1 && T <= cfg.n_ctx, fn,
-                        ("T = " + std::to_string(T) + " is outside [1, n_ctx = " + std::to_string(cfg.n_ctx) + "]").c_str());
-        pg::require_arg(logits || targets, fn, "logits and targets are both NULL: nothing to compute");
-        pg::require_arg(!targets || mean_loss, fn, "mean_loss is NULL but targets were given");
-        const int64_t N = int64_t(B) * T;
-        for (int64_t i = 0; i < N; ++i) {  // messages are built only on failure
-            if (tokens[i] < 0 || tokens[i] >= cfg.vocab_size)
-                pg::require_arg(false, fn,
-                                ("tokens[" + std::to_string(i) + "] = " + std::to_string(tokens[i]) +
-                                 " is outside [0, vocab_size = " + std::to_string(cfg.vocab_size) + ")").c_str());
-            if (targets && (targets[i] < -1 || targets[i] >= cfg.vocab_size))
-                pg::require_arg(false, fn,
-                                ("targets[" + std::to_string(i) + "] = " + std::to_string(targets[i]) +
-                                 " is neither -1 nor in [0, vocab_size = " + std::to_string(cfg.vocab_size) + ")").c_str());
-        }
-        // Sequences go through the engine a fixed number at a time, which bounds the activation
-        // memory whatever B is (and keeps results independent of anything but n_threads).
-        constexpr int kSequencesPerPass = 16;
-        const int chunk = std::min<int>(B, kSequencesPerPass);
-        pg::ThreadPool pool(n_threads);
-        pg::Engine engine(cfg, chunk, T);
-        pg::LossSum total;
-        for (int b0 = 0; b0 < B; b0 += chunk) {
-            const int nb = std::min(chunk, B - b0);
-            const int64_t offset = int64_t(b0) * T;
-            pg::LossSum part = engine.forward(model->impl.params(), tokens + offset,
-                                              targets ? targets + offset : nullptr, nb, T, nullptr,
-                                              logits ? logits + offset * cfg.vocab_size : nullptr, pool);
-            total.sum += part.sum;
-            total.count += part.count;
-        }
-        // No scored position: the mean is undefined.
-        if (targets) *mean_loss = total.count ? float(total.mean()) : NAN;
+        pg::SessionOptions so;
+        so.n_threads = n_threads;
+        pg::Session session(model->impl, so);
+        pg::capi::session_forward(session, tokens, B, T, targets, logits, mean_loss, fn);
     });
 }
 

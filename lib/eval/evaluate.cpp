@@ -7,7 +7,6 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "core/thread_pool.hpp"
-#include "model/engine.hpp"
 
 namespace pg {
 
@@ -67,8 +66,9 @@ EvalResult make_result(double sum, int64_t count, int64_t n_windows, const char*
 
 }  // namespace
 
-EvalResult evaluate(const Model& model, const int32_t* tokens, std::size_t n, const EvalOptions& opt) {
+EvalResult evaluate(Session& session, const int32_t* tokens, std::size_t n, const EvalOptions& opt) {
     const char* fn = "pg_evaluate";
+    const Model& model = session.model();
     const ModelConfig& cfg = model.config();
     require(opt.window >= 0 && opt.window <= cfg.n_ctx, PG_ERR_INVALID_ARGUMENT,
             std::string(fn) + ": window " + std::to_string(opt.window) + " is outside [0, n_ctx = " +
@@ -87,8 +87,8 @@ EvalResult evaluate(const Model& model, const int32_t* tokens, std::size_t n, co
     const std::vector<EvalWindow> plan = plan_windows(int64_t(n), window, stride);
     const int max_len = plan.front().length;  // every window is at most as long as the first
     const int max_batch = int(std::min<std::size_t>(std::size_t(opt.batch_size), plan.size()));
-    ThreadPool pool(opt.n_threads);
-    Engine engine(cfg, max_batch, max_len);
+    ThreadPool& pool = session.pool();
+    Engine& engine = session.engine(max_batch, max_len);
     std::vector<int32_t> inputs(std::size_t(max_batch) * max_len), targets(inputs.size());
     std::vector<float> losses(inputs.size());
 
@@ -125,10 +125,11 @@ EvalResult evaluate(const Model& model, const int32_t* tokens, std::size_t n, co
     return make_result(sum, count, int64_t(plan.size()), fn);
 }
 
-EvalResult evaluate_sampled(const Model& model, const int32_t* tokens, std::size_t n, int n_batches,
-                            int batch_size, uint64_t seed, int n_threads) {
+EvalResult evaluate_sampled(Session& session, const int32_t* tokens, std::size_t n, const SampledEvalOptions& opt) {
     const char* fn = "pg_evaluate_sampled";
+    const Model& model = session.model();
     const ModelConfig& cfg = model.config();
+    const int n_batches = opt.n_batches, batch_size = opt.batch_size;
     const int T = cfg.n_ctx;
     require(n_batches >= 1, PG_ERR_INVALID_ARGUMENT,
             std::string(fn) + ": n_batches " + std::to_string(n_batches) + " must be at least 1");
@@ -139,10 +140,10 @@ EvalResult evaluate_sampled(const Model& model, const int32_t* tokens, std::size
                 std::to_string(T + 1));
     check_token_ids(tokens, n, cfg.vocab_size, fn);
 
-    ThreadPool pool(n_threads);
-    Engine engine(cfg, batch_size, T);
+    ThreadPool& pool = session.pool();
+    Engine& engine = session.engine(batch_size, T);
     std::vector<int32_t> inputs(std::size_t(batch_size) * T), targets(inputs.size());
-    Rng rng(seed);
+    Rng rng(opt.seed);
     double sum = 0.0;
     int64_t count = 0;
     for (int k = 0; k < n_batches; ++k) {
@@ -159,6 +160,23 @@ EvalResult evaluate_sampled(const Model& model, const int32_t* tokens, std::size
         count += s.count;
     }
     return make_result(sum, count, int64_t(n_batches) * batch_size, fn);
+}
+
+LossSum forward(Session& session, const int32_t* tokens, int B, int T, const int32_t* targets, float* logits) {
+    constexpr int kSequencesPerPass = 16;
+    const int chunk = std::min<int>(B, kSequencesPerPass);
+    const int V = session.model().config().vocab_size;
+    Engine& engine = session.engine(chunk, T);
+    LossSum total;
+    for (int b0 = 0; b0 < B; b0 += chunk) {
+        const int nb = std::min(chunk, B - b0);
+        const int64_t offset = int64_t(b0) * T;
+        const LossSum part = engine.forward(session.model().params(), tokens + offset, targets ? targets + offset : nullptr,
+                                            nb, T, nullptr, logits ? logits + offset * V : nullptr, session.pool());
+        total.sum += part.sum;
+        total.count += part.count;
+    }
+    return total;
 }
 
 }  // namespace pg

@@ -8,7 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/model.hpp"
+#include "eval/session.hpp"
+#include "model/engine.hpp"
 #include "phonegpt/phonegpt.h"
 
 namespace pg {
@@ -31,7 +32,6 @@ struct EvalOptions {
     int window = 0;      // 0 = n_ctx
     int stride = 0;      // 0 = window
     int batch_size = 16;
-    int n_threads = 0;   // <= 0: all cores
     pg_progress_fn progress = nullptr;
     void* progress_user = nullptr;
 };
@@ -46,13 +46,25 @@ struct EvalResult {
 // Throws PG_ERR_INVALID_ARGUMENT naming the first token id outside [0, vocab_size).
 void check_token_ids(const int32_t* tokens, std::size_t n, int vocab_size, const char* function);
 
-// Whole-split score; throws PG_ERR_INVALID_ARGUMENT for bad options or tokens and
-// PG_ERR_CANCELLED when the progress callback asks to stop.
-EvalResult evaluate(const Model& model, const int32_t* tokens, std::size_t n, const EvalOptions& options);
+// Whole-split score on the session's threads and scratch (its sequence is untouched); throws
+// PG_ERR_INVALID_ARGUMENT for bad options or tokens and PG_ERR_CANCELLED when the progress
+// callback asks to stop.
+EvalResult evaluate(Session& session, const int32_t* tokens, std::size_t n, const EvalOptions& options);
+
+struct SampledEvalOptions {
+    int n_batches = 0;
+    int batch_size = 0;
+    uint64_t seed = 0;
+};
 
 // The mean over n_batches batches of batch_size windows of n_ctx inputs (n_ctx + 1 tokens) at
 // offsets drawn uniformly from [0, n - n_ctx - 1] by pg::Rng(seed). An estimate.
-EvalResult evaluate_sampled(const Model& model, const int32_t* tokens, std::size_t n, int n_batches,
-                            int batch_size, uint64_t seed, int n_threads);
+EvalResult evaluate_sampled(Session& session, const int32_t* tokens, std::size_t n, const SampledEvalOptions& options);
+
+// B sequences of T tokens (ids and targets checked by the caller; a target of -1 is not
+// scored) through the model, a fixed number of sequences at a time (which bounds the
+// activation memory whatever B is and keeps results independent of anything but the thread
+// count). logits (optional): [B, T, vocab_size].
+LossSum forward(Session& session, const int32_t* tokens, int B, int T, const int32_t* targets, float* logits);
 
 }  // namespace pg

@@ -20,8 +20,10 @@
 #include "model/engine.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,9 +51,18 @@ constexpr int kKeyBlock = 128;
 
 using k::gemm_args;
 
+// pool.parallel_for over rows, except that a single row (the cached generation step) runs on
+// the calling thread: waking the pool costs more than one row of any of these loops.
+void for_rows(ThreadPool& pool, int64_t n, const std::function<void(int, int64_t, int64_t)>& fn) {
+    if (n == 1)
+        fn(0, 0, 1);
+    else
+        pool.parallel_for(n, fn);
+}
+
 void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
                        const float* b, int N, int C, float eps, ThreadPool& pool) {
-    pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
+    for_rows(pool, N, [&](int, int64_t r0, int64_t r1) {
         k::layernorm_forward(out + r0 * C, mean + r0, rstd + r0, x + r0 * C, w, b, r1 - r0, C, eps);
     });
 }
@@ -115,6 +126,13 @@ struct Engine::Impl {
         AlignedBuffer<float> dlnf;             // [2C]   its share of d(ln_f weight), d(ln_f bias)
     };
 
+    // What block_forward needs in a KV-cached pass.
+    struct CachedPass {
+        KvCache* cache;
+        int first;           // the position of the pass's first row
+        bool last_row_only;  // the last layer
+    };
+
     ModelConfig cfg;
     ParamLayout layout;
     int max_B, max_T;
@@ -136,6 +154,8 @@ struct Engine::Impl {
     float* row_loss = nullptr;    // [N]
     std::vector<AttnScratch> attn_scratch;
     std::vector<HeadScratch> head_scratch;
+    AlignedBuffer<float> cached_scores;  // [n_ctx, n_ctx] one head's scores in a cached pass
+    int first_position = 0;              // of the current pass (non-zero only in a cached one)
     LinearHook* hook = nullptr;      // borrowed; null = the plain model
     AlignedBuffer<float> hook_grad;  // [N, 4C] d(GELU output) when a hook is attached
     int64_t weight_gradient_gemms = 0;  // in the last forward_backward
@@ -270,6 +290,7 @@ struct Engine::Impl {
         ctx.training = training;
         ctx.seed = d.seed;
         ctx.stream = d.stream;
+        ctx.first_position = first_position;
         return ctx;
     }
 
@@ -278,6 +299,15 @@ struct Engine::Impl {
     void linear(int layer, LinearKind kind, float* out, const float* inp, const float* w, const float* bias, int N,
                 int C, int OC, bool accumulate, const Dropout& d, bool training, ThreadPool& pool,
                 float* gelu_out = nullptr) {
+        if (N == 1) {  // the cached generation step: a matrix-vector product on this thread
+            for (int o = 0; o < OC; ++o) {
+                const float y = k::dot(w + int64_t(o) * C, inp, C) + bias[o];
+                out[o] = accumulate ? out[o] + y : y;
+            }
+            if (hook) hook->forward(layer, kind, inp, N, C, out, OC, hook_context(d, pool, training));
+            if (gelu_out) k::gelu_forward(gelu_out, out, OC);
+            return;
+        }
         k::GemmArgs g = gemm_args(false, true, N, OC, C, inp, C, w, C, out, OC, 1.0f, accumulate ? 1.0f : 0.0f);
         g.bias = bias;
         if (!hook) {
@@ -349,7 +379,7 @@ struct Engine::Impl {
                          const float* bias, int N, int C, int OC, const Dropout& d, DropoutPlace place,
                          bool training, ThreadPool& pool) {
         if (!dropout_active(d)) {
-            pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
+            for_rows(pool, N, [&](int, int64_t r0, int64_t r1) {
                 std::memcpy(out + r0 * OC, x + r0 * OC, sizeof(float) * size_t((r1 - r0) * OC));
             });
             linear(layer, kind, out, inp, w, bias, N, C, OC, true, d, training, pool);
@@ -363,17 +393,17 @@ struct Engine::Impl {
     }
 
     // ----------------------------------------------------------------------------------------
-    // encoder: resid[0][b,t,:] = dropout(wte[inputs[b,t]] + wpe[t])
+    // encoder: resid[0][b,t,:] = dropout(wte[inputs[b,t]] + wpe[first_position + t])
 
     void encoder_forward(const GptTensors<const float>& w, const int32_t* inputs, int B, int T,
-                         const Dropout& d, ThreadPool& pool) {
+                         const Dropout& d, ThreadPool& pool, int first_position = 0) {
         const int C = cfg.n_embd;
         const bool drop = dropout_active(d);
         float* out = resid[0];
-        pool.parallel_for(int64_t(B) * T, [&](int, int64_t r0, int64_t r1) {
+        for_rows(pool, int64_t(B) * T, [&](int, int64_t r0, int64_t r1) {
             for (int64_t n = r0; n < r1; ++n) {
                 const float* we = w.wte + int64_t(inputs[n]) * C;
-                const float* pe = w.wpe + (n % T) * C;
+                const float* pe = w.wpe + (first_position + n % T) * C;
                 float* o = out + n * C;
                 for (int i = 0; i < C; ++i) o[i] = we[i] + pe[i];
                 if (drop) k::dropout_apply(o, o, C, dropout_args(d, kDropEmbedding, 0, uint64_t(n * C)));
@@ -554,20 +584,98 @@ struct Engine::Impl {
     }
 
     // ----------------------------------------------------------------------------------------
+    // the KV-cached attention of one sequence: cache [n_layer][n_head][n_ctx][hs]
+
+    // The keys and values of rows [0, rows) of qkv [rows, 3C] into positions first.. of layer l.
+    void store_keys_values(KvCache& cache, int l, const float* qkv, int rows, int first) const {
+        const int C = cfg.n_embd, H = cfg.n_head, hs = C / H, n_ctx = cfg.n_ctx;
+        float* keys = cache.keys.data() + int64_t(l) * n_ctx * C;
+        float* values = cache.values.data() + int64_t(l) * n_ctx * C;
+        for (int r = 0; r < rows; ++r) {
+            const float* row = qkv + int64_t(r) * 3 * C;
+            for (int h = 0; h < H; ++h) {
+                const int64_t at = (int64_t(h) * n_ctx + first + r) * hs;
+                std::memcpy(keys + at, row + C + h * hs, sizeof(float) * size_t(hs));
+                std::memcpy(values + at, row + 2 * C + h * hs, sizeof(float) * size_t(hs));
+            }
+        }
+    }
+
+    // y [rows, C] = causal attention of the query rows q [rows, 3C stride] at positions
+    // first..first+rows-1 over the cached positions 0..their own. One row: dot products and
+    // axpys on this thread; more: two GEMMs per head.
+    void attention_cached(float* y, const float* q, int rows, int first, const KvCache& cache, int l,
+                          ThreadPool& pool) {
+        const int C = cfg.n_embd, H = cfg.n_head, hs = C / H, n_ctx = cfg.n_ctx;
+        const float scale = 1.0f / std::sqrt(float(hs));
+        const int len = first + rows;  // keys 0..len-1; row r sees keys 0..first+r
+        if (cached_scores.size() < size_t(rows) * len) cached_scores.resize(size_t(n_ctx) * n_ctx);
+        float* scores = cached_scores.data();
+        const float* keys_l = cache.keys.data() + int64_t(l) * n_ctx * C;
+        const float* values_l = cache.values.data() + int64_t(l) * n_ctx * C;
+        for (int h = 0; h < H; ++h) {
+            const float* keys = keys_l + int64_t(h) * n_ctx * hs;      // [n_ctx, hs]
+            const float* values = values_l + int64_t(h) * n_ctx * hs;  // [n_ctx, hs]
+            if (rows == 1) {
+                const float* qh = q + h * hs;
+                for (int s = 0; s < len; ++s) scores[s] = k::dot(qh, keys + int64_t(s) * hs, hs) * scale;
+                k::softmax(scores, scores, len);
+                float* yh = y + h * hs;
+                std::fill(yh, yh + hs, 0.0f);
+                for (int s = 0; s < len; ++s) k::axpy(yh, scores[s], values + int64_t(s) * hs, hs);
+                continue;
+            }
+            // scores = scale * Q_h K_h^T                                     [rows, len]
+            k::sgemm_parallel(gemm_args(false, true, rows, len, hs, q + h * hs, 3 * C, keys, hs, scores, len, scale),
+                              pool);
+            // Causal softmax: row r over its first first+r+1 keys; the later ones get weight 0.
+            pool.parallel_for(rows, [&](int, int64_t r0, int64_t r1) {
+                for (int64_t r = r0; r < r1; ++r) {
+                    float* row = scores + r * len;
+                    const int visible = first + int(r) + 1;
+                    k::softmax(row, row, visible);
+                    std::fill(row + visible, row + len, 0.0f);
+                }
+            });
+            // y_h = P V_h                                                    [rows, hs]
+            k::sgemm_parallel(gemm_args(false, false, rows, hs, len, scores, len, values, hs, y + h * hs, C), pool);
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------
     // one transformer block: x [N, C] -> out [N, C]
 
     // a: where this layer's activations go (its own slot, or a shared one when nothing needs
     // to be kept). out == nullptr: only rebuild what the backward pass reads (recomputation),
     // skipping the MLP's output projection, whose result is already in the residual stream.
     // training: the pass will be followed by a backward pass (the hook's dropout is on).
+    // cached (the KV-cached pass of one sequence, B = 1): attention reads and extends the
+    // cache instead of attending within the batch; on the last layer only the last row goes on
+    // past the cache update, so `out` then holds one row.
     void block_forward(const GptTensors<const float>& w, int l, LayerActs& a, const float* x, float* out,
-                       int B, int T, const Dropout& d, bool training, ThreadPool& pool) {
-        const int C = cfg.n_embd, N = B * T;
+                       int B, int T, const Dropout& d, bool training, ThreadPool& pool,
+                       const CachedPass* cached = nullptr) {
+        const int C = cfg.n_embd;
+        int N = B * T;
         layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
                           cfg.layernorm_eps, pool);
         linear(l, LinearKind::attn_qkv, a.qkv, ln_out, w.qkvw + int64_t(l) * 3 * C * C, w.qkvb + l * 3 * C, N, C,
                3 * C, false, d, training, pool);
-        attention_forward(a, l, B, T, d, pool);
+        if (cached) {
+            store_keys_values(*cached->cache, l, a.qkv, N, cached->first);
+            const float* q = a.qkv;
+            int first = cached->first;
+            if (cached->last_row_only && N > 1) {
+                // Every row's keys and values are cached; only the last row predicts.
+                q += int64_t(N - 1) * 3 * C;
+                x += int64_t(N - 1) * C;
+                first += N - 1;
+                N = 1;
+            }
+            attention_cached(a.atty, q, N, first, *cached->cache, l, pool);
+        } else {
+            attention_forward(a, l, B, T, d, pool);
+        }
         linear_residual(l, LinearKind::attn_proj, a.res2, x, a.atty, w.attprojw + int64_t(l) * C * C,
                         w.attprojb + l * C, N, C, C, d, kDropAttnProj, training, pool);
         layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
@@ -635,7 +743,7 @@ struct Engine::Impl {
     }
 
     static void gelu_rows(float* out, const float* x, int N, int width, ThreadPool& pool) {
-        pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
+        for_rows(pool, N, [&](int, int64_t r0, int64_t r1) {
             k::gelu_forward(out + r0 * width, x + r0 * width, (r1 - r0) * width);
         });
     }
@@ -669,7 +777,7 @@ struct Engine::Impl {
             if (h.dlnf.size() != size_t(2) * C) h.dlnf.resize(size_t(2) * C); else h.dlnf.zero();
         }
         float* dlnf = branch;  // [N, C] d(loss)/d(ln_f output)
-        pool.parallel_for(N, [&](int t, int64_t r0, int64_t r1) {
+        for_rows(pool, N, [&](int t, int64_t r0, int64_t r1) {
             HeadScratch& h = head_scratch[size_t(t)];
             k::layernorm_forward(ln_out + r0 * C, lnf_mean + r0, lnf_rstd + r0, x + r0 * C, w.lnfw, w.lnfb,
                                  r1 - r0, C, cfg.layernorm_eps);
@@ -677,8 +785,12 @@ struct Engine::Impl {
                 const int n = int(std::min<int64_t>(chunk, r1 - c0));
                 const float* lnf = ln_out + c0 * C;
                 float* lg = user_logits ? user_logits + c0 * V : h.logits.data();
-                // logits[n, V] = lnf . wte[:V]^T   (the padding rows of wte are never used)
-                k::sgemm(gemm_args(false, true, n, V, C, lnf, C, w.wte, C, lg, V));
+                // logits[n, V] = lnf . wte[:V]^T   (the padding rows of wte are never used); a
+                // single row (the cached step) as V dot products
+                if (N == 1)
+                    for (int v = 0; v < V; ++v) lg[v] = k::dot(lnf, w.wte + int64_t(v) * C, C);
+                else
+                    k::sgemm(gemm_args(false, true, n, V, C, lnf, C, w.wte, C, lg, V));
                 if (!targets) continue;
                 for (int i = 0; i < n; ++i) {
                     const int target = targets[c0 + i];
@@ -776,6 +888,27 @@ LossSum Engine::forward_backward(const float* params, float* grads, const int32_
     // The embeddings' gradients are weight gradients only: nothing flows further.
     if (g) m.encoder_backward(*g, inputs, B, T, dropout, pool);
     return result;
+}
+
+KvCache::KvCache(const ModelConfig& cfg)
+    : keys(size_t(cfg.n_layer) * cfg.n_ctx * cfg.n_embd), values(size_t(cfg.n_layer) * cfg.n_ctx * cfg.n_embd) {}
+
+void Engine::forward_cached(const float* params, const int32_t* tokens, int first, int n, KvCache& cache,
+                            float* logits, ThreadPool& pool) {
+    Impl& m = *impl_;
+    // Preconditions, checked by the caller (the session).
+    assert(n >= 1 && int64_t(n) <= m.rows() && first >= 0 && first + n <= m.cfg.n_ctx);
+    const GptTensors<const float> w = bind_tensors(m.layout, params);
+    const Dropout none;
+    m.first_position = first;
+    m.encoder_forward(w, tokens, 1, n, none, pool, first);
+    const int L = m.cfg.n_layer;
+    for (int l = 0; l < L; ++l) {
+        const Impl::CachedPass pass{&cache, first, l == L - 1};
+        m.block_forward(w, l, m.layers[0], m.resid[l % 2], m.resid[(l + 1) % 2], 1, n, none, false, pool, &pass);
+    }
+    m.first_position = 0;
+    m.head(w, false, nullptr, m.resid[L % 2], nullptr, 1, nullptr, logits, 0.0f, pool);
 }
 
 void Engine::set_linear_hook(LinearHook* hook) { impl_->hook = hook; }

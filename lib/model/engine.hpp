@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/aligned_buffer.hpp"
 #include "core/thread_pool.hpp"
 #include "model/config.hpp"
 #include "model/linear_hook.hpp"
@@ -48,6 +49,13 @@ struct EngineOptions {
     bool recompute = false;
 };
 
+// Keys and values of one sequence's positions for every layer and head, [n_layer][n_head]
+// [n_ctx][head_dim] each (one head's keys contiguous): the state of incremental generation.
+struct KvCache {
+    explicit KvCache(const ModelConfig& cfg);
+    AlignedBuffer<float> keys, values;
+};
+
 class Engine {
 public:
     Engine(const ModelConfig& cfg, int max_B, int max_T, EngineOptions options = EngineOptions{});
@@ -60,6 +68,15 @@ public:
     // logits (optional, [B, T, vocab_size]): padding columns dropped.
     LossSum forward(const float* params, const int32_t* inputs, const int32_t* targets, int B,
                     int T, float* losses, float* logits, ThreadPool& pool);
+
+    // The KV-cached pass of one sequence: computes positions [first, first + n) of tokens [n]
+    // given the cache's positions [0, first) of every layer (from earlier calls), stores their
+    // keys and values in the cache, and writes the logits [vocab_size] after the last one.
+    // Preconditions (the caller checks them): 1 <= n <= max_B * max_T, first + n <= n_ctx, ids
+    // in range. One position runs on the calling thread (a step of a small model is shorter
+    // than a thread hand-off); more are split over the pool.
+    void forward_cached(const float* params, const int32_t* tokens, int first, int n, KvCache& cache,
+                        float* logits, ThreadPool& pool);
 
     // Forward and backward with dropout; adds grad_scale * d(sum of scored losses)/d(params)
     // into grads (callers zero them; grad_scale = 1 / total scored positions gives the

@@ -156,10 +156,62 @@ static void test_whole_flow(void) {
     pg_tokenizer_free(NULL);
 }
 
+/* A session over a model: a prompt appended, greedy generation continued across two turns,
+ * the logits after the sequence, evaluation on the session, and its own error message. */
+static void test_session(void) {
+    pg_model_config mc;
+    pg_model* model = NULL;
+    pg_session_config sc;
+    pg_session* session = NULL;
+    pg_sample_config gen;
+    pg_eval_sampled_config ec;
+    pg_eval_result r;
+    int32_t prompt[3] = {1, 2, 3}, out[8], direct[8];
+    int32_t turn[2] = {4, 5}, bad = 9999;
+    size_t n_out = 0, n_direct = 0;
+    int64_t position = 0;
+    float logits[65];
+    int32_t tokens[200];
+    int i;
+    for (i = 0; i < 200; ++i) tokens[i] = (int32_t)((i * 7) % 65);
+
+    CHECK(pg_model_config_preset("tiny", &mc) == PG_OK);
+    CHECK(pg_model_create(&mc, 3, &model) == PG_OK);
+    pg_session_config_default(&sc);
+    CHECK(sc.struct_size == sizeof sc);
+    sc.n_threads = 1;
+    CHECK(pg_session_create(model, &sc, &session) == PG_OK);
+    pg_sample_config_default(&gen);
+    gen.temperature = 0.0f;
+    gen.max_tokens = 8;
+    gen.n_threads = 1;
+    CHECK(pg_session_append(session, prompt, 3) == PG_OK);
+    CHECK(pg_session_generate(session, &gen, out, 8, &n_out) == PG_OK && n_out == 8);
+    CHECK(pg_generate(model, prompt, 3, &gen, direct, 8, &n_direct) == PG_OK && n_direct == 8);
+    CHECK(memcmp(out, direct, sizeof out) == 0);
+    CHECK(pg_session_append(session, turn, 2) == PG_OK);
+    CHECK(pg_session_position(session, &position) == PG_OK && position == 13);
+    CHECK(pg_session_logits(session, logits, 65) == PG_OK);
+    CHECK(pg_session_generate(session, &gen, out, 8, &n_out) == PG_OK && n_out == 8);
+    CHECK(pg_session_append(session, &bad, 1) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(strlen(pg_session_last_error(session)) > 0);
+    pg_eval_sampled_config_default(&ec);
+    ec.n_batches = 2;
+    ec.batch_size = 2;
+    r.struct_size = sizeof r;
+    CHECK(pg_session_evaluate_sampled(session, tokens, 200, &ec, &r) == PG_OK && r.n_windows == 4);
+    CHECK(pg_session_reset(session) == PG_OK);
+    CHECK(pg_session_position(session, &position) == PG_OK && position == 0);
+    pg_session_free(session);
+    pg_session_free(NULL);
+    pg_model_free(model);
+}
+
 int main(void) {
     test_versions();
     test_model();
     test_whole_flow();
+    test_session();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

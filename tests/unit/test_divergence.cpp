@@ -135,17 +135,17 @@ TEST_CASE("compute_gradients and evaluation report a non-finite loss with PG_ERR
     std::vector<int32_t> in(data.begin(), data.begin() + 24), tgt(data.begin() + 1, data.begin() + 25);
     CHECK(std::isfinite(trainer.compute_gradients(in.data(), tgt.data(), 3, 8)));
     pg::EvalOptions opt;
-    opt.n_threads = 1;
-    CHECK(std::isfinite(pg::evaluate(*model, data.data(), data.size(), opt).mean_loss));
-    CHECK(std::isfinite(pg::evaluate_sampled(*model, data.data(), data.size(), 2, 2, 1, 1).mean_loss));
+    pg::Session session(*model, pg::SessionOptions{1, 0});
+    const pg::SampledEvalOptions sampled{2, 2, 1};
+    CHECK(std::isfinite(pg::evaluate(session, data.data(), data.size(), opt).mean_loss));
+    CHECK(std::isfinite(pg::evaluate_sampled(session, data.data(), data.size(), sampled).mean_loss));
 
     model->params()[offset_of(*model, "wpe") + 3] = std::numeric_limits<float>::quiet_NaN();
     const uint64_t micro_batches = trainer.state().micro_batches;
     CHECK(status_of([&] { trainer.compute_gradients(in.data(), tgt.data(), 3, 8); }) == PG_ERR_NOT_FINITE);
     CHECK(trainer.state().micro_batches == micro_batches);
-    CHECK(status_of([&] { pg::evaluate(*model, data.data(), data.size(), opt); }) == PG_ERR_NOT_FINITE);
-    CHECK(status_of([&] { pg::evaluate_sampled(*model, data.data(), data.size(), 2, 2, 1, 1); }) ==
-          PG_ERR_NOT_FINITE);
+    CHECK(status_of([&] { pg::evaluate(session, data.data(), data.size(), opt); }) == PG_ERR_NOT_FINITE);
+    CHECK(status_of([&] { pg::evaluate_sampled(session, data.data(), data.size(), sampled); }) == PG_ERR_NOT_FINITE);
 }
 
 TEST_CASE("the C API reports divergence with PG_ERR_NOT_FINITE and leaves the result untouched",

@@ -29,12 +29,14 @@ double relative_difference(const float* cached, const float* full, int V) {
     return diff / scale;
 }
 
-// Checks the cached logits against the engine's logits for the last position of the window.
-void check_against_full_pass(const pg_model* m, const pg::KvCacheForward& f) {
+// Checks the session's cached logits against the engine's logits for the last position of
+// its window.
+void check_against_full_pass(const pg_model* m, pg::Session& f) {
+    const float* cached = f.logits();
     const int V = m->impl.config().vocab_size, T = f.window_length();
     const std::vector<float> full = pg_eval_test::engine_logits(m, f.window(), T);
     const float* last = full.data() + std::size_t(T - 1) * V;
-    REQUIRE(relative_difference(f.logits(), last, V) < 1e-5);
+    REQUIRE(relative_difference(cached, last, V) < 1e-5);
 }
 
 std::vector<int32_t> generate_c(const pg_model* m, const std::vector<int32_t>& prompt, pg_sample_config c,
@@ -72,16 +74,17 @@ TEST_CASE("cached logits equal the full forward pass at every step, across slide
     for (int keep : {16, 9, 1}) {
         for (int threads : {1, 2}) {
             INFO("slide_keep " << keep << ", threads " << threads);
-            pg::KvCacheForward f(m->impl, keep, threads);
+            pg::Session f(m->impl, pg::SessionOptions{threads, keep});
             std::vector<int32_t> sequence = pg_eval_test::random_tokens(5, 65, 1);
-            f.start(sequence.data(), sequence.size());
+            f.append(sequence.data(), sequence.size());
             check_against_full_pass(m.get(), f);
             const auto more = pg_eval_test::random_tokens(45, 65, 2);
             int expected_length = 5;
             int64_t expected_slides = 0;
             for (int32_t token : more) {
                 sequence.push_back(token);
-                f.append(token);
+                f.append(&token, 1);
+                f.logits();  // computes the pending token
                 // The policy: one more position, or the last `keep` tokens after a slide.
                 if (expected_length < n_ctx) {
                     ++expected_length;
@@ -103,8 +106,9 @@ TEST_CASE("a prompt longer than the context is cropped to its last n_ctx tokens"
     ModelPtr m = pg_eval_test::tiny_model(4);
     pg_eval_test::perturb_weights(m.get(), 0.3f, 6);
     const auto prompt = pg_eval_test::random_tokens(40, 65, 3);
-    pg::KvCacheForward f(m->impl, 16, 1);
-    f.start(prompt.data(), prompt.size());
+    pg::Session f(m->impl, pg::SessionOptions{1, 16});
+    f.append(prompt.data(), prompt.size());
+    f.logits();
     REQUIRE(f.window_length() == 16);
     CHECK(std::equal(f.window(), f.window() + 16, prompt.end() - 16));
     check_against_full_pass(m.get(), f);
@@ -121,11 +125,12 @@ TEST_CASE("cached logits match the full pass on the PhoneGPT geometry", "[genera
     ModelPtr m = pg_eval_test::make_model("phonegpt", 12);
     pg_eval_test::perturb_weights(m.get(), 0.05f, 7);
     const auto tokens = pg_eval_test::random_tokens(140, 65, 4);
-    pg::KvCacheForward f(m->impl, 128, 2);
-    f.start(tokens.data(), 3);
+    pg::Session f(m->impl, pg::SessionOptions{2, 128});
+    f.append(tokens.data(), 3);
     check_against_full_pass(m.get(), f);
     for (size_t i = 3; i < tokens.size(); ++i) {
-        f.append(tokens[i]);
+        f.append(&tokens[i], 1);
+        f.logits();
         const int len = f.window_length();
         if (len == 4 || len == 64 || i >= 126) check_against_full_pass(m.get(), f);
     }
@@ -144,11 +149,11 @@ TEST_CASE("greedy picks the argmax; top_k = 1 and tiny top_p are greedy", "[gene
     REQUIRE(greedy.size() == 40);
 
     // Drive the cache by hand: every greedy token is the argmax of the logits before it.
-    pg::KvCacheForward f(m->impl, 16, 1);
-    f.start(prompt.data(), prompt.size());
+    pg::Session f(m->impl, pg::SessionOptions{1, 16});
+    f.append(prompt.data(), prompt.size());
     for (int32_t token : greedy) {
         REQUIRE(token == argmax(f.logits(), 65));
-        f.append(token);
+        f.append(&token, 1);
     }
 
     c.temperature = 1.0f;
