@@ -79,7 +79,14 @@ typedef enum pg_status {
     PG_ERR_STATE = 10,             /* the call is not valid in the handle's current state */
     PG_ERR_BUFFER_TOO_SMALL = 11,  /* an output buffer is too small; the needed size is reported */
     PG_ERR_UNSUPPORTED = 12,       /* a valid request this build cannot serve (e.g. no zstd) */
-    PG_ERR_INTERNAL = 13           /* a bug in libphonegpt: please report the message */
+    PG_ERR_INTERNAL = 13,          /* a bug in libphonegpt: please report the message */
+    /* A number that must be finite is NaN or infinite: a loss or gradient norm computed by
+     * training or evaluation (the run diverged), or a weight or optimizer moment in a file
+     * being loaded (the file holds a diverged model). The message names the value (tensor and
+     * element for weights). Nothing was changed: no result is reported as a score, a refused
+     * training step leaves the trainer and the model exactly as before the call, and a refused
+     * load creates nothing. */
+    PG_ERR_NOT_FINITE = 14
 } pg_status;
 
 /* "PG_OK", "PG_ERR_INVALID_ARGUMENT", ...; "PG_ERR_UNKNOWN" for other values. Never NULL. */
@@ -315,7 +322,10 @@ PG_API pg_status pg_trainer_get_config(const pg_trainer* trainer, pg_train_confi
 PG_API pg_status pg_trainer_set_data(pg_trainer* trainer, const int32_t* tokens, size_t n);
 
 /* One optimizer step on batches drawn from the data: grad_accum_steps micro-batches of
- * forward+backward, clipping, AdamW. `result` may be NULL. */
+ * forward+backward, clipping, AdamW. `result` may be NULL. A step whose loss or gradient norm
+ * is not finite is refused with PG_ERR_NOT_FINITE and changes nothing (weights, moments, step
+ * count, batch sampler, dropout stream: a retry draws the same batches); this holds for
+ * pg_trainer_step_batch too. */
 PG_API pg_status pg_trainer_step(pg_trainer* trainer, pg_step_result* result);
 /* One optimizer step on a batch given by the caller: inputs and targets [B, T] (grad_accum is
  * not applied: the batch is the step). 1 <= T <= n_ctx; inputs in [0, vocab_size); a target of
@@ -325,7 +335,8 @@ PG_API pg_status pg_trainer_step_batch(pg_trainer* trainer, const int32_t* input
                                        pg_step_result* result);
 /* Forward and backward only, no update: the gradients of the mean loss over the batch are
  * left in the trainer (readable with pg_trainer_grad). Uses dropout if configured. Arguments
- * as for pg_trainer_step_batch; `mean_loss` may be NULL. */
+ * as for pg_trainer_step_batch; `mean_loss` may be NULL. A loss or gradient norm that is not
+ * finite is PG_ERR_NOT_FINITE (mean_loss not written, dropout stream unchanged). */
 PG_API pg_status pg_trainer_compute_gradients(pg_trainer* trainer, const int32_t* inputs,
                                               const int32_t* targets, int32_t B, int32_t T,
                                               float* mean_loss);
@@ -413,6 +424,8 @@ typedef struct pg_eval_result {
     int64_t n_windows;
 } pg_eval_result;
 
+/* A mean loss that is not finite (a model with NaN or infinite weights) is PG_ERR_NOT_FINITE,
+ * never a score: `result` is not written. The same holds for pg_evaluate_sampled. */
 PG_API pg_status pg_evaluate(const pg_model* model, const int32_t* tokens, size_t n,
                              const pg_eval_config* config, pg_eval_result* result);
 /* nanoGPT-style estimate: the mean loss over n_batches batches of batch_size windows of n_ctx
