@@ -23,7 +23,7 @@ using Json = pg::io::JsonObject;
 
 // ------------------------------------------------------------------------------------------
 // Failures, thrown to main: a usage error (exit 2) or a runtime failure (exit 1). A run that
-// diverged is a runtime failure with status "diverged" and a "diverged" object in --json mode.
+// diverged is a runtime failure (PG_ERR_NOT_FINITE) with a "diverged" object in --json mode.
 
 struct UsageError {
     std::string message;
@@ -140,8 +140,9 @@ std::string duration(double seconds);  // "42s", "3m05s", "1h02m"
 pg_model_config config_of(pg_model* model);
 Json model_json(pg_model* model);
 
-// One pg_evaluate call, timed. A loss that is not finite is never a score: evaluate() throws
-// a RuntimeError (status "diverged", naming `what`), as it does when the library reports one.
+// One pg_evaluate call, timed. A loss that is not finite is never a score: the library refuses
+// it (PG_ERR_NOT_FINITE), and evaluate() throws a RuntimeError with that status, its message
+// prefixed with `what` ("scoring x.bin on the val split").
 struct EvalFigures {
     double loss = 0, bits = 0, seconds = 0;
     int64_t scored = 0, windows = 0;

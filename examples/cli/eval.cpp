@@ -26,7 +26,7 @@ CheckpointScore score_checkpoint(const std::string& path, const Options& opt, co
     s.window = ec.window ? ec.window : config.n_ctx;
     s.stride = ec.stride ? ec.stride : s.window;
     s.figures = evaluate(model.get(), corpus.tokens.data() + begin, end - begin, ec,
-                         "the loss of " + path + " on the " + request.split + " split");
+                         "scoring " + path + " on the " + request.split + " split");
     return s;
 }
 

@@ -1,6 +1,4 @@
 // Models and scores shared by train, eval, export and import (cli.hpp).
-#include <cmath>
-
 #include "cli.hpp"
 
 namespace cli {
@@ -28,17 +26,17 @@ EvalFigures evaluate(pg_model* model, const int32_t* tokens, size_t n, const pg_
     pg_eval_result r{};
     r.struct_size = sizeof r;
     const double t0 = now_seconds();
-    check(pg_evaluate(model, tokens, n, &config, &r), "pg_evaluate");
+    const pg_status s = pg_evaluate(model, tokens, n, &config, &r);
+    // The library refuses a loss that is not finite rather than return it as a score.
+    if (s == PG_ERR_NOT_FINITE)
+        throw RuntimeError{what + ": " + call_message("pg_evaluate"), pg_status_name(s), std::nullopt};
+    check(s, "pg_evaluate");
     EvalFigures f;
     f.seconds = now_seconds() - t0;
     f.loss = r.mean_loss;
     f.bits = r.bits_per_token;
     f.scored = r.n_scored;
     f.windows = r.n_windows;
-    if (!std::isfinite(f.loss) || !std::isfinite(f.bits))
-        throw RuntimeError{what + " is " + (std::isnan(f.loss) ? "NaN" : "infinite") + " over " +
-                               std::to_string(f.scored) + " positions: not a score (the weights overflow or diverged)",
-                           "non_finite", std::nullopt};
     return f;
 }
 

@@ -17,8 +17,9 @@ void on_sigint(int) { g_interrupted = 1; }
 
 std::string train_loss_field(double train_loss) { return std::isnan(train_loss) ? "" : std::to_string(train_loss); }
 
-// The run stopped being finite at `step`: stop with exit code 1, naming what and where the
-// last good files are (they were written at the last finite evaluation, never after it).
+// The run stopped being finite at `step` (the library refused a step or an evaluation with
+// PG_ERR_NOT_FINITE): stop with exit code 1, naming what and where the last good files are
+// (they were written at the last finite evaluation, never after it).
 [[noreturn]] void diverged(int64_t step, const std::string& what, int64_t last_saved_step, const TrainPaths& paths) {
     std::string message = "the run diverged at step " + std::to_string(step) + ": " + what + "; stopped. ";
     message += last_saved_step >= 0 ? paths.model + " and " + paths.trainer + " hold step " +
@@ -29,7 +30,7 @@ std::string train_loss_field(double train_loss) { return std::isnan(train_loss) 
     d.integer("step", step).str("what", what);
     if (last_saved_step >= 0) d.integer("last_saved_step", last_saved_step).str("model_path", paths.model);
     else d.null("last_saved_step").null("model_path");
-    throw RuntimeError{message, "diverged", d};
+    throw RuntimeError{message, pg_status_name(PG_ERR_NOT_FINITE), d};
 }
 
 }  // namespace
@@ -139,9 +140,9 @@ int cmd_train(int argc, char** argv) {
         if (scored) {
             try {
                 outcome.last_val = evaluate(run.model.get(), corpus.tokens.data() + corpus.n_train, n_scored_val, ec,
-                                            "the validation loss");
+                                            "the validation evaluation");
             } catch (const RuntimeError& e) {
-                if (e.status != "non_finite") throw;
+                if (e.status != pg_status_name(PG_ERR_NOT_FINITE)) throw;
                 diverged(at_step, e.message, last_saved_step, paths);
             }
             outcome.have_val = true;
@@ -191,10 +192,10 @@ int cmd_train(int argc, char** argv) {
     while (outcome.step < steps && !g_interrupted) {
         const double t0 = now_seconds();
         const pg_status s = pg_trainer_step(run.trainer.get(), &r);
-        // The trainer refuses a step whose gradient norm is not finite (and changes nothing).
-        if (s == PG_ERR_STATE) diverged(outcome.step + 1, call_message("pg_trainer_step"), last_saved_step, paths);
+        // The trainer refuses a step whose loss or gradient norm is not finite (and changes nothing).
+        if (s == PG_ERR_NOT_FINITE)
+            diverged(outcome.step + 1, call_message("pg_trainer_step"), last_saved_step, paths);
         check(s, "pg_trainer_step");
-        if (!std::isfinite(r.loss)) diverged(r.step, "the training loss is not finite", last_saved_step, paths);
         progress.add(r, now_seconds() - t0);
         outcome.step = r.step;
         outcome.last_train_loss = r.loss;
@@ -217,7 +218,7 @@ int cmd_train(int argc, char** argv) {
     if (last_eval_step != outcome.step) evaluate_and_save(outcome.step);
 
     if (opt.has("eval-train")) {
-        outcome.train_eval = evaluate(run.model.get(), corpus.tokens.data(), corpus.n_train, ec, "the training loss");
+        outcome.train_eval = evaluate(run.model.get(), corpus.tokens.data(), corpus.n_train, ec, "the training-split evaluation");
         outcome.have_train_eval = true;
         say("training split: loss %.4f (%.4f bits/char) over %" PRId64 " positions, %.1f s\n", outcome.train_eval.loss,
             outcome.train_eval.bits, outcome.train_eval.scored, outcome.train_eval.seconds);

@@ -301,8 +301,8 @@ run("train", "--preset", "tiny", "--data", TEXT, "--allow-thread-change", "--out
 ]=])
 
 # A loss that is not finite is never a score. A model whose token embedding is 3e38 (finite
-# weights whose forward overflows) scores NaN: eval --checkpoint fails (exit 1, status
-# non_finite); eval --checkpoints skips it, even as the first file, so the best is a real score.
+# weights whose forward overflows) scores NaN: eval --checkpoint fails (exit 1,
+# PG_ERR_NOT_FINITE); eval --checkpoints skips it, even as the first file, so the best is a real score.
 pg_cli_scenario(cli_eval_non_finite [=[
 import struct
 train(f"{DIR}/run", "--steps", "4", "--eval-interval", "2")
@@ -317,10 +317,10 @@ open(f"{DIR}/poisoned.llmc", "wb").write(raw)
 poisoned = f"{folder}/step-000001.bin"
 run("import", "--format", "llmc", "--in", f"{DIR}/poisoned.llmc", "--out", poisoned, "--tokenizer-from", good)
 bad = run("eval", "--checkpoint", poisoned, "--data", TEXT, rc=1)
-assert bad["status"] == "non_finite" and "NaN" in bad["error"] and "not a score" in bad["error"], bad
+assert bad["status"] == "PG_ERR_NOT_FINITE" and "not finite" in bad["error"], bad
 out = run("eval", "--checkpoints", folder, "--data", TEXT)
 assert [s["checkpoint"] for s in out["skipped"]] == ["step-000001.bin"], out["skipped"]
-assert out["skipped"][0]["status"] == "non_finite", out["skipped"]
+assert out["skipped"][0]["status"] == "PG_ERR_NOT_FINITE", out["skipped"]
 assert [r["checkpoint"] for r in out["results"]] == ["step-000002.bin", "step-000004.bin"], out["results"]
 assert all(math.isfinite(r["loss"]) for r in out["results"])
 assert out["best"]["checkpoint"] == min(out["results"], key=lambda r: r["loss"])["checkpoint"], out["best"]

@@ -135,7 +135,7 @@ def test_train_stops_when_the_run_diverges(tmp_path):
                           "--out", str(out_dir), "--json"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 1, out.stderr + out.stdout
     js = strict_json(out.stdout)
-    assert js["ok"] is False and js["status"] == "diverged", js
+    assert js["ok"] is False and js["status"] == "PG_ERR_NOT_FINITE", js
     assert js["diverged"]["step"] == 1 and js["diverged"]["last_saved_step"] is None, js
     assert "the run diverged at step 1" in out.stderr and "not finite" in out.stderr, out.stderr
     assert not (out_dir / "model.bin").exists() and not (out_dir / "trainer.bin").exists()
