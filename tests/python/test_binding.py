@@ -824,6 +824,13 @@ def _has_parameter(fn, name):
         return re.search(r"[(,]\s*(\*\s*,\s*)?%s\s*[:=]" % re.escape(name), signature) is not None
 
 
+# Structs whose C API no Python call wraps yet, and why; each must leave this list as soon as it
+# is bound (the test fails if a listed struct becomes reachable or is not in the header).
+NOT_YET_BOUND = {
+    "pg_lora_config": "the LoRA C API (issue 12) has no Python binding yet",
+}
+
+
 def test_every_public_struct_field_is_reachable_from_python():
     """Each field of each size-prefixed struct in phonegpt.h is an attribute of its Python class
     or an argument of the call that takes the struct, as _c_struct_fields (generated from the
@@ -832,13 +839,20 @@ def test_every_public_struct_field_is_reachable_from_python():
     assert {"pg_model_config", "pg_train_config", "pg_eval_config", "pg_sample_config"} <= set(header)
     table = phonegpt._phonegpt._c_struct_fields
     assert set(header) == set(table), ("structs without a Python class", set(header) - set(table))
-    unreachable = []
+    unreachable, pending = [], set()
     for struct, fields in header.items():
         entry = table[struct]
-        cls = getattr(phonegpt, entry["class"])
         routes = entry["fields"]
         assert list(routes) == fields, (struct, "binding", list(routes), "header", fields)
+        if struct in NOT_YET_BOUND:
+            if None in routes.values():
+                pending.add(struct)
+            continue
+        cls = getattr(phonegpt, entry["class"])
         for field in fields:
+            if routes[field] is None:
+                unreachable.append(f"{struct}.{field}: no Python call takes it")
+                continue
             owner, _, member = routes[field].partition(".")
             call, _, arg = member.partition("(")
             arg = arg.rstrip(")")
@@ -853,6 +867,7 @@ def test_every_public_struct_field_is_reachable_from_python():
             elif arg and not _has_parameter(getattr(target, call), arg):
                 unreachable.append(f"{struct}.{field}: {owner}.{call} takes no argument '{arg}'")
     assert not unreachable, unreachable
+    assert pending == set(NOT_YET_BOUND), ("NOT_YET_BOUND is stale", pending ^ set(NOT_YET_BOUND))
 
 
 def test_struct_classes_are_exported_and_declared_in_the_stub():
@@ -861,6 +876,8 @@ def test_struct_classes_are_exported_and_declared_in_the_stub():
     tree = ast.parse(open(stub_path, encoding="utf-8").read())
     stub = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     for struct, entry in phonegpt._phonegpt._c_struct_fields.items():
+        if struct in NOT_YET_BOUND:
+            continue
         name = entry["class"]
         assert name in phonegpt.__all__, name
         assert name in stub, f"{name} ({struct}) is not in __init__.pyi"
