@@ -496,7 +496,7 @@ void bind_PG_STRINGS(StructBinding<S>& b, const char* name, T S::*member) {
     bind_PG_CALLBACK(b, name, member);
 }
 template <class S, class T>
-void bind_PG_ARRAY(StructBinding<S>& b, const char* name, T S::*member) {
+void bind_PG_INTS(StructBinding<S>& b, const char* name, T S::*member) {
     bind_PG_CALLBACK(b, name, member);  // a sequence argument of the call
 }
 template <class S, class T>

@@ -55,8 +55,9 @@ float LoraConfig::scale() const {
 }
 
 LoraConfig lora_config_from_c(const pg_lora_config& caller) {
-    const pg_lora_config c = read_c_struct(caller, lora_config_to_c(LoraConfig{}), "lora config");
-    // Flags and counts are read as integers: a C caller can put any value into them.
+    static const LoraConfig defaults;
+    const pg_lora_config c = read_c_struct(caller, lora_config_to_c(defaults), "lora config");
+    // Flags are read as integers: a C caller can put any value into them.
     int_range("use_rslora", c.use_rslora, 0, 1);
     int_range("freeze_a", c.freeze_a, 0, 1);
     int_range("n_layers", c.n_layers, 0, kMaxLayers);
