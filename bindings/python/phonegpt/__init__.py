@@ -20,17 +20,17 @@ See docs/python.md.
 """
 
 from ._phonegpt import (  # noqa: F401  (re-exported API)
-    Cancelled, ChecksumError, BufferTooSmall, Error, EvalConfig, EvalResult, FormatError,
+    Cancelled, ChecksumError, BufferTooSmall, Error, EvalConfig, EvalResult, EvalSampledConfig, FormatError,
     GeometryError, HEADER_VERSION, InternalError, InvalidArgument, IOError, Model, ModelConfig,
-    NotFinite, OutOfMemory, SampleConfig, SaveOptions, StateError, StepResult, TensorInfo,
+    NotFinite, OutOfMemory, SampleConfig, SaveOptions, SessionConfig, StateError, StepResult, TensorInfo,
     TokenizeError, Tokenizer, TrainConfig, Trainer, Unsupported, VersionError, __version__,
     read_file, simd_arch, split_index, status_name, version, version_number,
 )
 
 __all__ = [
-    "Cancelled", "ChecksumError", "BufferTooSmall", "Error", "EvalConfig", "EvalResult",
+    "Cancelled", "ChecksumError", "BufferTooSmall", "Error", "EvalConfig", "EvalResult", "EvalSampledConfig",
     "FormatError", "GeometryError", "HEADER_VERSION", "InternalError", "InvalidArgument", "IOError",
-    "Model", "ModelConfig", "NotFinite", "OutOfMemory", "SampleConfig", "SaveOptions", "StateError",
+    "Model", "ModelConfig", "NotFinite", "OutOfMemory", "SampleConfig", "SaveOptions", "SessionConfig", "StateError",
     "StepResult", "TensorInfo", "TokenizeError", "Tokenizer", "TrainConfig", "Trainer",
     "Unsupported", "VersionError", "__version__", "read_file",
     "simd_arch", "split_index", "status_name", "version", "version_number", "version_info",
