@@ -16,6 +16,8 @@
 
 #include <phonegpt/phonegpt.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -372,6 +374,14 @@ const char* struct_doc(const std::string& c_struct) {
     return "";
 }
 
+std::string shortest_float(float v) {
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    std::string s(buf, r.ptr);
+    if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // 1 -> 1.0, as Python writes floats
+    return s;
+}
+
 // Builds one struct's class field by field (the bind_<kind> functions below).
 template <class S>
 struct StructBinding {
@@ -381,6 +391,7 @@ struct StructBinding {
     std::vector<std::string> attributes;
     py::dict routes;                  // C field -> "Class.attribute" or "Class.call(argument)"
     std::string previous_argument;    // of the preceding callback or array (for USER, COUNT)
+    std::vector<std::string> float_fields;  // attributes that are C floats
 
     StructBinding(py::module_& m, const char* c, const char* py, bool is_options)
         : cls(m, py, struct_doc(c)), c_name(c), py_name(py), options(is_options) {}
@@ -403,12 +414,18 @@ struct StructBinding {
     void finish(py::dict& all) {
         cls.attr("_fields") = py::tuple(py::cast(attributes));
         const std::string name = py_name;
-        cls.def("__repr__", [name](const py::object& self) {
+        const std::vector<std::string> floats = float_fields;
+        cls.def("__repr__", [name, floats](const py::object& self) {
             std::string out = name + "(";
             bool first = true;
             for (auto f : self.attr("_fields")) {
-                out += (first ? "" : ", ") + std::string(py::str(f)) + "=" +
-                       std::string(py::repr(self.attr(f.cast<py::str>())));
+                const std::string field = py::str(f);
+                const py::object value = self.attr(field.c_str());
+                // float fields as the shortest text that reads back as the same float (0.001,
+                // not 0.0010000000474974513)
+                const bool is_float = std::find(floats.begin(), floats.end(), field) != floats.end();
+                out += (first ? "" : ", ") + field + "=" +
+                       (is_float ? shortest_float(value.cast<float>()) : std::string(py::repr(value)));
                 first = false;
             }
             return out + ")";
@@ -447,6 +464,7 @@ struct StructBinding {
 
 template <class S, class T>
 void bind_PG_VALUE(StructBinding<S>& b, const char* name, T S::*member) {
+    if (std::is_same_v<T, float>) b.float_fields.push_back(name);
     if (b.options)
         b.cls.def_readwrite(name, member);
     else
