@@ -565,6 +565,59 @@ pg_model_config config_from(const py::object& config_or_preset) {
     return config_or_preset.cast<pg_model_config>();
 }
 
+// Runs an evaluation call (GIL released) with the Python progress callable wired into the
+// options; a callback's exception or Ctrl-C is raised before the CANCELLED status it caused.
+template <class Call>
+pg_eval_result run_evaluation(pg_eval_config c, const py::object& progress, Call&& call) {
+    Callback cb{progress, {}};
+    c.progress = [](void* user, int64_t done, int64_t total) -> int {
+        return static_cast<Callback*>(user)->invoke(done, total) ? 1 : 0;
+    };
+    c.progress_user = &cb;
+    pg_eval_result r = defaults<pg_eval_result>();
+    pg_status s;
+    std::string message;
+    {
+        py::gil_scoped_release nogil;
+        s = call(&c, &r);
+        if (s != PG_OK) message = pg_last_error();
+    }
+    cb.error.raise_if_set();
+    if (s != PG_OK) raise_status(s, message);
+    return r;
+}
+
+// Runs a generation call (GIL released) with the Python on_token callable and the stop strings
+// wired into the options; returns the generated ids.
+template <class Call>
+py::array_t<int32_t> run_generation(pg_sample_config c, const std::vector<std::string>& stop,
+                                    const py::object& on_token, Call&& call) {
+    if (c.max_tokens < 0) raise_invalid("max_tokens must be >= 0");
+    Callback cb{on_token, {}};
+    std::vector<const char*> stops;
+    for (const auto& s : stop) stops.push_back(s.c_str());
+    c.on_token = [](void* user, int32_t token) -> int {
+        return static_cast<Callback*>(user)->invoke(token) ? 1 : 0;
+    };
+    c.on_token_user = &cb;
+    c.stop_strings = stops.empty() ? nullptr : stops.data();
+    c.n_stop_strings = int32_t(stops.size());
+    std::vector<int32_t> out(size_t(c.max_tokens) + 1);
+    size_t n_out = 0;
+    pg_status s;
+    std::string message;
+    {
+        py::gil_scoped_release nogil;
+        s = call(&c, out.data(), out.size(), &n_out);
+        if (s != PG_OK) message = pg_last_error();
+    }
+    cb.error.raise_if_set();
+    if (s != PG_OK) raise_status(s, message);
+    py::array_t<int32_t> result{py::ssize_t(n_out)};
+    if (n_out) std::memcpy(result.mutable_data(), out.data(), n_out * sizeof(int32_t));
+    return result;
+}
+
 // ---------------------------------------------------------------------------------------
 // Model.
 // ---------------------------------------------------------------------------------------
@@ -726,25 +779,10 @@ public:
         pg_model* m = get();
         auto keep = p_;
         TokenArray tokens = as_tokens(tokens_obj, "tokens", 1);
-        Callback cb{progress, {}};
-        pg_eval_config c = options_from<pg_eval_config>(config, fields);
-        c.progress = [](void* user, int64_t done, int64_t total) -> int {
-            return static_cast<Callback*>(user)->invoke(done, total) ? 1 : 0;
-        };
-        c.progress_user = &cb;
-        pg_eval_result r = defaults<pg_eval_result>();
-        const int32_t* tp = tokens.data();
-        const size_t n = size_t(tokens.size());
-        pg_status s;
-        std::string message;
-        {
-            py::gil_scoped_release nogil;
-            s = pg_evaluate(m, tp, n, &c, &r);
-            if (s != PG_OK) message = pg_last_error();
-        }
-        cb.error.raise_if_set();  // Ctrl-C or the callback's exception, before CANCELLED
-        if (s != PG_OK) raise_status(s, message);
-        return r;
+        return run_evaluation(options_from<pg_eval_config>(config, fields), progress,
+                              [&](const pg_eval_config* c, pg_eval_result* r) {
+                                  return pg_evaluate(m, tokens.data(), size_t(tokens.size()), c, r);
+                              });
     }
 
     pg_eval_result evaluate_sampled(const py::object& tokens_obj, int n_batches, int batch_size,
@@ -768,33 +806,10 @@ public:
         pg_model* m = get();
         auto keep = p_;
         TokenArray prompt = as_tokens(prompt_obj, "prompt", 1);
-        pg_sample_config c = options;
-        if (c.max_tokens < 0) raise_invalid("max_tokens must be >= 0");
-        Callback cb{on_token, {}};
-        std::vector<const char*> stops;
-        for (const auto& s : stop) stops.push_back(s.c_str());
-        c.on_token = [](void* user, int32_t token) -> int {
-            return static_cast<Callback*>(user)->invoke(token) ? 1 : 0;
-        };
-        c.on_token_user = &cb;
-        c.stop_strings = stops.empty() ? nullptr : stops.data();
-        c.n_stop_strings = int32_t(stops.size());
-        std::vector<int32_t> out(size_t(c.max_tokens) + 1);
-        size_t n_out = 0;
-        const int32_t* pp = prompt.data();
-        const size_t np = size_t(prompt.size());
-        pg_status s;
-        std::string message;
-        {
-            py::gil_scoped_release nogil;
-            s = pg_generate(m, pp, np, &c, out.data(), out.size(), &n_out);
-            if (s != PG_OK) message = pg_last_error();
-        }
-        cb.error.raise_if_set();
-        if (s != PG_OK) raise_status(s, message);
-        py::array_t<int32_t> result{py::ssize_t(n_out)};
-        if (n_out) std::memcpy(result.mutable_data(), out.data(), n_out * sizeof(int32_t));
-        return result;
+        return run_generation(options, stop, on_token,
+                              [&](const pg_sample_config* c, int32_t* out, size_t capacity, size_t* n_out) {
+                                  return pg_generate(m, prompt.data(), size_t(prompt.size()), c, out, capacity, n_out);
+                              });
     }
 
     static pg_interop_format format_from_name(const std::string& f) {
