@@ -565,6 +565,29 @@ pg_model_config config_from(const py::object& config_or_preset) {
     return config_or_preset.cast<pg_model_config>();
 }
 
+// Runs a forward call (GIL released) on [B, T] tokens and optional targets; returns
+// (logits [B, T, vocab_size], the mean loss or None).
+template <class Call>
+py::tuple run_forward(const py::object& tokens_obj, const py::object& targets_obj, int vocab_size, Call&& call) {
+    TokenArray tokens = as_tokens(tokens_obj, "tokens", 2);
+    const int32_t B = int32_t(tokens.shape(0)), T = int32_t(tokens.shape(1));
+    TokenArray targets;
+    const int32_t* tg = nullptr;
+    if (!targets_obj.is_none()) {
+        targets = as_tokens(targets_obj, "targets", 2);
+        if (targets.shape(0) != B || targets.shape(1) != T)
+            raise_invalid("targets shape " + std::string(py::str(targets.attr("shape"))) +
+                          " != tokens shape " + std::string(py::str(tokens.attr("shape"))));
+        tg = targets.data();
+    }
+    py::array_t<float> logits({py::ssize_t(B), py::ssize_t(T), py::ssize_t(vocab_size)});
+    float* lp = logits.mutable_data();
+    float loss = 0.0f;
+    const int32_t* tp = tokens.data();
+    call_nogil([&] { return call(tp, B, T, tg, lp, tg ? &loss : nullptr); });
+    return py::make_tuple(logits, tg ? py::object(py::float_(loss)) : py::object(py::none()));
+}
+
 // Runs an evaluation call (GIL released) with the Python progress callable wired into the
 // options; a callback's exception or Ctrl-C is raised before the CANCELLED status it caused.
 template <class Call>
@@ -752,24 +775,9 @@ public:
     py::tuple forward(const py::object& tokens_obj, const py::object& targets_obj, int n_threads) const {
         pg_model* m = get();
         auto keep = p_;
-        TokenArray tokens = as_tokens(tokens_obj, "tokens", 2);
-        const int32_t B = int32_t(tokens.shape(0)), T = int32_t(tokens.shape(1));
-        TokenArray targets;
-        const int32_t* tg = nullptr;
-        if (!targets_obj.is_none()) {
-            targets = as_tokens(targets_obj, "targets", 2);
-            if (targets.shape(0) != B || targets.shape(1) != T)
-                raise_invalid("targets shape " + std::string(py::str(targets.attr("shape"))) +
-                              " != tokens shape " + std::string(py::str(tokens.attr("shape"))));
-            tg = targets.data();
-        }
-        const int V = config().vocab_size;
-        py::array_t<float> logits({py::ssize_t(B), py::ssize_t(T), py::ssize_t(V)});
-        float* lp = logits.mutable_data();
-        float loss = 0.0f;
-        const int32_t* tp = tokens.data();
-        call_nogil([&] { return pg_model_forward(m, tp, B, T, tg, lp, tg ? &loss : nullptr, n_threads); });
-        return py::make_tuple(logits, tg ? py::object(py::float_(loss)) : py::object(py::none()));
+        return run_forward(tokens_obj, targets_obj, config().vocab_size,
+                           [&](const int32_t* tokens, int32_t B, int32_t T, const int32_t* targets, float* logits,
+                               float* loss) { return pg_model_forward(m, tokens, B, T, targets, logits, loss, n_threads); });
     }
 
     // Evaluation ------------------------------------------------------------------------
