@@ -30,11 +30,18 @@ if(TARGET phonegpt_jni AND NOT CMAKE_CROSSCOMPILING)
   set_tests_properties(kotlin_junit PROPERTIES FIXTURES_REQUIRED pg_kotlin_reference TIMEOUT 300
     ENVIRONMENT "PG_KOTLIN_REFERENCE=${PG_KT_TEST_DIR}/reference;PG_TEST_TMPDIR=${CMAKE_CURRENT_BINARY_DIR}/tmp")
 
+  # The example on a generated text (no data file needed), a few steps of the tiny preset.
   if(TARGET phonegpt_kotlin_example)
+    set(PG_KT_EXAMPLE_TEXT ${PG_KT_TEST_DIR}/example_text.txt)
+    set(_text "")
+    foreach(i RANGE 60)
+      string(APPEND _text "ROMEO:\nBut soft, what light through yonder window breaks? It is the east, ${i} times.\n\n")
+    endforeach()
+    file(WRITE ${PG_KT_EXAMPLE_TEXT} "${_text}")
     add_test(NAME kotlin_example
       COMMAND ${PG_KT_JAVA} -cp ${PG_KT_EXAMPLE_JAR}:${PG_KT_RUNTIME_CP} TrainShakespeareKt
-              --steps 30 --batch 4 --preset tiny --eval-every 10 --tokens 40
-              --text ${PROJECT_SOURCE_DIR}/bindings/kotlin/test/phonegpt/PhoneGptTest.kt)
+              --text ${PG_KT_EXAMPLE_TEXT} --steps 30 --batch 4 --preset tiny --threads 2 --eval-every 10 --tokens 40)
+    set_tests_properties(kotlin_example PROPERTIES TIMEOUT 300)
   endif()
 endif()
 

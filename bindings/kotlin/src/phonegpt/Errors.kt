@@ -3,7 +3,7 @@ package phonegpt
 /** The C API's pg_status values (pinned: never renumbered). */
 enum class Status(val code: Int) {
     OK(0), INVALID_ARGUMENT(1), OUT_OF_MEMORY(2), IO(3), FORMAT(4), VERSION(5), CHECKSUM(6), GEOMETRY(7),
-    TOKENIZE(8), CANCELLED(9), STATE(10), BUFFER_TOO_SMALL(11), UNSUPPORTED(12), INTERNAL(13);
+    TOKENIZE(8), CANCELLED(9), STATE(10), BUFFER_TOO_SMALL(11), UNSUPPORTED(12), INTERNAL(13), NOT_FINITE(14);
 
     /** "PG_OK", "PG_ERR_INVALID_ARGUMENT", ... as pg_status_name() spells it. */
     val statusName: String get() = if (this == OK) "PG_OK" else "PG_ERR_$name"
@@ -39,6 +39,7 @@ open class PhoneGptException(val status: Status, message: String) : RuntimeExcep
             Status.BUFFER_TOO_SMALL -> BufferTooSmallException(message)
             Status.UNSUPPORTED -> UnsupportedException(message)
             Status.INTERNAL -> InternalException(message)
+            Status.NOT_FINITE -> NotFiniteException(message)
             Status.OK, null -> InternalException("unexpected status $code: $message")
         }
     }
@@ -58,3 +59,5 @@ class StateException(message: String) : PhoneGptException(Status.STATE, message)
 class BufferTooSmallException(message: String) : PhoneGptException(Status.BUFFER_TOO_SMALL, message)
 class UnsupportedException(message: String) : PhoneGptException(Status.UNSUPPORTED, message)
 class InternalException(message: String) : PhoneGptException(Status.INTERNAL, message)
+/** A loss, gradient norm or loaded weight is NaN or infinite; nothing was changed. */
+class NotFiniteException(message: String) : PhoneGptException(Status.NOT_FINITE, message)

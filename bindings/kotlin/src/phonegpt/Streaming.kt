@@ -35,12 +35,21 @@ suspend fun Model.generateSuspending(prompt: IntArray, config: SampleConfig = Sa
         out
     }
 
-/** [Model.evaluate] as a suspending call on [Dispatchers.Default]; cancelling the coroutine stops it. */
+/**
+ * [Model.evaluate] as a suspending call on [Dispatchers.Default]; cancelling the coroutine stops
+ * it at the next batch and ends it with a CancellationException (as coroutines expect), not a
+ * [CancelledException].
+ */
 suspend fun Model.evaluateSuspending(tokens: IntArray, config: EvalConfig = EvalConfig.default(),
                                      progress: ((Long, Long) -> Unit)? = null): EvalResult =
     withContext(Dispatchers.Default) {
         val cancel = CancellationToken()
-        evaluate(tokens, config, cancel) { done, total ->
-            if (!isActive) cancel.cancel() else progress?.invoke(done, total)
+        try {
+            evaluate(tokens, config, cancel) { done, total ->
+                if (!isActive) cancel.cancel() else progress?.invoke(done, total)
+            }
+        } catch (e: CancelledException) {
+            if (isActive) throw e
+            throw kotlinx.coroutines.CancellationException("evaluation cancelled")
         }
     }

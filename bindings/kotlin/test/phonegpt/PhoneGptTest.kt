@@ -546,6 +546,22 @@ class PhoneGptTest {
         }
     }
 
+    @Test fun aDivergedModelIsRefusedWithNotFinite() {
+        tinyModel().use { m ->
+            Trainer(m, trainConfig()).use { t ->
+                t.setData(ids)
+                t.step()
+                val w = m.parameter("ln_f.weight")
+                m.setParameter("ln_f.weight", FloatArray(w.size) { Float.NaN })
+                assertThrows<NotFiniteException>(Status.NOT_FINITE) { t.step() }
+                assertEquals(1L, t.stepCount)                       // the refused step changed nothing
+                assertThrows<NotFiniteException>(Status.NOT_FINITE) { m.evaluate(ids) }
+                m.setParameter("ln_f.weight", w)
+                assertEquals(2L, t.step().step)
+            }
+        }
+    }
+
     @Test fun trainerSaveAndResumeContinueBitForBit() {
         val path = File(tmp, "trainer.bin").path
         val straight = tinyModel().use { m -> Trainer(m, trainConfig()).use { t -> t.setData(ids); t.train(6) } }
