@@ -577,39 +577,65 @@ jlong n_model_get_tokenizer(JNIEnv* env, jclass, jlong h) {
     return to_handle(copy_tokenizer(env, tok));
 }
 
-jint n_model_num_tensors(JNIEnv* env, jclass, jlong h) {
-    auto* m = handle_of<pg_model>(env, h, "Model");
+// Named tensors, the same calls for a model's weights and an adapter's A and B matrices.
+template <class H> struct Tensors;
+template <> struct Tensors<pg_model> {
+    static constexpr const char* kind = "Model";
+    static pg_status count(const pg_model* h, int32_t* n) { return pg_model_num_tensors(h, n); }
+    static pg_status info(const pg_model* h, int32_t i, pg_tensor_info* t) { return pg_model_tensor_info(h, i, t); }
+    static pg_status find(const pg_model* h, const char* name, int32_t* i) { return pg_model_find_tensor(h, name, i); }
+    static pg_status data(pg_model* h, int32_t i, float** d) { return pg_model_tensor_data_mutable(h, i, d); }
+};
+template <> struct Tensors<pg_lora_adapter> {
+    static constexpr const char* kind = "LoraAdapter";
+    static pg_status count(const pg_lora_adapter* h, int32_t* n) { return pg_lora_adapter_num_tensors(h, n); }
+    static pg_status info(const pg_lora_adapter* h, int32_t i, pg_tensor_info* t) {
+        return pg_lora_adapter_tensor_info(h, i, t);
+    }
+    static pg_status find(const pg_lora_adapter* h, const char* name, int32_t* i) {
+        return pg_lora_adapter_find_tensor(h, name, i);
+    }
+    static pg_status data(pg_lora_adapter* h, int32_t i, float** d) { return pg_lora_adapter_tensor_data_mutable(h, i, d); }
+};
+
+template <class H>
+bool tensor_info(JNIEnv* env, H* h, jint index, pg_tensor_info* info) {
+    std::memset(info, 0, sizeof *info);
+    info->struct_size = sizeof *info;
+    return !failed(env, Tensors<H>::info(h, index, info));
+}
+
+template <class H>
+jint n_num_tensors(JNIEnv* env, jclass, jlong handle) {
+    auto* h = handle_of<H>(env, handle, Tensors<H>::kind);
     int32_t n = 0;
-    if (!m || failed(env, pg_model_num_tensors(m, &n))) return 0;
+    if (!h || failed(env, Tensors<H>::count(h, &n))) return 0;
     return n;
 }
 
-bool tensor_info(JNIEnv* env, pg_model* m, jint index, pg_tensor_info* info) {
-    std::memset(info, 0, sizeof *info);
-    info->struct_size = sizeof *info;
-    return !failed(env, pg_model_tensor_info(m, index, info));
-}
-
-jstring n_model_tensor_name(JNIEnv* env, jclass, jlong h, jint index) {
-    auto* m = handle_of<pg_model>(env, h, "Model");
+template <class H>
+jstring n_tensor_name(JNIEnv* env, jclass, jlong handle, jint index) {
+    auto* h = handle_of<H>(env, handle, Tensors<H>::kind);
     pg_tensor_info info;
-    if (!m || !tensor_info(env, m, index, &info)) return nullptr;
+    if (!h || !tensor_info(env, h, index, &info)) return nullptr;
     return env->NewStringUTF(info.name);
 }
 
-jlongArray n_model_tensor_shape(JNIEnv* env, jclass, jlong h, jint index) {
-    auto* m = handle_of<pg_model>(env, h, "Model");
+template <class H>
+jlongArray n_tensor_shape(JNIEnv* env, jclass, jlong handle, jint index) {
+    auto* h = handle_of<H>(env, handle, Tensors<H>::kind);
     pg_tensor_info info;
-    if (!m || !tensor_info(env, m, index, &info)) return nullptr;
+    if (!h || !tensor_info(env, h, index, &info)) return nullptr;
     return new_longs(env, std::vector<jlong>(info.shape, info.shape + info.n_dims));
 }
 
-jint n_model_find_tensor(JNIEnv* env, jclass, jlong h, jstring jname) {
-    auto* m = handle_of<pg_model>(env, h, "Model");
+template <class H>
+jint n_find_tensor(JNIEnv* env, jclass, jlong handle, jstring jname) {
+    auto* h = handle_of<H>(env, handle, Tensors<H>::kind);
     std::string name;
-    if (!m || !get_string(env, jname, "tensor name", &name)) return -1;
+    if (!h || !get_string(env, jname, "tensor name", &name)) return -1;
     int32_t index = -1;
-    if (failed(env, pg_model_find_tensor(m, name.c_str(), &index))) return -1;
+    if (failed(env, Tensors<H>::find(h, name.c_str(), &index))) return -1;
     return index;
 }
 
@@ -628,19 +654,19 @@ void copy_out(JNIEnv* env, const float* src, int64_t n, jfloatArray a, jobject b
     dst.commit(std::size_t(n));
 }
 
-void n_model_read_tensor(JNIEnv* env, jclass, jlong h, jint index, jfloatArray a, jobject b, jint offset,
-                         jint length) {
-    auto* m = handle_of<pg_model>(env, h, "Model");
+template <class H>
+void n_read_tensor(JNIEnv* env, jclass, jlong handle, jint index, jfloatArray a, jobject b, jint offset, jint length) {
+    auto* h = handle_of<H>(env, handle, Tensors<H>::kind);
     pg_tensor_info info;
-    if (!m || !tensor_info(env, m, index, &info)) return;
+    if (!h || !tensor_info(env, h, index, &info)) return;
     copy_out(env, info.data, info.numel, a, b, offset, length, "readTensor");
 }
 
-void n_model_write_tensor(JNIEnv* env, jclass, jlong h, jint index, jfloatArray a, jobject b, jint offset,
-                          jint length) {
-    auto* m = handle_of<pg_model>(env, h, "Model");
+template <class H>
+void n_write_tensor(JNIEnv* env, jclass, jlong handle, jint index, jfloatArray a, jobject b, jint offset, jint length) {
+    auto* h = handle_of<H>(env, handle, Tensors<H>::kind);
     pg_tensor_info info;
-    if (!m || !tensor_info(env, m, index, &info)) return;
+    if (!h || !tensor_info(env, h, index, &info)) return;
     if (int64_t(length) != info.numel) {
         throw_status(env, PG_ERR_GEOMETRY, ("writeTensor: " + std::string(info.name) + " has " +
                                             std::to_string(info.numel) + " floats, got " +
@@ -650,7 +676,7 @@ void n_model_write_tensor(JNIEnv* env, jclass, jlong h, jint index, jfloatArray 
     FloatBulk src;
     if (!src.open(env, a, b, offset, length, "writeTensor", true)) return;
     float* data = nullptr;
-    if (failed(env, pg_model_tensor_data_mutable(m, index, &data))) return;
+    if (failed(env, Tensors<H>::data(h, index, &data))) return;
     if (length > 0) std::memcpy(data, src.data(), std::size_t(length) * sizeof(float));
 }
 
@@ -998,6 +1024,110 @@ jlongArray n_trainer_resume(JNIEnv* env, jclass, jstring jpath) {
     return out;
 }
 
+// --- LoRA adapters -------------------------------------------------------------------------
+
+// fields: rank, alpha (bits), use_rslora, dropout (bits), target_modules, init_seed, freeze_a;
+// the layer list travels as its own int array (null = every layer).
+constexpr std::size_t kLoraConfigFields = 7;
+
+std::vector<jlong> lora_config_fields(const pg_lora_config& c) {
+    return {c.rank, float_to_bits(c.alpha), c.use_rslora, float_to_bits(c.dropout), jlong(c.target_modules),
+            jlong(c.init_seed), c.freeze_a};
+}
+
+// Fills `c` from the fields and layers; `layers` keeps the list alive for the call.
+bool lora_config_from(JNIEnv* env, jlongArray jc, jintArray jlayers, pg_lora_config* c, std::vector<int32_t>* layers) {
+    std::vector<jlong> f;
+    if (!get_longs(env, jc, kLoraConfigFields, "LoraConfig", &f)) return false;
+    for (std::size_t i : {0, 2, 6}) {
+        if (f[i] < INT32_MIN || f[i] > INT32_MAX) {
+            throw_invalid(env, "LoraConfig: field " + std::to_string(i) + " is outside int32");
+            return false;
+        }
+    }
+    if (f[4] < 0 || f[4] > jlong(UINT32_MAX)) {
+        throw_invalid(env, "LoraConfig: target_modules is outside uint32");
+        return false;
+    }
+    pg_lora_config_default(c);
+    c->rank = int32_t(f[0]);
+    c->alpha = bits_to_float(f[1]);
+    c->use_rslora = int32_t(f[2]);
+    c->dropout = bits_to_float(f[3]);
+    c->target_modules = uint32_t(f[4]);
+    c->init_seed = uint64_t(f[5]);
+    c->freeze_a = int32_t(f[6]);
+    if (jlayers) {
+        layers->resize(std::size_t(env->GetArrayLength(jlayers)));
+        if (!layers->empty())
+            env->GetIntArrayRegion(jlayers, 0, jsize(layers->size()), reinterpret_cast<jint*>(layers->data()));
+        c->layers = layers->empty() ? nullptr : layers->data();
+        c->n_layers = int32_t(layers->size());
+    }
+    return !env->ExceptionCheck();
+}
+
+jlongArray n_lora_config_default(JNIEnv* env, jclass) {
+    pg_lora_config c;
+    pg_lora_config_default(&c);
+    return new_longs(env, lora_config_fields(c));
+}
+
+void n_lora_config_validate(JNIEnv* env, jclass, jlongArray jc, jintArray jlayers) {
+    pg_lora_config c;
+    std::vector<int32_t> layers;
+    if (lora_config_from(env, jc, jlayers, &c, &layers)) failed(env, pg_lora_config_validate(&c));
+}
+
+jlong n_lora_adapter_create(JNIEnv* env, jclass, jlong mh, jlongArray jc, jintArray jlayers) {
+    auto* m = handle_of<pg_model>(env, mh, "Model");
+    pg_lora_config c;
+    std::vector<int32_t> layers;
+    if (!m || !lora_config_from(env, jc, jlayers, &c, &layers)) return 0;
+    pg_lora_adapter* a = nullptr;
+    if (failed(env, pg_lora_adapter_create(m, &c, &a))) return 0;
+    return to_handle(a);
+}
+
+void n_lora_adapter_free(JNIEnv*, jclass, jlong h) {
+    pg_lora_adapter_free(reinterpret_cast<pg_lora_adapter*>(intptr_t(h)));
+}
+
+bool lora_config_of(JNIEnv* env, jlong h, pg_lora_config* c) {
+    auto* a = handle_of<pg_lora_adapter>(env, h, "LoraAdapter");
+    pg_lora_config_default(c);
+    return a && !failed(env, pg_lora_adapter_get_config(a, c));
+}
+
+jlongArray n_lora_adapter_get_config(JNIEnv* env, jclass, jlong h) {
+    pg_lora_config c;
+    if (!lora_config_of(env, h, &c)) return nullptr;
+    return new_longs(env, lora_config_fields(c));
+}
+
+// The adapted layers, or null when every layer is adapted.
+jintArray n_lora_adapter_get_layers(JNIEnv* env, jclass, jlong h) {
+    pg_lora_config c;
+    if (!lora_config_of(env, h, &c) || !c.layers || c.n_layers <= 0) return nullptr;
+    jintArray a = env->NewIntArray(c.n_layers);
+    if (a) env->SetIntArrayRegion(a, 0, c.n_layers, reinterpret_cast<const jint*>(c.layers));
+    return a;
+}
+
+jfloat n_lora_adapter_scale(JNIEnv* env, jclass, jlong h) {
+    auto* a = handle_of<pg_lora_adapter>(env, h, "LoraAdapter");
+    float scale = 0.0f;
+    if (!a || failed(env, pg_lora_adapter_scale(a, &scale))) return 0;
+    return scale;
+}
+
+jlong n_lora_adapter_num_params(JNIEnv* env, jclass, jlong h) {
+    auto* a = handle_of<pg_lora_adapter>(env, h, "LoraAdapter");
+    int64_t n = 0;
+    if (!a || failed(env, pg_lora_adapter_num_params(a, &n))) return 0;
+    return jlong(n);
+}
+
 // =============================================================================================
 // Registration
 // =============================================================================================
@@ -1036,12 +1166,12 @@ const JNINativeMethod kNatives[] = {
     PG_NATIVE("modelNumParams", "(J)J", n_model_num_params),
     PG_NATIVE("modelSetTokenizer", "(JJ)V", n_model_set_tokenizer),
     PG_NATIVE("modelGetTokenizer", "(J)J", n_model_get_tokenizer),
-    PG_NATIVE("modelNumTensors", "(J)I", n_model_num_tensors),
-    PG_NATIVE("modelTensorName", "(JI)Ljava/lang/String;", n_model_tensor_name),
-    PG_NATIVE("modelTensorShape", "(JI)[J", n_model_tensor_shape),
-    PG_NATIVE("modelFindTensor", "(JLjava/lang/String;)I", n_model_find_tensor),
-    PG_NATIVE("modelReadTensor", "(JI" PG_FLOATS ")V", n_model_read_tensor),
-    PG_NATIVE("modelWriteTensor", "(JI" PG_FLOATS ")V", n_model_write_tensor),
+    PG_NATIVE("modelNumTensors", "(J)I", n_num_tensors<pg_model>),
+    PG_NATIVE("modelTensorName", "(JI)Ljava/lang/String;", n_tensor_name<pg_model>),
+    PG_NATIVE("modelTensorShape", "(JI)[J", n_tensor_shape<pg_model>),
+    PG_NATIVE("modelFindTensor", "(JLjava/lang/String;)I", n_find_tensor<pg_model>),
+    PG_NATIVE("modelReadTensor", "(JI" PG_FLOATS ")V", n_read_tensor<pg_model>),
+    PG_NATIVE("modelWriteTensor", "(JI" PG_FLOATS ")V", n_write_tensor<pg_model>),
     PG_NATIVE("modelReadParams", "(J" PG_FLOATS ")V", n_model_read_params),
     PG_NATIVE("modelForward", "(J[ILjava/nio/IntBuffer;I[ILjava/nio/IntBuffer;III" PG_FLOATS "I)F", n_model_forward),
     PG_NATIVE("modelSave", "(JLjava/lang/String;I)V", n_model_save),
@@ -1069,6 +1199,21 @@ const JNINativeMethod kNatives[] = {
     PG_NATIVE("trainerLrAt", "(JJ)F", n_trainer_lr_at),
     PG_NATIVE("trainerSave", "(JLjava/lang/String;I)V", n_trainer_save),
     PG_NATIVE("trainerResume", "(Ljava/lang/String;)[J", n_trainer_resume),
+
+    PG_NATIVE("loraConfigDefault", "()[J", n_lora_config_default),
+    PG_NATIVE("loraConfigValidate", "([J[I)V", n_lora_config_validate),
+    PG_NATIVE("loraAdapterCreate", "(J[J[I)J", n_lora_adapter_create),
+    PG_NATIVE("loraAdapterFree", "(J)V", n_lora_adapter_free),
+    PG_NATIVE("loraAdapterGetConfig", "(J)[J", n_lora_adapter_get_config),
+    PG_NATIVE("loraAdapterGetLayers", "(J)[I", n_lora_adapter_get_layers),
+    PG_NATIVE("loraAdapterScale", "(J)F", n_lora_adapter_scale),
+    PG_NATIVE("loraAdapterNumParams", "(J)J", n_lora_adapter_num_params),
+    PG_NATIVE("loraAdapterNumTensors", "(J)I", n_num_tensors<pg_lora_adapter>),
+    PG_NATIVE("loraAdapterTensorName", "(JI)Ljava/lang/String;", n_tensor_name<pg_lora_adapter>),
+    PG_NATIVE("loraAdapterTensorShape", "(JI)[J", n_tensor_shape<pg_lora_adapter>),
+    PG_NATIVE("loraAdapterFindTensor", "(JLjava/lang/String;)I", n_find_tensor<pg_lora_adapter>),
+    PG_NATIVE("loraAdapterReadTensor", "(JI" PG_FLOATS ")V", n_read_tensor<pg_lora_adapter>),
+    PG_NATIVE("loraAdapterWriteTensor", "(JI" PG_FLOATS ")V", n_write_tensor<pg_lora_adapter>),
 };
 
 #undef PG_NATIVE

@@ -98,4 +98,21 @@ internal object Native {
     @JvmStatic external fun trainerLrAt(handle: Long, step: Long): Float
     @JvmStatic external fun trainerSave(handle: Long, path: String?, compressionLevel: Int)
     @JvmStatic external fun trainerResume(path: String?): LongArray
+
+    @JvmStatic external fun loraConfigDefault(): LongArray
+    @JvmStatic external fun loraConfigValidate(fields: LongArray?, layers: IntArray?)
+    @JvmStatic external fun loraAdapterCreate(model: Long, fields: LongArray?, layers: IntArray?): Long
+    @JvmStatic external fun loraAdapterFree(handle: Long)
+    @JvmStatic external fun loraAdapterGetConfig(handle: Long): LongArray
+    @JvmStatic external fun loraAdapterGetLayers(handle: Long): IntArray?
+    @JvmStatic external fun loraAdapterScale(handle: Long): Float
+    @JvmStatic external fun loraAdapterNumParams(handle: Long): Long
+    @JvmStatic external fun loraAdapterNumTensors(handle: Long): Int
+    @JvmStatic external fun loraAdapterTensorName(handle: Long, index: Int): String
+    @JvmStatic external fun loraAdapterTensorShape(handle: Long, index: Int): LongArray
+    @JvmStatic external fun loraAdapterFindTensor(handle: Long, name: String?): Int
+    @JvmStatic external fun loraAdapterReadTensor(handle: Long, index: Int, out: FloatArray?, outBuffer: FloatBuffer?,
+                                                  offset: Int, length: Int)
+    @JvmStatic external fun loraAdapterWriteTensor(handle: Long, index: Int, src: FloatArray?, srcBuffer: FloatBuffer?,
+                                                   offset: Int, length: Int)
 }

@@ -624,6 +624,54 @@ class PhoneGptTest {
         assertThrows<StateException>(Status.STATE) { m.generate(ids.copyOf(5)) }
     }
 
+    // --- LoRA adapters -------------------------------------------------------------------------
+
+    @Test fun loraAdapters() {
+        val d = LoraConfig.default()
+        assertEquals(8, d.rank)
+        assertEquals(setOf(LoraTarget.ATTN_C_ATTN), d.targets)
+        assertNull(d.layers)
+        d.validate()
+        assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { d.copy(rank = 0).validate() }
+        assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { d.copy(targets = emptySet()).validate() }
+        assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { d.copy(dropout = 1f).validate() }
+        tinyModel().use { m ->
+            val cfg = d.copy(rank = 4, alpha = 8f, targets = LoraTarget.ALL, layers = listOf(1))
+            LoraAdapter(m, cfg).use { a ->
+                assertEquals(cfg, a.config)
+                assertEquals(2f, a.scale, 0f)
+                val names = a.tensorNames
+                assertEquals(8, names.size)                     // 4 targets x (A, B), one layer
+                assertEquals("h.1.attn.c_attn.lora_A.weight", names[0])
+                assertEquals("h.1.attn.c_attn.lora_B.weight", names[1])
+                assertArrayEquals(longArrayOf(4, 16), a.tensorShape(names[0]))
+                assertArrayEquals(longArrayOf(48, 4), a.tensorShape(names[1]))
+                assertEquals(names.map { numel(a.tensorShape(it)).toLong() }.sum(), a.numParams)
+                assertTrue(a.parameter(names[1]).all { it == 0f })   // B starts at zero
+                assertTrue(a.parameter(names[0]).any { it != 0f })
+                val values = FloatArray(48 * 4) { it * 0.25f }
+                a.setParameter(names[1], values)
+                assertArrayEquals(values, a.parameter(names[1]), 0f)
+                val buf = directFloatBuffer(values.size)
+                a.readParameter(names[1], buf)
+                assertEquals(values[7], buf.get(7), 0f)
+                assertThrows<GeometryException>(Status.GEOMETRY) { a.setParameter(names[1], FloatArray(3)) }
+                assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { a.parameter("h.0.attn.c_attn.lora_A.weight") }
+            }
+            LoraAdapter(m, d.copy(rank = 4, alpha = 8f, useRslora = true)).use { a ->
+                assertEquals(4f, a.scale, 0f)
+                assertNull(a.config.layers)
+                assertEquals(4, a.tensorNames.size)              // c_attn in both layers
+            }
+            assertThrows<GeometryException>(Status.GEOMETRY) { LoraAdapter(m, d.copy(layers = listOf(5))) }
+            assertThrows<GeometryException>(Status.GEOMETRY) { LoraAdapter(m, d.copy(rank = 32)) }
+            val closed = LoraAdapter(m)
+            closed.close()
+            closed.close()
+            assertThrows<StateException>(Status.STATE) { closed.scale }
+        }
+    }
+
     // --- leaks ---------------------------------------------------------------------------------
 
     /** Thousands of create/use/close cycles leave the process's resident memory flat. */
@@ -637,6 +685,7 @@ class PhoneGptTest {
                     m.tokenizer = tok
                     m.tokenizer!!.close()
                     Trainer(m, tc).use { t -> t.setData(small) }
+                    LoraAdapter(m).close()
                     m.generate(small.copyOf(3), SampleConfig.default().copy(maxTokens = 2, nThreads = 1))
                 }
             }
