@@ -109,5 +109,8 @@ private:
 // Throws PG_ERR_GEOMETRY, naming both sides, unless `base` is the base the adapter was made
 // for: the same geometry, tokenizer (kind, vocabulary, bytes) and weights.
 void check_adapter_matches_base(const Adapter& adapter, const Model& base);
+// The same comparison of two identities; compare_weights = false checks geometry and tokenizer
+// only (for a model the adapter is merged into).
+void check_base_identity(const BaseIdentity& expected, const BaseIdentity& found, bool compare_weights);
 
 }  // namespace pg::lora
