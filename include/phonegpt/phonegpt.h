@@ -359,7 +359,10 @@ PG_API void pg_save_options_default(pg_save_options* options);
 
 /* Saves the model (configuration, tokenizer if any, weights, per-tensor checksums)
  * atomically: a temporary file in the same folder, fsync, rename over `path`, fsync of the
- * folder. On failure the previous file at `path` is untouched. */
+ * folder. A failure up to the rename (PG_ERR_IO) leaves the previous file at `path` untouched;
+ * a failing folder fsync after the rename is PG_ERR_IO too, with the new file complete at
+ * `path` (the message says so) but not yet durable. Saves and loads remove the temporary files
+ * that killed writers left in the folder (docs/formats.md 1.7). */
 PG_API pg_status pg_model_save(const pg_model* model, const char* path,
                                const pg_save_options* options);
 /* Loads and validates a native checkpoint (any version this library ever wrote). Training
