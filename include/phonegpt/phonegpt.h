@@ -366,7 +366,9 @@ PG_API void pg_save_options_default(pg_save_options* options);
 PG_API pg_status pg_model_save(const pg_model* model, const char* path,
                                const pg_save_options* options);
 /* Loads and validates a native checkpoint (any version this library ever wrote). Training
- * state in the file, if any, is ignored here. */
+ * state in the file, if any, is ignored here. Every loader (this one, pg_trainer_resume,
+ * pg_model_import) refuses a file whose weights (or moments) hold NaN or infinity with
+ * PG_ERR_NOT_FINITE naming the tensor and element: a diverged model is never loaded. */
 PG_API pg_status pg_model_load(const char* path, pg_model** out);
 /* Saves the model plus the trainer's state (step, AdamW moments, RNG and sampler state,
  * configuration) so that pg_trainer_resume continues the run bit for bit. */

@@ -44,9 +44,10 @@ Trainer::Trainer(Model& model, TrainerState state) : Trainer(model, state.config
     require(state.step >= 0, PG_ERR_FORMAT,
             "trainer state: step = " + std::to_string(state.step) + " is negative");
     for (std::size_t i = 0; i < n; ++i) {
-        if (!std::isfinite(state.adam_m[i]) || !std::isfinite(state.adam_v[i]) || state.adam_v[i] < 0.0f)
-            throw Error(PG_ERR_FORMAT, "trainer state: AdamW moment " + std::to_string(i) +
-                                           " is not finite (or the second moment is negative)");
+        if (!std::isfinite(state.adam_m[i]) || !std::isfinite(state.adam_v[i]))
+            throw Error(PG_ERR_NOT_FINITE, "trainer state: AdamW moment " + std::to_string(i) + " is not finite");
+        if (state.adam_v[i] < 0.0f)
+            throw Error(PG_ERR_FORMAT, "trainer state: AdamW second moment " + std::to_string(i) + " is negative");
     }
     std::copy(state.adam_m.begin(), state.adam_m.end(), m_.data());
     std::copy(state.adam_v.begin(), state.adam_v.end(), v_.data());

@@ -46,7 +46,8 @@ public:
     // the model (seq_len 0 becomes n_ctx; seq_len > n_ctx is an error). Throws pg::Error.
     Trainer(Model& model, const TrainConfig& cfg);
     // Resumes from a snapshot taken by state(); checks its sizes against the model
-    // (PG_ERR_GEOMETRY) and its values (PG_ERR_FORMAT for non-finite moments).
+    // (PG_ERR_GEOMETRY) and its values (PG_ERR_NOT_FINITE for non-finite moments, PG_ERR_FORMAT
+    // for a negative second moment).
     Trainer(Model& model, TrainerState state);
     ~Trainer();
     Trainer(const Trainer&) = delete;
