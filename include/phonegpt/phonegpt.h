@@ -263,7 +263,10 @@ typedef enum pg_lr_schedule {
  * 0 <= seq_len <= n_ctx, grad_accum_steps 1..65536, 0 <= lr_min <= lr_max (finite),
  * warmup_steps >= 0, total_steps >= 1, beta1 and beta2 in [0, 1), eps in (0, 1],
  * weight_decay >= 0, decay_embeddings 0 or 1, grad_clip >= 0, dropout in [0, 1),
- * n_threads <= 1024.
+ * n_threads <= 1024, and batch_size x seq_len (seq_len 0 = n_ctx) at most 65,536 tokens per
+ * micro-batch (a bound on activation memory; caller batches of pg_trainer_step_batch too).
+ * pg_trainer_resume holds a file's training configuration to the same limits (PG_ERR_FORMAT)
+ * before it allocates anything.
  * One step: gradients zeroed; grad_accum_steps micro-batches of forward+backward, each adding
  * the gradient of its summed loss / (B * T * grad_accum_steps); the global L2 norm of all
  * gradients (double, fixed order) is reported and, if grad_clip > 0 and it exceeds grad_clip,

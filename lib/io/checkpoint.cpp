@@ -10,6 +10,7 @@
 #include "io/bytes.hpp"
 #include "io/checksum.hpp"
 #include "io/finite_weights.hpp"
+#include "train/trainer.hpp"
 
 namespace pg::io {
 
@@ -571,6 +572,13 @@ CheckpointHeader read_checkpoint_header(const ByteSource& src) {
         ByteReader r(p, n, name + ": section TRAN");
         h.train_state = decode_train_state(r);
         h.has_train_state = true;
+        // Its values, and the resources they demand (batch tokens, threads), against the
+        // trainer's stated limits before anything is allocated for the model or the run.
+        try {
+            resolve_train_config(h.config, h.train_state.config);
+        } catch (const Error& e) {
+            throw Error(PG_ERR_FORMAT, name + ": section TRAN: " + e.what());
+        }
     }
     {
         auto [p, n] = known[kTagTensors];

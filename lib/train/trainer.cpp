@@ -12,22 +12,29 @@ namespace pg {
 
 namespace {
 
-// The configuration checked against the model, with seq_len 0 resolved to n_ctx.
-TrainConfig resolve_config(const Model& model, TrainConfig cfg) {
-    validate_train_config(cfg);
-    const int n_ctx = model.config().n_ctx;
-    if (cfg.seq_len == 0) cfg.seq_len = n_ctx;
-    require(cfg.seq_len <= n_ctx, PG_ERR_INVALID_ARGUMENT,
-            "train config: seq_len = " + std::to_string(cfg.seq_len) + " is above the model's n_ctx = " +
-                std::to_string(n_ctx));
-    return cfg;
+std::string batch_tokens_message(int64_t B, int64_t T) {
+    return std::to_string(B) + " x " + std::to_string(T) + " = " + std::to_string(B * T) +
+           " tokens per micro-batch is above the limit of " + std::to_string(kMaxBatchTokens) +
+           " (its activations would not fit a phone)";
 }
 
 }  // namespace
 
+TrainConfig resolve_train_config(const ModelConfig& model, TrainConfig cfg) {
+    validate_train_config(cfg);
+    const int n_ctx = model.n_ctx;
+    if (cfg.seq_len == 0) cfg.seq_len = n_ctx;
+    require(cfg.seq_len <= n_ctx, PG_ERR_INVALID_ARGUMENT,
+            "train config: seq_len = " + std::to_string(cfg.seq_len) + " is above the model's n_ctx = " +
+                std::to_string(n_ctx));
+    require(int64_t(cfg.batch_size) * cfg.seq_len <= kMaxBatchTokens, PG_ERR_INVALID_ARGUMENT,
+            "train config: batch_size x seq_len = " + batch_tokens_message(cfg.batch_size, cfg.seq_len));
+    return cfg;
+}
+
 Trainer::Trainer(Model& model, const TrainConfig& cfg)
     : model_(model),
-      cfg_(resolve_config(model, cfg)),
+      cfg_(resolve_train_config(model.config(), cfg)),
       pool_(cfg_.n_threads),
       grads_(std::size_t(model.num_params())),
       m_(std::size_t(model.num_params())),
@@ -96,6 +103,7 @@ int64_t Trainer::check_batch(const int32_t* inputs, const int32_t* targets, int 
             "batch: B = " + std::to_string(B) + " is outside [1, 65536]");
     require(T >= 1 && T <= n_ctx, PG_ERR_INVALID_ARGUMENT,
             "batch: T = " + std::to_string(T) + " is outside [1, n_ctx = " + std::to_string(n_ctx) + "]");
+    require(int64_t(B) * T <= kMaxBatchTokens, PG_ERR_INVALID_ARGUMENT, "batch: " + batch_tokens_message(B, T));
     const int32_t V = model_.config().vocab_size;
     const std::size_t n = std::size_t(B) * std::size_t(T);
     int64_t scored = 0;
