@@ -488,6 +488,86 @@ PG_API pg_status pg_generate(const pg_model* model, const int32_t* prompt, size_
                              const pg_sample_config* config, int32_t* out, size_t capacity,
                              size_t* n_out);
 
+/* ------------------------------------------------------------------------------------------ */
+/* LoRA adapters (docs/lora.md)                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+/* A LoRA adapter adds a trainable low-rank term to chosen linear layers of a frozen base model,
+ * with PEFT's semantics: for a target linear y = W x + b (W [out, in]),
+ *   y = W x + b + scale * B (A dropout(x)),   A [rank, in], B [out, rank],
+ *   scale = alpha / rank, or alpha / sqrt(rank) with rsLoRA,
+ * dropout on the LoRA branch only. A starts kaiming-uniform with a = sqrt(5) (that is
+ * U(-1/sqrt(in), 1/sqrt(in))) drawn from init_seed, B starts at zero, so a fresh adapter leaves
+ * the base's outputs unchanged. The adapter stores its configuration and the base's geometry;
+ * nothing about it is assumed in code. */
+typedef struct pg_lora_adapter pg_lora_adapter;
+
+/* The four block linears an adapter can target (Hugging Face GPT-2 module names). */
+typedef enum pg_lora_target {
+    PG_LORA_ATTN_C_ATTN = 1,   /* attn.c_attn: in C, out 3C (q, k, v) */
+    PG_LORA_ATTN_C_PROJ = 2,   /* attn.c_proj: in C, out C */
+    PG_LORA_MLP_C_FC = 4,      /* mlp.c_fc: in C, out 4C */
+    PG_LORA_MLP_C_PROJ = 8,    /* mlp.c_proj: in 4C, out C */
+    PG_LORA_ALL_LINEARS = 15
+} pg_lora_target;
+
+/* Largest rank an adapter may have (also bounded by the smaller side of each target). */
+#define PG_LORA_MAX_RANK 4096
+
+typedef struct pg_lora_config {
+    uint32_t struct_size;
+    int32_t rank;                 /* r, 1..PG_LORA_MAX_RANK and <= min(in, out); default 8 */
+    float alpha;                  /* lora_alpha, finite and > 0; default 8 */
+    int32_t use_rslora;           /* 0: scale = alpha / r (default); 1: alpha / sqrt(r) */
+    float dropout;                /* on the LoRA branch's input while training, [0, 1); default 0 */
+    uint32_t target_modules;      /* OR of pg_lora_target, non-zero; default PG_LORA_ATTN_C_ATTN
+                                     (PEFT's GPT-2 default) */
+    /* The layers to adapt (PEFT's layers_to_transform): n_layers distinct indices in
+     * [0, n_layer), any order (stored sorted). NULL / 0 = every layer (default). The list is
+     * copied at creation; pg_lora_adapter_get_config returns a pointer to the adapter's copy,
+     * valid while the adapter lives. */
+    const int32_t* layers;
+    int32_t n_layers;
+    uint64_t init_seed;           /* seed of A's initialisation; default 1337 */
+    int32_t freeze_a;             /* 1 = FFA-LoRA: A keeps its initialisation and only B trains
+                                     (so averaging B across clients is exact); default 0 */
+} pg_lora_config;
+
+PG_API void pg_lora_config_default(pg_lora_config* config);
+/* Checks a configuration on its own (layer indices against a base are checked at creation);
+ * the message names the first bad field. */
+PG_API pg_status pg_lora_config_validate(const pg_lora_config* config);
+
+/* Creates an adapter for `base` (which it does not keep: the adapter records the base's
+ * geometry, and a fingerprint of its configuration, weights and tokenizer). A rank larger than
+ * a target's smaller side, or a layer outside the base, is PG_ERR_GEOMETRY naming both. */
+PG_API pg_status pg_lora_adapter_create(const pg_model* base, const pg_lora_config* config,
+                                        pg_lora_adapter** out);
+PG_API void pg_lora_adapter_free(pg_lora_adapter* adapter);
+PG_API const char* pg_lora_adapter_last_error(const pg_lora_adapter* adapter);
+/* The adapter's configuration (layers sorted as stored; NULL / 0 when every layer is adapted). */
+PG_API pg_status pg_lora_adapter_get_config(const pg_lora_adapter* adapter,
+                                            pg_lora_config* config);
+/* scale = alpha / r, or alpha / sqrt(r) with rsLoRA (computed in double, rounded once). */
+PG_API pg_status pg_lora_adapter_scale(const pg_lora_adapter* adapter, float* scale);
+/* Trainable parameters: the floats of every A and B (with freeze_a, A still counts: it is part
+ * of the adapter). */
+PG_API pg_status pg_lora_adapter_num_params(const pg_lora_adapter* adapter, int64_t* out);
+
+/* The adapter's tensors, layer by layer, in pg_lora_target order within a layer, A then B:
+ * "h.{i}.attn.c_attn.lora_A.weight" [rank, in], "h.{i}.attn.c_attn.lora_B.weight" [out, rank],
+ * and likewise for attn.c_proj, mlp.c_fc, mlp.c_proj (PEFT's names without the
+ * "base_model.model.transformer." prefix). pg_tensor_info's offset counts floats into the
+ * adapter's single allocation. */
+PG_API pg_status pg_lora_adapter_num_tensors(const pg_lora_adapter* adapter, int32_t* out);
+PG_API pg_status pg_lora_adapter_tensor_info(const pg_lora_adapter* adapter, int32_t index,
+                                             pg_tensor_info* info);
+PG_API pg_status pg_lora_adapter_find_tensor(const pg_lora_adapter* adapter, const char* name,
+                                             int32_t* index);
+/* Writable access to a tensor (for tools and bindings; invalid while it is being trained). */
+PG_API pg_status pg_lora_adapter_tensor_data_mutable(pg_lora_adapter* adapter, int32_t index,
+                                                     float** data);
+
 #ifdef __cplusplus
 }
 #endif
