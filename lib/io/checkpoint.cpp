@@ -577,7 +577,7 @@ CheckpointHeader read_checkpoint_header(const ByteSource& src) {
         try {
             resolve_train_config(h.config, h.train_state.config);
         } catch (const Error& e) {
-            throw Error(PG_ERR_FORMAT, name + ": section TRAN: " + e.what());
+            throw Error(PG_ERR_FORMAT, name + ": training state (section TRAN): " + e.what());
         }
     }
     {
