@@ -5,24 +5,43 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 scripts/setup.sh
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
+# PG_REQUIRE_ALL_TESTS: a missing test dependency (python3, the data, qemu, ...) is a configure
+# error here and a test that would skip fails (tests/CMakeLists.txt); a partial build skips.
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPG_REQUIRE_ALL_TESTS=ON
 cmake --build "$build" -j"$(nproc)"
+
+# ctest's count may never drop silently: each suite must list at least the floor committed in
+# tests/test_count_floor.txt (raise it when you add tests; lowering it is a visible change).
+check_test_count() {  # <build dir> <suite name in the floor file> [ctest selection...]
+  local dir=$1 suite=$2; shift 2
+  local count floor
+  count=$(cd "$dir" && ctest -N "$@" | sed -n 's/^Total Tests: //p')
+  floor=$(awk -v s="$suite" '$1 == s { print $2 }' tests/test_count_floor.txt)
+  if [ -z "$floor" ] || [ -z "$count" ] || [ "$count" -lt "$floor" ]; then
+    echo "test.sh: the $suite suite lists ${count:-no} tests, below the floor of ${floor:-?} in tests/test_count_floor.txt"
+    exit 1
+  fi
+}
 
 # --- libFuzzer smoke (owner: io) ----------------------------------------------------------------
 # A second, small clang-14 build with ASan+UBSan of only the libFuzzer targets, one per file
 # loader (native checkpoint, llm.c, safetensors + config.json; tests/cmake/fuzz.cmake), and their
-# smoke runs: 20,000 inputs each, grown from the seed corpus in tests/fuzz/corpus. About 1-2
-# minutes on 2 cores. A crash, leak or sanitizer report fails the script here.
+# smoke runs: 20,000 inputs each, grown from the seed corpus in tests/fuzz/corpus, each checking
+# a property of every input that loads; plus the checkpoint corruption matrix and the
+# every-truncation / every-byte-flip sweep under the same sanitizers. A crash, leak, broken
+# property or sanitizer report fails the script here.
 cmake -S . -B "$build-fuzz" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-14 \
   -DCMAKE_CXX_COMPILER=clang++-14 -DPG_FUZZ=ON -DPG_SANITIZE=ON -DPG_BUILD_PYTHON=OFF \
-  -DPG_BUILD_BENCHMARKS=OFF -DPG_BUILD_EXAMPLES=OFF
+  -DPG_BUILD_BENCHMARKS=OFF -DPG_BUILD_EXAMPLES=OFF -DPG_REQUIRE_ALL_TESTS=ON
 cmake --build "$build-fuzz" -j"$(nproc)" --target pg_fuzz_all
-(cd "$build-fuzz" && ctest --output-on-failure -L fuzz --timeout 300)
+check_test_count "$build-fuzz" fuzz -L fuzz
+(cd "$build-fuzz" && ctest --output-on-failure -L fuzz --timeout 600)
 # --- end of the libFuzzer smoke -----------------------------------------------------------------
 
 # aarch64 (owner: kernels): cross-build, then [kernels] under qemu-aarch64 (cortex-a53, max); prints its own summary line.
 scripts/cross_test_aarch64.sh "$build-aarch64"
 
 # The main suite last, so its summary ("100% tests passed, 0 tests failed out of N") closes the output.
+check_test_count "$build" main
 cd "$build"
 ctest --output-on-failure -j"$(nproc)" --timeout 900

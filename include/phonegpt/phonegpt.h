@@ -263,7 +263,10 @@ typedef enum pg_lr_schedule {
  * 0 <= seq_len <= n_ctx, grad_accum_steps 1..65536, 0 <= lr_min <= lr_max (finite),
  * warmup_steps >= 0, total_steps >= 1, beta1 and beta2 in [0, 1), eps in (0, 1],
  * weight_decay >= 0, decay_embeddings 0 or 1, grad_clip >= 0, dropout in [0, 1),
- * n_threads <= 1024.
+ * n_threads <= 1024, and batch_size x seq_len (seq_len 0 = n_ctx) at most 65,536 tokens per
+ * micro-batch (a bound on activation memory; caller batches of pg_trainer_step_batch too).
+ * pg_trainer_resume holds a file's training configuration to the same limits (PG_ERR_FORMAT)
+ * before it allocates anything.
  * One step: gradients zeroed; grad_accum_steps micro-batches of forward+backward, each adding
  * the gradient of its summed loss / (B * T * grad_accum_steps); the global L2 norm of all
  * gradients (double, fixed order) is reported and, if grad_clip > 0 and it exceeds grad_clip,
@@ -373,11 +376,16 @@ PG_API void pg_save_options_default(pg_save_options* options);
 
 /* Saves the model (configuration, tokenizer if any, weights, per-tensor checksums)
  * atomically: a temporary file in the same folder, fsync, rename over `path`, fsync of the
- * folder. On failure the previous file at `path` is untouched. */
+ * folder. A failure up to the rename (PG_ERR_IO) leaves the previous file at `path` untouched;
+ * a failing folder fsync after the rename is PG_ERR_IO too, with the new file complete at
+ * `path` (the message says so) but not yet durable. Saves and loads remove the temporary files
+ * that killed writers left in the folder (docs/formats.md 1.7). */
 PG_API pg_status pg_model_save(const pg_model* model, const char* path,
                                const pg_save_options* options);
 /* Loads and validates a native checkpoint (any version this library ever wrote). Training
- * state in the file, if any, is ignored here. */
+ * state in the file, if any, is ignored here. Every loader (this one, pg_trainer_resume,
+ * pg_model_import) refuses a file whose weights (or moments) hold NaN or infinity with
+ * PG_ERR_NOT_FINITE naming the tensor and element: a diverged model is never loaded. */
 PG_API pg_status pg_model_load(const char* path, pg_model** out);
 /* Saves the model plus the trainer's state (step, AdamW moments, RNG and sampler state,
  * configuration) so that pg_trainer_resume continues the run bit for bit. */

@@ -9,6 +9,8 @@
 
 #include "io/bytes.hpp"
 #include "io/checksum.hpp"
+#include "io/finite_weights.hpp"
+#include "train/trainer.hpp"
 
 namespace pg::io {
 
@@ -570,6 +572,13 @@ CheckpointHeader read_checkpoint_header(const ByteSource& src) {
         ByteReader r(p, n, name + ": section TRAN");
         h.train_state = decode_train_state(r);
         h.has_train_state = true;
+        // Its values, and the resources they demand (batch tokens, threads), against the
+        // trainer's stated limits before anything is allocated for the model or the run.
+        try {
+            resolve_train_config(h.config, h.train_state.config);
+        } catch (const Error& e) {
+            throw Error(PG_ERR_FORMAT, name + ": training state (section TRAN): " + e.what());
+        }
     }
     {
         auto [p, n] = known[kTagTensors];
@@ -613,6 +622,18 @@ CheckpointHeader read_checkpoint_header(const ByteSource& src) {
     return h;
 }
 
+namespace {
+
+// Weights and moments that passed their checksums may still be a diverged run's: refused.
+void require_finite_contents(const Model& model, const TrainerState* state, const std::string& source) {
+    require_finite_weights(model, source);
+    if (!state) return;
+    require_finite_values(state->adam_m.data(), int64_t(state->adam_m.size()), source, "AdamW first moment");
+    require_finite_values(state->adam_v.data(), int64_t(state->adam_v.size()), source, "AdamW second moment");
+}
+
+}  // namespace
+
 void read_checkpoint_data(const ByteSource& src, const CheckpointHeader& h, Model& model, TrainerState* state) {
     const ModelConfig& mc = model.config();
     require(mc.n_layer == h.config.n_layer && mc.n_head == h.config.n_head && mc.n_embd == h.config.n_embd &&
@@ -647,6 +668,7 @@ void read_checkpoint_data(const ByteSource& src, const CheckpointHeader& h, Mode
             src.read_at(h.data_start + t.offset, dst[i], std::size_t(t.nbytes), "tensor data");
             verify(t, xxh64(dst[i], std::size_t(t.nbytes)));
         }
+        require_finite_contents(model, state, src.name());
         return;
     }
     FrameReader frame(src, h.data_start);
@@ -669,6 +691,7 @@ void read_checkpoint_data(const ByteSource& src, const CheckpointHeader& h, Mode
         verify(t, hash.digest());
     }
     frame.finish();
+    require_finite_contents(model, state, src.name());
 }
 
 }  // namespace pg::io

@@ -1,12 +1,18 @@
 #include "io/file_io.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "core/error.hpp"
 
@@ -25,18 +31,81 @@ Injection g_injection;
 
 bool injected(testing::FailPoint p) { return g_injection.point.load() == int(p); }
 
-// fsync of a folder makes a rename inside it durable.
-int fsync_folder(const std::string& folder) {
-    int dfd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) return errno;
-    int rc = ::fsync(dfd);
-    int err = rc == 0 ? 0 : errno;
-    ::close(dfd);
-    // Some filesystems cannot fsync folders (EINVAL); the rename is still atomic there.
+// fsync of a folder makes a rename inside it durable. Some filesystems cannot fsync folders
+// (EINVAL); the rename is still atomic there.
+int fsync_folder(int dfd) {
+    if (injected(testing::FailPoint::kFolderFsync)) return g_injection.err.load();
+    int err = ::fsync(dfd) == 0 ? 0 : errno;
     return err == EINVAL ? 0 : err;
 }
 
+// The pid in a name of the form "<target>.tmp-<pid>-<n>" (what AtomicFileWriter creates), or 0.
+long temp_writer_pid(const char* name) {
+    const char* tag = std::strstr(name, ".tmp-");
+    if (!tag || tag == name) return 0;
+    while (const char* later = std::strstr(tag + 1, ".tmp-")) tag = later;  // the last one
+    const char* p = tag + 5;
+    if (*p < '0' || *p > '9') return 0;
+    char* end = nullptr;
+    errno = 0;
+    const long pid = std::strtol(p, &end, 10);
+    if (errno || *end != '-' || pid <= 0) return 0;
+    const char* n = end + 1;
+    if (*n == '\0') return 0;
+    for (const char* c = n; *c; ++c)
+        if (*c < '0' || *c > '9') return 0;
+    return pid;
+}
+
+// Seconds since the epoch when process `pid` started (from /proc), or -1 if unknown.
+double process_start_time(long pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return -1;
+    const std::size_t paren = line.rfind(')');  // the command name may hold spaces and ')'
+    if (paren == std::string::npos) return -1;
+    std::istringstream fields(line.substr(paren + 1));
+    std::string field;
+    unsigned long long start_ticks = 0;
+    for (int i = 3; i <= 22 && (fields >> field); ++i)  // field 22 = starttime, in clock ticks
+        if (i == 22) start_ticks = std::strtoull(field.c_str(), nullptr, 10);
+    if (!start_ticks) return -1;
+    std::ifstream proc_stat("/proc/stat");
+    double boot = -1;
+    while (std::getline(proc_stat, line))
+        if (line.rfind("btime ", 0) == 0) boot = std::strtod(line.c_str() + 6, nullptr);
+    const long ticks = ::sysconf(_SC_CLK_TCK);
+    if (boot < 0 || ticks <= 0) return -1;
+    return boot + double(start_ticks) / double(ticks);
+}
+
+// True when the writer that named a temporary file `pid` is certainly gone: no process has that
+// pid, or the process now holding it belongs to another user than the file (the pid was reused
+// by a stranger), or it started after the file was last written (reused by one of ours). A
+// writer in this process (another thread's save) is never gone.
+bool writer_is_gone(long pid, const struct stat& st) {
+    if (pid == long(::getpid())) return false;
+    if (::kill(pid_t(pid), 0) != 0) return errno == ESRCH || (errno == EPERM && st.st_uid == ::geteuid());
+    const double started = process_start_time(pid);
+    // The margin covers /proc/stat's btime, which is rounded to seconds and drifts with NTP.
+    return started > 0 && started > double(st.st_mtime) + 5.0;
+}
+
 }  // namespace
+
+void remove_stale_temporaries(const std::string& folder) {
+    DIR* dir = ::opendir(folder.c_str());
+    if (!dir) return;
+    while (const dirent* e = ::readdir(dir)) {
+        const long pid = temp_writer_pid(e->d_name);
+        if (!pid) continue;
+        const std::string path = folder + "/" + e->d_name;
+        struct stat st;
+        if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) continue;
+        if (writer_is_gone(pid, st)) ::unlink(path.c_str());  // best effort: a failure changes nothing
+    }
+    ::closedir(dir);
+}
 
 namespace testing {
 void inject_failure(FailPoint point, uint64_t after_bytes, int err) {
@@ -58,6 +127,7 @@ void ByteSource::read_at(uint64_t offset, void* dst, std::size_t n, const char* 
 }
 
 FileSource::FileSource(const std::string& path) : path_(path) {
+    remove_stale_temporaries(parent_folder(path));
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) throw Error(PG_ERR_IO, "cannot open \"" + path + "\": " + errno_text(errno));
     struct stat st;
@@ -121,6 +191,7 @@ std::string sibling_path(const std::string& path, const std::string& name) {
 AtomicFileWriter::AtomicFileWriter(const std::string& path) : path_(path) {
     if (path.empty() || path.back() == '/')
         throw Error(PG_ERR_INVALID_ARGUMENT, "cannot save to \"" + path + "\": not a file name");
+    remove_stale_temporaries(parent_folder(path));
     static std::atomic<unsigned> counter{0};
     // O_EXCL with a fresh name per attempt: never reuses (or follows a link at) an existing path.
     for (int attempt = 0; attempt < 100; ++attempt) {
@@ -178,19 +249,29 @@ void AtomicFileWriter::commit() {
     if (fd_ < 0) throw Error(PG_ERR_INTERNAL, "AtomicFileWriter: commit after failure or commit");
     if (injected(testing::FailPoint::kFsync)) fail("fsync", g_injection.err.load());
     if (::fsync(fd_) != 0) fail("fsync", errno);
-    if (::close(fd_) != 0) {
-        fd_ = -1;
-        fail("close", errno);
-    }
+    const int close_rc = ::close(fd_);
+    const int close_err = injected(testing::FailPoint::kClose) ? g_injection.err.load() : close_rc ? errno : 0;
     fd_ = -1;
-    if (injected(testing::FailPoint::kRename)) fail("rename", g_injection.err.load());
-    if (::rename(temp_path_.c_str(), path_.c_str()) != 0) fail("rename", errno);
+    if (close_err) fail("close", close_err);
+    // The folder is opened before the rename, so a folder that cannot be opened still fails
+    // with the previous file untouched.
+    const std::string folder = parent_folder(path_);
+    const int dfd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) fail("open folder \"" + folder + "\"", errno);
+    if (injected(testing::FailPoint::kRename) || ::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+        const int err = injected(testing::FailPoint::kRename) ? g_injection.err.load() : errno;
+        ::close(dfd);
+        fail("rename", err);
+    }
     committed_ = true;
-    // The new file is in place; a failing folder fsync means the rename may not survive a power
-    // cut, which the caller must hear about (the old or the new file is there either way).
-    int err = fsync_folder(parent_folder(path_));
+    // The one failure after the rename: the new file is complete and in place (every earlier
+    // step succeeded), but the rename may not survive a power cut, which the caller must hear.
+    const int err = fsync_folder(dfd);
+    ::close(dfd);
     if (err != 0)
-        throw Error(PG_ERR_IO, "saved \"" + path_ + "\" but could not fsync its folder: " + errno_text(err));
+        throw Error(PG_ERR_IO, "saved \"" + path_ + "\" (the new file is complete and in place) but could not fsync "
+                               "its folder: " + errno_text(err) +
+                                   "; after a power cut the folder may still show the previous file");
 }
 
 void write_file_atomically(const std::string& path, const void* data, std::size_t n) {

@@ -25,7 +25,9 @@ protected:
 
 class FileSource : public ByteSource {
 public:
-    explicit FileSource(const std::string& path);  // throws PG_ERR_IO naming the path and errno
+    // Throws PG_ERR_IO naming the path and errno. Removes stale temporaries in the file's
+    // folder first (remove_stale_temporaries), so loads clean up after killed saves too.
+    explicit FileSource(const std::string& path);
     ~FileSource() override;
     FileSource(const FileSource&) = delete;
     FileSource& operator=(const FileSource&) = delete;
@@ -79,9 +81,13 @@ public:
 };
 
 // Writes `path` atomically: bytes go to a new temporary file in the same folder
-// ("<name>.tmp-<pid>-<n>"); commit() flushes and fsyncs it, renames it over `path` and fsyncs
-// the folder. Any failure throws PG_ERR_IO with the errno text and removes the temporary file;
-// destroying an uncommitted writer also removes it. `path` itself is never opened for writing.
+// ("<name>.tmp-<pid>-<n>"); commit() fsyncs and closes it, opens the folder, renames it over
+// `path` and fsyncs the folder. A failure at any step up to the rename throws PG_ERR_IO with the
+// errno text, removes the temporary file and leaves `path` untouched; a failing folder fsync
+// (after the rename) throws PG_ERR_IO saying the new file is complete and in place but may not
+// survive a power cut. Destroying an uncommitted writer removes its temporary file. `path`
+// itself is never opened for writing. The constructor first removes stale temporaries in the
+// folder (remove_stale_temporaries).
 class AtomicFileWriter : public ByteSink {
 public:
     explicit AtomicFileWriter(const std::string& path);
@@ -105,6 +111,13 @@ private:
     bool committed_ = false;
 };
 
+// Removes the temporary files ("<name>.tmp-<pid>-<n>", regular, owned by this user) that
+// writers which are certainly gone left in `folder` (killed mid-save: no process has the pid,
+// or the pid now belongs to another user, or to a process started after the file was last
+// written); never a live writer's, nor one of this process. Best effort: errors are ignored.
+// Every save (AtomicFileWriter) and every load (FileSource) calls it for its file's folder.
+void remove_stale_temporaries(const std::string& folder);
+
 // Writes a whole small file atomically (config.json and friends).
 void write_file_atomically(const std::string& path, const void* data, std::size_t n);
 
@@ -118,9 +131,10 @@ std::string sibling_path(const std::string& path, const std::string& name);
 // Fault injection for tests only (internal symbol, not exported from libphonegpt.so): the next
 // AtomicFileWriter operations fail as a full disk would.
 namespace testing {
-enum class FailPoint { kNone, kWrite, kFsync, kRename };
+enum class FailPoint { kNone, kWrite, kFsync, kRename, kClose, kFolderFsync };
 // kWrite: writes fail with `err` once more than `after_bytes` bytes went to the temporary file
-// (a partial write happens first, like a disk filling up); kFsync / kRename: that step fails.
+// (a partial write happens first, like a disk filling up); kFsync / kClose / kRename /
+// kFolderFsync: that step of commit() fails.
 // The injection stays armed until clear_failure().
 void inject_failure(FailPoint point, uint64_t after_bytes = 0, int err = 28 /* ENOSPC */);
 void clear_failure();

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/finite_weights.hpp"
 
 namespace pg::io {
 
@@ -55,6 +56,7 @@ void read_llmc_data(const ByteSource& src, const LlmcHeader& header, Model& mode
     require(n == uint64_t(count_params(header.config)), PG_ERR_INTERNAL, "read_llmc_data: geometry mismatch");
     if (header.version == 3) {
         src.read_at(kLlmcHeaderBytes, model.params(), std::size_t(n * 4), "parameters");
+        require_finite_weights(model, src.name());
         return;
     }
     // bf16 is the top half of an fp32: widening is exact.
@@ -69,6 +71,7 @@ void read_llmc_data(const ByteSource& src, const LlmcHeader& header, Model& mode
         }
         done += m;
     }
+    require_finite_weights(model, src.name());
 }
 
 void write_llmc(const Model& model, ByteSink& sink) {

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "io/bytes.hpp"
+#include "io/finite_weights.hpp"
 #include "io/json.hpp"
 
 namespace pg::io {
@@ -352,6 +353,7 @@ void read_hf_gpt2_data(const ByteSource& src, const HfGpt2Import& plan, Model& m
         src.read_at(plan.file.data_start + s->begin, scratch.data(), scratch.size() * 4, "tensor data");
         transpose(scratch.data(), dst, t.shape[0], t.shape[1]);
     }
+    require_finite_weights(model, src.name());
     // A tied head must really be tied: the same values as wte.
     if (const SafetensorsTensor* head = plan.file.find("lm_head.weight")) {
         const uint64_t n = head->end - head->begin;

@@ -12,22 +12,29 @@ namespace pg {
 
 namespace {
 
-// The configuration checked against the model, with seq_len 0 resolved to n_ctx.
-TrainConfig resolve_config(const Model& model, TrainConfig cfg) {
-    validate_train_config(cfg);
-    const int n_ctx = model.config().n_ctx;
-    if (cfg.seq_len == 0) cfg.seq_len = n_ctx;
-    require(cfg.seq_len <= n_ctx, PG_ERR_INVALID_ARGUMENT,
-            "train config: seq_len = " + std::to_string(cfg.seq_len) + " is above the model's n_ctx = " +
-                std::to_string(n_ctx));
-    return cfg;
+std::string batch_tokens_message(int64_t B, int64_t T) {
+    return std::to_string(B) + " x " + std::to_string(T) + " = " + std::to_string(B * T) +
+           " tokens per micro-batch is above the limit of " + std::to_string(kMaxBatchTokens) +
+           " (its activations would not fit a phone)";
 }
 
 }  // namespace
 
+TrainConfig resolve_train_config(const ModelConfig& model, TrainConfig cfg) {
+    validate_train_config(cfg);
+    const int n_ctx = model.n_ctx;
+    if (cfg.seq_len == 0) cfg.seq_len = n_ctx;
+    require(cfg.seq_len <= n_ctx, PG_ERR_INVALID_ARGUMENT,
+            "train config: seq_len = " + std::to_string(cfg.seq_len) + " is above the model's n_ctx = " +
+                std::to_string(n_ctx));
+    require(int64_t(cfg.batch_size) * cfg.seq_len <= kMaxBatchTokens, PG_ERR_INVALID_ARGUMENT,
+            "train config: batch_size x seq_len = " + batch_tokens_message(cfg.batch_size, cfg.seq_len));
+    return cfg;
+}
+
 Trainer::Trainer(Model& model, const TrainConfig& cfg)
     : model_(model),
-      cfg_(resolve_config(model, cfg)),
+      cfg_(resolve_train_config(model.config(), cfg)),
       pool_(std::make_unique<ThreadPool>(cfg_.n_threads)),
       grads_(std::size_t(model.num_params())),
       m_(std::size_t(model.num_params())),
@@ -44,9 +51,10 @@ Trainer::Trainer(Model& model, TrainerState state) : Trainer(model, state.config
     require(state.step >= 0, PG_ERR_FORMAT,
             "trainer state: step = " + std::to_string(state.step) + " is negative");
     for (std::size_t i = 0; i < n; ++i) {
-        if (!std::isfinite(state.adam_m[i]) || !std::isfinite(state.adam_v[i]) || state.adam_v[i] < 0.0f)
-            throw Error(PG_ERR_FORMAT, "trainer state: AdamW moment " + std::to_string(i) +
-                                           " is not finite (or the second moment is negative)");
+        if (!std::isfinite(state.adam_m[i]) || !std::isfinite(state.adam_v[i]))
+            throw Error(PG_ERR_NOT_FINITE, "trainer state: AdamW moment " + std::to_string(i) + " is not finite");
+        if (state.adam_v[i] < 0.0f)
+            throw Error(PG_ERR_FORMAT, "trainer state: AdamW second moment " + std::to_string(i) + " is negative");
     }
     std::copy(state.adam_m.begin(), state.adam_m.end(), m_.data());
     std::copy(state.adam_v.begin(), state.adam_v.end(), v_.data());
@@ -106,6 +114,7 @@ int64_t Trainer::check_batch(const int32_t* inputs, const int32_t* targets, int 
             "batch: B = " + std::to_string(B) + " is outside [1, 65536]");
     require(T >= 1 && T <= n_ctx, PG_ERR_INVALID_ARGUMENT,
             "batch: T = " + std::to_string(T) + " is outside [1, n_ctx = " + std::to_string(n_ctx) + "]");
+    require(int64_t(B) * T <= kMaxBatchTokens, PG_ERR_INVALID_ARGUMENT, "batch: " + batch_tokens_message(B, T));
     const int32_t V = model_.config().vocab_size;
     const std::size_t n = std::size_t(B) * std::size_t(T);
     int64_t scored = 0;

@@ -40,13 +40,23 @@ struct StepResult {
     int64_t tokens = 0;      // input tokens processed
 };
 
+// The most tokens one micro-batch may hold (batch_size x seq_len, or a caller's B x T): a bound
+// on the activation memory a configuration can demand, checked before anything is allocated
+// (a training state read from a file is checked against it when its header is read).
+constexpr int64_t kMaxBatchTokens = int64_t(1) << 16;
+
+// cfg validated (validate_train_config) and checked against the model: seq_len 0 becomes n_ctx,
+// seq_len > n_ctx and batch_size x seq_len > kMaxBatchTokens are PG_ERR_INVALID_ARGUMENT.
+TrainConfig resolve_train_config(const ModelConfig& model, TrainConfig cfg);
+
 class Trainer {
 public:
     // Fresh state: zero moments, step 0, sampler seeded from cfg.seed. Validates cfg against
     // the model (seq_len 0 becomes n_ctx; seq_len > n_ctx is an error). Throws pg::Error.
     Trainer(Model& model, const TrainConfig& cfg);
     // Resumes from a snapshot taken by state(); checks its sizes against the model
-    // (PG_ERR_GEOMETRY) and its values (PG_ERR_FORMAT for non-finite moments).
+    // (PG_ERR_GEOMETRY) and its values (PG_ERR_NOT_FINITE for non-finite moments, PG_ERR_FORMAT
+    // for a negative second moment).
     Trainer(Model& model, TrainerState state);
     ~Trainer();
     Trainer(const Trainer&) = delete;

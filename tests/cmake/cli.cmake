@@ -22,6 +22,7 @@ set(PG_CLI_CHECK ${CMAKE_CURRENT_LIST_FILE})
 # Debian's python3 (scripts/setup.sh) makes the JSON check strict; without it CMake's parser
 # still checks the object and its keys.
 find_program(PG_CLI_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+pg_require_test_dependency("${PG_CLI_PYTHON}" "no /usr/bin/python3: the CLI scenario tests (cli_export_import_round_trip, cli_train_recipe, ...) are not registered and the JSON check is CMake's only")
 # pg_cli_test(NAME EXPECT_RC KEYS ARGS [EXPECT]): runs phonegpt ARGS ("a|b|c"), wants the exit
 # code and (if KEYS is not "-") one JSON object on stdout with those keys ("k1|k2") and values
 # (EXPECT: "k1=v1|k2=v2").

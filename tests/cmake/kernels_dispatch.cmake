@@ -11,6 +11,9 @@ set_tests_properties(kernels_env_reference PROPERTIES
   ENVIRONMENT "PG_KERNELS=reference;PG_EXPECT_ARCH=reference")
 
 find_program(PG_QEMU_X86_64 qemu-x86_64)
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64" AND NOT CMAKE_CROSSCOMPILING AND NOT PG_SANITIZE)
+  pg_require_test_dependency("${PG_QEMU_X86_64}" "no qemu-x86_64: kernels_dispatch_fma3_avx2 and kernels_dispatch_sse2 are not registered")
+endif()
 if(PG_QEMU_X86_64 AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64" AND NOT CMAKE_CROSSCOMPILING
    AND NOT PG_SANITIZE)
   add_test(NAME kernels_dispatch_fma3_avx2
@@ -29,6 +32,7 @@ endif()
 # kernels_aarch64_env_neon64 checks PG_KERNELS still selects the xsimd table by name.
 if(CMAKE_CROSSCOMPILING AND CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64" AND NOT PG_SANITIZE)
   find_program(PG_QEMU_AARCH64 qemu-aarch64)
+  pg_require_test_dependency("${PG_QEMU_AARCH64}" "no qemu-aarch64: the kernels_aarch64_* tests are not registered")
   if(PG_QEMU_AARCH64)
     set(PG_AARCH64_FEATURES_cortex-a53 "PG_EXPECT_FEATURES=asimd"
         "PG_EXPECT_NO_FEATURES=fphp asimdhp(fp16) asimddp(dotprod) sve i8mm bf16")

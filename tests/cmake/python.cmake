@@ -10,6 +10,7 @@ if(PG_BUILD_PYTHON AND NOT CMAKE_CROSSCOMPILING)
     "PG_DATA_PATH=${PG_DATA_PATH}"
     "PG_TEST_TMPDIR=${CMAKE_CURRENT_BINARY_DIR}/tmp"
     "PG_SOURCE_DIR=${PROJECT_SOURCE_DIR}"
+    "PG_REQUIRE_ALL_TESTS=${PG_TEST_REQUIRE_ALL}"
     "PHONEGPT_LIB=$<TARGET_FILE:phonegpt>"
     # two threads for torch and the library: the machine has 2 cores shared by everyone
     "OMP_NUM_THREADS=1" "OPENBLAS_NUM_THREADS=1")

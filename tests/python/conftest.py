@@ -13,6 +13,17 @@ if _pydir:
 import phonegpt  # noqa: E402
 
 
+REQUIRE_ALL = os.environ.get("PG_REQUIRE_ALL_TESTS") == "1"
+
+
+def skip_or_fail(reason):
+    """Skips the calling test, saying why; fails it when every test is required
+    (PG_REQUIRE_ALL_TESTS, which scripts/test.sh sets): there a skip would be a pass."""
+    if REQUIRE_ALL:
+        pytest.fail(f"{reason} (PG_REQUIRE_ALL_TESTS: every test must run)")
+    pytest.skip(reason)
+
+
 def data_path():
     """Tiny Shakespeare, or None when absent (tests that need it skip, saying so)."""
     p = os.environ.get("PG_DATA_PATH")
@@ -26,7 +37,7 @@ def data_path():
 def shakespeare():
     p = data_path()
     if p is None:
-        pytest.skip("Tiny Shakespeare not found (set PG_DATA_PATH)")
+        skip_or_fail("Tiny Shakespeare not found (set PG_DATA_PATH)")
     with open(p, encoding="utf-8") as f:
         return f.read()
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import phonegpt
-from conftest import randomize
+from conftest import randomize, skip_or_fail
 
 TEXT = ("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n"
         "First Citizen:\nYou are all resolved rather to die than to famish?\n") * 12
@@ -44,7 +44,7 @@ def checkpoint(tmp_path):
 def cli():
     exe = os.environ.get("PHONEGPT_CLI")
     if not exe or not os.path.exists(exe):
-        pytest.skip("the phonegpt CLI is not built (PHONEGPT_CLI unset)")
+        skip_or_fail("the phonegpt CLI is not built (PHONEGPT_CLI unset)")
     return exe
 
 

@@ -164,11 +164,38 @@ std::vector<uint8_t> zstd_without_size(const std::vector<uint8_t>& data) {
     return out;
 }
 
+// A zstd frame of `data` with the content size and checksum declared, as the writer makes it,
+// but a window of 2^window_log bytes (small windows force a window descriptor in the header).
+std::vector<uint8_t> zstd_frame(const std::vector<uint8_t>& data, int window_log) {
+    ZSTD_CCtx* cctx = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1);
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_windowLog, window_log);
+    std::vector<uint8_t> out(ZSTD_compressBound(data.size()));
+    const std::size_t n = ZSTD_compress2(cctx, out.data(), out.size(), data.data(), data.size());
+    ZSTD_freeCCtx(cctx);
+    REQUIRE(!ZSTD_isError(n));
+    out.resize(n);
+    return out;
+}
+
+// The data region of `base` recompressed into one frame whose header asks for a 2^25-byte
+// window (above the reader's 2^24 limit): the window descriptor byte after the frame header
+// descriptor, exponent 15 = log 10 + 15.
+std::vector<uint8_t> zstd_window_too_large(const std::vector<uint8_t>& raw_data) {
+    std::vector<uint8_t> frame = zstd_frame(raw_data, 10);
+    REQUIRE(raw_data.size() > 1024);  // so the frame is not single-segment and has a window byte
+    REQUIRE((frame[4] & 0x20) == 0);  // Single_Segment_flag clear
+    frame[5] = uint8_t(15 << 3);
+    return frame;
+}
+
 struct BadFile {
     const char* name;
     pg_status status;
     const char* message;  // a fragment the message must contain
     std::function<std::vector<uint8_t>()> build;
+    bool resume = false;  // loaded with pg_trainer_resume instead of pg_model_load
 };
 
 }  // namespace
@@ -298,18 +325,49 @@ TEST_CASE("corruption matrix: each hand-built bad checkpoint gives its exact sta
              f.flags = 1;
              f.data = zstd_without_size(f.data);
          })},
+        // Hostile demands: sizes that overflow, decoder memory and training resources above
+        // the stated limits, each refused before anything is allocated for it.
+        {"1-D shape of 2^62 elements (byte count overflows)", PG_ERR_FORMAT, "size overflows 64 bits",
+         table_edit(good, [](auto& t) { t[2].shape = {uint64_t(1) << 62}; })},
+        {"zstd: window above the decoder's limit", PG_ERR_FORMAT, "too much memory",
+         edit(good, [](File& f) {
+             f.flags = 1;
+             f.data = zstd_window_too_large(f.data);
+         })},
+        {"zstd: content checksum mismatch", PG_ERR_CHECKSUM, "checksum",
+         edit(good, [](File& f) {
+             f.flags = 1;
+             f.data = zstd_frame(f.data, 20);
+             f.data.back() ^= 0x5A;  // the last 4 bytes are the frame's content checksum
+         })},
+        {"training state: batch 65,536 x accumulation 65,536", PG_ERR_FORMAT,
+         "65536 x 8 = 524288 tokens per micro-batch is above the limit of 65536",
+         edit(good_state, [](File& f) {
+             poke<int32_t>(f.section("TRAN").payload, 48, 65536);  // batch_size
+             poke<int32_t>(f.section("TRAN").payload, 56, 65536);  // grad_accum_steps
+         }), true},
+        {"training state: batch 65,536 (model-only load reads the header too)", PG_ERR_FORMAT,
+         "tokens per micro-batch is above the limit",
+         edit(good_state, [](File& f) { poke<int32_t>(f.section("TRAN").payload, 48, 65536); })},
+        {"training state: seq_len above n_ctx", PG_ERR_FORMAT, "seq_len = 65536 is above the model's n_ctx",
+         edit(good_state, [](File& f) { poke<int32_t>(f.section("TRAN").payload, 52, 65536); }), true},
+        {"training state: 1,025 threads", PG_ERR_FORMAT, "n_threads",
+         edit(good_state, [](File& f) { poke<int32_t>(f.section("TRAN").payload, 120, 1025); }), true},
     };
-    REQUIRE(matrix.size() >= 25);
+    // Pinned: a case lost in a merge or an edit fails here instead of silently shrinking the matrix.
+    REQUIRE(matrix.size() == 65);
     const std::string path = scratch_path("matrix.pgck");
     int checked = 0;
     for (const BadFile& t : matrix) {
         INFO("case: " << t.name);
         write_bytes(path, t.build());
         pg_model* out = reinterpret_cast<pg_model*>(&checked);
-        const pg_status s = pg_model_load(path.c_str(), &out);
+        pg_trainer* trainer = reinterpret_cast<pg_trainer*>(&checked);
+        const pg_status s = t.resume ? pg_trainer_resume(path.c_str(), &out, &trainer) : pg_model_load(path.c_str(), &out);
         CHECK(pg_status_name(s) == std::string(pg_status_name(t.status)));
         CHECK_THAT(pg_last_error(), Catch::Contains(t.message));
         CHECK(out == nullptr);
+        if (t.resume) CHECK(trainer == nullptr);
         ++checked;
     }
     WARN("corruption matrix: " << checked << " named bad files, each with its exact status");
@@ -376,4 +434,45 @@ TEST_CASE("every truncation and every single-byte flip: a clean error or the ide
         WARN("sweep " << v.name << " (" << v.bytes.size() << " bytes): " << errors << " clean errors, " << identical
                       << " flips loaded the identical model");
     }
+}
+
+TEST_CASE("hostile but valid: a training state asking for 1,024 threads resumes with exactly them",
+          "[io][checkpoint][corruption]") {
+    auto model = make_model(small_config(), 5);
+    pg::TrainerState state = make_state(*model, 3);
+    state.config.n_threads = 1024;  // the documented limit: accepted, and honoured
+    const std::string path = scratch_path("threads.pgck");
+    write_bytes(path, encode(*model, &state, 0));
+    pg_model* m = nullptr;
+    pg_trainer* t = nullptr;
+    REQUIRE(pg_trainer_resume(path.c_str(), &m, &t) == PG_OK);
+    pg_train_config c;
+    pg_train_config_default(&c);
+    REQUIRE(pg_trainer_get_config(t, &c) == PG_OK);
+    CHECK(c.n_threads == 1024);
+    pg_trainer_free(t);
+    pg_model_free(m);
+}
+
+TEST_CASE("a caller's batch above 65,536 tokens is refused before anything is allocated", "[train][corruption]") {
+    pg_model_config mc;
+    REQUIRE(pg_model_config_preset("tiny", &mc) == PG_OK);
+    pg_model* m = nullptr;
+    REQUIRE(pg_model_create(&mc, 1, &m) == PG_OK);
+    pg_train_config tc;
+    pg_train_config_default(&tc);
+    tc.batch_size = 4097;  // x n_ctx 16 = 65,552 tokens
+    pg_trainer* t = nullptr;
+    CHECK(pg_trainer_create(m, &tc, &t) == PG_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(pg_last_error(), Catch::Contains("4097 x 16 = 65552 tokens per micro-batch is above the limit of 65536"));
+    tc.batch_size = 4096;  // exactly the limit
+    REQUIRE(pg_trainer_create(m, &tc, &t) == PG_OK);
+    const std::vector<int32_t> tokens(std::size_t(4097) * 16, 1);
+    CHECK(pg_trainer_step_batch(t, tokens.data(), tokens.data(), 4097, 16, nullptr) == PG_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(pg_trainer_last_error(t), Catch::Contains("above the limit of 65536"));
+    int64_t steps = -1;
+    CHECK(pg_trainer_step_count(t, &steps) == PG_OK);
+    CHECK(steps == 0);
+    pg_trainer_free(t);
+    pg_model_free(m);
 }

@@ -7,7 +7,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <string>
@@ -16,8 +18,10 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "eval/evaluate.hpp"
+#include "io/checkpoint.hpp"
 #include "model/model.hpp"
 #include "model/params.hpp"
+#include "test_support.hpp"
 #include "train/trainer.hpp"
 
 namespace {
@@ -191,4 +195,121 @@ TEST_CASE("the C API reports divergence with PG_ERR_NOT_FINITE and leaves the re
     CHECK(er.n_scored == 5);
     pg_trainer_free(trainer);
     pg_model_free(model);
+}
+
+namespace {
+
+std::string scratch(const std::string& name) { return pg_test::tmp_dir() + "/divergence_" + name; }
+
+std::vector<uint8_t> file_bytes(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+void put_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+}
+
+// An llm.c fp32 file (version 3) rewritten as bf16 (version 5): the top half of every float.
+std::vector<uint8_t> llmc_as_bf16(const std::vector<uint8_t>& fp32) {
+    std::vector<uint8_t> out(fp32.begin(), fp32.begin() + 1024);
+    const int32_t version = 5;
+    std::memcpy(out.data() + 4, &version, 4);
+    for (std::size_t i = 1024; i + 4 <= fp32.size(); i += 4) {
+        uint32_t bits;
+        std::memcpy(&bits, fp32.data() + i, 4);
+        const uint16_t top = uint16_t(bits >> 16);
+        out.push_back(uint8_t(top & 0xFF));
+        out.push_back(uint8_t(top >> 8));
+    }
+    return out;
+}
+
+// Loads `path` in `format` (0 = native model, 1 = native trainer, else pg_interop_format).
+pg_status load_as(int format, const std::string& path) {
+    pg_model* m = nullptr;
+    pg_trainer* t = nullptr;
+    const pg_status s = format == 0   ? pg_model_load(path.c_str(), &m)
+                        : format == 1 ? pg_trainer_resume(path.c_str(), &m, &t)
+                                      : pg_model_import(pg_interop_format(format - 1), path.c_str(), &m);
+    pg_trainer_free(t);
+    pg_model_free(m);
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("every loader refuses NaN or infinite weights with PG_ERR_NOT_FINITE naming the tensor",
+          "[io][divergence]") {
+    const float poisons[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                             -std::numeric_limits<float>::infinity()};
+    for (float poison : poisons) {
+        for (bool poisoned : {false, true}) {
+            INFO("poison " << poison << (poisoned ? "" : " (control: not poisoned)"));
+            pg_model_config mc;
+            REQUIRE(pg_model_config_preset("tiny", &mc) == PG_OK);
+            pg_model* model = nullptr;
+            REQUIRE(pg_model_create(&mc, 3, &model) == PG_OK);
+            pg_train_config tc;
+            pg_train_config_default(&tc);
+            pg_trainer* trainer = nullptr;
+            REQUIRE(pg_trainer_create(model, &tc, &trainer) == PG_OK);
+            int32_t index = -1;
+            REQUIRE(pg_model_find_tensor(model, "h.1.mlp.c_fc.weight", &index) == PG_OK);
+            float* w = nullptr;
+            REQUIRE(pg_model_tensor_data_mutable(model, index, &w) == PG_OK);
+            if (poisoned) w[37] = poison;
+
+            pg_save_options zstd;
+            pg_save_options_default(&zstd);
+            zstd.compression_level = 3;
+            REQUIRE(pg_model_save(model, scratch("model.pgck").c_str(), nullptr) == PG_OK);
+            REQUIRE(pg_model_save(model, scratch("model_zstd.pgck").c_str(), &zstd) == PG_OK);
+            REQUIRE(pg_trainer_save(trainer, scratch("trainer.pgck").c_str(), nullptr) == PG_OK);
+            REQUIRE(pg_model_export(model, PG_FORMAT_LLMC, scratch("model.llmc").c_str()) == PG_OK);
+            put_bytes(scratch("model_bf16.llmc"), llmc_as_bf16(file_bytes(scratch("model.llmc"))));
+            REQUIRE(pg_model_export(model, PG_FORMAT_SAFETENSORS, scratch("model.safetensors").c_str()) == PG_OK);
+            const struct {
+                const char* file;
+                int format;
+            } loads[] = {{"model.pgck", 0},     {"model_zstd.pgck", 0},      {"trainer.pgck", 1},
+                         {"model.llmc", 1 + PG_FORMAT_LLMC}, {"model_bf16.llmc", 1 + PG_FORMAT_LLMC},
+                         {"model.safetensors", 1 + PG_FORMAT_SAFETENSORS}};
+            for (const auto& l : loads) {
+                INFO(l.file << ": " << pg_last_error());
+                const pg_status s = load_as(l.format, scratch(l.file));
+                if (!poisoned) {
+                    CHECK(s == PG_OK);
+                    continue;
+                }
+                CHECK(s == PG_ERR_NOT_FINITE);
+                CHECK_THAT(pg_last_error(), Catch::Contains("tensor \"h.1.mlp.c_fc.weight\" element"));
+                CHECK_THAT(pg_last_error(), Catch::Contains(l.file));
+            }
+            pg_trainer_free(trainer);
+            pg_model_free(model);
+        }
+    }
+}
+
+TEST_CASE("resume refuses non-finite AdamW moments with PG_ERR_NOT_FINITE", "[io][divergence]") {
+    auto model = tiny_model(8);
+    pg::TrainConfig c = divergence_config();
+    pg::Trainer trainer(*model, c);
+    for (int which = 0; which < 2; ++which) {
+        pg::TrainerState state = trainer.state();
+        (which == 0 ? state.adam_m : state.adam_v)[100] = std::numeric_limits<float>::quiet_NaN();
+        const std::string path = scratch("moments.pgck");
+        pg::io::save_checkpoint(*model, &state, 0, path);
+        pg_model* m = nullptr;
+        pg_trainer* t = nullptr;
+        CHECK(pg_trainer_resume(path.c_str(), &m, &t) == PG_ERR_NOT_FINITE);
+        CHECK_THAT(pg_last_error(), Catch::Contains(which == 0 ? "AdamW first moment element 100"
+                                                               : "AdamW second moment element 100"));
+        CHECK(m == nullptr);
+        CHECK(t == nullptr);
+        // The trainer's own check, for states that do not come from a file.
+        CHECK(status_of([&] { pg::Trainer again(*model, state); }) == PG_ERR_NOT_FINITE);
+    }
 }
