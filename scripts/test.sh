@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 scripts/setup.sh
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPG_REQUIRE_TOKENIZER_PEERS=ON
 cmake --build "$build" -j"$(nproc)"
 
 # --- libFuzzer smoke (owner: io) ----------------------------------------------------------------
