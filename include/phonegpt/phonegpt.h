@@ -174,10 +174,12 @@ PG_API pg_status pg_tokenizer_write_file(pg_tokenizer* tok, pg_tokenizer_file fi
                                          size_t capacity, size_t* len);
 
 typedef struct pg_encode_options {
-    uint32_t struct_size;           /* sizeof(pg_encode_options) */
-    int32_t allow_all_special;      /* non-zero: every special token is recognised (default 0) */
-    const int32_t* allowed_special; /* ids of the special tokens recognised in the text */
-    size_t n_allowed_special;       /* (an id that is no special token is PG_ERR_INVALID_ARGUMENT) */
+    uint32_t struct_size;                /* sizeof(pg_encode_options) */
+    int32_t allow_all_special;           /* 1: every special token is recognised (default 0) */
+    const char* const* allowed_special;  /* texts of the special tokens recognised, e.g.
+                                            "<|endoftext|>" (one that is no special token of the
+                                            tokenizer is PG_ERR_INVALID_ARGUMENT) */
+    int32_t n_allowed_special;
 } pg_encode_options;
 PG_API void pg_encode_options_default(pg_encode_options* opts);
 /* pg_tokenizer_encode with options (NULL = defaults = pg_tokenizer_encode). Recognised special

@@ -223,15 +223,25 @@ pg_status pg_tokenizer_encode_with(pg_tokenizer* tok, const char* text, size_t l
         pg_encode_options o;
         pg_encode_options_default(&o);
         pg::read_options(opts, &o, fn);
-        require_buffer(o.allowed_special, o.n_allowed_special, fn, "allowed_special is NULL but n_allowed_special is not 0");
+        pg::require_arg(o.n_allowed_special >= 0, fn, "n_allowed_special is negative");
+        require_buffer(o.allowed_special, std::size_t(o.n_allowed_special), fn,
+                       "allowed_special is NULL but n_allowed_special is not 0");
         std::vector<int32_t> encoded;
         const bool specials = o.allow_all_special != 0 || o.n_allowed_special > 0;
         if (specials) {
             const auto* bpe = dynamic_cast<const pg::BpeTokenizer*>(tok->impl.get());
             pg::require_arg(bpe != nullptr, fn, "special tokens are asked for but the tokenizer has none (not BPE)");
-            encoded = bpe->encode_with_special(std::string_view(text, len),
-                                               std::vector<int32_t>(o.allowed_special, o.allowed_special + o.n_allowed_special),
-                                               o.allow_all_special != 0);
+            std::vector<int32_t> allowed;
+            for (int32_t i = 0; i < o.n_allowed_special; ++i) {
+                const char* name = o.allowed_special[i];
+                pg::require_arg(name != nullptr, fn, "allowed_special has a NULL entry");
+                const int32_t id = bpe->special_id(name);
+                if (id < 0)
+                    throw pg::Error(PG_ERR_INVALID_ARGUMENT, std::string(fn) + ": allowed_special[" + std::to_string(i) +
+                                                                 "] \"" + name + "\" is not a special token of this tokenizer");
+                allowed.push_back(id);
+            }
+            encoded = bpe->encode_with_special(std::string_view(text, len), allowed, o.allow_all_special != 0);
         } else {
             encoded = tok->impl->encode(std::string_view(text, len));
         }

@@ -189,7 +189,8 @@ TEST_CASE("special tokens are ordinary text unless allowed", "[bpe][capi]") {
     CHECK(std::find(ids, ids + n, eot) == ids + n);
     pg_encode_options o;
     pg_encode_options_default(&o);
-    o.allowed_special = &eot;
+    const char* allowed[] = {"<|endoftext|>"};
+    o.allowed_special = allowed;
     o.n_allowed_special = 1;
     REQUIRE(pg_tokenizer_encode_with(tok, text.data(), text.size(), &o, ids, 64, &n) == PG_OK);
     const std::vector<int32_t> got(ids, ids + n);
@@ -198,9 +199,10 @@ TEST_CASE("special tokens are ordinary text unless allowed", "[bpe][capi]") {
     CHECK(pg_tokenizer_special_id(tok, "<|endoftext|>", &id) == PG_OK);
     CHECK(id == eot);
     CHECK(pg_tokenizer_special_id(tok, "<|nope|>", &id) == PG_ERR_INVALID_ARGUMENT);
-    const int32_t not_special = 5;
-    o.allowed_special = &not_special;
+    const char* not_special[] = {"the"};
+    o.allowed_special = not_special;
     CHECK(pg_tokenizer_encode_with(tok, text.data(), text.size(), &o, ids, 64, &n) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(contains(pg_tokenizer_last_error(tok), "\"the\" is not a special token"));
     pg_tokenizer_kind kind;
     CHECK(pg_tokenizer_kind_of(tok, &kind) == PG_OK);
     CHECK(kind == PG_TOKENIZER_BPE);
