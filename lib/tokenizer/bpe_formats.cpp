@@ -153,6 +153,23 @@ std::vector<Token> specials_of(const Encoding& e) {
     return out;
 }
 
+// A vocabulary object of byte-level-alphabet strings to ids (encoder.json, model.vocab).
+void read_alphabet_vocab(const io::JsonValue& obj, const std::string& where, std::vector<Token>* vocab,
+                         std::unordered_map<std::string, int32_t>* id_of) {
+    for (const auto& [key, value] : obj.as_object(where)) {
+        const uint64_t id = value.as_u64(where + " entry " + quote_line(key));
+        require(id < BpeTokenizer::kMaxVocab, PG_ERR_FORMAT,
+                where + " entry " + quote_line(key) + " has id " + std::to_string(id) + ", over the largest id " +
+                    std::to_string(BpeTokenizer::kMaxVocab - 1));
+        Token t;
+        t.id = int32_t(id);
+        require(from_alphabet(key, &t.bytes) && !t.bytes.empty(), PG_ERR_FORMAT,
+                where + " entry " + quote_line(key) + " has a character outside the byte-level alphabet");
+        (*id_of)[key] = t.id;
+        vocab->push_back(std::move(t));
+    }
+}
+
 }  // namespace
 
 uint32_t byte_to_unicode(uint8_t b) { return byte_alphabet()[b]; }
@@ -240,18 +257,7 @@ std::unique_ptr<BpeTokenizer> load_gpt2(std::string_view encoder_json, std::stri
     const io::JsonValue enc = io::parse_json(encoder_json.data(), encoder_json.size(), "encoder.json");
     std::vector<Token> vocab;
     std::unordered_map<std::string, int32_t> id_of;
-    for (const auto& [key, value] : enc.as_object("encoder.json")) {
-        const uint64_t id = value.as_u64("encoder.json entry " + quote_line(key));
-        require(id < BpeTokenizer::kMaxVocab, PG_ERR_FORMAT,
-                "encoder.json entry " + quote_line(key) + " has id " + std::to_string(id) + ", over the largest id " +
-                    std::to_string(BpeTokenizer::kMaxVocab - 1));
-        Token t;
-        t.id = int32_t(id);
-        require(from_alphabet(key, &t.bytes) && !t.bytes.empty(), PG_ERR_FORMAT,
-                "encoder.json entry " + quote_line(key) + " has a character outside GPT-2's byte-to-unicode alphabet");
-        id_of[key] = t.id;
-        vocab.push_back(std::move(t));
-    }
+    read_alphabet_vocab(enc, "encoder.json", &vocab, &id_of);
     std::vector<Merge> merges;
     std::size_t line_no = 0;
     for (std::size_t pos = 0; pos < vocab_bpe.size();) {
@@ -396,18 +402,7 @@ std::unique_ptr<BpeTokenizer> load_hf(std::string_view json) {
 
     std::vector<Token> vocab;
     std::unordered_map<std::string, int32_t> id_of;
-    for (const auto& [key, value] : member(model, "vocab", "model").as_object("tokenizer.json: model.vocab")) {
-        const uint64_t id = value.as_u64("tokenizer.json: model.vocab entry " + quote_line(key));
-        require(id < BpeTokenizer::kMaxVocab, PG_ERR_FORMAT,
-                "tokenizer.json: model.vocab entry " + quote_line(key) + " has id " + std::to_string(id) +
-                    ", over the largest id " + std::to_string(BpeTokenizer::kMaxVocab - 1));
-        Token t;
-        t.id = int32_t(id);
-        require(from_alphabet(key, &t.bytes) && !t.bytes.empty(), PG_ERR_FORMAT,
-                "tokenizer.json: model.vocab entry " + quote_line(key) + " has a character outside the byte-level alphabet");
-        id_of[key] = t.id;
-        vocab.push_back(std::move(t));
-    }
+    read_alphabet_vocab(member(model, "vocab", "model"), "tokenizer.json: model.vocab", &vocab, &id_of);
     std::vector<Merge> merges;
     const auto& list = member(model, "merges", "model").as_array("tokenizer.json: model.merges");
     merges.reserve(list.size());

@@ -114,6 +114,29 @@ std::size_t with_contraction(const Text& t, std::size_t end) {
     return c ? c : end;
 }
 
+// \p{N}{1,3} at the number character i.
+std::size_t up_to_three_numbers(const Text& t, std::size_t i) {
+    std::size_t j = i;
+    for (int k = 0; k < 3 && j < t.n; ++k) {
+        const Char d = t.at(j);
+        if (!is_number(d.cls)) break;
+        j += d.len;
+    }
+    return j;
+}
+
+// ' ?[^\s\p{L}\p{N}]+' followed by a run of `tail` characters (cl100k: [\r\n]*, o200k:
+// [\r\n/]*) at i, or 0 when it does not match there.
+template <class Tail>
+std::size_t other_run(const Text& t, std::size_t i, const Char& c, Tail tail) {
+    std::size_t start;
+    if (is_other(c.cls)) start = i;
+    else if (c.cp == ' ' && i + 1 < t.n && is_other(t.at(i + 1).cls)) start = i + 1;
+    else return 0;
+    const std::size_t j = run_end(t, start, [](const Char& x) { return is_other(x.cls); });
+    return run_end(t, j, tail);
+}
+
 }  // namespace
 
 const char* pattern_regex(Pattern p) {
@@ -176,23 +199,8 @@ std::size_t next_piece_cl100k(const unsigned char* text, std::size_t n, std::siz
     // [^\r\n\p{L}\p{N}]?\p{L}+ with the optional character present
     if (!is_newline(c.cp) && !is_number(c.cls) && i + c.len < n && is_letter(t.at(i + c.len).cls))
         return run_end(t, i + c.len, letter);
-    if (is_number(c.cls)) {  // \p{N}{1,3}
-        std::size_t j = i;
-        for (int k = 0; k < 3 && j < n; ++k) {
-            const Char d = t.at(j);
-            if (!is_number(d.cls)) break;
-            j += d.len;
-        }
-        return j;
-    }
-    // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
-    std::size_t start = n;
-    if (is_other(c.cls)) start = i;
-    else if (c.cp == ' ' && i + 1 < n && is_other(t.at(i + 1).cls)) start = i + 1;
-    if (start != n) {
-        const std::size_t j = run_end(t, start, [](const Char& x) { return is_other(x.cls); });
-        return run_end(t, j, [](const Char& x) { return is_newline(x.cp); });
-    }
+    if (is_number(c.cls)) return up_to_three_numbers(t, i);
+    if (const std::size_t e = other_run(t, i, c, [](const Char& x) { return is_newline(x.cp); })) return e;
     return newline_space(t, i);
 }
 
@@ -208,23 +216,9 @@ std::size_t next_piece_o200k(const unsigned char* text, std::size_t n, std::size
     if (optional_prefix && after_prefix < n)
         if (const std::size_t e = o200k_upper_word(t, after_prefix)) return with_contraction(t, e);
     if (const std::size_t e = o200k_upper_word(t, i)) return with_contraction(t, e);
-    if (is_number(c.cls)) {  // \p{N}{1,3}
-        std::size_t j = i;
-        for (int k = 0; k < 3 && j < n; ++k) {
-            const Char d = t.at(j);
-            if (!is_number(d.cls)) break;
-            j += d.len;
-        }
-        return j;
-    }
-    // ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
-    std::size_t start = n;
-    if (is_other(c.cls)) start = i;
-    else if (c.cp == ' ' && i + 1 < n && is_other(t.at(i + 1).cls)) start = i + 1;
-    if (start != n) {
-        const std::size_t j = run_end(t, start, [](const Char& x) { return is_other(x.cls); });
-        return run_end(t, j, [](const Char& x) { return is_newline(x.cp) || x.cp == '/'; });
-    }
+    if (is_number(c.cls)) return up_to_three_numbers(t, i);
+    if (const std::size_t e = other_run(t, i, c, [](const Char& x) { return is_newline(x.cp) || x.cp == '/'; }))
+        return e;
     return newline_space(t, i);
 }
 

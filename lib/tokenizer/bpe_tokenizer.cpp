@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <queue>
+#include <functional>
 
 #include "core/error.hpp"
 #include "tokenizer/tokenizer_format.hpp"
@@ -319,45 +319,88 @@ void BpeTokenizer::merge_small(const unsigned char* p, std::size_t n, std::vecto
     out.insert(out.end(), ids, ids + m);
 }
 
-// The same rule for long pieces: a doubly linked list of parts and a min-heap of candidate
-// merges ordered by (priority, position); entries made stale by a merge are skipped when popped.
+// The same rule for long pieces, in two phases over a doubly linked list of parts.
+// Sweeps first: with p the lowest priority present, one pass left to right merges every pair
+// of priority p. That is exactly what merging the leftmost lowest pair one at a time does, as
+// long as no merge makes a pair of priority <= p (then that pair would go first): a merge
+// that does switches to the heap phase from the state reached, as does a 65th sweep (pieces
+// that need many distinct merges). The heap phase: a min-heap of 64-bit keys (priority << 32 |
+// position, so ties go to the leftmost); a popped key is checked against the pair now at its
+// position and skipped if stale. A 1 MB run of one character takes a handful of sweeps.
 void BpeTokenizer::merge_large(const unsigned char* p, std::size_t n, std::vector<int32_t>& out) const {
-    struct Candidate {
-        uint32_t priority;
-        uint32_t pos;
-        int32_t left, right, result;
-        bool operator>(const Candidate& o) const {
-            return priority != o.priority ? priority > o.priority : pos > o.pos;
-        }
+    constexpr int kMaxSweeps = 64;
+    std::vector<int32_t> id(n), next(n), prev(n), result(n);
+    std::vector<uint32_t> pri(n);
+    const auto rank_pair = [&](int32_t i) {
+        const std::size_t u = std::size_t(i);
+        if (next[u] < 0 || !pair_lookup(id[u], id[std::size_t(next[u])], &pri[u], &result[u])) pri[u] = kNoPriority;
     };
-    std::vector<int32_t> id(n), next(n), prev(n);
     for (std::size_t i = 0; i < n; ++i) {
         id[i] = byte_token_[p[i]];
         next[i] = i + 1 < n ? int32_t(i + 1) : -1;
         prev[i] = int32_t(i) - 1;
     }
-    std::vector<Candidate> storage;
-    storage.reserve(n);
-    std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap(std::greater<Candidate>(),
-                                                                                         std::move(storage));
-    const auto push = [&](int32_t i) {
-        if (i < 0 || next[std::size_t(i)] < 0) return;
-        Candidate c{0, uint32_t(i), id[std::size_t(i)], id[std::size_t(next[std::size_t(i)])], 0};
-        if (pair_lookup(c.left, c.right, &c.priority, &c.result)) heap.push(c);
-    };
-    for (std::size_t i = 0; i + 1 < n; ++i) push(int32_t(i));
-    while (!heap.empty()) {
-        const Candidate c = heap.top();
-        heap.pop();
-        const std::size_t i = c.pos;
-        if (id[i] != c.left || next[i] < 0 || id[std::size_t(next[i])] != c.right) continue;  // stale
+    uint32_t lowest = kNoPriority;
+    for (std::size_t i = 0; i < n; ++i) {
+        rank_pair(int32_t(i));
+        lowest = std::min(lowest, pri[i]);
+    }
+    const auto merge_at = [&](std::size_t i) {  // node i absorbs its right neighbour
         const int32_t j = next[i];
-        id[i] = c.result;
-        id[std::size_t(j)] = -1;  // removed
+        id[i] = result[i];
+        id[std::size_t(j)] = -1;
         next[i] = next[std::size_t(j)];
         if (next[i] >= 0) prev[std::size_t(next[i])] = int32_t(i);
-        push(prev[i]);
-        push(int32_t(i));
+        if (prev[i] >= 0) rank_pair(prev[i]);
+        rank_pair(int32_t(i));
+    };
+    bool use_heap = false;
+    for (int sweep = 0; lowest != kNoPriority && !use_heap; ++sweep) {
+        if (sweep == kMaxSweeps) {
+            use_heap = true;
+            break;
+        }
+        const uint32_t target = lowest;
+        lowest = kNoPriority;  // the lowest priority left after this sweep (a stale low value only costs an empty sweep)
+        for (int32_t i = 0; i >= 0; i = next[std::size_t(i)]) {
+            const std::size_t u = std::size_t(i);
+            if (pri[u] == target) {
+                merge_at(u);
+                const uint32_t left = prev[u] >= 0 ? pri[std::size_t(prev[u])] : kNoPriority;
+                if (left <= target || pri[u] <= target) {
+                    use_heap = true;
+                    break;
+                }
+                lowest = std::min(lowest, left);
+            }
+            lowest = std::min(lowest, pri[u]);
+        }
+    }
+    if (use_heap) {
+        std::vector<uint64_t> heap;
+        heap.reserve(n);
+        const std::greater<uint64_t> later;  // std heaps are max-heaps: invert for the smallest key on top
+        const auto key = [&](int32_t i) { return (uint64_t(pri[std::size_t(i)]) << 32) | uint32_t(i); };
+        for (int32_t i = 0; i >= 0; i = next[std::size_t(i)])
+            if (pri[std::size_t(i)] != kNoPriority) heap.push_back(key(i));
+        std::make_heap(heap.begin(), heap.end(), later);
+        const auto push = [&](int32_t i) {
+            if (i >= 0 && pri[std::size_t(i)] != kNoPriority) {
+                heap.push_back(key(i));
+                std::push_heap(heap.begin(), heap.end(), later);
+            }
+        };
+        while (!heap.empty()) {
+            std::pop_heap(heap.begin(), heap.end(), later);
+            const uint64_t k = heap.back();
+            heap.pop_back();
+            const std::size_t i = uint32_t(k);
+            // pri[] always holds the current pair's priority: a key that disagrees is stale.
+            if (id[i] < 0 || pri[i] != uint32_t(k >> 32)) continue;
+            merge_at(i);
+            push(prev[i]);
+            push(int32_t(i));
+        }
     }
     for (int32_t i = 0; i >= 0; i = next[std::size_t(i)]) out.push_back(id[std::size_t(i)]);
 }

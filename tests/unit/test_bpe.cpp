@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -152,6 +153,30 @@ TEST_CASE("merges follow priority, never left to right, equal to the plain refer
         }
         INFO("piece " << piece);
         CHECK(t->encode(piece) == want);
+    }
+}
+
+TEST_CASE("long pieces: sweeps, the switch to the heap, and the reference agree", "[bpe]") {
+    // Merge 0 needs the result of merge 1, so merging "ab" makes a pair of lower priority:
+    // the sweeps must hand over to the heap. Merges over "x" make many sweeps.
+    std::vector<BpeTokenizer::Token> vocab;
+    for (int b = 0; b < 256; ++b) vocab.push_back({b, std::string(1, char(b))});
+    vocab.push_back({256, "abc"});
+    vocab.push_back({257, "ab"});
+    vocab.push_back({258, "xx"});
+    vocab.push_back({259, "xxxx"});
+    vocab.push_back({260, "xxxxxxxx"});
+    vocab.push_back({261, "cabc"});
+    std::vector<BpeTokenizer::Merge> merges = {{257, 'c'}, {'a', 'b'}, {'x', 'x'}, {258, 258}, {259, 259}, {'c', 256}};
+    auto t = BpeTokenizer::from_merges(Pattern::kGpt2, vocab, merges, {}, false, false);
+    std::mt19937 rng(3);
+    for (int trial = 0; trial < 120; ++trial) {
+        std::string piece;
+        const int n = 64 + int(rng() % 400);
+        const char* alphabet = trial % 2 ? "abc" : "xxxxxxxab";
+        for (int i = 0; i < n; ++i) piece.push_back(alphabet[rng() % std::strlen(alphabet)]);
+        INFO("piece " << piece);
+        CHECK(t->encode(piece) == reference_merge(*t, piece));
     }
 }
 
