@@ -21,6 +21,9 @@ packages=(
   # byte-level BPE: the Unicode data its class table is generated from
   # (scripts/gen_bpe_unicode_table.py), Node.js for the npm peers of its exactness tests
   unicode-data
+  # the Kotlin/JNI binding (default-jdk-headless gives /usr/lib/jvm/default-java, which CMake's
+  # FindJNI needs; Debian's coroutines jar needs atomicfu at run time)
+  kotlin junit4 openjdk-17-jdk-headless default-jdk-headless libkotlinx-coroutines-java libkotlinx-atomicfu-java
 )
 arm64_packages=(libzstd-dev:arm64 libxsimd-dev:arm64 libstdc++6:arm64)
 
