@@ -19,7 +19,7 @@ packages=(
   # sanitizer and fuzz builds
   clang-14 libclang-rt-14-dev
   # byte-level BPE: the Unicode data its class table is generated from
-  # (scripts/gen_bpe_unicode_table.py), Node.js for the npm peers of its exactness tests
+  # (scripts/gen_bpe_unicode_table.py)
   unicode-data
   # the Kotlin/JNI binding (default-jdk-headless gives /usr/lib/jvm/default-java, which CMake's
   # FindJNI needs; Debian's coroutines jar needs atomicfu at run time)
