@@ -18,6 +18,9 @@ packages=(
   qemu-user g++-aarch64-linux-gnu
   # sanitizer and fuzz builds
   clang-14 libclang-rt-14-dev
+  # byte-level BPE: the Unicode data its class table is generated from
+  # (scripts/gen_bpe_unicode_table.py)
+  unicode-data
   # the Kotlin/JNI binding (default-jdk-headless gives /usr/lib/jvm/default-java, which CMake's
   # FindJNI needs; Debian's coroutines jar needs atomicfu at run time)
   kotlin junit4 openjdk-17-jdk-headless default-jdk-headless libkotlinx-coroutines-java libkotlinx-atomicfu-java
@@ -61,4 +64,27 @@ if [ "$(dpkg --print-architecture)" = "amd64" ]; then
     apt_install $need || { $SUDO apt-get update -o DPkg::Lock::Timeout=600; apt_install $need; }
   fi
 fi
+# --- npm peers of the BPE tests (owner: bpe) ----------------------------------------------------
+# tiktoken, HF tokenizers and gpt-3-encoder from tests/npm/package-lock.json into the ignored
+# tests/npm/node_modules (npm ci: exactly the locked versions). Node.js comes from Debian
+# (nodejs, npm) unless a node is already installed. Skipped when the installed tree matches
+# the lock file.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  need=$(missing nodejs npm)
+  if [ -n "$need" ]; then
+    echo "setup: installing $need"
+    $SUDO apt-get update -o DPkg::Lock::Timeout=600
+    # shellcheck disable=SC2086
+    apt_install $need
+  fi
+fi
+npm_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/npm"
+npm_stamp="$npm_dir/node_modules/.phonegpt-lock.sha256"
+npm_want=$(sha256sum "$npm_dir/package-lock.json" | cut -d' ' -f1)
+if [ ! -f "$npm_stamp" ] || [ "$(cat "$npm_stamp")" != "$npm_want" ]; then
+  echo "setup: npm ci in tests/npm"
+  (cd "$npm_dir" && npm ci --no-audit --no-fund)
+  echo "$npm_want" > "$npm_stamp"
+fi
+# --- end of the npm peers ------------------------------------------------------------------------
 echo "setup: all packages present"

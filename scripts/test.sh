@@ -7,7 +7,7 @@ build=${1:-build}
 scripts/setup.sh
 # PG_REQUIRE_ALL_TESTS: a missing test dependency (python3, the data, qemu, ...) is a configure
 # error here and a test that would skip fails (tests/CMakeLists.txt); a partial build skips.
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPG_REQUIRE_ALL_TESTS=ON
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPG_REQUIRE_ALL_TESTS=ON -DPG_REQUIRE_TOKENIZER_PEERS=ON
 cmake --build "$build" -j"$(nproc)"
 
 # ctest's count may never drop silently: each suite must list at least the floor committed in

@@ -220,7 +220,7 @@ public:
     std::string kind() const {
         pg_tokenizer_kind k;
         check(pg_tokenizer_kind_of(get(), &k));
-        return k == PG_TOKENIZER_CHAR ? "char" : "kind" + std::to_string(int(k));
+        return k == PG_TOKENIZER_CHAR ? "char" : k == PG_TOKENIZER_BPE ? "bpe" : "kind" + std::to_string(int(k));
     }
     int vocab_size() const {
         int32_t v = 0;
@@ -260,6 +260,66 @@ public:
         std::string b = decode_bytes(ids);
         return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(b.data(), py::ssize_t(b.size()), "replace"));
     }
+
+    // ---- byte-level BPE (owner: bpe) ------------------------------------------------------
+    static Tokenizer from_tiktoken(const py::bytes& ranks, const std::string& encoding) {
+        const std::string r = ranks;
+        pg_tokenizer* t = nullptr;
+        call_nogil([&] { return pg_tokenizer_create_tiktoken(r.data(), r.size(), encoding.c_str(), &t); });
+        return Tokenizer(own_tokenizer(t));
+    }
+    static Tokenizer from_gpt2(const py::bytes& encoder_json, const py::bytes& vocab_bpe) {
+        const std::string e = encoder_json, v = vocab_bpe;
+        pg_tokenizer* t = nullptr;
+        call_nogil([&] { return pg_tokenizer_create_gpt2(e.data(), e.size(), v.data(), v.size(), &t); });
+        return Tokenizer(own_tokenizer(t));
+    }
+    static Tokenizer from_hf(const std::string& tokenizer_json) {
+        pg_tokenizer* t = nullptr;
+        call_nogil([&] { return pg_tokenizer_create_hf(tokenizer_json.data(), tokenizer_json.size(), &t); });
+        return Tokenizer(own_tokenizer(t));
+    }
+    // text: str or bytes; allowed_special: "all" or a list of special-token texts.
+    py::array_t<int32_t> encode_special(const std::string& text, const py::object& allowed) const {
+        pg_tokenizer* t = get();
+        auto keep = p_;
+        pg_encode_options o;
+        pg_encode_options_default(&o);
+        std::vector<std::string> names;
+        if (py::isinstance<py::str>(allowed)) {
+            if (allowed.cast<std::string>() != "all") throw py::value_error("allowed_special is \"all\" or a list of texts");
+            o.allow_all_special = 1;
+        } else {
+            for (const auto& item : allowed) names.push_back(item.cast<std::string>());
+        }
+        std::vector<const char*> ptrs;
+        for (const auto& n : names) ptrs.push_back(n.c_str());
+        o.allowed_special = ptrs.data();
+        o.n_allowed_special = int32_t(ptrs.size());
+        std::vector<int32_t> ids(text.size() + 1);
+        size_t n = 0;
+        call_nogil([&] { return pg_tokenizer_encode_with(t, text.data(), text.size(), &o, ids.data(), ids.size(), &n); });
+        py::array_t<int32_t> out{py::ssize_t(n)};
+        if (n) std::memcpy(out.mutable_data(), ids.data(), n * sizeof(int32_t));
+        return out;
+    }
+    // file: "tiktoken", "gpt2_encoder", "gpt2_merges" or "hf_json".
+    py::bytes write_file(const std::string& file) const {
+        pg_tokenizer_file f;
+        if (file == "tiktoken") f = PG_TOKENIZER_FILE_TIKTOKEN;
+        else if (file == "gpt2_encoder") f = PG_TOKENIZER_FILE_GPT2_ENCODER;
+        else if (file == "gpt2_merges") f = PG_TOKENIZER_FILE_GPT2_MERGES;
+        else if (file == "hf_json") f = PG_TOKENIZER_FILE_HF_JSON;
+        else throw py::value_error("file is one of tiktoken, gpt2_encoder, gpt2_merges, hf_json");
+        pg_tokenizer* t = get();
+        size_t len = 0;
+        const pg_status s = pg_tokenizer_write_file(t, f, nullptr, 0, &len);
+        if (s != PG_ERR_BUFFER_TOO_SMALL) check(s);
+        std::string buf(len, '\0');
+        check(pg_tokenizer_write_file(t, f, buf.data(), buf.size(), &len));
+        return py::bytes(buf.data(), len);
+    }
+    // ---- end of byte-level BPE -------------------------------------------------------------
 
     py::bytes to_bytes() const {
         pg_tokenizer* t = get();
@@ -1095,7 +1155,7 @@ PYBIND11_MODULE(_phonegpt, m) {
     tok.def_static("char", &Tokenizer::from_text, py::arg("text"),
                    "A character tokenizer whose vocabulary is the sorted set of code points of text.")
         .def_static("from_bytes", &Tokenizer::from_bytes, py::arg("data"), "Restores a tokenizer from to_bytes().")
-        .def_property_readonly("kind", &Tokenizer::kind, "'char' (byte-level BPE later).")
+        .def_property_readonly("kind", &Tokenizer::kind, "'char' or 'bpe'.")
         .def_property_readonly("vocab_size", &Tokenizer::vocab_size)
         .def("__len__", &Tokenizer::vocab_size)
         .def("encode", &Tokenizer::encode, py::arg("text"),
@@ -1103,6 +1163,18 @@ PYBIND11_MODULE(_phonegpt, m) {
         .def("decode", &Tokenizer::decode, py::arg("ids"), "Decodes ids to str.")
         .def("decode_bytes", &Tokenizer::decode_bytes, py::arg("ids"), "Decodes ids to UTF-8 bytes.")
         .def("to_bytes", &Tokenizer::to_bytes, "Serialises the tokenizer (kind, version, vocabulary).")
+        // byte-level BPE (owner: bpe)
+        .def_static("from_tiktoken", &Tokenizer::from_tiktoken, py::arg("ranks"), py::arg("encoding"),
+                    "Byte-level BPE from a .tiktoken rank file's bytes and an encoding name (gpt2, r50k_base,\n"
+                    "p50k_base, cl100k_base, o200k_base) or the regex of one of their pre-tokenizers.")
+        .def_static("from_gpt2", &Tokenizer::from_gpt2, py::arg("encoder_json"), py::arg("vocab_bpe"),
+                    "Byte-level BPE from GPT-2's encoder.json and vocab.bpe (bytes).")
+        .def_static("from_hf", &Tokenizer::from_hf, py::arg("tokenizer_json"),
+                    "Byte-level BPE from a Hugging Face tokenizer.json (str or bytes).")
+        .def("encode_special", &Tokenizer::encode_special, py::arg("text"), py::arg("allowed_special") = "all",
+             "Encodes text (str or bytes) recognising special tokens: \"all\" or a list of their texts.")
+        .def("write_file", &Tokenizer::write_file, py::arg("file"),
+             "A BPE tokenizer as file bytes: \"tiktoken\", \"gpt2_encoder\", \"gpt2_merges\" or \"hf_json\".")
         .def("__repr__", [](const Tokenizer& t) {
             if (t.closed()) return std::string("<phonegpt.Tokenizer closed>");
             return "<phonegpt.Tokenizer kind=" + t.kind() + " vocab_size=" + std::to_string(t.vocab_size()) + ">";

@@ -107,8 +107,8 @@ typedef int (*pg_progress_fn)(void* user, int64_t done, int64_t total);
 typedef struct pg_tokenizer pg_tokenizer;
 
 typedef enum pg_tokenizer_kind {
-    PG_TOKENIZER_CHAR = 1   /* one token per Unicode code point, vocabulary = sorted set */
-    /* 2 is reserved for byte-level BPE (GPT-2 style). */
+    PG_TOKENIZER_CHAR = 1,  /* one token per Unicode code point, vocabulary = sorted set */
+    PG_TOKENIZER_BPE = 2    /* byte-level BPE (GPT-2, cl100k, o200k; see "Byte-level BPE" below) */
 } pg_tokenizer_kind;
 
 /* Builds a character tokenizer from `text` (UTF-8, `len` bytes): the vocabulary is the sorted
@@ -138,6 +138,77 @@ PG_API pg_status pg_tokenizer_decode(pg_tokenizer* tok, const int32_t* ids, size
 PG_API pg_status pg_tokenizer_serialize(pg_tokenizer* tok, void* data, size_t capacity,
                                         size_t* len);
 PG_API const char* pg_tokenizer_last_error(const pg_tokenizer* tok);
+
+/* ---- Byte-level BPE (PG_TOKENIZER_BPE): loading, writing, special tokens, streaming ------ */
+/* GPT-2 style BPE over bytes after a regex pre-split: any byte string encodes (invalid UTF-8
+ * too) and decoding gives back exactly the bytes. The pre-split follows tiktoken's patterns for
+ * gpt2 (= r50k_base, p50k_base), cl100k_base and o200k_base exactly (docs/tokenizer-format.md).
+ * pg_tokenizer_encode treats special tokens (<|endoftext|>, ...) as ordinary text; use
+ * pg_tokenizer_encode_with to have them recognised. Encode and decode on one tokenizer may run
+ * on many threads at once. Malformed files are PG_ERR_FORMAT, valid files asking for something
+ * unsupported (another model type, a normalizer, an unknown pattern) PG_ERR_UNSUPPORTED; the
+ * message names the line, entry or field. */
+
+/* From a tiktoken rank file (lines "base64 rank", ranks 0..n-1) and `encoding`: one of
+ * "gpt2", "r50k_base", "p50k_base", "cl100k_base", "o200k_base" (which also give the
+ * encoding's special tokens), or the exact regex of one of their pre-tokenizers (no special
+ * tokens). Ids are ranks. */
+PG_API pg_status pg_tokenizer_create_tiktoken(const void* ranks, size_t len, const char* encoding,
+                                              pg_tokenizer** out);
+/* From GPT-2's encoder.json and vocab.bpe (a.k.a. vocab.json and merges.txt). */
+PG_API pg_status pg_tokenizer_create_gpt2(const char* encoder_json, size_t encoder_len,
+                                          const char* vocab_bpe, size_t vocab_len, pg_tokenizer** out);
+/* From a Hugging Face tokenizer.json: model BPE, pre_tokenizer ByteLevel or [Split, ByteLevel]
+ * on one of the patterns above, ByteLevel decoder; its added_tokens are the special tokens. */
+PG_API pg_status pg_tokenizer_create_hf(const char* tokenizer_json, size_t len, pg_tokenizer** out);
+
+typedef enum pg_tokenizer_file {
+    PG_TOKENIZER_FILE_TIKTOKEN = 1,     /* a .tiktoken rank file (tiktoken-rule tokenizers only) */
+    PG_TOKENIZER_FILE_GPT2_ENCODER = 2, /* GPT-2's encoder.json (gpt2 pattern only) */
+    PG_TOKENIZER_FILE_GPT2_MERGES = 3,  /* GPT-2's vocab.bpe (gpt2 pattern only) */
+    PG_TOKENIZER_FILE_HF_JSON = 4       /* a Hugging Face tokenizer.json */
+} pg_tokenizer_file;
+/* Writes a BPE tokenizer as `file` into `data` (sizing as for encode; no NUL is added). A
+ * format that cannot express the tokenizer is PG_ERR_UNSUPPORTED naming why. */
+PG_API pg_status pg_tokenizer_write_file(pg_tokenizer* tok, pg_tokenizer_file file, void* data,
+                                         size_t capacity, size_t* len);
+
+typedef struct pg_encode_options {
+    uint32_t struct_size;                /* sizeof(pg_encode_options) */
+    int32_t allow_all_special;           /* 1: every special token is recognised (default 0) */
+    const char* const* allowed_special;  /* texts of the special tokens recognised, e.g.
+                                            "<|endoftext|>" (one that is no special token of the
+                                            tokenizer is PG_ERR_INVALID_ARGUMENT) */
+    int32_t n_allowed_special;
+} pg_encode_options;
+PG_API void pg_encode_options_default(pg_encode_options* opts);
+/* pg_tokenizer_encode with options (NULL = defaults = pg_tokenizer_encode). Recognised special
+ * tokens are matched leftmost first (the longest at one position) and become their ids; the
+ * text between them is encoded as ordinary text. */
+PG_API pg_status pg_tokenizer_encode_with(pg_tokenizer* tok, const char* text, size_t len,
+                                          const pg_encode_options* opts, int32_t* ids,
+                                          size_t capacity, size_t* n_ids);
+/* The id of the special token whose text is `text` (NUL-terminated); PG_ERR_INVALID_ARGUMENT
+ * if there is none. */
+PG_API pg_status pg_tokenizer_special_id(const pg_tokenizer* tok, const char* text, int32_t* id);
+
+/* A streaming decoder for generated tokens: each push emits the text that became complete
+ * UTF-8, and keeps the first bytes of a character split across tokens for the next push. Bytes
+ * that can never become valid UTF-8 are emitted as U+FFFD. The tokenizer is borrowed and must
+ * outlive the stream. */
+typedef struct pg_token_stream pg_token_stream;
+PG_API pg_status pg_token_stream_create(const pg_tokenizer* tok, pg_token_stream** out);
+PG_API void pg_token_stream_free(pg_token_stream* stream);
+/* Adds one token; writes the newly complete text into `text` (NUL-terminated, sizing as for
+ * decode; if the capacity is too small nothing changes and the token is not consumed). */
+PG_API pg_status pg_token_stream_push(pg_token_stream* stream, int32_t id, char* text,
+                                      size_t capacity, size_t* len);
+/* Ends the stream: writes what is still held (an unfinished character becomes U+FFFD) and
+ * empties it, ready for a new text. */
+PG_API pg_status pg_token_stream_finish(pg_token_stream* stream, char* text, size_t capacity,
+                                        size_t* len);
+PG_API const char* pg_token_stream_last_error(const pg_token_stream* stream);
+/* ---- end of byte-level BPE ------------------------------------------------------------ */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Data                                                                                       */

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "tokenizer/bpe_tokenizer.hpp"
 #include "tokenizer/char_tokenizer.hpp"
 #include "tokenizer/tokenizer_format.hpp"
 
@@ -49,12 +50,11 @@ std::unique_ptr<Tokenizer> deserialize_tokenizer(const uint8_t* data, std::size_
     switch (kind) {
         case PG_TOKENIZER_CHAR:
             return CharTokenizer::from_payload(payload, payload_bytes, minor);
-        case 2:  // reserved for byte-level BPE
-            throw Error(PG_ERR_UNSUPPORTED,
-                        "serialised tokenizer is byte-level BPE (kind 2), which this build cannot read");
+        case PG_TOKENIZER_BPE:
+            return BpeTokenizer::from_payload(payload, payload_bytes, minor);
         default:
             throw Error(PG_ERR_FORMAT, "serialised tokenizer has unknown kind " + std::to_string(kind) +
-                                           " at byte 8 (1 = character)");
+                                           " at byte 8 (1 = character, 2 = byte-level BPE)");
     }
 }
 

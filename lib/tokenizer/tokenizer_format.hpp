@@ -38,6 +38,17 @@ public:
         : data_(data), len_(len), base_(base_offset) {}
     uint16_t u16(const char* field) { return uint16_t(get(2, field)); }
     uint32_t u32(const char* field) { return uint32_t(get(4, field)); }
+    // The next n bytes (a view into the input), or PG_ERR_FORMAT naming the field.
+    const uint8_t* bytes(std::size_t n, const char* field) {
+        if (remaining() < n)
+            throw Error(PG_ERR_FORMAT, std::string("serialised tokenizer is truncated: ") + field +
+                                           " at byte " + std::to_string(offset()) + " needs " +
+                                           std::to_string(n) + " bytes, " +
+                                           std::to_string(remaining()) + " left");
+        const uint8_t* p = data_ + pos_;
+        pos_ += n;
+        return p;
+    }
     std::size_t offset() const { return base_ + pos_; }
     std::size_t remaining() const { return len_ - pos_; }
 

@@ -200,8 +200,8 @@ TEST_CASE("deserialisation rejects truncated, corrupted and garbage bytes", "[to
         CHECK(deserialize_status(b, &msg) == PG_ERR_FORMAT);
 
         b = good;
-        put_u32(b, 8, 2);  // byte-level BPE: reserved, not in this build
-        CHECK(deserialize_status(b, &msg) == PG_ERR_UNSUPPORTED);
+        put_u32(b, 8, 2);  // a character payload read as byte-level BPE
+        CHECK(deserialize_status(b, &msg) == PG_ERR_FORMAT);
         CHECK(contains(msg, "BPE"));
         put_u32(b, 8, 7);
         CHECK(deserialize_status(b, &msg) == PG_ERR_FORMAT);

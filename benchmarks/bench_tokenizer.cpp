@@ -1,0 +1,125 @@
+// Byte-level BPE speed: load time and resident memory of each encoding, one-thread encode
+// throughput on a text, the worst cases (1 MB of one character, 1 MB of random bytes), and a
+// batch of documents on 1 and 2 threads. The peers (npm tiktoken, HF tokenizers) are timed on
+// the same files by bench_tokenizer_peers.js; benchmarks/run_tokenizer.sh runs both.
+// Usage: bench_tokenizer RANKS_DIR TEXT_FILE [--json]
+//   RANKS_DIR holds gpt2.tiktoken, cl100k_base.tiktoken, o200k_base.tiktoken
+//   (build/tests/bpe_peers after a build with the npm peers).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tokenizer/bpe_formats.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string read_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) {
+        std::fprintf(stderr, "bench_tokenizer: cannot read %s\n", path.c_str());
+        std::exit(2);
+    }
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+long rss_kib() {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    return -1;
+}
+
+// Best of `reps` runs of f(), in seconds.
+template <class F>
+double best_of(int reps, F&& f) {
+    double best = 1e30;
+    for (int i = 0; i < reps; ++i) {
+        const auto t0 = Clock::now();
+        f();
+        best = std::min(best, seconds_since(t0));
+    }
+    return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 3) {
+        std::fprintf(stderr, "usage: bench_tokenizer RANKS_DIR TEXT_FILE [--json]\n");
+        return 2;
+    }
+    const std::string dir = argv[1];
+    const std::string text = read_file(argv[2]);
+    const bool json = argc > 3 && std::strcmp(argv[3], "--json") == 0;
+    const double mb = double(text.size()) / 1e6;
+
+    std::string one_char(1 << 20, 'a');
+    std::string random_bytes(1 << 20, '\0');
+    std::mt19937 rng(1);
+    for (char& c : random_bytes) c = char(rng() & 0xFF);
+    // Documents for the batch: the text cut at line ends into ~4 KB pieces.
+    std::vector<std::string_view> docs;
+    for (std::size_t pos = 0; pos < text.size();) {
+        std::size_t end = std::min(text.size(), pos + 4096);
+        const std::size_t nl = text.find('\n', end);
+        end = nl == std::string::npos ? text.size() : nl + 1;
+        docs.emplace_back(text.data() + pos, end - pos);
+        pos = end;
+    }
+
+    std::string out = json ? "[" : "";
+    if (!json)
+        std::printf("%-12s %9s %10s %8s %10s %12s %12s %12s %12s\n", "encoding", "load ms", "RSS KiB", "tokens",
+                    "MB/s 1 thr", "1MB 'a' ms", "1MB rand ms", "batch 1 thr", "batch 2 thr");
+    for (const char* name : {"gpt2", "cl100k_base", "o200k_base"}) {
+        const std::string ranks = read_file(dir + "/" + name + ".tiktoken");
+        const long rss0 = rss_kib();
+        const auto t0 = Clock::now();
+        auto tok = pg::bpe::load_tiktoken(ranks, name);
+        const double load_ms = seconds_since(t0) * 1e3;
+        const long rss = rss_kib() - rss0;
+        std::size_t n_tokens = 0;
+        const double enc_s = best_of(3, [&] { n_tokens = tok->encode(text).size(); });
+        const double a_ms = best_of(3, [&] { tok->encode(one_char); }) * 1e3;
+        const double r_ms = best_of(3, [&] { tok->encode(random_bytes); }) * 1e3;
+        const auto batch = [&](int threads) {
+            return best_of(3, [&] {
+                std::vector<std::thread> pool;
+                for (int t = 0; t < threads; ++t)
+                    pool.emplace_back([&, t] {
+                        for (std::size_t i = std::size_t(t); i < docs.size(); i += std::size_t(threads)) tok->encode(docs[i]);
+                    });
+                for (auto& th : pool) th.join();
+            });
+        };
+        const double b1 = mb / batch(1), b2 = mb / batch(2);
+        if (json) {
+            char buf[512];
+            std::snprintf(buf, sizeof buf,
+                          "%s{\"encoding\": \"%s\", \"load_ms\": %.1f, \"rss_kib\": %ld, \"tokens\": %zu, "
+                          "\"encode_mb_s\": %.2f, \"one_char_1mb_ms\": %.2f, \"random_1mb_ms\": %.2f, "
+                          "\"batch_1_thread_mb_s\": %.2f, \"batch_2_threads_mb_s\": %.2f}",
+                          out.size() > 1 ? ", " : "", name, load_ms, rss, n_tokens, mb / enc_s, a_ms, r_ms, b1, b2);
+            out += buf;
+        } else {
+            std::printf("%-12s %9.1f %10ld %8zu %10.2f %12.2f %12.2f %12.2f %12.2f\n", name, load_ms, rss, n_tokens,
+                        mb / enc_s, a_ms, r_ms, b1, b2);
+        }
+    }
+    if (json) std::printf("%s]\n", out.c_str());
+    return 0;
+}

@@ -1,0 +1,501 @@
+// Readers and writers of tiktoken, GPT-2 and Hugging Face BPE files (bpe_formats.hpp).
+#include "tokenizer/bpe_formats.hpp"
+
+#include <algorithm>
+#include <array>
+#include <unordered_map>
+
+#include "core/error.hpp"
+#include "io/json.hpp"
+#include "tokenizer/utf8.hpp"
+
+namespace pg::bpe {
+
+namespace {
+
+using Token = BpeTokenizer::Token;
+using Merge = BpeTokenizer::Merge;
+
+struct Encoding {
+    const char* name;
+    Pattern pattern;
+    std::vector<std::pair<const char*, int32_t>> specials;
+};
+
+// tiktoken's built-in encodings (tiktoken_ext/openai_public.py).
+const std::vector<Encoding>& encodings() {
+    static const std::vector<Encoding> e = {
+        {"gpt2", Pattern::kGpt2, {{"<|endoftext|>", 50256}}},
+        {"r50k_base", Pattern::kGpt2, {{"<|endoftext|>", 50256}}},
+        {"p50k_base", Pattern::kGpt2, {{"<|endoftext|>", 50256}}},
+        {"cl100k_base", Pattern::kCl100k,
+         {{"<|endoftext|>", 100257}, {"<|fim_prefix|>", 100258}, {"<|fim_middle|>", 100259},
+          {"<|fim_suffix|>", 100260}, {"<|endofprompt|>", 100276}}},
+        {"o200k_base", Pattern::kO200k, {{"<|endoftext|>", 199999}, {"<|endofprompt|>", 200018}}},
+    };
+    return e;
+}
+
+const std::array<uint32_t, 256>& byte_alphabet() {
+    static const std::array<uint32_t, 256> table = [] {
+        std::array<uint32_t, 256> t{};
+        std::array<bool, 256> printable{};
+        for (int b = '!'; b <= '~'; ++b) printable[std::size_t(b)] = true;
+        for (int b = 0xA1; b <= 0xAC; ++b) printable[std::size_t(b)] = true;
+        for (int b = 0xAE; b <= 0xFF; ++b) printable[std::size_t(b)] = true;
+        uint32_t next = 256;
+        for (int b = 0; b < 256; ++b) t[std::size_t(b)] = printable[std::size_t(b)] ? uint32_t(b) : next++;
+        return t;
+    }();
+    return table;
+}
+
+std::string to_alphabet(const std::string& bytes) {
+    std::string out;
+    for (unsigned char c : bytes) utf8::append(out, byte_alphabet()[c]);
+    return out;
+}
+
+// Inverse of to_alphabet; false if a character is not in the alphabet.
+bool from_alphabet(const std::string& s, std::string* bytes) {
+    static const std::unordered_map<uint32_t, uint8_t> inverse = [] {
+        std::unordered_map<uint32_t, uint8_t> m;
+        for (int b = 0; b < 256; ++b) m[byte_alphabet()[std::size_t(b)]] = uint8_t(b);
+        return m;
+    }();
+    bytes->clear();
+    for (std::size_t i = 0; i < s.size();) {
+        uint32_t cp;
+        int len;
+        if (utf8::decode_at(s, i, &cp, &len) != nullptr) return false;
+        auto it = inverse.find(cp);
+        if (it == inverse.end()) return false;
+        bytes->push_back(char(it->second));
+        i += std::size_t(len);
+    }
+    return true;
+}
+
+const char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string base64_encode(const std::string& in) {
+    std::string out;
+    std::size_t i = 0;
+    for (; i + 3 <= in.size(); i += 3) {
+        const uint32_t v = uint32_t(uint8_t(in[i])) << 16 | uint32_t(uint8_t(in[i + 1])) << 8 | uint8_t(in[i + 2]);
+        out += {kBase64[v >> 18], kBase64[(v >> 12) & 63], kBase64[(v >> 6) & 63], kBase64[v & 63]};
+    }
+    if (in.size() - i == 1) {
+        const uint32_t v = uint32_t(uint8_t(in[i])) << 16;
+        out += {kBase64[v >> 18], kBase64[(v >> 12) & 63], '=', '='};
+    } else if (in.size() - i == 2) {
+        const uint32_t v = uint32_t(uint8_t(in[i])) << 16 | uint32_t(uint8_t(in[i + 1])) << 8;
+        out += {kBase64[v >> 18], kBase64[(v >> 12) & 63], kBase64[(v >> 6) & 63], '='};
+    }
+    return out;
+}
+
+// Strict base64 (RFC 4648, padded); false on anything else.
+bool base64_decode(std::string_view in, std::string* out) {
+    static const std::array<int8_t, 256> value = [] {
+        std::array<int8_t, 256> v{};
+        v.fill(-1);
+        for (int i = 0; i < 64; ++i) v[std::size_t(uint8_t(kBase64[i]))] = int8_t(i);
+        return v;
+    }();
+    out->clear();
+    if (in.empty() || in.size() % 4 != 0) return false;
+    for (std::size_t i = 0; i < in.size(); i += 4) {
+        const bool last = i + 4 == in.size();
+        int pad = 0;
+        uint32_t v = 0;
+        for (int k = 0; k < 4; ++k) {
+            const unsigned char c = uint8_t(in[i + std::size_t(k)]);
+            if (c == '=' && last && k >= 2) {
+                ++pad;
+                v <<= 6;
+                continue;
+            }
+            if (pad || value[c] < 0) return false;
+            v = (v << 6) | uint32_t(value[c]);
+        }
+        out->push_back(char(v >> 16));
+        if (pad < 2) out->push_back(char((v >> 8) & 0xFF));
+        if (pad < 1) out->push_back(char(v & 0xFF));
+        // Non-canonical padding bits are malformed.
+        if ((pad == 1 && (v & 0xFF) != 0) || (pad == 2 && (v & 0xFFFF) != 0)) return false;
+    }
+    return true;
+}
+
+std::string quote_line(std::string_view s) {
+    std::string out(s.substr(0, 40));
+    for (char& c : out)
+        if (uint8_t(c) < 0x20 || uint8_t(c) >= 0x7F) c = '?';
+    return "\"" + out + (s.size() > 40 ? "...\"" : "\"");
+}
+
+// Strict decimal: digits only, no sign, at most 10 digits.
+bool parse_rank(std::string_view s, uint64_t* out) {
+    if (s.empty() || s.size() > 10) return false;
+    uint64_t v = 0;
+    for (char c : s) {
+        if (c < '0' || c > '9') return false;
+        v = v * 10 + uint64_t(c - '0');
+    }
+    *out = v;
+    return true;
+}
+
+std::vector<Token> specials_of(const Encoding& e) {
+    std::vector<Token> out;
+    for (const auto& s : e.specials) out.push_back(Token{s.second, s.first});
+    return out;
+}
+
+// A vocabulary object of byte-level-alphabet strings to ids (encoder.json, model.vocab).
+void read_alphabet_vocab(const io::JsonValue& obj, const std::string& where, std::vector<Token>* vocab,
+                         std::unordered_map<std::string, int32_t>* id_of) {
+    for (const auto& [key, value] : obj.as_object(where)) {
+        const uint64_t id = value.as_u64(where + " entry " + quote_line(key));
+        require(id < BpeTokenizer::kMaxVocab, PG_ERR_FORMAT,
+                where + " entry " + quote_line(key) + " has id " + std::to_string(id) + ", over the largest id " +
+                    std::to_string(BpeTokenizer::kMaxVocab - 1));
+        Token t;
+        t.id = int32_t(id);
+        require(from_alphabet(key, &t.bytes) && !t.bytes.empty(), PG_ERR_FORMAT,
+                where + " entry " + quote_line(key) + " has a character outside the byte-level alphabet");
+        (*id_of)[key] = t.id;
+        vocab->push_back(std::move(t));
+    }
+}
+
+}  // namespace
+
+uint32_t byte_to_unicode(uint8_t b) { return byte_alphabet()[b]; }
+
+std::unique_ptr<BpeTokenizer> load_tiktoken(std::string_view data, const std::string& encoding) {
+    Pattern pattern;
+    std::vector<Token> specials;
+    const Encoding* known = nullptr;
+    for (const auto& e : encodings())
+        if (encoding == e.name) known = &e;
+    if (known) {
+        pattern = known->pattern;
+        specials = specials_of(*known);
+    } else if (!pattern_from_regex(encoding, &pattern)) {
+        throw Error(PG_ERR_UNSUPPORTED,
+                    "tiktoken encoding " + quote_line(encoding) +
+                        " is neither a known encoding (gpt2, r50k_base, p50k_base, cl100k_base, o200k_base) nor the "
+                        "regex of one of their pre-tokenizers");
+    }
+    require(!data.empty(), PG_ERR_FORMAT, "tiktoken rank file is empty");
+    std::vector<Token> ranks;
+    std::vector<std::size_t> line_of;
+    std::size_t line_no = 0;
+    for (std::size_t pos = 0; pos < data.size();) {
+        std::size_t end = data.find('\n', pos);
+        if (end == std::string_view::npos) end = data.size();
+        const std::string_view line = data.substr(pos, end - pos);
+        ++line_no;
+        pos = end + 1;
+        if (line.empty()) {
+            require(pos >= data.size(), PG_ERR_FORMAT, "tiktoken rank file line " + std::to_string(line_no) + " is empty");
+            continue;
+        }
+        const std::size_t space = line.find(' ');
+        require(space != std::string_view::npos && line.find(' ', space + 1) == std::string_view::npos, PG_ERR_FORMAT,
+                "tiktoken rank file line " + std::to_string(line_no) + " " + quote_line(line) +
+                    " is not \"base64 rank\"");
+        Token t;
+        require(base64_decode(line.substr(0, space), &t.bytes), PG_ERR_FORMAT,
+                "tiktoken rank file line " + std::to_string(line_no) + " has invalid base64 " +
+                    quote_line(line.substr(0, space)));
+        uint64_t rank;
+        require(parse_rank(line.substr(space + 1), &rank), PG_ERR_FORMAT,
+                "tiktoken rank file line " + std::to_string(line_no) + " has rank " +
+                    quote_line(line.substr(space + 1)) + ", not a decimal number");
+        require(rank < BpeTokenizer::kMaxVocab, PG_ERR_FORMAT,
+                "tiktoken rank file line " + std::to_string(line_no) + " has rank " + std::to_string(rank) +
+                    ", over the largest id " + std::to_string(BpeTokenizer::kMaxVocab - 1));
+        t.id = int32_t(rank);
+        ranks.push_back(std::move(t));
+        line_of.push_back(line_no);
+    }
+    // Ranks must be exactly 0..n-1: a duplicate or a hole is a damaged file.
+    std::vector<std::size_t> order(ranks.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ranks[a].id < ranks[b].id; });
+    for (std::size_t k = 0; k < order.size(); ++k) {
+        const int32_t r = ranks[order[k]].id;
+        if (k > 0 && r == ranks[order[k - 1]].id)
+            throw Error(PG_ERR_FORMAT, "tiktoken rank file gives rank " + std::to_string(r) + " twice (lines " +
+                                           std::to_string(line_of[order[k - 1]]) + " and " +
+                                           std::to_string(line_of[order[k]]) + ")");
+        if (r != int32_t(k))
+            throw Error(PG_ERR_FORMAT, "tiktoken rank file has a hole: no token has rank " + std::to_string(k) +
+                                           " (line " + std::to_string(line_of[order[k]]) + " has rank " +
+                                           std::to_string(r) + ")");
+    }
+    for (auto& s : specials)
+        require(s.id >= int32_t(ranks.size()), PG_ERR_FORMAT,
+                "tiktoken rank file has " + std::to_string(ranks.size()) + " ranks, which reach the special token " +
+                    s.bytes + " (id " + std::to_string(s.id) + ") of encoding " + encoding);
+    return BpeTokenizer::from_ranks(pattern, std::move(ranks), std::move(specials));
+}
+
+std::string write_tiktoken(const BpeTokenizer& t) {
+    require(t.tiktoken_rule(), PG_ERR_UNSUPPORTED,
+            "this BPE tokenizer merges by a merge list; tiktoken's rank file cannot express it (write GPT-2 or "
+            "tokenizer.json files instead)");
+    std::string out;
+    for (const auto& tok : t.tokens()) out += base64_encode(tok.bytes) + " " + std::to_string(tok.id) + "\n";
+    return out;
+}
+
+std::unique_ptr<BpeTokenizer> load_gpt2(std::string_view encoder_json, std::string_view vocab_bpe) {
+    const io::JsonValue enc = io::parse_json(encoder_json.data(), encoder_json.size(), "encoder.json");
+    std::vector<Token> vocab;
+    std::unordered_map<std::string, int32_t> id_of;
+    read_alphabet_vocab(enc, "encoder.json", &vocab, &id_of);
+    std::vector<Merge> merges;
+    std::size_t line_no = 0;
+    for (std::size_t pos = 0; pos < vocab_bpe.size();) {
+        std::size_t end = vocab_bpe.find('\n', pos);
+        if (end == std::string_view::npos) end = vocab_bpe.size();
+        std::string_view line = vocab_bpe.substr(pos, end - pos);
+        pos = end + 1;
+        ++line_no;
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (line.empty() || (line_no == 1 && line.substr(0, 9) == "#version:")) continue;
+        const std::size_t space = line.find(' ');
+        require(space != std::string_view::npos && space > 0 && space + 1 < line.size() &&
+                    line.find(' ', space + 1) == std::string_view::npos,
+                PG_ERR_FORMAT, "vocab.bpe line " + std::to_string(line_no) + " " + quote_line(line) + " is not \"left right\"");
+        const std::string left(line.substr(0, space)), right(line.substr(space + 1));
+        const auto l = id_of.find(left), r = id_of.find(right);
+        require(l != id_of.end() && r != id_of.end(), PG_ERR_FORMAT,
+                "vocab.bpe line " + std::to_string(line_no) + " merges " + quote_line(l == id_of.end() ? left : right) +
+                    ", which is not in encoder.json");
+        merges.push_back(Merge{l->second, r->second});
+    }
+    // Entries that neither a merge nor a single byte makes are the special tokens.
+    int32_t max_id = 0;
+    for (const auto& t : vocab) max_id = std::max(max_id, t.id);
+    std::vector<uint8_t> made(std::size_t(max_id) + 1, 0);
+    std::unordered_map<std::string, int32_t> id_of_bytes;
+    std::unordered_map<int32_t, const std::string*> bytes_of;
+    for (const auto& t : vocab) {
+        id_of_bytes[t.bytes] = t.id;
+        bytes_of[t.id] = &t.bytes;
+        if (t.bytes.size() == 1) made[std::size_t(t.id)] = 1;
+    }
+    std::string joined;
+    for (const auto& m : merges) {
+        joined = *bytes_of[m.left] + *bytes_of[m.right];
+        auto it = id_of_bytes.find(joined);
+        if (it != id_of_bytes.end()) made[std::size_t(it->second)] = 1;  // an unknown result is reported by from_merges
+    }
+    std::vector<Token> specials;
+    for (const auto& t : vocab)
+        if (!made[std::size_t(t.id)]) specials.push_back(t);
+    return BpeTokenizer::from_merges(Pattern::kGpt2, std::move(vocab), merges, std::move(specials), false, false);
+}
+
+void write_gpt2(const BpeTokenizer& t, std::string* encoder_json, std::string* vocab_bpe) {
+    require(t.pattern() == Pattern::kGpt2, PG_ERR_UNSUPPORTED,
+            std::string("GPT-2's encoder.json and vocab.bpe imply GPT-2's pre-tokenizer; this tokenizer uses ") +
+                pattern_name(t.pattern()) + "'s (write tokenizer.json instead)");
+    require(!t.add_prefix_space(), PG_ERR_UNSUPPORTED, "GPT-2's files cannot say add_prefix_space");
+    const std::vector<Merge> merges = t.merge_list();
+    std::string enc = "{";
+    bool first = true;
+    const auto entry = [&](const Token& tok) {
+        enc += (first ? "" : ", ") + io::json_quote(to_alphabet(tok.bytes)) + ": " + std::to_string(tok.id);
+        first = false;
+    };
+    for (const auto& tok : t.tokens()) entry(tok);
+    // Special tokens without an ordinary token become vocabulary entries (read back as specials).
+    for (const auto& s : t.specials()) {
+        const auto it = std::lower_bound(t.tokens().begin(), t.tokens().end(), s.id,
+                                         [](const Token& a, int32_t id) { return a.id < id; });
+        if (it == t.tokens().end() || it->id != s.id) entry(s);
+    }
+    *encoder_json = enc + "}";
+    std::string bpe = "#version: 0.2\n";
+    for (const auto& m : merges)
+        bpe += to_alphabet(*t.token_bytes(m.left)) + " " + to_alphabet(*t.token_bytes(m.right)) + "\n";
+    *vocab_bpe = std::move(bpe);
+}
+
+namespace {
+
+const io::JsonValue& member(const io::JsonValue& obj, const char* key, const std::string& where) {
+    const io::JsonValue* v = obj.find(key);
+    require(v != nullptr, PG_ERR_FORMAT, "tokenizer.json: " + where + " has no \"" + key + "\"");
+    return *v;
+}
+
+bool optional_bool(const io::JsonValue& obj, const char* key, bool fallback, const std::string& where) {
+    const io::JsonValue* v = obj.find(key);
+    if (!v || v->is_null()) return fallback;
+    return v->as_bool("tokenizer.json: " + where + "." + key);
+}
+
+std::string type_of(const io::JsonValue& obj, const std::string& where) {
+    return member(obj, "type", where).as_string("tokenizer.json: " + where + ".type");
+}
+
+// A ByteLevel pre-tokenizer: returns use_regex, sets add_prefix_space.
+bool read_byte_level(const io::JsonValue& v, const std::string& where, bool* add_prefix_space) {
+    *add_prefix_space = optional_bool(v, "add_prefix_space", true, where);
+    return optional_bool(v, "use_regex", true, where);
+}
+
+}  // namespace
+
+std::unique_ptr<BpeTokenizer> load_hf(std::string_view json) {
+    const io::JsonValue root = io::parse_json(json.data(), json.size(), "tokenizer.json");
+    root.as_object("tokenizer.json");
+    const auto unsupported = [](const std::string& what) {
+        throw Error(PG_ERR_UNSUPPORTED, "tokenizer.json: " + what + " (this library reads byte-level BPE only)");
+    };
+    if (const auto* n = root.find("normalizer"); n && !n->is_null()) unsupported("has a normalizer");
+    // The pre-tokenizer: which pattern, and ByteLevel's prefix space.
+    Pattern pattern = Pattern::kGpt2;
+    bool add_prefix_space = false;
+    const io::JsonValue& pre = member(root, "pre_tokenizer", "the root");
+    if (pre.is_null()) unsupported("has no pre_tokenizer");
+    const std::string pre_type = type_of(pre, "pre_tokenizer");
+    if (pre_type == "ByteLevel") {
+        if (!read_byte_level(pre, "pre_tokenizer", &add_prefix_space)) unsupported("ByteLevel without use_regex has no pattern");
+    } else if (pre_type == "Sequence") {
+        const auto& list = member(pre, "pretokenizers", "pre_tokenizer").as_array("tokenizer.json: pre_tokenizer.pretokenizers");
+        if (list.size() != 2 || type_of(list[0], "pre_tokenizer.pretokenizers[0]") != "Split" ||
+            type_of(list[1], "pre_tokenizer.pretokenizers[1]") != "ByteLevel")
+            unsupported("pre_tokenizer Sequence is not [Split, ByteLevel]");
+        const io::JsonValue& split = list[0];
+        const io::JsonValue& pat = member(split, "pattern", "pre_tokenizer.pretokenizers[0]");
+        const io::JsonValue* regex = pat.find("Regex");
+        if (!regex) unsupported("Split pattern is not a Regex");
+        const std::string& text = regex->as_string("tokenizer.json: Split pattern Regex");
+        if (!pattern_from_regex(text, &pattern)) unsupported("Split regex " + quote_line(text) + " is not the gpt2, cl100k or o200k pattern");
+        const std::string behavior = member(split, "behavior", "Split").as_string("tokenizer.json: Split.behavior");
+        if (behavior != "Isolated" || optional_bool(split, "invert", false, "Split")) unsupported("Split is not Isolated and uninverted");
+        if (read_byte_level(list[1], "pre_tokenizer.pretokenizers[1]", &add_prefix_space)) unsupported("ByteLevel after a Split splits again (use_regex true)");
+    } else {
+        unsupported("pre_tokenizer type " + quote_line(pre_type));
+    }
+    if (const auto* d = root.find("decoder"); d && !d->is_null() && type_of(*d, "decoder") != "ByteLevel")
+        unsupported("decoder is not ByteLevel");
+    if (const auto* p = root.find("post_processor"); p && !p->is_null() && type_of(*p, "post_processor") != "ByteLevel")
+        unsupported("post_processor " + quote_line(type_of(*p, "post_processor")) + " adds tokens");
+
+    const io::JsonValue& model = member(root, "model", "the root");
+    if (type_of(model, "model") != "BPE") unsupported("model type is not BPE");
+    for (const char* key : {"dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix"}) {
+        const io::JsonValue* v = model.find(key);
+        if (v && !v->is_null() && !(v->is_string() && v->as_string(key).empty())) unsupported(std::string("model.") + key + " is set");
+    }
+    if (optional_bool(model, "byte_fallback", false, "model")) unsupported("model.byte_fallback is set");
+    const bool ignore_merges = optional_bool(model, "ignore_merges", false, "model");
+
+    std::vector<Token> vocab;
+    std::unordered_map<std::string, int32_t> id_of;
+    read_alphabet_vocab(member(model, "vocab", "model"), "tokenizer.json: model.vocab", &vocab, &id_of);
+    std::vector<Merge> merges;
+    const auto& list = member(model, "merges", "model").as_array("tokenizer.json: model.merges");
+    merges.reserve(list.size());
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        const std::string where = "tokenizer.json: model.merges[" + std::to_string(i) + "]";
+        std::string left, right;
+        if (list[i].is_string()) {
+            const std::string& s = list[i].as_string(where);
+            const std::size_t space = s.find(' ');
+            require(space != std::string::npos && space > 0 && s.find(' ', space + 1) == std::string::npos &&
+                        space + 1 < s.size(),
+                    PG_ERR_FORMAT, where + " " + quote_line(s) + " is not \"left right\"");
+            left = s.substr(0, space);
+            right = s.substr(space + 1);
+        } else {
+            const auto& pair = list[i].as_array(where);
+            require(pair.size() == 2, PG_ERR_FORMAT, where + " is not a pair");
+            left = pair[0].as_string(where);
+            right = pair[1].as_string(where);
+        }
+        const auto l = id_of.find(left), r = id_of.find(right);
+        require(l != id_of.end() && r != id_of.end(), PG_ERR_FORMAT,
+                where + " names " + quote_line(l == id_of.end() ? left : right) + ", which is not in model.vocab");
+        merges.push_back(Merge{l->second, r->second});
+    }
+    std::vector<Token> specials;
+    if (const auto* added = root.find("added_tokens"); added && !added->is_null()) {
+        const auto& items = added->as_array("tokenizer.json: added_tokens");
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            const std::string where = "added_tokens[" + std::to_string(i) + "]";
+            const uint64_t id = member(items[i], "id", where).as_u64("tokenizer.json: " + where + ".id");
+            require(id < BpeTokenizer::kMaxVocab, PG_ERR_FORMAT,
+                    "tokenizer.json: " + where + " has id " + std::to_string(id) + ", over the largest id");
+            for (const char* flag : {"single_word", "lstrip", "rstrip"})
+                if (optional_bool(items[i], flag, false, where)) unsupported(where + "." + flag + " is set");
+            specials.push_back(Token{int32_t(id), member(items[i], "content", where).as_string("tokenizer.json: " + where + ".content")});
+        }
+    }
+    return BpeTokenizer::from_merges(pattern, std::move(vocab), merges, std::move(specials), ignore_merges, add_prefix_space);
+}
+
+std::string write_hf(const BpeTokenizer& t) {
+    const std::vector<Merge> merges = t.merge_list();
+    const bool ignore = t.tiktoken_rule() || t.ignore_merges();
+    const std::string aps = t.add_prefix_space() ? "true" : "false";
+    std::string out = "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n  \"added_tokens\": [";
+    bool first = true;
+    for (const auto& s : t.specials()) {
+        out += std::string(first ? "\n" : ",\n") + "    {\"id\": " + std::to_string(s.id) +
+               ", \"content\": " + io::json_quote(s.bytes) +
+               ", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": false, \"special\": true}";
+        first = false;
+    }
+    out += first ? "],\n" : "\n  ],\n";
+    out += "  \"normalizer\": null,\n";
+    if (t.pattern() == Pattern::kGpt2) {
+        out += "  \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": " + aps +
+               ", \"trim_offsets\": true, \"use_regex\": true},\n";
+    } else {
+        out += "  \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": " +
+               io::json_quote(pattern_regex(t.pattern())) +
+               "}, \"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": " + aps +
+               ", \"trim_offsets\": true, \"use_regex\": false}]},\n";
+    }
+    out += "  \"post_processor\": null,\n";
+    out += "  \"decoder\": {\"type\": \"ByteLevel\", \"add_prefix_space\": true, \"trim_offsets\": true, \"use_regex\": true},\n";
+    out += "  \"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, \"continuing_subword_prefix\": null, "
+           "\"end_of_word_suffix\": null, \"fuse_unk\": false, \"byte_fallback\": false, \"ignore_merges\": ";
+    out += ignore ? "true" : "false";
+    out += ",\n    \"vocab\": {";
+    first = true;
+    for (const auto& tok : t.tokens()) {
+        out += std::string(first ? "" : ", ") + io::json_quote(to_alphabet(tok.bytes)) + ": " + std::to_string(tok.id);
+        first = false;
+    }
+    // Special tokens are vocabulary entries too (as in GPT-2's tokenizer.json): HF gives an
+    // added token that is not in the vocabulary the next free id, not the id the file names.
+    for (const auto& s : t.specials()) {
+        const auto it = std::lower_bound(t.tokens().begin(), t.tokens().end(), s.id,
+                                         [](const Token& a, int32_t id) { return a.id < id; });
+        if (it == t.tokens().end() || it->id != s.id)
+            out += std::string(first ? "" : ", ") + io::json_quote(to_alphabet(s.bytes)) + ": " + std::to_string(s.id);
+        first = false;
+    }
+    out += "},\n    \"merges\": [";
+    first = true;
+    for (const auto& m : merges) {
+        out += std::string(first ? "" : ", ") + "[" + io::json_quote(to_alphabet(*t.token_bytes(m.left))) + ", " +
+               io::json_quote(to_alphabet(*t.token_bytes(m.right))) + "]";
+        first = false;
+    }
+    out += "]\n  }\n}\n";
+    return out;
+}
+
+}  // namespace pg::bpe

@@ -1,0 +1,225 @@
+// The three pre-tokenizer scanners. Each function is the regex of bpe_pretokenize.hpp tried at
+// one position: alternatives in order, the first that matches wins, and within one the
+// longest match that backtracking would find first.
+#include "tokenizer/bpe_pretokenize.hpp"
+
+#include "tokenizer/bpe_unicode.hpp"
+
+namespace pg::bpe {
+
+namespace {
+
+const char* const kGpt2Regex =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+const char* const kCl100kRegex =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char* const kO200kRegex =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+struct Text {
+    const unsigned char* p;
+    std::size_t n;
+    Char at(std::size_t i) const { return decode_char(p + i, p + n); }
+};
+
+// [^\s\p{L}\p{N}]
+inline bool is_other(uint8_t c) { return !is_space(c) && !is_letter(c) && !is_number(c); }
+inline bool is_newline(uint32_t cp) { return cp == '\r' || cp == '\n'; }
+
+// The end of the run of characters satisfying pred that starts at i.
+template <class Pred>
+std::size_t run_end(const Text& t, std::size_t i, Pred pred) {
+    while (i < t.n) {
+        const Char c = t.at(i);
+        if (!pred(c)) break;
+        i += c.len;
+    }
+    return i;
+}
+
+// \s+(?!\S)|\s+ at the whitespace character i (gpt2's whitespace alternatives): the whole run
+// at the end of the text, else the run without its last character, else that one character.
+std::size_t gpt2_space(const Text& t, std::size_t i) {
+    std::size_t last = i, j = i;
+    while (j < t.n) {
+        const Char c = t.at(j);
+        if (!is_space(c.cls)) break;
+        last = j;
+        j += c.len;
+    }
+    if (j == t.n || last == i) return j;
+    return last;
+}
+
+// \s*[\r\n]+|\s+(?!\S)|\s+ (cl100k and o200k): up to the run's last \r or \n if it has one,
+// else as gpt2_space.
+std::size_t newline_space(const Text& t, std::size_t i) {
+    std::size_t last = i, j = i, after_newline = 0;
+    while (j < t.n) {
+        const Char c = t.at(j);
+        if (!is_space(c.cls)) break;
+        last = j;
+        j += c.len;
+        if (is_newline(c.cp)) after_newline = j;
+    }
+    if (after_newline != 0) return after_newline;
+    if (j == t.n || last == i) return j;
+    return last;
+}
+
+// Case-insensitive (Unicode simple folding) match of the contraction letters after an
+// apostrophe at i: 's 't 're 've 'm 'll 'd. Returns the end, or 0.
+std::size_t contraction_ci(const Text& t, std::size_t i) {
+    if (i + 1 >= t.n || t.p[i] != '\'') return 0;
+    const Char c = t.at(i + 1);
+    switch (c.cp) {
+        case 's': case 'S': case 0x17F: case 't': case 'T': case 'm': case 'M': case 'd': case 'D':
+            return i + 1 + c.len;
+        default: break;
+    }
+    if (i + 2 >= t.n) return 0;
+    const unsigned a = t.p[i + 1] | 0x20u, b = t.p[i + 2] | 0x20u;  // ASCII lower case
+    const bool ascii = t.p[i + 1] < 0x80 && t.p[i + 2] < 0x80;
+    if (ascii && ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))) return i + 3;
+    return 0;
+}
+
+// o200k's [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+ from s (first
+// alternative) with backtracking: the end of the match, or 0 for no match.
+std::size_t o200k_lower_word(const Text& t, std::size_t s) {
+    std::size_t j = s, last_lower_end = 0;
+    while (j < t.n) {  // the greedy upper-ish run, remembering its last lower-ish character
+        const Char c = t.at(j);
+        if (!is_upperish(c.cls)) break;
+        j += c.len;
+        if (is_lowerish(c.cls)) last_lower_end = j;
+    }
+    if (j < t.n && is_lowerish(t.at(j).cls))
+        return run_end(t, j, [](const Char& c) { return is_lowerish(c.cls); });
+    // Backtrack: the upper-ish run gives back characters until one that is also lower-ish
+    // can start the lower-ish run; that run then ends right after it.
+    return last_lower_end;
+}
+
+// o200k's [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]* from s (second
+// alternative), or 0.
+std::size_t o200k_upper_word(const Text& t, std::size_t s) {
+    const std::size_t j = run_end(t, s, [](const Char& c) { return is_upperish(c.cls); });
+    if (j == s) return 0;
+    return run_end(t, j, [](const Char& c) { return is_lowerish(c.cls); });
+}
+
+std::size_t with_contraction(const Text& t, std::size_t end) {
+    const std::size_t c = contraction_ci(t, end);
+    return c ? c : end;
+}
+
+// \p{N}{1,3} at the number character i.
+std::size_t up_to_three_numbers(const Text& t, std::size_t i) {
+    std::size_t j = i;
+    for (int k = 0; k < 3 && j < t.n; ++k) {
+        const Char d = t.at(j);
+        if (!is_number(d.cls)) break;
+        j += d.len;
+    }
+    return j;
+}
+
+// ' ?[^\s\p{L}\p{N}]+' followed by a run of `tail` characters (cl100k: [\r\n]*, o200k:
+// [\r\n/]*) at i, or 0 when it does not match there.
+template <class Tail>
+std::size_t other_run(const Text& t, std::size_t i, const Char& c, Tail tail) {
+    std::size_t start;
+    if (is_other(c.cls)) start = i;
+    else if (c.cp == ' ' && i + 1 < t.n && is_other(t.at(i + 1).cls)) start = i + 1;
+    else return 0;
+    const std::size_t j = run_end(t, start, [](const Char& x) { return is_other(x.cls); });
+    return run_end(t, j, tail);
+}
+
+}  // namespace
+
+const char* pattern_regex(Pattern p) {
+    switch (p) {
+        case Pattern::kGpt2: return kGpt2Regex;
+        case Pattern::kCl100k: return kCl100kRegex;
+        case Pattern::kO200k: return kO200kRegex;
+    }
+    return "";
+}
+
+const char* pattern_name(Pattern p) {
+    switch (p) {
+        case Pattern::kGpt2: return "gpt2";
+        case Pattern::kCl100k: return "cl100k";
+        case Pattern::kO200k: return "o200k";
+    }
+    return "";
+}
+
+bool pattern_from_regex(const std::string& regex, Pattern* out) {
+    for (Pattern p : {Pattern::kGpt2, Pattern::kCl100k, Pattern::kO200k}) {
+        if (regex == pattern_regex(p)) {
+            *out = p;
+            return true;
+        }
+    }
+    return false;
+}
+
+std::size_t next_piece_gpt2(const unsigned char* text, std::size_t n, std::size_t i) {
+    const Text t{text, n};
+    const Char c = t.at(i);
+    if (c.cp == '\'' && i + 1 < n) {  // 's|'t|'re|'ve|'m|'ll|'d (case-sensitive)
+        const unsigned char a = text[i + 1];
+        if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
+        if (i + 2 < n) {
+            const unsigned char b = text[i + 2];
+            if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return i + 3;
+        }
+    }
+    std::size_t start = i;
+    uint8_t cls = c.cls;
+    if (c.cp == ' ' && i + 1 < n) {  // ' ?' before a letter, number or other run
+        const uint8_t next = t.at(i + 1).cls;
+        if (!is_space(next)) start = i + 1, cls = next;
+    }
+    if (is_letter(cls)) return run_end(t, start, [](const Char& x) { return is_letter(x.cls); });
+    if (is_number(cls)) return run_end(t, start, [](const Char& x) { return is_number(x.cls); });
+    if (!is_space(cls)) return run_end(t, start, [](const Char& x) { return is_other(x.cls); });
+    return gpt2_space(t, i);
+}
+
+std::size_t next_piece_cl100k(const unsigned char* text, std::size_t n, std::size_t i) {
+    const Text t{text, n};
+    if (const std::size_t e = contraction_ci(t, i)) return e;
+    const Char c = t.at(i);
+    const auto letter = [](const Char& x) { return is_letter(x.cls); };
+    if (is_letter(c.cls)) return run_end(t, i, letter);
+    // [^\r\n\p{L}\p{N}]?\p{L}+ with the optional character present
+    if (!is_newline(c.cp) && !is_number(c.cls) && i + c.len < n && is_letter(t.at(i + c.len).cls))
+        return run_end(t, i + c.len, letter);
+    if (is_number(c.cls)) return up_to_three_numbers(t, i);
+    if (const std::size_t e = other_run(t, i, c, [](const Char& x) { return is_newline(x.cp); })) return e;
+    return newline_space(t, i);
+}
+
+std::size_t next_piece_o200k(const unsigned char* text, std::size_t n, std::size_t i) {
+    const Text t{text, n};
+    const Char c = t.at(i);
+    // [^\r\n\p{L}\p{N}]? : tried with the character first, then without it.
+    const bool optional_prefix = !is_newline(c.cp) && !is_letter(c.cls) && !is_number(c.cls);
+    const std::size_t after_prefix = i + c.len;
+    if (optional_prefix && after_prefix < n)
+        if (const std::size_t e = o200k_lower_word(t, after_prefix)) return with_contraction(t, e);
+    if (const std::size_t e = o200k_lower_word(t, i)) return with_contraction(t, e);
+    if (optional_prefix && after_prefix < n)
+        if (const std::size_t e = o200k_upper_word(t, after_prefix)) return with_contraction(t, e);
+    if (const std::size_t e = o200k_upper_word(t, i)) return with_contraction(t, e);
+    if (is_number(c.cls)) return up_to_three_numbers(t, i);
+    if (const std::size_t e = other_run(t, i, c, [](const Char& x) { return is_newline(x.cp) || x.cp == '/'; }))
+        return e;
+    return newline_space(t, i);
+}
+
+}  // namespace pg::bpe

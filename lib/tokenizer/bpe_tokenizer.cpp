@@ -1,0 +1,613 @@
+// Byte-level BPE: tables, the merge loop (a flat array for short pieces, a heap over a linked
+// list for long ones so that one huge piece stays O(n log n)), special tokens, the serialised
+// payload (docs/tokenizer-format.md, kind 2).
+#include "tokenizer/bpe_tokenizer.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <functional>
+
+#include "core/error.hpp"
+#include "tokenizer/tokenizer_format.hpp"
+
+namespace pg {
+
+namespace {
+
+constexpr uint32_t kNoPriority = std::numeric_limits<uint32_t>::max();
+constexpr uint32_t kNoOffset = std::numeric_limits<uint32_t>::max();
+constexpr uint64_t kEmptyPair = std::numeric_limits<uint64_t>::max();
+// Pieces shorter than this merge in a flat array (quadratic but tiny); longer ones use a heap.
+constexpr std::size_t kSmallPiece = 64;
+
+uint64_t mix(uint64_t h) {
+    h ^= h >> 31;
+    h *= 0x7fb5d329728ea185ull;
+    h ^= h >> 27;
+    h *= 0x81dadef4bc2dd44dull;
+    h ^= h >> 33;
+    return h;
+}
+
+uint64_t hash_bytes(const unsigned char* p, std::size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t(n) * 0xff51afd7ed558ccdull);
+    while (n >= 8) {
+        uint64_t v;
+        std::memcpy(&v, p, 8);
+        h = (h ^ v) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 29;
+        p += 8;
+        n -= 8;
+    }
+    if (n) {
+        uint64_t v = 0;
+        std::memcpy(&v, p, n);
+        h = (h ^ v) * 0x94d049bb133111ebull;
+    }
+    return mix(h);
+}
+
+uint64_t table_capacity(std::size_t count) {
+    uint64_t cap = 16;
+    while (cap < 2 * uint64_t(count)) cap <<= 1;
+    return cap;
+}
+
+std::string describe_bytes(const std::string& b) {
+    std::string out = "\"";
+    for (unsigned char c : b) {
+        if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+            out.push_back(char(c));
+        } else {
+            static const char* hex = "0123456789ABCDEF";
+            out += "\\x";
+            out.push_back(hex[c >> 4]);
+            out.push_back(hex[c & 15]);
+        }
+        if (out.size() > 60) return out + "...\"";
+    }
+    return out + "\"";
+}
+
+void validate_tokens(const std::vector<BpeTokenizer::Token>& v, const char* what) {
+    for (const auto& t : v) {
+        require(t.id >= 0 && uint32_t(t.id) < BpeTokenizer::kMaxVocab, PG_ERR_FORMAT,
+                std::string(what) + " id " + std::to_string(t.id) + " is outside 0.." +
+                    std::to_string(BpeTokenizer::kMaxVocab - 1));
+        require(!t.bytes.empty(), PG_ERR_FORMAT, std::string(what) + " id " + std::to_string(t.id) + " is empty");
+        require(t.bytes.size() < (1u << 20), PG_ERR_FORMAT,
+                std::string(what) + " id " + std::to_string(t.id) + " is longer than 1 MiB");
+    }
+}
+
+}  // namespace
+
+std::unique_ptr<BpeTokenizer> BpeTokenizer::from_ranks(bpe::Pattern pattern, std::vector<Token> ranks,
+                                                       std::vector<Token> specials) {
+    std::unique_ptr<BpeTokenizer> t(new BpeTokenizer());
+    t->pattern_ = pattern;
+    t->tiktoken_rule_ = true;
+    t->tokens_ = std::move(ranks);
+    t->specials_ = std::move(specials);
+    t->build(true, nullptr);
+    return t;
+}
+
+std::unique_ptr<BpeTokenizer> BpeTokenizer::from_merges(bpe::Pattern pattern, std::vector<Token> vocab,
+                                                        const std::vector<Merge>& merges,
+                                                        std::vector<Token> specials, bool ignore_merges,
+                                                        bool add_prefix_space) {
+    std::unique_ptr<BpeTokenizer> t(new BpeTokenizer());
+    t->pattern_ = pattern;
+    t->tiktoken_rule_ = false;
+    t->ignore_merges_ = ignore_merges;
+    t->add_prefix_space_ = add_prefix_space;
+    t->tokens_ = std::move(vocab);
+    t->specials_ = std::move(specials);
+    t->build(false, &merges);
+    return t;
+}
+
+void BpeTokenizer::build(bool derive_pairs_from_ranks, const std::vector<Merge>* merges) {
+    validate_tokens(tokens_, "token");
+    validate_tokens(specials_, "special token");
+    const auto by_id = [](const Token& a, const Token& b) { return a.id < b.id; };
+    std::sort(tokens_.begin(), tokens_.end(), by_id);
+    std::sort(specials_.begin(), specials_.end(), by_id);
+    require(!tokens_.empty(), PG_ERR_FORMAT, "BPE vocabulary is empty");
+    for (std::size_t i = 1; i < tokens_.size(); ++i)
+        require(tokens_[i].id != tokens_[i - 1].id, PG_ERR_FORMAT,
+                "id " + std::to_string(tokens_[i].id) + " is given to two tokens (" +
+                    describe_bytes(tokens_[i - 1].bytes) + " and " + describe_bytes(tokens_[i].bytes) + ")");
+    for (std::size_t i = 1; i < specials_.size(); ++i)
+        require(specials_[i].id != specials_[i - 1].id, PG_ERR_FORMAT,
+                "special token id " + std::to_string(specials_[i].id) + " is given twice");
+    int32_t max_id = tokens_.back().id;
+    if (!specials_.empty()) max_id = std::max(max_id, specials_.back().id);
+    vocab_size_ = max_id + 1;
+
+    // Bytes of every id: ordinary tokens, then specials that have no ordinary token.
+    offset_of_.assign(std::size_t(vocab_size_), kNoOffset);
+    length_of_.assign(std::size_t(vocab_size_), 0);
+    special_flag_.assign(std::size_t(vocab_size_), 0);
+    std::size_t total = 0;
+    for (const auto& t : tokens_) total += t.bytes.size();
+    for (const auto& s : specials_) total += s.bytes.size();
+    require(total < kNoOffset, PG_ERR_FORMAT, "BPE vocabulary has more than 4 GiB of token bytes");
+    arena_.clear();
+    arena_.reserve(total);
+    for (const auto& t : tokens_) {
+        offset_of_[std::size_t(t.id)] = uint32_t(arena_.size());
+        length_of_[std::size_t(t.id)] = uint32_t(t.bytes.size());
+        arena_ += t.bytes;
+    }
+    for (const auto& s : specials_) {
+        special_flag_[std::size_t(s.id)] = 1;
+        if (offset_of_[std::size_t(s.id)] != kNoOffset) {
+            require(std::string_view(arena_.data() + offset_of_[std::size_t(s.id)], length_of_[std::size_t(s.id)]) ==
+                        s.bytes,
+                    PG_ERR_FORMAT,
+                    "special token " + describe_bytes(s.bytes) + " has id " + std::to_string(s.id) +
+                        ", which is the ordinary token " +
+                        describe_bytes(arena_.substr(offset_of_[std::size_t(s.id)], length_of_[std::size_t(s.id)])));
+            continue;
+        }
+        offset_of_[std::size_t(s.id)] = uint32_t(arena_.size());
+        length_of_[std::size_t(s.id)] = uint32_t(s.bytes.size());
+        arena_ += s.bytes;
+    }
+
+    // bytes -> ordinary id
+    const uint64_t cap = table_capacity(tokens_.size());
+    byte_mask_ = cap - 1;
+    byte_table_.assign(cap, -1);
+    byte_token_.assign(256, -1);
+    for (const auto& t : tokens_) {
+        const auto* p = reinterpret_cast<const unsigned char*>(t.bytes.data());
+        uint64_t h = hash_bytes(p, t.bytes.size()) & byte_mask_;
+        while (byte_table_[h] >= 0) {
+            const int32_t other = byte_table_[h];
+            require(length_of_[std::size_t(other)] != t.bytes.size() ||
+                        std::memcmp(arena_.data() + offset_of_[std::size_t(other)], p, t.bytes.size()) != 0,
+                    PG_ERR_FORMAT,
+                    "tokens " + std::to_string(other) + " and " + std::to_string(t.id) + " have the same bytes " +
+                        describe_bytes(t.bytes));
+            h = (h + 1) & byte_mask_;
+        }
+        byte_table_[h] = t.id;
+        if (t.bytes.size() == 1) byte_token_[p[0]] = t.id;
+    }
+
+    // (left, right) -> (priority, result)
+    merges_.clear();
+    std::vector<std::pair<uint64_t, uint64_t>> pairs;
+    if (derive_pairs_from_ranks) {
+        for (const auto& t : tokens_) {
+            const auto* p = reinterpret_cast<const unsigned char*>(t.bytes.data());
+            for (std::size_t k = 1; k < t.bytes.size(); ++k) {
+                const int32_t a = lookup_bytes(p, k), b = lookup_bytes(p + k, t.bytes.size() - k);
+                if (a >= 0 && b >= 0)
+                    pairs.emplace_back((uint64_t(uint32_t(a)) << 32) | uint32_t(b),
+                                       (uint64_t(uint32_t(t.id)) << 32) | uint32_t(t.id));
+            }
+        }
+    } else {
+        merges_ = *merges;
+        std::string joined;
+        for (std::size_t m = 0; m < merges_.size(); ++m) {
+            const Merge& mg = merges_[m];
+            const std::string* l = token_bytes(mg.left);
+            const std::string* r = token_bytes(mg.right);
+            require(l && r && !is_special(mg.left) && !is_special(mg.right), PG_ERR_FORMAT,
+                    "merge " + std::to_string(m) + " (" + std::to_string(mg.left) + ", " + std::to_string(mg.right) +
+                        ") names an id that is no ordinary token");
+            joined = *l + *r;
+            const int32_t result = lookup_bytes(reinterpret_cast<const unsigned char*>(joined.data()), joined.size());
+            require(result >= 0, PG_ERR_FORMAT,
+                    "merge " + std::to_string(m) + " makes " + describe_bytes(joined) + ", which is not in the vocabulary");
+            pairs.emplace_back((uint64_t(uint32_t(mg.left)) << 32) | uint32_t(mg.right),
+                               (uint64_t(m) << 32) | uint32_t(result));
+        }
+    }
+    const uint64_t pcap = table_capacity(pairs.size());
+    pair_mask_ = pcap - 1;
+    pair_keys_.assign(pcap, kEmptyPair);
+    pair_values_.assign(pcap, 0);
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+        uint64_t h = mix(pairs[i].first) & pair_mask_;
+        while (pair_keys_[h] != kEmptyPair) {
+            require(pair_keys_[h] != pairs[i].first, PG_ERR_FORMAT,
+                    "merge " + std::to_string(i) + " (" + std::to_string(pairs[i].first >> 32) + ", " +
+                        std::to_string(pairs[i].first & 0xFFFFFFFFu) + ") is listed twice");
+            h = (h + 1) & pair_mask_;
+        }
+        pair_keys_[h] = pairs[i].first;
+        pair_values_[h] = pairs[i].second;
+    }
+
+    // Where a whole-piece lookup gives the ids merging would.
+    whole_ok_.assign(std::size_t(vocab_size_), 0);
+    std::vector<int32_t> ids;
+    for (const auto& t : tokens_) {
+        bool ok = tiktoken_rule_ || ignore_merges_ || t.bytes.size() == 1;
+        if (!ok) {
+            ids.clear();
+            const auto* p = reinterpret_cast<const unsigned char*>(t.bytes.data());
+            bool all_bytes = true;
+            for (unsigned char c : t.bytes) all_bytes = all_bytes && byte_token_[c] >= 0;
+            if (all_bytes) {
+                if (t.bytes.size() < kSmallPiece) merge_small(p, t.bytes.size(), ids);
+                else merge_large(p, t.bytes.size(), ids);
+                ok = ids.size() == 1 && ids[0] == t.id;
+            }
+        }
+        whole_ok_[std::size_t(t.id)] = ok ? 1 : 0;
+    }
+}
+
+int32_t BpeTokenizer::lookup_bytes(const unsigned char* p, std::size_t n) const {
+    uint64_t h = hash_bytes(p, n) & byte_mask_;
+    for (;;) {
+        const int32_t id = byte_table_[h];
+        if (id < 0) return -1;
+        if (length_of_[std::size_t(id)] == n && std::memcmp(arena_.data() + offset_of_[std::size_t(id)], p, n) == 0)
+            return id;
+        h = (h + 1) & byte_mask_;
+    }
+}
+
+bool BpeTokenizer::pair_lookup(int32_t a, int32_t b, uint32_t* priority, int32_t* result) const {
+    const uint64_t key = (uint64_t(uint32_t(a)) << 32) | uint32_t(b);
+    uint64_t h = mix(key) & pair_mask_;
+    for (;;) {
+        const uint64_t k = pair_keys_[h];
+        if (k == kEmptyPair) return false;
+        if (k == key) {
+            *priority = uint32_t(pair_values_[h] >> 32);
+            *result = int32_t(pair_values_[h] & 0xFFFFFFFFu);
+            return true;
+        }
+        h = (h + 1) & pair_mask_;
+    }
+}
+
+const std::string* BpeTokenizer::token_bytes(int32_t id) const {
+    if (id < 0 || id >= vocab_size_) return nullptr;
+    // Ordinary first (binary search by id), then specials.
+    auto it = std::lower_bound(tokens_.begin(), tokens_.end(), id, [](const Token& t, int32_t v) { return t.id < v; });
+    if (it != tokens_.end() && it->id == id) return &it->bytes;
+    auto st = std::lower_bound(specials_.begin(), specials_.end(), id, [](const Token& t, int32_t v) { return t.id < v; });
+    if (st != specials_.end() && st->id == id) return &st->bytes;
+    return nullptr;
+}
+
+bool BpeTokenizer::is_special(int32_t id) const {
+    return id >= 0 && id < vocab_size_ && special_flag_[std::size_t(id)] != 0;
+}
+
+int32_t BpeTokenizer::special_id(std::string_view text) const {
+    for (const auto& s : specials_)
+        if (s.bytes == text) return s.id;
+    return -1;
+}
+
+// The flat-array merge (tiktoken's byte_pair_merge): repeatedly merge the adjacent pair of
+// lowest priority, the leftmost among equals.
+void BpeTokenizer::merge_small(const unsigned char* p, std::size_t n, std::vector<int32_t>& out) const {
+    int32_t ids[kSmallPiece];
+    uint32_t pri[kSmallPiece];
+    int32_t res[kSmallPiece];
+    std::size_t m = n;
+    for (std::size_t i = 0; i < n; ++i) ids[i] = byte_token_[p[i]];
+    const auto rank_pair = [&](std::size_t i) {
+        if (!pair_lookup(ids[i], ids[i + 1], &pri[i], &res[i])) pri[i] = kNoPriority;
+    };
+    for (std::size_t i = 0; i + 1 < m; ++i) rank_pair(i);
+    while (m > 1) {
+        std::size_t best = 0;
+        uint32_t best_pri = kNoPriority;
+        for (std::size_t i = 0; i + 1 < m; ++i)
+            if (pri[i] < best_pri) best_pri = pri[i], best = i;
+        if (best_pri == kNoPriority) break;
+        ids[best] = res[best];
+        for (std::size_t i = best + 1; i + 1 < m; ++i) ids[i] = ids[i + 1], pri[i] = pri[i + 1], res[i] = res[i + 1];
+        --m;
+        if (best + 1 < m) rank_pair(best);
+        if (best > 0) rank_pair(best - 1);
+    }
+    out.insert(out.end(), ids, ids + m);
+}
+
+// The same rule for long pieces, in two phases over a doubly linked list of parts.
+// Sweeps first: with p the lowest priority present, one pass left to right merges every pair
+// of priority p. That is exactly what merging the leftmost lowest pair one at a time does, as
+// long as no merge makes a pair of priority <= p (then that pair would go first): a merge
+// that does switches to the heap phase from the state reached, as does a 65th sweep (pieces
+// that need many distinct merges). The heap phase: a min-heap of 64-bit keys (priority << 32 |
+// position, so ties go to the leftmost); a popped key is checked against the pair now at its
+// position and skipped if stale. A 1 MB run of one character takes a handful of sweeps.
+void BpeTokenizer::merge_large(const unsigned char* p, std::size_t n, std::vector<int32_t>& out) const {
+    constexpr int kMaxSweeps = 64;
+    std::vector<int32_t> id(n), next(n), prev(n), result(n);
+    std::vector<uint32_t> pri(n);
+    const auto rank_pair = [&](int32_t i) {
+        const std::size_t u = std::size_t(i);
+        if (next[u] < 0 || !pair_lookup(id[u], id[std::size_t(next[u])], &pri[u], &result[u])) pri[u] = kNoPriority;
+    };
+    for (std::size_t i = 0; i < n; ++i) {
+        id[i] = byte_token_[p[i]];
+        next[i] = i + 1 < n ? int32_t(i + 1) : -1;
+        prev[i] = int32_t(i) - 1;
+    }
+    uint32_t lowest = kNoPriority;
+    for (std::size_t i = 0; i < n; ++i) {
+        rank_pair(int32_t(i));
+        lowest = std::min(lowest, pri[i]);
+    }
+    const auto merge_at = [&](std::size_t i) {  // node i absorbs its right neighbour
+        const int32_t j = next[i];
+        id[i] = result[i];
+        id[std::size_t(j)] = -1;
+        next[i] = next[std::size_t(j)];
+        if (next[i] >= 0) prev[std::size_t(next[i])] = int32_t(i);
+        if (prev[i] >= 0) rank_pair(prev[i]);
+        rank_pair(int32_t(i));
+    };
+    bool use_heap = false;
+    for (int sweep = 0; lowest != kNoPriority && !use_heap; ++sweep) {
+        if (sweep == kMaxSweeps) {
+            use_heap = true;
+            break;
+        }
+        const uint32_t target = lowest;
+        lowest = kNoPriority;  // the lowest priority left after this sweep (a stale low value only costs an empty sweep)
+        for (int32_t i = 0; i >= 0; i = next[std::size_t(i)]) {
+            const std::size_t u = std::size_t(i);
+            if (pri[u] == target) {
+                merge_at(u);
+                const uint32_t left = prev[u] >= 0 ? pri[std::size_t(prev[u])] : kNoPriority;
+                if (left <= target || pri[u] <= target) {
+                    use_heap = true;
+                    break;
+                }
+                lowest = std::min(lowest, left);
+            }
+            lowest = std::min(lowest, pri[u]);
+        }
+    }
+    if (use_heap) {
+        std::vector<uint64_t> heap;
+        heap.reserve(n);
+        const std::greater<uint64_t> later;  // std heaps are max-heaps: invert for the smallest key on top
+        const auto key = [&](int32_t i) { return (uint64_t(pri[std::size_t(i)]) << 32) | uint32_t(i); };
+        for (int32_t i = 0; i >= 0; i = next[std::size_t(i)])
+            if (pri[std::size_t(i)] != kNoPriority) heap.push_back(key(i));
+        std::make_heap(heap.begin(), heap.end(), later);
+        const auto push = [&](int32_t i) {
+            if (i >= 0 && pri[std::size_t(i)] != kNoPriority) {
+                heap.push_back(key(i));
+                std::push_heap(heap.begin(), heap.end(), later);
+            }
+        };
+        while (!heap.empty()) {
+            std::pop_heap(heap.begin(), heap.end(), later);
+            const uint64_t k = heap.back();
+            heap.pop_back();
+            const std::size_t i = uint32_t(k);
+            // pri[] always holds the current pair's priority: a key that disagrees is stale.
+            if (id[i] < 0 || pri[i] != uint32_t(k >> 32)) continue;
+            merge_at(i);
+            push(prev[i]);
+            push(int32_t(i));
+        }
+    }
+    for (int32_t i = 0; i >= 0; i = next[std::size_t(i)]) out.push_back(id[std::size_t(i)]);
+}
+
+void BpeTokenizer::encode_piece(const unsigned char* p, std::size_t n, std::size_t offset,
+                                std::vector<int32_t>& out) const {
+    if (n > 1) {
+        const int32_t whole = lookup_bytes(p, n);
+        if (whole >= 0 && whole_ok_[std::size_t(whole)]) {
+            out.push_back(whole);
+            return;
+        }
+    }
+    for (std::size_t i = 0; i < n; ++i)
+        if (byte_token_[p[i]] < 0)
+            throw Error(PG_ERR_TOKENIZE, "byte 0x" + std::string(1, "0123456789ABCDEF"[p[i] >> 4]) +
+                                             std::string(1, "0123456789ABCDEF"[p[i] & 15]) + " at byte offset " +
+                                             std::to_string(offset + i) + " has no token in this BPE vocabulary");
+    if (n == 1) out.push_back(byte_token_[p[0]]);
+    else if (n < kSmallPiece) merge_small(p, n, out);
+    else merge_large(p, n, out);
+}
+
+void BpeTokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& out) const {
+    std::string prefixed;
+    std::size_t shift = 0;  // offsets in messages refer to the caller's text
+    if (add_prefix_space_ && !text.empty() && text[0] != ' ') {
+        prefixed.reserve(text.size() + 1);
+        prefixed.push_back(' ');
+        prefixed.append(text);
+        text = prefixed;
+        shift = 1;
+    }
+    const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+    bpe::for_each_piece(pattern_, p, text.size(), [&](std::size_t b, std::size_t e) {
+        encode_piece(p + b, e - b, b >= shift ? b - shift : 0, out);
+    });
+}
+
+std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {
+    std::vector<int32_t> out;
+    out.reserve(text.size() / 3 + 4);
+    encode_ordinary(text, out);
+    return out;
+}
+
+std::vector<int32_t> BpeTokenizer::encode_with_special(std::string_view text, const std::vector<int32_t>& allowed,
+                                                       bool allow_all) const {
+    std::vector<const Token*> active;
+    for (const auto& s : specials_)
+        if (allow_all || std::find(allowed.begin(), allowed.end(), s.id) != allowed.end()) active.push_back(&s);
+    for (int32_t id : allowed)
+        require(is_special(id), PG_ERR_INVALID_ARGUMENT,
+                "allowed special token id " + std::to_string(id) + " is not a special token of this tokenizer");
+    if (active.empty()) return encode(text);
+    std::vector<int32_t> out;
+    out.reserve(text.size() / 3 + 4);
+    std::vector<std::size_t> next_at(active.size(), 0);  // next occurrence at or after `from`
+    std::size_t pos = 0;
+    for (std::size_t k = 0; k < active.size(); ++k) next_at[k] = text.find(active[k]->bytes, 0);
+    while (pos < text.size()) {
+        std::size_t best = std::string_view::npos, best_k = 0;
+        for (std::size_t k = 0; k < active.size(); ++k) {
+            if (next_at[k] != std::string_view::npos && next_at[k] < pos) next_at[k] = text.find(active[k]->bytes, pos);
+            const std::size_t at = next_at[k];
+            if (at == std::string_view::npos) continue;
+            // leftmost; at the same place the longest
+            if (at < best || (at == best && active[k]->bytes.size() > active[best_k]->bytes.size())) best = at, best_k = k;
+        }
+        if (best == std::string_view::npos) break;
+        if (best > pos) {
+            const std::size_t before = out.size();
+            encode_ordinary(text.substr(pos, best - pos), out);
+            (void)before;
+        }
+        out.push_back(active[best_k]->id);
+        pos = best + active[best_k]->bytes.size();
+    }
+    if (pos < text.size()) encode_ordinary(text.substr(pos), out);
+    return out;
+}
+
+std::string BpeTokenizer::decode(const int32_t* ids, std::size_t n) const {
+    std::string out;
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const int32_t id = ids[i];
+        require(id >= 0 && id < vocab_size_ && offset_of_[std::size_t(id)] != kNoOffset, PG_ERR_INVALID_ARGUMENT,
+                "token id " + std::to_string(id) + " at index " + std::to_string(i) +
+                    " is not in the BPE vocabulary (ids 0.." + std::to_string(vocab_size_ - 1) + ")");
+        total += length_of_[std::size_t(id)];
+    }
+    out.reserve(total);
+    for (std::size_t i = 0; i < n; ++i)
+        out.append(arena_.data() + offset_of_[std::size_t(ids[i])], length_of_[std::size_t(ids[i])]);
+    return out;
+}
+
+std::vector<BpeTokenizer::Merge> BpeTokenizer::merge_list() const {
+    if (!tiktoken_rule_) return merges_;
+    // Token of rank r is made by the last merge of its own bytes using ranks below r.
+    std::vector<Merge> out;
+    out.reserve(tokens_.size());
+    for (const auto& t : tokens_) {
+        if (t.bytes.size() < 2) continue;
+        const auto* p = reinterpret_cast<const unsigned char*>(t.bytes.data());
+        // Merge with only the pairs of lower priority: a copy of merge_small's rule with a bound.
+        std::vector<int32_t> ids(t.bytes.size());
+        for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = byte_token_[p[i]];
+        for (;;) {
+            std::size_t best = 0;
+            uint32_t best_pri = uint32_t(t.id);
+            int32_t best_res = -1;
+            for (std::size_t i = 0; i + 1 < ids.size(); ++i) {
+                uint32_t pr;
+                int32_t r;
+                if (pair_lookup(ids[i], ids[i + 1], &pr, &r) && pr < best_pri) best_pri = pr, best = i, best_res = r;
+            }
+            if (best_res < 0) break;
+            ids[best] = best_res;
+            ids.erase(ids.begin() + std::ptrdiff_t(best) + 1);
+        }
+        require(ids.size() == 2, PG_ERR_UNSUPPORTED,
+                "token " + std::to_string(t.id) + " " + describe_bytes(t.bytes) +
+                    " is not the merge of two lower-ranked tokens, so this vocabulary has no merge list");
+        out.push_back(Merge{ids[0], ids[1]});
+    }
+    return out;
+}
+
+// Payload of kind 2, minor 0 (docs/tokenizer-format.md).
+std::vector<uint8_t> BpeTokenizer::serialize() const {
+    namespace fmt = tokenizer_format;
+    fmt::Writer body;
+    body.u32(uint32_t(pattern_));
+    body.u32((tiktoken_rule_ ? 1u : 0u) | (ignore_merges_ ? 2u : 0u) | (add_prefix_space_ ? 4u : 0u));
+    const auto put_tokens = [&](const std::vector<Token>& v) {
+        body.u32(uint32_t(v.size()));
+        for (const auto& t : v) {
+            body.u32(uint32_t(t.id));
+            body.u32(uint32_t(t.bytes.size()));
+            body.bytes(reinterpret_cast<const uint8_t*>(t.bytes.data()), t.bytes.size());
+        }
+    };
+    put_tokens(tokens_);
+    body.u32(uint32_t(merges_.size()));
+    for (const auto& m : merges_) {
+        body.u32(uint32_t(m.left));
+        body.u32(uint32_t(m.right));
+    }
+    put_tokens(specials_);
+    fmt::Writer w;
+    fmt::write_header(w, PG_TOKENIZER_BPE, body.data().size());
+    w.bytes(body.data().data(), body.data().size());
+    return std::move(w.data());
+}
+
+std::unique_ptr<BpeTokenizer> BpeTokenizer::from_payload(const uint8_t* payload, std::size_t len, uint16_t minor) {
+    namespace fmt = tokenizer_format;
+    fmt::Reader r(payload, len, fmt::kHeaderBytes);
+    const uint32_t pattern = r.u32("BPE pattern");
+    require(pattern >= 1 && pattern <= 3, PG_ERR_FORMAT,
+            "serialised BPE tokenizer has unknown pattern " + std::to_string(pattern) + " at byte 16 (1..3)");
+    const uint32_t flags = r.u32("BPE flags");
+    require(flags < 8, PG_ERR_FORMAT, "serialised BPE tokenizer has unknown flags " + std::to_string(flags) + " at byte 20");
+    const auto get_tokens = [&](const char* what) {
+        const std::size_t at = r.offset();
+        const uint32_t count = r.u32(what);
+        // Every entry takes at least 9 bytes: refuse a count the payload cannot hold before allocating.
+        require(count <= r.remaining() / 9, PG_ERR_FORMAT,
+                std::string("serialised BPE tokenizer declares ") + std::to_string(count) + " " + what + " at byte " +
+                    std::to_string(at) + " but only " + std::to_string(r.remaining()) + " bytes follow");
+        std::vector<Token> v(count);
+        for (auto& t : v) {
+            const uint32_t id = r.u32("token id");
+            const uint32_t n = r.u32("token length");
+            const uint8_t* b = r.bytes(n, "token bytes");
+            require(id < kMaxVocab, PG_ERR_FORMAT,
+                    "serialised BPE tokenizer has token id " + std::to_string(id) + " outside the id range");
+            t.id = int32_t(id);
+            t.bytes.assign(reinterpret_cast<const char*>(b), n);
+        }
+        return v;
+    };
+    std::vector<Token> tokens = get_tokens("tokens");
+    const std::size_t at = r.offset();
+    const uint32_t n_merges = r.u32("merge count");
+    require(n_merges <= r.remaining() / 8, PG_ERR_FORMAT,
+            "serialised BPE tokenizer declares " + std::to_string(n_merges) + " merges at byte " + std::to_string(at) +
+                " but only " + std::to_string(r.remaining()) + " bytes follow");
+    std::vector<Merge> merges(n_merges);
+    for (auto& m : merges) {
+        m.left = int32_t(r.u32("merge left id") & 0x7FFFFFFFu);
+        m.right = int32_t(r.u32("merge right id") & 0x7FFFFFFFu);
+    }
+    std::vector<Token> specials = get_tokens("special tokens");
+    require(minor > tokenizer_format::kMinor || r.remaining() == 0, PG_ERR_FORMAT,
+            "serialised BPE tokenizer has " + std::to_string(r.remaining()) + " unexpected bytes after its fields");
+    const bpe::Pattern pat = bpe::Pattern(pattern);
+    if (flags & 1u) {
+        require(n_merges == 0 && (flags & 6u) == 0, PG_ERR_FORMAT,
+                "serialised BPE tokenizer with tiktoken's rule carries merges or merge-list flags");
+        return from_ranks(pat, std::move(tokens), std::move(specials));
+    }
+    return from_merges(pat, std::move(tokens), merges, std::move(specials), (flags & 2u) != 0, (flags & 4u) != 0);
+}
+
+std::unique_ptr<Tokenizer> BpeTokenizer::clone() const { return std::make_unique<BpeTokenizer>(*this); }
+
+}  // namespace pg

@@ -1,0 +1,119 @@
+// Byte-level BPE (kind 2): the regex pre-split of bpe_pretokenize.hpp, then merges by rank
+// inside each piece, over bytes, so any byte string encodes. One model covers both merge rules
+// that files carry:
+//  - tiktoken's (.tiktoken rank files): the id of a token is its rank; two adjacent parts merge
+//    when their concatenation is a token, lowest rank first. A piece that is a token is that
+//    token (looked up whole first).
+//  - a merge list's (GPT-2's vocab.bpe, Hugging Face tokenizer.json): adjacent parts (a, b)
+//    merge when (a, b) is in the list, earliest merge first, into the token of their bytes. A
+//    piece is looked up whole only where that gives the same ids (the token is what merging
+//    its own bytes yields) or when the file says so (HF's ignore_merges).
+// Both are "the lowest-priority adjacent pair merges first, the leftmost among equals", kept in
+// one pair table (priority, result). Special tokens are matched in the text only when the
+// caller allows them; by default they are ordinary text. encode/decode are const and
+// thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tokenizer/bpe_pretokenize.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+namespace pg {
+
+class BpeTokenizer final : public Tokenizer {
+public:
+    // The largest vocabulary (id range) accepted from any file: ids stay far inside int32 and
+    // tables stay bounded before anything big is allocated.
+    static constexpr uint32_t kMaxVocab = 1u << 24;
+
+    struct Token {
+        int32_t id;
+        std::string bytes;
+    };
+    struct Merge {  // in priority order for merge-list tokenizers
+        int32_t left, right;
+    };
+
+    // tiktoken rule: ranks[i].id is the rank. The 256 single bytes must be tokens.
+    static std::unique_ptr<BpeTokenizer> from_ranks(bpe::Pattern pattern, std::vector<Token> ranks,
+                                                    std::vector<Token> specials);
+    // Merge-list rule: vocab (id, bytes), merges in priority order (left and right are ids; the
+    // result is the token of their concatenated bytes, which must exist). ignore_merges: look
+    // every piece up whole first (HF's flag). add_prefix_space: HF ByteLevel's option (a space
+    // is put before text that does not start with one).
+    static std::unique_ptr<BpeTokenizer> from_merges(bpe::Pattern pattern, std::vector<Token> vocab,
+                                                     const std::vector<Merge>& merges,
+                                                     std::vector<Token> specials, bool ignore_merges,
+                                                     bool add_prefix_space);
+    static std::unique_ptr<BpeTokenizer> from_payload(const uint8_t* payload, std::size_t len,
+                                                      uint16_t minor_version);
+
+    pg_tokenizer_kind kind() const override { return PG_TOKENIZER_BPE; }
+    int32_t vocab_size() const override { return vocab_size_; }
+    // Ordinary text: special tokens are not recognised.
+    std::vector<int32_t> encode(std::string_view text) const override;
+    // With the special tokens whose ids are in `allowed` (all of them if allow_all) matched
+    // in the text first; the rest is ordinary text.
+    std::vector<int32_t> encode_with_special(std::string_view text, const std::vector<int32_t>& allowed,
+                                             bool allow_all) const;
+    void encode_ordinary(std::string_view text, std::vector<int32_t>& out) const;
+    std::string decode(const int32_t* ids, std::size_t n) const override;
+    std::vector<uint8_t> serialize() const override;
+    std::unique_ptr<Tokenizer> clone() const override;
+
+    // Introspection for the writers and the C API.
+    bpe::Pattern pattern() const { return pattern_; }
+    bool tiktoken_rule() const { return tiktoken_rule_; }
+    bool ignore_merges() const { return ignore_merges_; }
+    bool add_prefix_space() const { return add_prefix_space_; }
+    // The bytes of an ordinary or special token, or nullptr for an id that is neither.
+    const std::string* token_bytes(int32_t id) const;
+    bool is_special(int32_t id) const;
+    const std::vector<Token>& specials() const { return specials_; }
+    // Ordinary tokens by increasing id.
+    const std::vector<Token>& tokens() const { return tokens_; }
+    // The merge list in priority order. For a tiktoken-rule tokenizer it is derived (each
+    // token above the single bytes from the two parts merging its own bytes ends with) and
+    // fails with PG_ERR_UNSUPPORTED naming a token whose bytes do not merge into it.
+    std::vector<Merge> merge_list() const;
+    // The special token id named by `text`, or -1.
+    int32_t special_id(std::string_view text) const;
+
+private:
+    BpeTokenizer() = default;
+    void build(bool derive_pairs_from_ranks, const std::vector<Merge>* merges);
+    void encode_piece(const unsigned char* p, std::size_t n, std::size_t offset, std::vector<int32_t>& out) const;
+    void merge_small(const unsigned char* p, std::size_t n, std::vector<int32_t>& out) const;
+    void merge_large(const unsigned char* p, std::size_t n, std::vector<int32_t>& out) const;
+    int32_t lookup_bytes(const unsigned char* p, std::size_t n) const;
+    bool pair_lookup(int32_t a, int32_t b, uint32_t* priority, int32_t* result) const;
+
+    bpe::Pattern pattern_ = bpe::Pattern::kGpt2;
+    bool tiktoken_rule_ = true;
+    bool ignore_merges_ = false;
+    bool add_prefix_space_ = false;
+    int32_t vocab_size_ = 0;
+    std::vector<Token> tokens_;    // ordinary tokens, by increasing id
+    std::vector<Token> specials_;  // by increasing id
+    std::vector<Merge> merges_;    // merge-list rule only, priority order
+
+    // Derived tables (rebuilt by build()).
+    std::vector<int32_t> byte_token_;               // 256: the token of each single byte, or -1
+    std::vector<uint32_t> offset_of_;               // id -> offset in arena_ (or UINT32_MAX), size vocab_size_ + 1
+    std::vector<uint32_t> length_of_;               // id -> byte length
+    std::string arena_;                             // every token's bytes
+    std::vector<uint8_t> whole_ok_;                 // id -> the piece equal to its bytes encodes to it
+    std::vector<uint8_t> special_flag_;             // id -> is a special token
+    std::vector<int32_t> byte_table_;               // open addressing: bytes -> ordinary id
+    uint64_t byte_mask_ = 0;
+    std::vector<uint64_t> pair_keys_;               // open addressing: (a, b) -> (priority, result)
+    std::vector<uint64_t> pair_values_;
+    uint64_t pair_mask_ = 0;
+};
+
+}  // namespace pg

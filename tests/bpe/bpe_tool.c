@@ -1,0 +1,104 @@
+/* A small command-line driver of the BPE C API for the exactness tests (the scripts in tests/npm run it
+ * beside the npm peers) and the tokenizer benchmark. Plain C, public header only.
+ *   bpe_tool encode tiktoken RANKS ENCODING   INPUT OUT_IDS [special]
+ *   bpe_tool encode gpt2     ENCODER VOCAB    INPUT OUT_IDS [special]
+ *   bpe_tool encode hf       TOKENIZER_JSON - INPUT OUT_IDS [special]
+ *   bpe_tool write-hf  tiktoken|gpt2|hf A B OUT_FILE       (a tokenizer.json)
+ *   bpe_tool write-gpt2 tiktoken|gpt2|hf A B OUT_ENCODER OUT_VOCAB
+ * OUT_IDS gets the ids as little-endian int32; "special" recognises every special token. */
+#include <phonegpt/phonegpt.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char* slurp(const char* path, size_t* len) {
+    FILE* f = fopen(path, "rb");
+    if (!f) { fprintf(stderr, "bpe_tool: cannot open %s\n", path); exit(2); }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char* buf = (char*)malloc((size_t)n + 1);
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) { fprintf(stderr, "bpe_tool: cannot read %s\n", path); exit(2); }
+    fclose(f);
+    buf[n] = 0;
+    *len = (size_t)n;
+    return buf;
+}
+
+static void spill(const char* path, const void* data, size_t len) {
+    FILE* f = fopen(path, "wb");
+    if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0) { fprintf(stderr, "bpe_tool: cannot write %s\n", path); exit(2); }
+}
+
+static void check(pg_status s, const char* what) {
+    if (s != PG_OK) { fprintf(stderr, "bpe_tool: %s: %s: %s\n", what, pg_status_name(s), pg_last_error()); exit(1); }
+}
+
+static pg_tokenizer* load(const char* kind, const char* a, const char* b) {
+    pg_tokenizer* tok = NULL;
+    size_t la, lb;
+    char* da = slurp(a, &la);
+    if (strcmp(kind, "tiktoken") == 0) {
+        check(pg_tokenizer_create_tiktoken(da, la, b, &tok), "pg_tokenizer_create_tiktoken");
+    } else if (strcmp(kind, "gpt2") == 0) {
+        char* db = slurp(b, &lb);
+        check(pg_tokenizer_create_gpt2(da, la, db, lb, &tok), "pg_tokenizer_create_gpt2");
+        free(db);
+    } else if (strcmp(kind, "hf") == 0) {
+        check(pg_tokenizer_create_hf(da, la, &tok), "pg_tokenizer_create_hf");
+    } else {
+        fprintf(stderr, "bpe_tool: unknown kind %s\n", kind);
+        exit(2);
+    }
+    free(da);
+    return tok;
+}
+
+static void write_file(pg_tokenizer* tok, pg_tokenizer_file file, const char* path) {
+    size_t len = 0;
+    pg_status s = pg_tokenizer_write_file(tok, file, NULL, 0, &len);
+    if (s != PG_ERR_BUFFER_TOO_SMALL && s != PG_OK) check(s, "pg_tokenizer_write_file");
+    char* buf = (char*)malloc(len ? len : 1);
+    check(pg_tokenizer_write_file(tok, file, buf, len, &len), "pg_tokenizer_write_file");
+    spill(path, buf, len);
+    free(buf);
+}
+
+int main(int argc, char** argv) {
+    if (argc >= 7 && strcmp(argv[1], "encode") == 0) {
+        pg_tokenizer* tok = load(argv[2], argv[3], argv[4]);
+        size_t len, n = 0;
+        char* text = slurp(argv[5], &len);
+        pg_encode_options opts;
+        pg_encode_options_default(&opts);
+        opts.allow_all_special = argc >= 8 && strcmp(argv[7], "special") == 0;
+        int32_t* ids = (int32_t*)malloc((len + 1) * sizeof(int32_t)); /* never more ids than bytes */
+        check(pg_tokenizer_encode_with(tok, text, len, &opts, ids, len + 1, &n), "pg_tokenizer_encode_with");
+        spill(argv[6], ids, n * sizeof(int32_t));
+        /* decode(encode(x)) == x */
+        char* back = (char*)malloc(len + 1);
+        size_t back_len = 0;
+        check(pg_tokenizer_decode(tok, ids, n, back, len + 1, &back_len), "pg_tokenizer_decode");
+        if (back_len != len || memcmp(back, text, len) != 0) { fprintf(stderr, "bpe_tool: decode(encode(x)) != x\n"); return 1; }
+        printf("%zu bytes -> %zu ids\n", len, n);
+        free(back); free(ids); free(text);
+        pg_tokenizer_free(tok);
+        return 0;
+    }
+    if (argc >= 6 && strcmp(argv[1], "write-hf") == 0) {
+        pg_tokenizer* tok = load(argv[2], argv[3], argv[4]);
+        write_file(tok, PG_TOKENIZER_FILE_HF_JSON, argv[5]);
+        pg_tokenizer_free(tok);
+        return 0;
+    }
+    if (argc >= 7 && strcmp(argv[1], "write-gpt2") == 0) {
+        pg_tokenizer* tok = load(argv[2], argv[3], argv[4]);
+        write_file(tok, PG_TOKENIZER_FILE_GPT2_ENCODER, argv[5]);
+        write_file(tok, PG_TOKENIZER_FILE_GPT2_MERGES, argv[6]);
+        pg_tokenizer_free(tok);
+        return 0;
+    }
+    fprintf(stderr, "usage: see the comment at the top of tests/bpe/bpe_tool.c\n");
+    return 2;
+}

@@ -1,0 +1,52 @@
+"""The byte-level BPE tokenizer from Python: loading each file kind, bytes in and out, numpy ids,
+special tokens, writing files back (a small vocabulary built here; the real files are covered
+by the C++ and npm exactness tests)."""
+import base64
+import json
+
+import numpy as np
+import pytest
+
+import phonegpt
+
+
+def small_ranks():
+    """A .tiktoken file: the 256 bytes, then 'he', 'll', 'hell', 'hello', ' w'."""
+    tokens = [bytes([b]) for b in range(256)] + [b"he", b"ll", b"hell", b"hello", b" w"]
+    return b"".join(base64.b64encode(t) + b" %d\n" % i for i, t in enumerate(tokens))
+
+
+def test_from_tiktoken_encodes_bytes_and_text_and_decodes_exactly():
+    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "gpt2")
+    assert tok.kind == "bpe"
+    ids = tok.encode("hello world")
+    assert isinstance(ids, np.ndarray) and ids.dtype == np.int32
+    assert ids.tolist() == [259, 260, ord("o"), ord("r"), ord("l"), ord("d")]
+    raw = b"\xff\xfehello\xe2\x82"  # not UTF-8: still bytes to encode
+    assert tok.decode_bytes(tok.encode(raw)) == raw
+    assert tok.encode_special("hello<|endoftext|>").tolist()[-1] == 50256
+    assert tok.encode("<|endoftext|>").tolist()[0] == ord("<")
+    with pytest.raises(phonegpt.InvalidArgument):
+        tok.encode_special("x", ["<|nope|>"])
+
+
+def test_written_files_load_back_identically():
+    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "cl100k_base")
+    text = "hello wonderful world\n\n  hell"
+    hf = phonegpt.Tokenizer.from_hf(tok.write_file("hf_json"))
+    assert json.loads(tok.write_file("hf_json"))["model"]["type"] == "BPE"
+    assert hf.encode(text).tolist() == tok.encode(text).tolist()
+    assert tok.write_file("tiktoken") == small_ranks()
+    assert phonegpt.Tokenizer.from_bytes(tok.to_bytes()).encode(text).tolist() == tok.encode(text).tolist()
+    g = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "gpt2")
+    again = phonegpt.Tokenizer.from_gpt2(g.write_file("gpt2_encoder"), g.write_file("gpt2_merges"))
+    assert again.encode(text).tolist() == g.encode(text).tolist()
+
+
+def test_bad_files_raise_format_errors():
+    with pytest.raises(phonegpt.FormatError):
+        phonegpt.Tokenizer.from_tiktoken(b"IQ== 0\nIg== 0\n", "gpt2")
+    with pytest.raises(phonegpt.FormatError):
+        phonegpt.Tokenizer.from_hf("{")
+    with pytest.raises(phonegpt.Unsupported):
+        phonegpt.Tokenizer.from_tiktoken(small_ranks(), "cl200k")
