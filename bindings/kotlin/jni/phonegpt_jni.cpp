@@ -1128,6 +1128,40 @@ jlong n_lora_adapter_num_params(JNIEnv* env, jclass, jlong h) {
     return jlong(n);
 }
 
+// --- the struct field list ------------------------------------------------------------------
+
+// The value fields (numbers, flags, enumerations) of every size-prefixed struct, in declaration
+// order, from the one list that the library and the Python binding read too
+// (lib/core/c_struct_fields.def: it names only what phonegpt.h declares). The Kotlin classes
+// carry these fields in this order through the long arrays above; the JUnit suite compares
+// each class's order with this list, so a field added to a C struct fails the suite until the
+// Kotlin side has it. Returns null for a struct the list does not have.
+jobjectArray n_struct_value_fields(JNIEnv* env, jclass, jstring jname) {
+    std::string name;
+    if (!get_string(env, jname, "struct name", &name)) return nullptr;
+    std::vector<std::string> fields;
+    bool found = false;
+    auto add = [&](const char* s, const char* field, const char* kind) {
+        const std::string k = kind;
+        if (name == s && (k == "PG_VALUE" || k == "PG_FLAG" || k == "PG_ENUM")) fields.push_back(field);
+    };
+#define PG_STRUCT(S, binding_name, role) found = found || name == #S;
+#define PG_FIELD(S, field, kind) add(#S, #field, #kind);
+#define PG_STRUCT_END(S)
+#include "../../../lib/core/c_struct_fields.def"
+    if (!found) return nullptr;
+    jclass string_class = env->FindClass("java/lang/String");
+    if (!string_class) return nullptr;
+    jobjectArray out = env->NewObjectArray(jsize(fields.size()), string_class, nullptr);
+    for (std::size_t i = 0; out && i < fields.size(); ++i) {
+        jstring f = env->NewStringUTF(fields[i].c_str());
+        if (!f) return nullptr;
+        env->SetObjectArrayElement(out, jsize(i), f);
+        env->DeleteLocalRef(f);
+    }
+    return out;
+}
+
 // =============================================================================================
 // Registration
 // =============================================================================================
@@ -1143,6 +1177,7 @@ const JNINativeMethod kNatives[] = {
     PG_NATIVE("simdArch", "()Ljava/lang/String;", n_simd_arch),
     PG_NATIVE("statusName", "(I)Ljava/lang/String;", n_status_name),
     PG_NATIVE("lastError", "()Ljava/lang/String;", n_last_error),
+    PG_NATIVE("structValueFields", "(Ljava/lang/String;)[Ljava/lang/String;", n_struct_value_fields),
     PG_NATIVE("splitIndex", "(JD)J", n_split_index),
     PG_NATIVE("readFile", "(Ljava/lang/String;)[B", n_read_file),
 

@@ -24,6 +24,8 @@ data class LoraConfig(
 ) {
     companion object {
         @JvmStatic fun default(): LoraConfig = fromFields(Native.loraConfigDefault(), null)
+        /** The order of fields() (the layer list travels separately). */
+        internal val C_FIELDS = listOf("rank", "alpha", "use_rslora", "dropout", "target_modules", "init_seed", "freeze_a")
 
         internal fun fromFields(f: LongArray, layers: IntArray?) = LoraConfig(
             f[0].toInt(), Float.fromBits(f[1].toInt()), f[2] != 0L, Float.fromBits(f[3].toInt()), LoraTarget.of(f[4]),

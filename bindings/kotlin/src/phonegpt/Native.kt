@@ -23,6 +23,8 @@ internal object Native {
     @JvmStatic external fun simdArch(): String
     @JvmStatic external fun statusName(status: Int): String
     @JvmStatic external fun lastError(): String
+    /** The value fields of a C struct in declaration order (lib/core/c_struct_fields.def), or null. */
+    @JvmStatic external fun structValueFields(struct: String?): Array<String>?
     @JvmStatic external fun splitIndex(n: Long, trainFraction: Double): Long
     @JvmStatic external fun readFile(path: String?): ByteArray
 

@@ -100,6 +100,21 @@ class PhoneGptTest {
         assertTrue(PhoneGptException.fromStatus(99, "x") is InternalException)
     }
 
+    @Test fun fieldOrderMatchesTheLibrarysStructList() {
+        val kotlin = mapOf("pg_model_config" to ModelConfig.C_FIELDS, "pg_train_config" to TrainConfig.C_FIELDS,
+                           "pg_eval_config" to EvalConfig.C_FIELDS, "pg_sample_config" to SampleConfig.C_FIELDS,
+                           "pg_step_result" to StepResult.C_FIELDS, "pg_eval_result" to EvalResult.C_FIELDS,
+                           "pg_lora_config" to LoraConfig.C_FIELDS)
+        for ((struct, fields) in kotlin) assertEquals(struct, Native.structValueFields(struct)?.toList(), fields)
+        assertNull(Native.structValueFields("pg_no_such_struct"))
+        // the field arrays have exactly that many entries
+        assertEquals(ModelConfig.C_FIELDS.size, ModelConfig.default().fields().size)
+        assertEquals(TrainConfig.C_FIELDS.size, TrainConfig.default().fields().size)
+        assertEquals(EvalConfig.C_FIELDS.size, EvalConfig.default().fields().size)
+        assertEquals(SampleConfig.C_FIELDS.size, SampleConfig.default().fields().size)
+        assertEquals(LoraConfig.C_FIELDS.size, LoraConfig.default().fields().size)
+    }
+
     @Test fun splitIndexAndReadFile() {
         assertEquals(1_003_854L, PhoneGpt.splitIndex(1_115_394))
         assertEquals(5L, PhoneGpt.splitIndex(10, 0.5))
