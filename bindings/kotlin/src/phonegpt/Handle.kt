@@ -98,8 +98,9 @@ class ProgressBridge internal constructor(private val listener: ((Long, Long) ->
 
 /** What the JNI shim calls with each generated token; returns false to stop. */
 class TokenBridge internal constructor(private val listener: ((Int) -> Unit)?, private val cancel: CancellationToken?) {
+    // The library has already generated `token` (it is in the output either way), so the
+    // listener always sees it, even when the cancellation came first: streamed == returned.
     fun onToken(token: Int): Boolean {
-        if (cancel != null && cancel.isCancelled) return false
         listener?.invoke(token)
         return cancel == null || !cancel.isCancelled
     }
