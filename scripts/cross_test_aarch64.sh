@@ -13,8 +13,7 @@ jobs=$(nproc)
 fail() { echo "cross_test_aarch64: FAILED ($1)"; exit 1; }
 
 cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
-  -DCMAKE_BUILD_TYPE=Release -DPG_BUILD_PYTHON=OFF -DPG_BUILD_EXAMPLES=OFF -DPG_REQUIRE_ALL_TESTS=ON \
-  > "$build/configure.log" 2>&1 ||
+  -DCMAKE_BUILD_TYPE=Release -DPG_BUILD_PYTHON=OFF -DPG_BUILD_EXAMPLES=OFF > "$build/configure.log" 2>&1 ||
   { cat "$build/configure.log"; fail "configure"; }
 cmake --build "$build" -j"$jobs" --target phonegpt phonegpt_static phonegpt_unit_tests bench_kernels \
   bench_peak phonegpt_jni > "$build/build.log" 2>&1 || { grep -E "error|Error" "$build/build.log" | head -30; fail "build"; }
