@@ -2,12 +2,13 @@
 // throughput on a text, the worst cases (1 MB of one character, 1 MB of random bytes), and a
 // batch of documents on 1 and 2 threads. The peers (npm tiktoken, HF tokenizers) are timed on
 // the same files by bench_tokenizer_peers.js; benchmarks/run_tokenizer.sh runs both.
-// Usage: bench_tokenizer RANKS_DIR TEXT_FILE [--json]
+// Usage: bench_tokenizer RANKS_DIR TEXT_FILE [--json] [--reps N]   (best of N runs, default 3)
 //   RANKS_DIR holds gpt2.tiktoken, cl100k_base.tiktoken, o200k_base.tiktoken
 //   (build/tests/bpe_peers after a build with the npm peers).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -59,12 +60,17 @@ double best_of(int reps, F&& f) {
 
 int main(int argc, char** argv) {
     if (argc < 3) {
-        std::fprintf(stderr, "usage: bench_tokenizer RANKS_DIR TEXT_FILE [--json]\n");
+        std::fprintf(stderr, "usage: bench_tokenizer RANKS_DIR TEXT_FILE [--json] [--reps N]\n");
         return 2;
     }
     const std::string dir = argv[1];
     const std::string text = read_file(argv[2]);
-    const bool json = argc > 3 && std::strcmp(argv[3], "--json") == 0;
+    bool json = false;
+    int reps = 3;
+    for (int i = 3; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--json") == 0) json = true;
+        else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
+    }
     const double mb = double(text.size()) / 1e6;
 
     std::string one_char(1 << 20, 'a');
@@ -93,11 +99,11 @@ int main(int argc, char** argv) {
         const double load_ms = seconds_since(t0) * 1e3;
         const long rss = rss_kib() - rss0;
         std::size_t n_tokens = 0;
-        const double enc_s = best_of(3, [&] { n_tokens = tok->encode(text).size(); });
-        const double a_ms = best_of(3, [&] { tok->encode(one_char); }) * 1e3;
-        const double r_ms = best_of(3, [&] { tok->encode(random_bytes); }) * 1e3;
+        const double enc_s = best_of(reps, [&] { n_tokens = tok->encode(text).size(); });
+        const double a_ms = best_of(reps, [&] { tok->encode(one_char); }) * 1e3;
+        const double r_ms = best_of(reps, [&] { tok->encode(random_bytes); }) * 1e3;
         const auto batch = [&](int threads) {
-            return best_of(3, [&] {
+            return best_of(reps, [&] {
                 std::vector<std::thread> pool;
                 for (int t = 0; t < threads; ++t)
                     pool.emplace_back([&, t] {
