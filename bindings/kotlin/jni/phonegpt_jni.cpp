@@ -1128,6 +1128,43 @@ jlong n_lora_adapter_num_params(JNIEnv* env, jclass, jlong h) {
     return jlong(n);
 }
 
+// Merging an adapter into a model, and adapter files.
+jlong n_lora_merge(JNIEnv* env, jclass, jlong mh, jlong ah, jint n_threads) {
+    auto* m = handle_of<pg_model>(env, mh, "Model");
+    auto* a = m ? handle_of<pg_lora_adapter>(env, ah, "LoraAdapter") : nullptr;
+    pg_model* merged = nullptr;
+    if (!a || failed(env, pg_lora_merge(m, a, n_threads, &merged))) return 0;
+    return to_handle(merged);
+}
+
+void n_lora_merge_in_place(JNIEnv* env, jclass, jlong mh, jlong ah, jint n_threads, jboolean unmerge) {
+    auto* m = handle_of<pg_model>(env, mh, "Model");
+    auto* a = m ? handle_of<pg_lora_adapter>(env, ah, "LoraAdapter") : nullptr;
+    if (a) failed(env, unmerge ? pg_lora_unmerge_in_place(m, a, n_threads) : pg_lora_merge_in_place(m, a, n_threads));
+}
+
+void n_lora_adapter_save(JNIEnv* env, jclass, jlong h, jstring jpath) {
+    auto* a = handle_of<pg_lora_adapter>(env, h, "LoraAdapter");
+    std::string path;
+    if (a && get_string(env, jpath, "path", &path)) failed(env, pg_lora_adapter_save(a, path.c_str()));
+}
+
+// `base` 0: no base check.
+jlong n_lora_adapter_load(JNIEnv* env, jclass, jstring jpath, jlong mh) {
+    std::string path;
+    if (!get_string(env, jpath, "path", &path)) return 0;
+    auto* m = mh ? handle_of<pg_model>(env, mh, "Model") : nullptr;
+    pg_lora_adapter* a = nullptr;
+    if (failed(env, pg_lora_adapter_load(path.c_str(), m, &a))) return 0;
+    return to_handle(a);
+}
+
+void n_lora_adapter_check_base(JNIEnv* env, jclass, jlong h, jlong mh) {
+    auto* a = handle_of<pg_lora_adapter>(env, h, "LoraAdapter");
+    auto* m = a ? handle_of<pg_model>(env, mh, "Model") : nullptr;
+    if (m) failed(env, pg_lora_adapter_check_base(a, m));
+}
+
 // --- the struct field list ------------------------------------------------------------------
 
 // The value fields (numbers, flags, enumerations) of every size-prefixed struct, in declaration
@@ -1249,6 +1286,11 @@ const JNINativeMethod kNatives[] = {
     PG_NATIVE("loraAdapterFindTensor", "(JLjava/lang/String;)I", n_find_tensor<pg_lora_adapter>),
     PG_NATIVE("loraAdapterReadTensor", "(JI" PG_FLOATS ")V", n_read_tensor<pg_lora_adapter>),
     PG_NATIVE("loraAdapterWriteTensor", "(JI" PG_FLOATS ")V", n_write_tensor<pg_lora_adapter>),
+    PG_NATIVE("loraMerge", "(JJI)J", n_lora_merge),
+    PG_NATIVE("loraMergeInPlace", "(JJIZ)V", n_lora_merge_in_place),
+    PG_NATIVE("loraAdapterSave", "(JLjava/lang/String;)V", n_lora_adapter_save),
+    PG_NATIVE("loraAdapterLoad", "(Ljava/lang/String;J)J", n_lora_adapter_load),
+    PG_NATIVE("loraAdapterCheckBase", "(JJ)V", n_lora_adapter_check_base),
 };
 
 #undef PG_NATIVE

@@ -117,4 +117,9 @@ internal object Native {
                                                   offset: Int, length: Int)
     @JvmStatic external fun loraAdapterWriteTensor(handle: Long, index: Int, src: FloatArray?, srcBuffer: FloatBuffer?,
                                                    offset: Int, length: Int)
+    @JvmStatic external fun loraMerge(model: Long, adapter: Long, nThreads: Int): Long
+    @JvmStatic external fun loraMergeInPlace(model: Long, adapter: Long, nThreads: Int, unmerge: Boolean)
+    @JvmStatic external fun loraAdapterSave(handle: Long, path: String?)
+    @JvmStatic external fun loraAdapterLoad(path: String?, base: Long): Long
+    @JvmStatic external fun loraAdapterCheckBase(handle: Long, base: Long)
 }

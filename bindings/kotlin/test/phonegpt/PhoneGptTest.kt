@@ -687,6 +687,44 @@ class PhoneGptTest {
         }
     }
 
+    @Test fun loraMergeAndFiles() {
+        tinyModel().use { base ->
+            val want = base.evaluate(ids).meanLoss
+            LoraAdapter(base, LoraConfig.default().copy(rank = 2, targets = LoraTarget.ALL)).use { a ->
+                a.checkBase(base)
+                a.merge(base, 1).use { merged -> assertEquals(want, merged.evaluate(ids).meanLoss, 0.0) }  // B = 0
+                for (name in a.tensorNames.filter { it.contains("lora_B") })
+                    a.setParameter(name, FloatArray(numel(a.tensorShape(name))) { 0.05f })
+                val mergedLoss = a.merge(base, 1).use { it.evaluate(ids).meanLoss }
+                assertTrue(mergedLoss != want)
+                // files: save, load with and without the base, a wrong base, a damaged file
+                val path = File(tmp, "adapter.safetensors").path
+                a.save(path)
+                LoraAdapter.load(path).use { l ->
+                    assertEquals(a.config, l.config)
+                    for (name in a.tensorNames) assertArrayEquals(a.parameter(name), l.parameter(name), 0f)
+                }
+                LoraAdapter.load(path, base).use { l -> assertEquals(mergedLoss, l.merge(base, 1).use { it.evaluate(ids).meanLoss }, 0.0) }
+                tinyModel(seed = 8).use { other ->
+                    assertThrows<GeometryException>(Status.GEOMETRY) { a.checkBase(other) }
+                    assertThrows<GeometryException>(Status.GEOMETRY) { LoraAdapter.load(path, other) }
+                }
+                assertThrows<IoException>(Status.IO) { LoraAdapter.load(File(tmp, "none.safetensors").path) }
+                val bytes = File(path).readBytes()
+                File(tmp, "cut.safetensors").writeBytes(bytes.copyOf(bytes.size / 2))
+                assertThrows<PhoneGptException>(Status.FORMAT) { LoraAdapter.load(File(tmp, "cut.safetensors").path) }
+                // in place: merge, a second merge is refused, unmerge restores within rounding
+                val w = base.parameter("h.0.attn.c_attn.weight")
+                a.mergeInto(base, 1)
+                assertEquals(mergedLoss, base.evaluate(ids).meanLoss, 1e-6)
+                assertThrows<GeometryException>(Status.GEOMETRY) { a.mergeInto(base, 1) }
+                a.unmergeFrom(base, 1)
+                val back = base.parameter("h.0.attn.c_attn.weight")
+                for (i in w.indices) assertEquals(w[i], back[i], 1e-6f)
+            }
+        }
+    }
+
     // --- leaks ---------------------------------------------------------------------------------
 
     /** Thousands of create/use/close cycles leave the process's resident memory flat. */
