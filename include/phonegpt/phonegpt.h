@@ -677,6 +677,14 @@ PG_API pg_status pg_lora_adapter_load(const char* path, const pg_model* base,
                                       pg_lora_adapter** out);
 /* PG_OK when `base` is the adapter's base; PG_ERR_GEOMETRY naming the difference otherwise. */
 PG_API pg_status pg_lora_adapter_check_base(const pg_lora_adapter* adapter, const pg_model* base);
+/* Exports for PEFT into `folder` (which must exist): adapter_config.json (peft_type LORA, r,
+ * lora_alpha, lora_dropout, target_modules "c_attn" / "attn.c_proj" / "c_fc" / "mlp.c_proj",
+ * fan_in_fan_out true as GPT-2's Conv1D needs, use_rslora, layers_to_transform with
+ * layers_pattern "h") and adapter_model.safetensors (the adapter file: its tensors carry PEFT's
+ * names base_model.model.transformer.h.{i}.{module}.lora_A.weight [r, in] / lora_B.weight
+ * [out, r]). For a base exported with pg_model_export(PG_FORMAT_SAFETENSORS). Both files are
+ * written atomically and read back and checked before success. */
+PG_API pg_status pg_lora_export_peft(const pg_lora_adapter* adapter, const char* folder);
 
 /* The adapter's training record: *n_steps optimizer steps, with one loss and one learning rate
  * each (borrowed arrays, valid until the adapter is trained further or freed; NULL when there

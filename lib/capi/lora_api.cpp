@@ -9,6 +9,7 @@
 #include "lora/adapter_file.hpp"
 #include "lora/config.hpp"
 #include "lora/merge.hpp"
+#include "lora/peft.hpp"
 #include "train/train_config.hpp"
 
 namespace {
@@ -294,6 +295,15 @@ pg_status pg_lora_trainer_step_batch(pg_lora_trainer* trainer, const int32_t* in
         pg::lora::LoraTrainer& t = impl(trainer, fn);
         if (result) pg::check_struct_size(*result, fn);
         named(fn, [&] { write_step(t.step_batch(inputs, targets, B, T), result, fn); });
+    });
+}
+
+pg_status pg_lora_export_peft(const pg_lora_adapter* adapter, const char* folder) {
+    return pg::guarded(err(adapter), [&] {
+        const char* fn = "pg_lora_export_peft";
+        PG_REQUIRE_NOT_NULL(fn, adapter);
+        PG_REQUIRE_NOT_NULL(fn, folder);
+        named(fn, [&] { pg::lora::export_peft(adapter->impl, folder); });
     });
 }
 
