@@ -121,7 +121,24 @@ void write_file_atomically(const std::string& path, const std::string& text);
 std::string resolve_data_path(const Options& opt);
 
 std::vector<int32_t> encode(pg_tokenizer* tok, const std::string& text);
+// Exactly the bytes of the ids (a byte-level BPE's may be any bytes, invalid UTF-8 included).
 std::string decode(pg_tokenizer* tok, const int32_t* ids, size_t n);
+
+// Decoded text that is always valid UTF-8, token by token (pg_token_stream): a character split
+// across tokens comes out whole with the token that completes it, and bytes that never become
+// a character are U+FFFD. For generated text as it streams, and for JSON strings.
+class TextStream {
+public:
+    explicit TextStream(pg_tokenizer* tok);
+    std::string push(int32_t id);  // the text this token completed
+    std::string finish();          // what is still held
+private:
+    struct Free {
+        void operator()(pg_token_stream* s) const { pg_token_stream_free(s); }
+    };
+    std::unique_ptr<pg_token_stream, Free> stream_;
+};
+std::string decode_utf8(pg_tokenizer* tok, const int32_t* ids, size_t n);
 
 // The data file, encoded with the model's tokenizer and split at train_fraction.
 struct Corpus {

@@ -8,5 +8,6 @@ int cmd_eval(int argc, char** argv);    // eval.cpp (and eval_folder.cpp)
 int cmd_sample(int argc, char** argv);  // sample.cpp
 int cmd_export(int argc, char** argv);  // export.cpp
 int cmd_import(int argc, char** argv);  // import.cpp
+int cmd_tokenizer(int argc, char** argv);  // tokenizer.cpp: info, encode, decode
 
 }  // namespace cli

@@ -142,6 +142,48 @@ std::string decode(pg_tokenizer* tok, const int32_t* ids, size_t n) {
     return text;
 }
 
+TextStream::TextStream(pg_tokenizer* tok) {
+    pg_token_stream* s = nullptr;
+    check(pg_token_stream_create(tok, &s), "pg_token_stream_create");
+    stream_.reset(s);
+}
+
+namespace {
+
+// One push or finish with a buffer that grows to what the call says it needs.
+template <class Call>
+std::string stream_text(Call call, const char* name) {
+    std::string text(64, '\0');
+    size_t len = 0;
+    pg_status s = call(&text[0], text.size(), &len);
+    if (s == PG_ERR_BUFFER_TOO_SMALL) {
+        text.assign(len + 1, '\0');
+        s = call(&text[0], text.size(), &len);
+    }
+    check(s, name);
+    text.resize(len);
+    return text;
+}
+
+}  // namespace
+
+std::string TextStream::push(int32_t id) {
+    return stream_text([&](char* t, size_t c, size_t* n) { return pg_token_stream_push(stream_.get(), id, t, c, n); },
+                       "pg_token_stream_push");
+}
+
+std::string TextStream::finish() {
+    return stream_text([&](char* t, size_t c, size_t* n) { return pg_token_stream_finish(stream_.get(), t, c, n); },
+                       "pg_token_stream_finish");
+}
+
+std::string decode_utf8(pg_tokenizer* tok, const int32_t* ids, size_t n) {
+    TextStream stream(tok);
+    std::string text;
+    for (size_t i = 0; i < n; ++i) text += stream.push(ids[i]);
+    return text + stream.finish();
+}
+
 Corpus load_corpus(const std::string& path, pg_tokenizer* tok, double train_fraction) {
     Corpus c;
     c.path = path;

@@ -7,18 +7,20 @@ namespace cli {
 
 namespace {
 
+// Prints each generated token's completed text as it comes (nothing in --json mode).
 struct SampleStream {
-    pg_tokenizer* tok;
+    TextStream text;
     bool print;
 };
 
+void print_piece(const std::string& piece) {
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+}
+
 int on_token(void* user, int32_t token) {
     auto* s = static_cast<SampleStream*>(user);
-    if (s->print) {
-        std::string piece = decode(s->tok, &token, 1);
-        std::fwrite(piece.data(), 1, piece.size(), stdout);
-        std::fflush(stdout);
-    }
+    if (s->print) print_piece(s->text.push(token));
     return 0;
 }
 
@@ -59,7 +61,7 @@ int cmd_sample(int argc, char** argv) {
     pg_tokenizer* tok = tokenizer_of(model.get(), "encode --prompt with");
     const std::vector<int32_t> prompt_ids = encode(tok, prompt);
 
-    SampleStream stream{tok, !g_output.json};
+    SampleStream stream{TextStream(tok), !g_output.json};
     sc.on_token = on_token;
     sc.on_token_user = &stream;
     std::vector<int32_t> out(size_t(sc.max_tokens));
@@ -72,8 +74,8 @@ int cmd_sample(int argc, char** argv) {
     check(pg_generate(model.get(), prompt_ids.data(), prompt_ids.size(), &sc, out.data(), out.size(), &n_out),
           "pg_generate");
     const double seconds = now_seconds() - t0;
-    const std::string text = decode(tok, out.data(), n_out);
     if (g_output.json) {
+        const std::string text = decode_utf8(tok, out.data(), n_out);
         Json j;
         j.boolean("ok", true).str("command", "sample").str("checkpoint", ckpt).str("prompt", prompt)
             .str("text", text).integer("tokens", (long long)n_out).flt("temperature", sc.temperature)
@@ -81,6 +83,7 @@ int cmd_sample(int argc, char** argv) {
             .num("seconds", seconds).num("tokens_per_second", seconds > 0 ? double(n_out) / seconds : 0.0);
         print_result(j);
     } else {
+        print_piece(stream.text.finish());
         std::printf("\n");
         std::fprintf(stderr, "(%zu tokens in %.2f s)\n", n_out, seconds);
     }

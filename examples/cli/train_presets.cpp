@@ -1,6 +1,7 @@
 // phonegpt train's presets (the recipes table) and its options.
 #include <cmath>
 
+#include "tokenizer_files.hpp"
 #include "train.hpp"
 
 namespace cli {
@@ -27,8 +28,9 @@ const TrainPreset& find_train_preset(const std::string& name) {
 
 const char* const kTrainSynopsis = "[options]";
 const char* const kTrainWhat =
-    "Trains a character-level GPT on a text file. The vocabulary is the sorted set of the whole\n"
-    "file's characters; the first 90% is the training split, the last 10% the validation split.\n"
+    "Trains a GPT on a text file. The vocabulary is the sorted set of the whole file's characters,\n"
+    "or --tokenizer FILE's (a byte-level BPE, say); the first 90% of the encoded text is the\n"
+    "training split, the last 10% the validation split.\n"
     "At every evaluation and at the end writes OUT/model.bin (the model and its tokenizer),\n"
     "OUT/trainer.bin (plus the training state, for --resume), OUT/checkpoints/step-NNNNNN.bin\n"
     "(that evaluation's model) and a row of OUT/scores.csv. A run whose loss or gradient stops\n"
@@ -36,7 +38,7 @@ const char* const kTrainWhat =
     "finite evaluation.";
 
 std::vector<OptionSpec> train_options() {
-    return {
+    std::vector<OptionSpec> options = {
         {"preset", "NAME",
          "phonegpt (default: 6 layers, 4 heads, width 128, context 128), tiny, or phonegpt-shakespeare "
          "(a recipe: the phonegpt shape, and defaults that replace those below: see docs/cli.md)"},
@@ -80,6 +82,10 @@ std::vector<OptionSpec> train_options() {
         {"quiet", nullptr, "no progress lines"},
         {"help", nullptr, "this help"},
     };
+    // --tokenizer FILE (and --merges, --encoding) instead of the character vocabulary.
+    const std::vector<OptionSpec> files = tokenizer_file_options();
+    options.insert(options.begin() + 6, files.begin(), files.end());  // after --data
+    return options;
 }
 
 }  // namespace cli

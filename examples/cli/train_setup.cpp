@@ -8,6 +8,7 @@
 //    only behind --allow-thread-change (results then match up to float rounding).
 #include <string>
 
+#include "tokenizer_files.hpp"
 #include "train.hpp"
 
 namespace cli {
@@ -29,7 +30,7 @@ pg_train_config trainer_config(pg_trainer* t) {
 
 void resume(const Options& opt, TrainSetup& run) {
     for (const char* o : {"preset", "layers", "heads", "embd", "ctx", "batch", "accum", "lr", "lr-min", "schedule",
-                          "warmup", "weight-decay", "dropout", "clip", "seed"})
+                          "warmup", "weight-decay", "dropout", "clip", "seed", "tokenizer", "merges", "encoding"})
         if (opt.has(o)) throw UsageError{std::string("--") + o + " cannot be changed when resuming (--resume)"};
     if (opt.has("recompute"))
         throw UsageError{"--recompute cannot be applied to a resumed run (pg_trainer_resume sets up the trainer)"};
@@ -78,11 +79,17 @@ void create(const Options& opt, const TrainPreset& preset, const std::string& te
     if (opt.has("allow-thread-change")) throw UsageError{"--allow-thread-change goes with --resume"};
     run.steps = opt.integer("steps", preset.steps, 1, 1LL << 40);
     const uint64_t seed = uint64_t(opt.integer("seed", (long long)preset.seed, 0, INT64_MAX));
-    // The vocabulary is the whole file's characters, so validation text never holds a
-    // character the model cannot represent.
-    pg_tokenizer* built = nullptr;
-    check(pg_tokenizer_create_char(text.data(), text.size(), &built), "pg_tokenizer_create_char");
-    TokenizerPtr owned(built);
+    // --tokenizer FILE's vocabulary, or the whole file's characters (so validation text never
+    // holds a character the model cannot represent).
+    TokenizerPtr owned;
+    if (opt.has("tokenizer")) {
+        owned = load_tokenizer(opt);
+    } else {
+        pg_tokenizer* built = nullptr;
+        check(pg_tokenizer_create_char(text.data(), text.size(), &built), "pg_tokenizer_create_char");
+        owned.reset(built);
+    }
+    pg_tokenizer* built = owned.get();
     pg_model_config mc;
     pg_model_config_default(&mc);
     check_flags(pg_model_config_preset(preset.model, &mc), "pg_model_config_preset");

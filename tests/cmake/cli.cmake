@@ -329,6 +329,80 @@ rows = list(csv.DictReader(open(f"{folder}/scores.csv")))
 assert [r["checkpoint"] for r in rows] == ["step-000002.bin", "step-000004.bin"], rows
 ]=])
 
+# phonegpt tokenizer info|encode|decode and train --tokenizer with a byte-level BPE: a small
+# GPT-2 style vocabulary written here (encoder.json + vocab.bpe: the 256 byte tokens with id =
+# byte value, merges that make "Citizen" and " speak" one token each, and <|endoftext|>).
+pg_cli_scenario(cli_tokenizer_bpe [=[
+def byte_chars():
+    """GPT-2's printable stand-ins for the 256 bytes (its bytes_to_unicode)."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return chars
+chars = byte_chars()
+encoder = {chars[b]: b for b in range(256)}
+merges = [("C", "i"), ("Ci", "t"), ("Cit", "i"), ("z", "e"), ("Citi", "ze"), ("Citize", "n"),
+          ("\u0120", "s"), ("\u0120s", "p"), ("\u0120sp", "e"), ("\u0120spe", "a"), ("\u0120spea", "k")]
+for a, b in merges:
+    encoder[a + b] = len(encoder)
+encoder["<|endoftext|>"] = len(encoder)
+with open(f"{DIR}/encoder.json", "w", encoding="utf-8") as f:
+    json.dump(encoder, f, ensure_ascii=False)
+with open(f"{DIR}/vocab.bpe", "w", encoding="utf-8") as f:
+    f.write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
+tok = ["--tokenizer", f"{DIR}/encoder.json", "--merges", f"{DIR}/vocab.bpe"]
+
+info = run("tokenizer", "info", *tok, "--data", TEXT)
+assert info["kind"] == "bpe" and info["vocab_size"] == 256 + len(merges) + 1, info
+assert 0 < info["tokens_per_byte"] < 1, info
+text = "First Citizen: speak, speak."
+enc = run("tokenizer", "encode", *tok, "--text", text)
+assert encoder["Citizen"] in enc["ids"] and encoder["\u0120speak"] in enc["ids"], enc
+assert enc["bytes"] == len(text) and enc["tokens"] == len(enc["ids"]) < len(text), enc
+dec = run("tokenizer", "decode", *tok, "--ids", ",".join(map(str, enc["ids"])))
+assert dec["text"] == text, dec
+# The whole text round-trips through an ids file written as encode prints it.
+whole = run("tokenizer", "encode", *tok, "--data", TEXT)
+with open(f"{DIR}/ids.txt", "w") as f:
+    f.write(" ".join(map(str, whole["ids"])) + "\n")
+assert run("tokenizer", "decode", *tok, "--ids-file", f"{DIR}/ids.txt")["text"] == open(TEXT).read()
+# A byte that is no character on its own (the first of "é"): exact in plain mode, U+FFFD in JSON.
+half = run("tokenizer", "decode", *tok, "--ids", "195")
+assert half["text"] == "\ufffd" and half["bytes"] == 1 and half["exact"] is False, half
+raw = subprocess.run([CLI, "tokenizer", "decode", *tok, "--ids", "195 169"], capture_output=True)
+assert raw.returncode == 0 and raw.stdout == "é".encode(), raw
+# Special tokens are text unless asked for.
+special = encoder["<|endoftext|>"]
+assert run("tokenizer", "encode", *tok, "--text", "<|endoftext|>", "--allow-special")["ids"] == [special]
+assert special not in run("tokenizer", "encode", *tok, "--text", "<|endoftext|>")["ids"]
+
+# A model with that vocabulary, end to end: train, eval, sample, and its checkpoint's tokenizer.
+res = run("train", "--preset", "tiny", "--data", TEXT, *tok, "--batch", "4", "--threads", "2", "--steps", "4",
+          "--eval-interval", "2", "--out", f"{DIR}/run")
+assert res["model"]["vocab_size"] == info["vocab_size"] and res["val_tokens"] > 0, res
+assert res["train_tokens"] + res["val_tokens"] == whole["tokens"], (res, whole["tokens"])
+ev = run("eval", "--checkpoint", res["model_path"], "--data", TEXT)
+assert ev["scored"] == res["val_tokens"] - 1 and math.isfinite(ev["loss"]), ev
+run("sample", "--checkpoint", res["model_path"], "--prompt", "First Citizen", "--tokens", "8")
+back = run("tokenizer", "info", "--tokenizer", res["model_path"])
+assert back["kind"] == "bpe" and back["vocab_size"] == info["vocab_size"], back
+assert run("tokenizer", "encode", "--tokenizer", res["model_path"], "--text", text)["ids"] == enc["ids"]
+
+# Usage errors (exit 2) and bad ids (exit 1).
+run("train", "--resume", res["trainer_path"], "--data", TEXT, *tok, "--out", f"{DIR}/r", rc=2)
+run("tokenizer", "info", "--tokenizer", f"{DIR}/no-such.json", rc=2)
+run("tokenizer", "info", "--tokenizer", f"{DIR}/vocab.bpe", rc=2)
+run("tokenizer", "encode", *tok, rc=2)
+run("tokenizer", "decode", *tok, "--ids", "1 x", rc=2)
+run("tokenizer", "decode", *tok, "--ids", str(info["vocab_size"]), rc=1)
+run("tokenizer", "split", *tok, rc=2)
+]=])
+
 pg_cli_test(cli_stop_without_target 2 "ok|error" "train|--preset|tiny|--data|${PG_CLI_TEXT}|--stop-at-target|--json")
 pg_cli_test(cli_target_partial_eval 2 "ok|error"
   "train|--preset|tiny|--data|${PG_CLI_TEXT}|--target|1.5|--eval-windows|4|--json")
