@@ -891,6 +891,142 @@ private:
 };
 
 // ---------------------------------------------------------------------------------------
+// Session.
+// ---------------------------------------------------------------------------------------
+
+// A session borrows its model (the reference keeps the model alive) and is
+// one-thread-at-a-time in C; `busy` serialises the binding's calls on it, as for a trainer.
+struct SessionHandle {
+    ModelPtr model;
+    pg_session* session = nullptr;
+    std::mutex busy;
+    ~SessionHandle() { pg_session_free(session); }
+};
+using SessionPtr = std::shared_ptr<SessionHandle>;
+
+class Session {
+public:
+    Session(py::object model_obj, SessionPtr p) : model_obj_(std::move(model_obj)), p_(std::move(p)) {}
+
+    static Session create(py::object model_obj, const py::object& config, const py::kwargs& fields) {
+        Model& model = model_obj.cast<Model&>();
+        const pg_session_config c = options_from<pg_session_config>(config, fields);
+        auto h = std::make_shared<SessionHandle>();
+        h->model = model.ptr();
+        pg_model* m = h->model.get();
+        call_nogil([&] { return pg_session_create(m, &c, &h->session); });
+        return Session(std::move(model_obj), std::move(h));
+    }
+
+    const SessionPtr& ptr() const {
+        if (!p_) raise_state("the Session is closed");
+        return p_;
+    }
+    pg_session* get() const { return ptr()->session; }
+    void close() { p_.reset(); }
+    bool closed() const { return !p_; }
+    py::object model() const { return model_obj_; }
+
+    int n_threads() const {
+        int32_t n = 0;
+        check(pg_session_n_threads(get(), &n));
+        return n;
+    }
+    int64_t position() const {
+        int64_t n = 0;
+        check(pg_session_position(get(), &n));
+        return n;
+    }
+
+    py::tuple forward(const py::object& tokens_obj, const py::object& targets_obj) {
+        pg_session* s = get();
+        auto keep = p_;
+        return run_forward(tokens_obj, targets_obj, Model(keep->model).config().vocab_size,
+                           [&](const int32_t* tokens, int32_t B, int32_t T, const int32_t* targets, float* logits,
+                               float* loss) {
+                               std::lock_guard<std::mutex> lock(keep->busy);
+                               return pg_session_forward(s, tokens, B, T, targets, logits, loss);
+                           });
+    }
+
+    pg_eval_result evaluate(const py::object& tokens_obj, const py::object& config, const py::object& progress,
+                            const py::kwargs& fields) {
+        pg_session* s = get();
+        auto keep = p_;
+        TokenArray tokens = as_tokens(tokens_obj, "tokens", 1);
+        return run_evaluation(options_from<pg_eval_config>(config, fields), progress,
+                              [&](const pg_eval_config* c, pg_eval_result* r) {
+                                  std::lock_guard<std::mutex> lock(keep->busy);
+                                  return pg_session_evaluate(s, tokens.data(), size_t(tokens.size()), c, r);
+                              });
+    }
+
+    pg_eval_result evaluate_sampled(const py::object& tokens_obj, const py::object& config,
+                                    const py::kwargs& fields) {
+        pg_session* s = get();
+        auto keep = p_;
+        TokenArray tokens = as_tokens(tokens_obj, "tokens", 1);
+        const pg_eval_sampled_config c = options_from<pg_eval_sampled_config>(config, fields);
+        pg_eval_result r = defaults<pg_eval_result>();
+        const int32_t* tp = tokens.data();
+        const size_t n = size_t(tokens.size());
+        call_nogil([&] {
+            std::lock_guard<std::mutex> lock(keep->busy);
+            return pg_session_evaluate_sampled(s, tp, n, &c, &r);
+        });
+        return r;
+    }
+
+    void append(const py::object& tokens_obj) {
+        pg_session* s = get();
+        auto keep = p_;
+        TokenArray tokens = as_tokens(tokens_obj, "tokens", 1);
+        const int32_t* tp = tokens.data();
+        const size_t n = size_t(tokens.size());
+        call_nogil([&] {
+            std::lock_guard<std::mutex> lock(keep->busy);
+            return pg_session_append(s, tp, n);
+        });
+    }
+
+    py::array_t<float> logits() {
+        pg_session* s = get();
+        auto keep = p_;
+        const int V = Model(keep->model).config().vocab_size;
+        py::array_t<float> out{py::ssize_t(V)};
+        float* p = out.mutable_data();
+        call_nogil([&] {
+            std::lock_guard<std::mutex> lock(keep->busy);
+            return pg_session_logits(s, p, size_t(V));
+        });
+        return out;
+    }
+
+    void reset() {
+        pg_session* s = get();
+        auto keep = p_;
+        std::lock_guard<std::mutex> lock(keep->busy);
+        check(pg_session_reset(s));
+    }
+
+    // The options come whole from Python (phonegpt/__init__.py builds them).
+    py::array_t<int32_t> generate(const pg_sample_config& options, const std::vector<std::string>& stop,
+                                  const py::object& on_token) {
+        pg_session* s = get();
+        auto keep = p_;
+        return run_generation(options, stop, on_token,
+                              [&](const pg_sample_config* c, int32_t* out, size_t capacity, size_t* n_out) {
+                                  std::lock_guard<std::mutex> lock(keep->busy);
+                                  return pg_session_generate(s, c, out, capacity, n_out);
+                              });
+    }
+
+private:
+    py::object model_obj_;  // the Python Model (kept alive with the session)
+    SessionPtr p_;
+};
+
+// ---------------------------------------------------------------------------------------
 // Trainer.
 // ---------------------------------------------------------------------------------------
 
@@ -1241,6 +1377,29 @@ PYBIND11_MODULE(_phonegpt, m) {
             return "<phonegpt.Model " + std::string(py::str(py::cast(self.config()))) + ">";
         });
     add_lifetime<Model>(model, "model");
+
+    // Session ---------------------------------------------------------------------------------
+    py::class_<Session> session(m, "Session",
+        "Inference state over a Model: its own threads (fixed at creation), scratch and one\n"
+        "sequence's key/value cache, so generation continues where it stopped.\n"
+        "Session(model, config=None, **fields): a SessionConfig; fields change its values.");
+    session.def(py::init(&Session::create), py::arg("model"), py::arg("config") = py::none())
+        .def_property_readonly("model", &Session::model)
+        .def_property_readonly("n_threads", &Session::n_threads)
+        .def_property_readonly("position", &Session::position,
+                               "Tokens in the sequence (appended and generated) since creation or reset().")
+        .def("forward", &Session::forward, py::arg("tokens"), py::arg("targets") = py::none(),
+             "Model.forward on the session's threads; the sequence is left alone.")
+        .def("evaluate", &Session::evaluate, py::arg("tokens"), py::arg("config") = py::none(), py::kw_only(),
+             py::arg("progress") = py::none(),
+             "Model.evaluate on the session's threads (EvalConfig.n_threads is not read).")
+        .def("evaluate_sampled", &Session::evaluate_sampled, py::arg("tokens"), py::arg("config") = py::none(),
+             "The sampled estimate with an EvalSampledConfig; keyword arguments change its fields.")
+        .def("append", &Session::append, py::arg("tokens"), "Adds token ids to the sequence.")
+        .def("logits", &Session::logits, "The vocab_size logits for the token after the sequence.")
+        .def("reset", &Session::reset, "Empties the sequence (needed after the model's weights change).")
+        .def("_generate", &Session::generate, py::arg("options"), py::arg("stop"), py::arg("on_token"));
+    add_lifetime<Session>(session, "session");
 
     // Trainer --------------------------------------------------------------------------------
     py::class_<Trainer> trainer(m, "Trainer",

@@ -942,3 +942,37 @@ def test_import_exports_only_the_api():
     declared = {node.name for node in tree.body if isinstance(node, (ast.ClassDef, ast.FunctionDef))}
     declared |= {node.target.id for node in tree.body if isinstance(node, ast.AnnAssign)}
     assert set(phonegpt.__all__) == declared, set(phonegpt.__all__) ^ declared
+
+
+# ---- sessions ------------------------------------------------------------------------------
+
+def test_session_continues_where_it_stopped_and_matches_the_model(tok):
+    with tiny_with(tok) as m:
+        randomize(m, seed=9)
+        prompt = tok.encode("To be")
+        whole = m.generate(prompt, 20, seed=1, n_threads=1)
+        with phonegpt.Session(m, phonegpt.SessionConfig(n_threads=1)) as s:
+            assert s.n_threads == 1 and s.position == 0 and s.model is m
+            s.append(prompt)
+            assert s.position == len(prompt)
+            logits, _ = m.forward(np.array([prompt]), n_threads=1)
+            np.testing.assert_allclose(s.logits(), logits[0, -1], rtol=1e-5, atol=1e-5)
+            first = s.generate(8, seed=1)
+            assert np.array_equal(first, whole[:8])
+            assert s.position == len(prompt) + 8
+            s.reset()
+            assert s.position == 0
+            with pytest.raises(phonegpt.StateError):
+                s.generate(3)                          # nothing to continue
+            ids = tok.encode(TEXT * 3)
+            assert s.evaluate(ids, window=8).mean_loss == m.evaluate(ids, window=8, n_threads=1).mean_loss
+            sampled = s.evaluate_sampled(ids, phonegpt.EvalSampledConfig(n_batches=3, batch_size=2), seed=5)
+            assert sampled.n_windows == 6
+            assert sampled.mean_loss == m.evaluate_sampled(ids, 3, 2, seed=5, n_threads=1).mean_loss
+            x = np.array([prompt[:-1]])
+            y = np.array([prompt[1:]])
+            assert s.forward(x, y)[1] == m.forward(x, y, n_threads=1)[1]
+        with pytest.raises(phonegpt.StateError):
+            s.position
+        with pytest.raises(TypeError):
+            phonegpt.Session(m, threads=2)

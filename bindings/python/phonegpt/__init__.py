@@ -22,7 +22,7 @@ See docs/python.md.
 from ._phonegpt import (  # noqa: F401  (re-exported API)
     Cancelled, ChecksumError, BufferTooSmall, Error, EvalConfig, EvalResult, EvalSampledConfig, FormatError,
     GeometryError, HEADER_VERSION, InternalError, InvalidArgument, IOError, Model, ModelConfig,
-    NotFinite, OutOfMemory, SampleConfig, SaveOptions, SessionConfig, StateError, StepResult, TensorInfo,
+    NotFinite, OutOfMemory, SampleConfig, SaveOptions, Session, SessionConfig, StateError, StepResult, TensorInfo,
     TokenizeError, Tokenizer, TrainConfig, Trainer, Unsupported, VersionError, __version__,
     read_file, simd_arch, split_index, status_name, version, version_number,
 )
@@ -30,7 +30,7 @@ from ._phonegpt import (  # noqa: F401  (re-exported API)
 __all__ = [
     "Cancelled", "ChecksumError", "BufferTooSmall", "Error", "EvalConfig", "EvalResult", "EvalSampledConfig",
     "FormatError", "GeometryError", "HEADER_VERSION", "InternalError", "InvalidArgument", "IOError",
-    "Model", "ModelConfig", "NotFinite", "OutOfMemory", "SampleConfig", "SaveOptions", "SessionConfig", "StateError",
+    "Model", "ModelConfig", "NotFinite", "OutOfMemory", "SampleConfig", "SaveOptions", "Session", "SessionConfig", "StateError",
     "StepResult", "TensorInfo", "TokenizeError", "Tokenizer", "TrainConfig", "Trainer",
     "Unsupported", "VersionError", "__version__", "read_file",
     "simd_arch", "split_index", "status_name", "version", "version_number", "version_info",
@@ -142,6 +142,16 @@ def _stream(self, prompt, max_tokens=None, *, config=None, stop=(), **fields):
 
 Model.generate = _generate
 Model.stream = _stream
+
+def _session_generate(self, max_tokens=None, *, config=None, stop=(), on_token=None, **fields):
+    """Generates up to max_tokens tokens after the session's sequence and appends them to it,
+    so a later append() + generate() continues without recomputing what is cached. Options as
+    for Model.generate (config.n_threads is not read: the session's threads run it); returns
+    the generated ids (int32 array)."""
+    return self._generate(_sample_config(max_tokens, config, fields), list(stop), on_token)
+
+
+Session.generate = _session_generate
 
 
 def evaluate(model, tokens, **options):
