@@ -467,6 +467,83 @@ PG_API pg_status pg_generate(const pg_model* model, const int32_t* prompt, size_
                              const pg_sample_config* config, int32_t* out, size_t capacity,
                              size_t* n_out);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Coordinator and data privacy (issue 13): the data filter                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* What the data filter removes. The built-in detectors (docs/federated.md states each rule):
+ * e-mail addresses; phone numbers (7-15 digits in groups, optional +country code); payment
+ * card numbers (13-19 digits, Luhn-checked); IBANs (country length table, mod-97 checked);
+ * IPv4 and IPv6 addresses. PG_PII_CUSTOM marks spans reported by the caller's rule. */
+typedef enum pg_pii_kind {
+    PG_PII_EMAIL = 0,
+    PG_PII_PHONE = 1,
+    PG_PII_PAYMENT_CARD = 2,
+    PG_PII_IBAN = 3,
+    PG_PII_IPV4 = 4,
+    PG_PII_IPV6 = 5,
+    PG_PII_CUSTOM = 6,
+    PG_PII_KIND_COUNT = 7
+} pg_pii_kind;
+#define PG_PII_ALL_BUILTIN 0x3Fu   /* (1u << kind) for every built-in kind */
+
+/* "email", "phone", "payment_card", "iban", "ipv4", "ipv6", "custom"; "unknown" otherwise. */
+PG_API const char* pg_pii_kind_name(pg_pii_kind kind);
+
+/* The caller's rule reports each span [begin, end) (bytes of `text`) with add(sink, begin,
+ * end); add returns PG_ERR_INVALID_ARGUMENT for a span that is empty, out of range or not on
+ * UTF-8 character boundaries (the filter call then fails with that status). The rule returns 0
+ * to go on, non-zero to cancel (the filter call returns PG_ERR_CANCELLED). It sees the
+ * original text, before the built-in detectors. */
+typedef pg_status (*pg_pii_add_fn)(void* sink, size_t begin, size_t end);
+typedef int (*pg_pii_rule_fn)(void* user, const char* text, size_t len, pg_pii_add_fn add,
+                              void* sink);
+
+typedef struct pg_data_filter_config {
+    uint32_t struct_size;
+    uint32_t kinds;                /* bit (1u << kind) per built-in detector; default all */
+    const char* replacement;       /* UTF-8 written in place of every removed span; NULL or ""
+                                      (default): the span is removed */
+    pg_pii_rule_fn custom_rule;    /* optional: the app's own rule (PG_PII_CUSTOM spans) */
+    void* custom_user;
+} pg_data_filter_config;
+PG_API void pg_data_filter_config_default(pg_data_filter_config* config);
+
+/* What the last pg_data_filter_apply removed: counts and sizes, never the removed text. */
+typedef struct pg_data_filter_report {
+    uint32_t struct_size;
+    uint64_t bytes_in;
+    uint64_t bytes_out;
+    uint64_t bytes_removed;        /* sum of the spans' lengths */
+    uint64_t n_spans;
+    uint64_t count_by_kind[8];     /* indexed by pg_pii_kind; unused slots are 0 */
+} pg_data_filter_report;
+
+/* One removed range of the input: bytes [begin, end). */
+typedef struct pg_pii_span {
+    uint64_t begin;
+    uint64_t end;
+    int32_t kind;                  /* a pg_pii_kind */
+} pg_pii_span;
+
+typedef struct pg_data_filter pg_data_filter;
+PG_API pg_status pg_data_filter_create(const pg_data_filter_config* config, pg_data_filter** out);
+PG_API void pg_data_filter_free(pg_data_filter* filter);
+/* Filters `text` (UTF-8, `len` bytes; invalid UTF-8 is PG_ERR_INVALID_ARGUMENT with the byte
+ * offset, and nothing is kept). Spans found by several detectors or overlapping are unioned
+ * (the earliest-starting span keeps its kind). The filtered text and the spans stay in the
+ * handle until the next apply; `report` (optional) gets the summary. Linear in len. */
+PG_API pg_status pg_data_filter_apply(pg_data_filter* filter, const char* text, size_t len,
+                                      pg_data_filter_report* report);
+/* The last apply's filtered text into `text` (NUL-terminated when it fits; *len without the
+ * NUL); sizing as for pg_tokenizer_decode. */
+PG_API pg_status pg_data_filter_output(const pg_data_filter* filter, char* text, size_t capacity,
+                                       size_t* len);
+/* The last apply's spans, sorted by begin; sizing as for pg_tokenizer_encode. */
+PG_API pg_status pg_data_filter_spans(const pg_data_filter* filter, pg_pii_span* spans,
+                                      size_t capacity, size_t* n_spans);
+PG_API const char* pg_data_filter_last_error(const pg_data_filter* filter);
+
 #ifdef __cplusplus
 }
 #endif
