@@ -30,7 +30,7 @@ namespace {
 // Exceptions: one class per status family, all deriving from phonegpt.Error.
 // ---------------------------------------------------------------------------------------
 
-constexpr int kNumStatuses = PG_ERR_INTERNAL + 1;
+constexpr int kNumStatuses = PG_ERR_NOT_FINITE + 1;
 PyObject* g_error_base = nullptr;               // phonegpt.Error
 PyObject* g_error_class[kNumStatuses] = {};     // indexed by pg_status (leaked on purpose:
                                                 // module-lifetime, never destroyed at exit)
@@ -810,6 +810,7 @@ PYBIND11_MODULE(_phonegpt, m) {
         {PG_ERR_BUFFER_TOO_SMALL, "BufferTooSmall", nullptr, "An output buffer was too small."},
         {PG_ERR_UNSUPPORTED, "Unsupported", nullptr, "A valid request this build cannot serve."},
         {PG_ERR_INTERNAL, "InternalError", nullptr, "A bug in libphonegpt: please report the message."},
+        {PG_ERR_NOT_FINITE, "NotFinite", PyExc_ArithmeticError, "A loss, gradient norm or loaded weight is NaN or infinite (a diverged run); nothing was changed."},
     };
     for (const Family& f : families) {
         PyObject* bases = f.extra_base ? PyTuple_Pack(2, g_error_base, f.extra_base) : PyTuple_Pack(1, g_error_base);

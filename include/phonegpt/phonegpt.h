@@ -79,7 +79,14 @@ typedef enum pg_status {
     PG_ERR_STATE = 10,             /* the call is not valid in the handle's current state */
     PG_ERR_BUFFER_TOO_SMALL = 11,  /* an output buffer is too small; the needed size is reported */
     PG_ERR_UNSUPPORTED = 12,       /* a valid request this build cannot serve (e.g. no zstd) */
-    PG_ERR_INTERNAL = 13           /* a bug in libphonegpt: please report the message */
+    PG_ERR_INTERNAL = 13,          /* a bug in libphonegpt: please report the message */
+    /* A number that must be finite is NaN or infinite: a loss or gradient norm computed by
+     * training or evaluation (the run diverged), or a weight or optimizer moment in a file
+     * being loaded (the file holds a diverged model). The message names the value (tensor and
+     * element for weights). Nothing was changed: no result is reported as a score, a refused
+     * training step leaves the trainer and the model exactly as before the call, and a refused
+     * load creates nothing. */
+    PG_ERR_NOT_FINITE = 14
 } pg_status;
 
 /* "PG_OK", "PG_ERR_INVALID_ARGUMENT", ...; "PG_ERR_UNKNOWN" for other values. Never NULL. */
@@ -315,7 +322,10 @@ PG_API pg_status pg_trainer_get_config(const pg_trainer* trainer, pg_train_confi
 PG_API pg_status pg_trainer_set_data(pg_trainer* trainer, const int32_t* tokens, size_t n);
 
 /* One optimizer step on batches drawn from the data: grad_accum_steps micro-batches of
- * forward+backward, clipping, AdamW. `result` may be NULL. */
+ * forward+backward, clipping, AdamW. `result` may be NULL. A step whose loss or gradient norm
+ * is not finite is refused with PG_ERR_NOT_FINITE and changes nothing (weights, moments, step
+ * count, batch sampler, dropout stream: a retry draws the same batches); this holds for
+ * pg_trainer_step_batch too. */
 PG_API pg_status pg_trainer_step(pg_trainer* trainer, pg_step_result* result);
 /* One optimizer step on a batch given by the caller: inputs and targets [B, T] (grad_accum is
  * not applied: the batch is the step). 1 <= T <= n_ctx; inputs in [0, vocab_size); a target of
@@ -325,7 +335,8 @@ PG_API pg_status pg_trainer_step_batch(pg_trainer* trainer, const int32_t* input
                                        pg_step_result* result);
 /* Forward and backward only, no update: the gradients of the mean loss over the batch are
  * left in the trainer (readable with pg_trainer_grad). Uses dropout if configured. Arguments
- * as for pg_trainer_step_batch; `mean_loss` may be NULL. */
+ * as for pg_trainer_step_batch; `mean_loss` may be NULL. A loss or gradient norm that is not
+ * finite is PG_ERR_NOT_FINITE (mean_loss not written, dropout stream unchanged). */
 PG_API pg_status pg_trainer_compute_gradients(pg_trainer* trainer, const int32_t* inputs,
                                               const int32_t* targets, int32_t B, int32_t T,
                                               float* mean_loss);
@@ -413,6 +424,8 @@ typedef struct pg_eval_result {
     int64_t n_windows;
 } pg_eval_result;
 
+/* A mean loss that is not finite (a model with NaN or infinite weights) is PG_ERR_NOT_FINITE,
+ * never a score: `result` is not written. The same holds for pg_evaluate_sampled. */
 PG_API pg_status pg_evaluate(const pg_model* model, const int32_t* tokens, size_t n,
                              const pg_eval_config* config, pg_eval_result* result);
 /* nanoGPT-style estimate: the mean loss over n_batches batches of batch_size windows of n_ctx
@@ -468,6 +481,86 @@ PG_API pg_status pg_generate(const pg_model* model, const int32_t* prompt, size_
                              size_t* n_out);
 
 /* ------------------------------------------------------------------------------------------ */
+/* LoRA adapters (docs/lora.md)                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+/* A LoRA adapter adds a trainable low-rank term to chosen linear layers of a frozen base model,
+ * with PEFT's semantics: for a target linear y = W x + b (W [out, in]),
+ *   y = W x + b + scale * B (A dropout(x)),   A [rank, in], B [out, rank],
+ *   scale = alpha / rank, or alpha / sqrt(rank) with rsLoRA,
+ * dropout on the LoRA branch only. A starts kaiming-uniform with a = sqrt(5) (that is
+ * U(-1/sqrt(in), 1/sqrt(in))) drawn from init_seed, B starts at zero, so a fresh adapter leaves
+ * the base's outputs unchanged. The adapter stores its configuration and the base's geometry;
+ * nothing about it is assumed in code. */
+typedef struct pg_lora_adapter pg_lora_adapter;
+
+/* The four block linears an adapter can target (Hugging Face GPT-2 module names). */
+typedef enum pg_lora_target {
+    PG_LORA_ATTN_C_ATTN = 1,   /* attn.c_attn: in C, out 3C (q, k, v) */
+    PG_LORA_ATTN_C_PROJ = 2,   /* attn.c_proj: in C, out C */
+    PG_LORA_MLP_C_FC = 4,      /* mlp.c_fc: in C, out 4C */
+    PG_LORA_MLP_C_PROJ = 8,    /* mlp.c_proj: in 4C, out C */
+    PG_LORA_ALL_LINEARS = 15
+} pg_lora_target;
+
+/* Largest rank an adapter may have (also bounded by the smaller side of each target). */
+#define PG_LORA_MAX_RANK 4096
+
+typedef struct pg_lora_config {
+    uint32_t struct_size;
+    int32_t rank;                 /* r, 1..PG_LORA_MAX_RANK and <= min(in, out); default 8 */
+    float alpha;                  /* lora_alpha, finite and > 0; default 8 */
+    int32_t use_rslora;           /* 0: scale = alpha / r (default); 1: alpha / sqrt(r) */
+    float dropout;                /* on the LoRA branch's input while training, [0, 1); default 0 */
+    uint32_t target_modules;      /* OR of pg_lora_target, non-zero; default PG_LORA_ATTN_C_ATTN
+                                     (PEFT's GPT-2 default) */
+    /* The layers to adapt (PEFT's layers_to_transform): n_layers distinct indices in
+     * [0, n_layer), any order (stored sorted). NULL / 0 = every layer (default). The list is
+     * copied at creation; pg_lora_adapter_get_config returns a pointer to the adapter's copy,
+     * valid while the adapter lives. */
+    const int32_t* layers;
+    int32_t n_layers;
+    uint64_t init_seed;           /* seed of A's initialisation; default 1337 */
+    int32_t freeze_a;             /* 1 = FFA-LoRA: A keeps its initialisation and only B trains
+                                     (so averaging B across clients is exact); default 0 */
+} pg_lora_config;
+
+PG_API void pg_lora_config_default(pg_lora_config* config);
+/* Checks a configuration on its own (layer indices against a base are checked at creation);
+ * the message names the first bad field. */
+PG_API pg_status pg_lora_config_validate(const pg_lora_config* config);
+
+/* Creates an adapter for `base` (which it does not keep: the adapter records the base's
+ * geometry, and a fingerprint of its configuration, weights and tokenizer). A rank larger than
+ * a target's smaller side, or a layer outside the base, is PG_ERR_GEOMETRY naming both. */
+PG_API pg_status pg_lora_adapter_create(const pg_model* base, const pg_lora_config* config,
+                                        pg_lora_adapter** out);
+PG_API void pg_lora_adapter_free(pg_lora_adapter* adapter);
+PG_API const char* pg_lora_adapter_last_error(const pg_lora_adapter* adapter);
+/* The adapter's configuration (layers sorted as stored; NULL / 0 when every layer is adapted). */
+PG_API pg_status pg_lora_adapter_get_config(const pg_lora_adapter* adapter,
+                                            pg_lora_config* config);
+/* scale = alpha / r, or alpha / sqrt(r) with rsLoRA (computed in double, rounded once). */
+PG_API pg_status pg_lora_adapter_scale(const pg_lora_adapter* adapter, float* scale);
+/* Trainable parameters: the floats of every A and B (with freeze_a, A still counts: it is part
+ * of the adapter). */
+PG_API pg_status pg_lora_adapter_num_params(const pg_lora_adapter* adapter, int64_t* out);
+
+/* The adapter's tensors, layer by layer, in pg_lora_target order within a layer, A then B:
+ * "h.{i}.attn.c_attn.lora_A.weight" [rank, in], "h.{i}.attn.c_attn.lora_B.weight" [out, rank],
+ * and likewise for attn.c_proj, mlp.c_fc, mlp.c_proj (PEFT's names without the
+ * "base_model.model.transformer." prefix). pg_tensor_info's offset counts floats into the
+ * adapter's single allocation. */
+PG_API pg_status pg_lora_adapter_num_tensors(const pg_lora_adapter* adapter, int32_t* out);
+PG_API pg_status pg_lora_adapter_tensor_info(const pg_lora_adapter* adapter, int32_t index,
+                                             pg_tensor_info* info);
+PG_API pg_status pg_lora_adapter_find_tensor(const pg_lora_adapter* adapter, const char* name,
+                                             int32_t* index);
+/* Writable access to a tensor (for tools and bindings; invalid while it is being trained). */
+PG_API pg_status pg_lora_adapter_tensor_data_mutable(pg_lora_adapter* adapter, int32_t index,
+                                                     float** data);
+
+/* ------------------------------------------------------------------------------------------ */
 /* Coordinator and data privacy (issue 13): the data filter                                   */
 /* ------------------------------------------------------------------------------------------ */
 
@@ -516,7 +609,13 @@ typedef struct pg_data_filter_report {
     uint64_t bytes_out;
     uint64_t bytes_removed;        /* sum of the spans' lengths */
     uint64_t n_spans;
-    uint64_t count_by_kind[8];     /* indexed by pg_pii_kind; unused slots are 0 */
+    uint64_t n_email;              /* spans by kind */
+    uint64_t n_phone;
+    uint64_t n_payment_card;
+    uint64_t n_iban;
+    uint64_t n_ipv4;
+    uint64_t n_ipv6;
+    uint64_t n_custom;
 } pg_data_filter_report;
 
 /* One removed range of the input: bytes [begin, end). */

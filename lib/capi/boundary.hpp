@@ -3,7 +3,6 @@
 // own *_last_error(). Argument checks throw pg::Error like everything else.
 #pragma once
 
-#include <cstring>
 #include <new>
 #include <string>
 
@@ -41,29 +40,19 @@ inline void require_arg(bool ok, const char* function, const char* what) {
 }
 #define PG_REQUIRE_NOT_NULL(fn, p) ::pg::require_arg((p) != nullptr, fn, #p " is NULL")
 
-// Reads the size-prefixed option struct `in` into a full-sized `out` that was filled by its
-// *_default() function: copies only the bytes the caller's struct_size covers.
+// The size-prefixed structs at the boundary go through core/struct_fields.hpp's one mechanism.
+// Reads the caller's option struct `in` (NULL = defaults) over the full-size defaults in `out`
+// that its *_default() function filled.
 template <class S>
 void read_options(const S* in, S* out, const char* function) {
-    if (!in) return;  // NULL options = defaults
-    require_arg(in->struct_size >= sizeof(uint32_t) && in->struct_size <= (1u << 16), function,
-                "options struct_size is not set (use the *_default() initialiser)");
-    std::size_t n = in->struct_size < sizeof(S) ? in->struct_size : sizeof(S);
-    uint32_t full = out->struct_size;
-    std::memcpy(static_cast<void*>(out), in, n);
-    out->struct_size = full;
+    if (in) *out = read_c_struct(*in, *out, function);
 }
 
-// Writes a full-sized result `in` into the caller's struct `out`, as much as its struct_size
-// covers (at least the struct_size field itself must be set).
+// Writes a full-sized result `in` into the caller's struct `out`, as far as its struct_size
+// reaches.
 template <class S>
 void write_result(const S& in, S* out, const char* function) {
-    require_arg(out->struct_size >= sizeof(uint32_t), function,
-                "result struct_size is not set (set it to sizeof the struct)");
-    uint32_t caller = out->struct_size;
-    std::size_t n = caller < sizeof(S) ? caller : sizeof(S);
-    std::memcpy(static_cast<void*>(out), &in, n);
-    out->struct_size = caller;
+    write_c_struct(in, out, function);
 }
 
 }  // namespace pg

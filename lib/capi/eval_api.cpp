@@ -50,8 +50,7 @@ void write_eval_result(const pg::EvalResult& r, pg_eval_result* out, const char*
 
 void require_result_struct(const pg_eval_result* result, const char* fn) {
     PG_REQUIRE_NOT_NULL(fn, result);
-    pg::require_arg(result->struct_size >= sizeof(uint32_t), fn,
-                    "result->struct_size is not set (set it to sizeof(pg_eval_result))");
+    pg::check_struct_size(*result, fn);  // before the evaluation, not after it
 }
 
 }  // namespace

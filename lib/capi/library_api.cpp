@@ -52,6 +52,7 @@ const char* pg_status_name(pg_status status) {
         case PG_ERR_BUFFER_TOO_SMALL: return "PG_ERR_BUFFER_TOO_SMALL";
         case PG_ERR_UNSUPPORTED: return "PG_ERR_UNSUPPORTED";
         case PG_ERR_INTERNAL: return "PG_ERR_INTERNAL";
+        case PG_ERR_NOT_FINITE: return "PG_ERR_NOT_FINITE";
     }
     return "PG_ERR_UNKNOWN";
 }

@@ -75,8 +75,6 @@ pg_status pg_model_get_config(const pg_model* model, pg_model_config* config) {
     return pg::guarded(err(model), [&] {
         PG_REQUIRE_NOT_NULL("pg_model_get_config", model);
         PG_REQUIRE_NOT_NULL("pg_model_get_config", config);
-        pg::require_arg(config->struct_size >= sizeof(uint32_t), "pg_model_get_config",
-                        "config->struct_size is not set");
         pg::write_result(pg::model_config_to_c(model->impl.config()), config, "pg_model_get_config");
     });
 }

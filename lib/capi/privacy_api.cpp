@@ -81,9 +81,11 @@ pg_status pg_data_filter_apply(pg_data_filter* filter, const char* text, size_t 
             r.bytes_in = len;
             r.bytes_out = filter->last.text.size();
             r.n_spans = filter->last.spans.size();
+            uint64_t* by_kind[PG_PII_KIND_COUNT] = {&r.n_email, &r.n_phone, &r.n_payment_card, &r.n_iban,
+                                                    &r.n_ipv4,  &r.n_ipv6,  &r.n_custom};
             for (const auto& s : filter->last.spans) {
                 r.bytes_removed += s.end - s.begin;
-                ++r.count_by_kind[s.kind];
+                ++*by_kind[s.kind];
             }
             pg::write_result(r, report, fn);
         }

@@ -68,8 +68,6 @@ pg_status pg_trainer_create(pg_model* model, const pg_train_config* config, pg_t
         *out = nullptr;
         PG_REQUIRE_NOT_NULL(fn, model);
         PG_REQUIRE_NOT_NULL(fn, config);
-        pg::require_arg(config->struct_size <= (1u << 16), fn,
-                        "config->struct_size is not set (use pg_train_config_default)");
         auto handle = std::make_unique<pg_trainer>();
         handle->model = model;
         named(fn, [&] {
@@ -90,8 +88,6 @@ pg_status pg_trainer_get_config(const pg_trainer* trainer, pg_train_config* conf
         const char* fn = "pg_trainer_get_config";
         const pg::Trainer& t = impl(trainer, fn);
         PG_REQUIRE_NOT_NULL(fn, config);
-        pg::require_arg(config->struct_size >= sizeof(uint32_t), fn,
-                        "config->struct_size is not set (set it to sizeof(pg_train_config))");
         pg::write_result(pg::train_config_to_c(t.config()), config, fn);
     });
 }
@@ -109,9 +105,7 @@ pg_status pg_trainer_step(pg_trainer* trainer, pg_step_result* result) {
     return pg::guarded(err(trainer), [&] {
         const char* fn = "pg_trainer_step";
         pg::Trainer& t = impl(trainer, fn);
-        if (result)
-            pg::require_arg(result->struct_size >= sizeof(uint32_t), fn,
-                            "result->struct_size is not set (set it to sizeof(pg_step_result))");
+        if (result) pg::check_struct_size(*result, fn);  // before the step, which cannot be undone
         pg::StepResult r;
         named(fn, [&] { r = t.step(); });
         write_step(r, result, fn);
@@ -124,9 +118,7 @@ pg_status pg_trainer_step_batch(pg_trainer* trainer, const int32_t* inputs, cons
         const char* fn = "pg_trainer_step_batch";
         pg::Trainer& t = impl(trainer, fn);
         check_batch_args(inputs, targets, B, T, t, fn);
-        if (result)
-            pg::require_arg(result->struct_size >= sizeof(uint32_t), fn,
-                            "result->struct_size is not set (set it to sizeof(pg_step_result))");
+        if (result) pg::check_struct_size(*result, fn);  // before the step, which cannot be undone
         pg::StepResult r;
         named(fn, [&] { r = t.step_batch(inputs, targets, B, T); });
         write_step(r, result, fn);

@@ -52,7 +52,11 @@ void check_token_ids(const int32_t* tokens, std::size_t n, int vocab_size, const
 
 namespace {
 
-EvalResult make_result(double sum, int64_t count, int64_t n_windows) {
+// A NaN or infinite mean is never returned as a score: PG_ERR_NOT_FINITE instead.
+EvalResult make_result(double sum, int64_t count, int64_t n_windows, const char* fn) {
+    require(std::isfinite(sum), PG_ERR_NOT_FINITE,
+            std::string(fn) + ": the loss over " + std::to_string(count) + " scored positions is not finite (" +
+                std::to_string(sum) + "): the model's weights diverged (NaN or infinite); no score is reported");
     EvalResult r;
     r.n_scored = count;
     r.n_windows = n_windows;
@@ -118,7 +122,7 @@ EvalResult evaluate(const Model& model, const int32_t* tokens, std::size_t n, co
     }
     require(count == total, PG_ERR_INTERNAL,
             std::string(fn) + ": scored " + std::to_string(count) + " positions, expected " + std::to_string(total));
-    return make_result(sum, count, int64_t(plan.size()));
+    return make_result(sum, count, int64_t(plan.size()), fn);
 }
 
 EvalResult evaluate_sampled(const Model& model, const int32_t* tokens, std::size_t n, int n_batches,
@@ -154,7 +158,7 @@ EvalResult evaluate_sampled(const Model& model, const int32_t* tokens, std::size
         sum += s.sum;
         count += s.count;
     }
-    return make_result(sum, count, int64_t(n_batches) * batch_size);
+    return make_result(sum, count, int64_t(n_batches) * batch_size, fn);
 }
 
 }  // namespace pg

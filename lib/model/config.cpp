@@ -8,17 +8,16 @@
 
 namespace pg {
 
-ModelConfig model_config_from_c(const pg_model_config& c) {
-    require(c.struct_size >= offsetof(pg_model_config, n_layer) + sizeof(int32_t),
-            PG_ERR_INVALID_ARGUMENT, "pg_model_config.struct_size is too small (set it with pg_model_config_default)");
+ModelConfig model_config_from_c(const pg_model_config& caller) {
+    const pg_model_config c = read_c_struct(caller, model_config_to_c(ModelConfig{}), "model config");
     ModelConfig m;
-    if (PG_STRUCT_HAS_FIELD(c, n_layer)) m.n_layer = c.n_layer;
-    if (PG_STRUCT_HAS_FIELD(c, n_head)) m.n_head = c.n_head;
-    if (PG_STRUCT_HAS_FIELD(c, n_embd)) m.n_embd = c.n_embd;
-    if (PG_STRUCT_HAS_FIELD(c, n_ctx)) m.n_ctx = c.n_ctx;
-    if (PG_STRUCT_HAS_FIELD(c, vocab_size)) m.vocab_size = c.vocab_size;
-    if (PG_STRUCT_HAS_FIELD(c, padded_vocab_size)) m.padded_vocab_size = c.padded_vocab_size;
-    if (PG_STRUCT_HAS_FIELD(c, layernorm_eps)) m.layernorm_eps = c.layernorm_eps;
+    m.n_layer = c.n_layer;
+    m.n_head = c.n_head;
+    m.n_embd = c.n_embd;
+    m.n_ctx = c.n_ctx;
+    m.vocab_size = c.vocab_size;
+    m.padded_vocab_size = c.padded_vocab_size;
+    m.layernorm_eps = c.layernorm_eps;
     if (m.padded_vocab_size == 0 && m.vocab_size > 0 && m.vocab_size <= kMaxVocab)
         m.padded_vocab_size = (m.vocab_size + 3) / 4 * 4;
     validate_model_config(m);

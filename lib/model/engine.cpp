@@ -1,4 +1,4 @@
-// The fp32 engine: the same model as model/reference.hpp, built from the kernels of
+// The fp32 engine: the same model as tests/support/reference_model.hpp, built from the kernels of
 // lib/kernels and threaded over a ThreadPool.
 //
 // What is kept between forward and backward, per layer ([N = B*T rows]):
@@ -29,6 +29,7 @@
 #include "core/error.hpp"
 #include "kernels/dispatch.hpp"
 #include "model/dropout_mask.hpp"
+#include "model/linear_hook.hpp"
 #include "model/params.hpp"
 
 namespace pg {
@@ -48,40 +49,6 @@ constexpr int kKeyBlock = 128;
 
 using k::gemm_args;
 
-// out[N, OC] = inp[N, C] . w[OC, C]^T + bias[OC]; gelu_out (if given) = gelu(out) as well,
-// computed tile by tile inside the GEMM.
-void linear_forward(float* out, const float* inp, const float* w, const float* bias, int N, int C,
-                    int OC, ThreadPool& pool, float* gelu_out = nullptr) {
-    k::GemmArgs g = gemm_args(false, true, N, OC, C, inp, C, w, C, out, OC);
-    g.bias = bias;
-    g.gelu_out = gelu_out;
-    k::sgemm_parallel(g, pool);
-}
-
-// dinp[N, C] = dout[N, OC] . w[OC, C]   (overwritten); times gelu'(gelu_in) elementwise if
-// gelu_in is given (the backward of a GELU whose input was gelu_in, fused into the GEMM).
-void linear_backward_input(float* dinp, const float* dout, const float* w, int N, int C, int OC,
-                           ThreadPool& pool, const float* gelu_in = nullptr) {
-    k::GemmArgs g = gemm_args(false, false, N, C, OC, dout, OC, w, C, dinp, C);
-    g.gelu_grad_input = gelu_in;
-    k::sgemm_parallel(g, pool);
-}
-
-// dw[OC, C] += dout[N, OC]^T . inp[N, C]; dbias[OC] += column sums of dout.
-void linear_backward_weights(float* dw, float* dbias, const float* dout, const float* inp, int N,
-                             int C, int OC, ThreadPool& pool) {
-    k::sgemm_parallel(gemm_args(true, false, OC, C, N, dout, OC, inp, C, dw, C, 1.0f, 1.0f), pool);
-    if (!dbias) return;
-    // Row sums per thread, then added in thread order.
-    std::vector<float> partial(size_t(pool.size()) * OC, 0.0f);
-    pool.parallel_for(N, [&](int t, int64_t r0, int64_t r1) {
-        float* acc = partial.data() + size_t(t) * OC;
-        for (int64_t r = r0; r < r1; ++r) k::axpy(acc, 1.0f, dout + r * OC, OC);
-    });
-    for (int t = 0; t < pool.size(); ++t)
-        for (int c = 0; c < OC; ++c) dbias[c] += partial[size_t(t) * OC + c];
-}
-
 void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
                        const float* b, int N, int C, float eps, ThreadPool& pool) {
     pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
@@ -90,7 +57,8 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* x, con
 }
 
 // dx[N, C] += LayerNorm input gradient; dw, db [C] += weight gradients (summed per thread,
-// then added in thread order).
+// then added in thread order), unless dw is null (a frozen base: the kernel computes the sums
+// alongside dx anyway, they are just not kept).
 void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
                         const float* w, const float* mean, const float* rstd, int N, int C,
                         ThreadPool& pool) {
@@ -101,6 +69,7 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dout, cons
         k::layernorm_backward(dx + r0 * C, pw, pw + C, dout + r0 * C, x + r0 * C, w, mean + r0,
                               rstd + r0, r1 - r0, C);
     });
+    if (!dw) return;
     for (int t = 0; t < nt; ++t) {
         const float* pw = partial.data() + size_t(t) * 2 * C;
         for (int i = 0; i < C; ++i) {
@@ -108,29 +77,6 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dout, cons
             db[i] += pw[C + i];
         }
     }
-}
-
-// A residual block's output projection and the residual add:
-// out[N, OC] = x + dropout(inp[N, C] . w^T + bias); the mask index is n * OC + c.
-// Without dropout the GEMM accumulates straight onto a copy of x; with it, the projection goes
-// through `branch` [N, OC] first.
-void linear_residual_forward(float* out, const float* x, const float* inp, const float* w,
-                             const float* bias, int N, int C, int OC, float* branch, const Dropout& d,
-                             DropoutPlace place, int layer, ThreadPool& pool) {
-    if (!dropout_active(d)) {
-        pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
-            std::memcpy(out + r0 * OC, x + r0 * OC, sizeof(float) * size_t((r1 - r0) * OC));
-        });
-        k::GemmArgs g = gemm_args(false, true, N, OC, C, inp, C, w, C, out, OC, 1.0f, 1.0f);
-        g.bias = bias;
-        k::sgemm_parallel(g, pool);
-        return;
-    }
-    linear_forward(branch, inp, w, bias, N, C, OC, pool);
-    pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
-        const int64_t i = r0 * OC;
-        k::dropout_residual(out + i, x + i, branch + i, (r1 - r0) * OC, dropout_args(d, place, layer, uint64_t(i)));
-    });
 }
 
 // out[N, C] = dout * dropout mask (the gradient flowing into a dropped branch).
@@ -190,6 +136,9 @@ struct Engine::Impl {
     float* row_loss = nullptr;    // [N]
     std::vector<AttnScratch> attn_scratch;
     std::vector<HeadScratch> head_scratch;
+    LinearHook* hook = nullptr;      // borrowed; null = the plain model
+    AlignedBuffer<float> hook_grad;  // [N, 4C] d(GELU output) when a hook is attached
+    int64_t weight_gradient_gemms = 0;  // in the last forward_backward
 
     Impl(const ModelConfig& config, int B, int T, EngineOptions opt)
         : cfg(config), layout(config), max_B(B), max_T(T), options(opt) {
@@ -310,6 +259,107 @@ struct Engine::Impl {
     }
     void prepare_scratch(ThreadPool& pool) {
         if (attn_scratch.size() < size_t(pool.size())) attn_scratch.resize(size_t(pool.size()));
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // The linear layers of a block: every one of them goes through linear() (forward) and
+    // linear_backward(), the only places where the hook adds its term.
+
+    LinearHookContext hook_context(const Dropout& d, ThreadPool& pool, bool training) const {
+        LinearHookContext ctx{pool};
+        ctx.training = training;
+        ctx.seed = d.seed;
+        ctx.stream = d.stream;
+        return ctx;
+    }
+
+    // out[N, OC] = inp[N, C] . w[OC, C]^T + bias[OC] + hook term (accumulate: out += all of it);
+    // gelu_out (if given) = gelu(out) as well, fused into the GEMM's tiles when there is no hook.
+    void linear(int layer, LinearKind kind, float* out, const float* inp, const float* w, const float* bias, int N,
+                int C, int OC, bool accumulate, const Dropout& d, bool training, ThreadPool& pool,
+                float* gelu_out = nullptr) {
+        k::GemmArgs g = gemm_args(false, true, N, OC, C, inp, C, w, C, out, OC, 1.0f, accumulate ? 1.0f : 0.0f);
+        g.bias = bias;
+        if (!hook) {
+            g.gelu_out = gelu_out;
+            k::sgemm_parallel(g, pool);
+            return;
+        }
+        k::sgemm_parallel(g, pool);
+        hook->forward(layer, kind, inp, N, C, out, OC, hook_context(d, pool, training));
+        if (gelu_out) gelu_rows(gelu_out, out, N, OC, pool);
+    }
+
+    // The backward of linear(): dinp[N, C] = dout[N, OC] . w[OC, C] + the hook's input
+    // gradient (overwritten), times gelu'(gelu_in) elementwise if gelu_in is given (the
+    // backward of a GELU whose input was gelu_in, fused into the GEMM when there is no hook);
+    // with dw (null: a frozen base): dw[OC, C] += dout^T . inp and dbias[OC] += column sums of
+    // dout. dinp may be inp (its last read is before the first write).
+    void linear_backward(int layer, LinearKind kind, float* dinp, float* dw, float* dbias, const float* dout,
+                         const float* inp, const float* w, int N, int C, int OC, const Dropout& d,
+                         ThreadPool& pool, const float* gelu_in = nullptr) {
+        if (dw) linear_backward_weights(dw, dbias, dout, inp, N, C, OC, pool);
+        k::GemmArgs g = gemm_args(false, false, N, C, OC, dout, OC, w, C, dinp, C);
+        if (!hook) {
+            g.gelu_grad_input = gelu_in;
+            k::sgemm_parallel(g, pool);
+            return;
+        }
+        const LinearHookContext ctx = hook_context(d, pool, true);
+        if (!gelu_in) {
+            k::sgemm_parallel(g, pool);
+            hook->backward(layer, kind, inp, dout, N, C, dinp, OC, ctx);
+            return;
+        }
+        // d(GELU output) first, whole, into its own buffer (dinp may still be the GELU output
+        // the hook reads), then through the GELU's derivative.
+        if (hook_grad.size() < size_t(N) * C) hook_grad.resize(size_t(N) * C);
+        float* dgelu = hook_grad.data();
+        g.C = dgelu;
+        k::sgemm_parallel(g, pool);
+        hook->backward(layer, kind, inp, dout, N, C, dgelu, OC, ctx);
+        pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
+            const int64_t i = r0 * C, n = (r1 - r0) * C;
+            std::memset(dinp + i, 0, sizeof(float) * size_t(n));
+            k::gelu_backward(dinp + i, gelu_in + i, dgelu + i, n);
+        });
+    }
+
+    // dw[OC, C] += dout[N, OC]^T . inp[N, C]; dbias[OC] += column sums of dout.
+    void linear_backward_weights(float* dw, float* dbias, const float* dout, const float* inp, int N, int C,
+                                 int OC, ThreadPool& pool) {
+        ++weight_gradient_gemms;
+        k::sgemm_parallel(gemm_args(true, false, OC, C, N, dout, OC, inp, C, dw, C, 1.0f, 1.0f), pool);
+        if (!dbias) return;
+        // Row sums per thread, then added in thread order.
+        std::vector<float> partial(size_t(pool.size()) * OC, 0.0f);
+        pool.parallel_for(N, [&](int t, int64_t r0, int64_t r1) {
+            float* acc = partial.data() + size_t(t) * OC;
+            for (int64_t r = r0; r < r1; ++r) k::axpy(acc, 1.0f, dout + r * OC, OC);
+        });
+        for (int t = 0; t < pool.size(); ++t)
+            for (int c = 0; c < OC; ++c) dbias[c] += partial[size_t(t) * OC + c];
+    }
+
+    // A residual block's output projection and the residual add:
+    // out[N, OC] = x + dropout(inp[N, C] . w^T + bias + hook term); the mask index is n * OC + c.
+    // Without dropout the projection accumulates straight onto a copy of x; with it, it goes
+    // through `branch` [N, OC] first.
+    void linear_residual(int layer, LinearKind kind, float* out, const float* x, const float* inp, const float* w,
+                         const float* bias, int N, int C, int OC, const Dropout& d, DropoutPlace place,
+                         bool training, ThreadPool& pool) {
+        if (!dropout_active(d)) {
+            pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
+                std::memcpy(out + r0 * OC, x + r0 * OC, sizeof(float) * size_t((r1 - r0) * OC));
+            });
+            linear(layer, kind, out, inp, w, bias, N, C, OC, true, d, training, pool);
+            return;
+        }
+        linear(layer, kind, branch, inp, w, bias, N, C, OC, false, d, training, pool);
+        pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
+            const int64_t i = r0 * OC;
+            k::dropout_residual(out + i, x + i, branch + i, (r1 - r0) * OC, dropout_args(d, place, layer, uint64_t(i)));
+        });
     }
 
     // ----------------------------------------------------------------------------------------
@@ -509,33 +559,41 @@ struct Engine::Impl {
     // a: where this layer's activations go (its own slot, or a shared one when nothing needs
     // to be kept). out == nullptr: only rebuild what the backward pass reads (recomputation),
     // skipping the MLP's output projection, whose result is already in the residual stream.
+    // training: the pass will be followed by a backward pass (the hook's dropout is on).
     void block_forward(const GptTensors<const float>& w, int l, LayerActs& a, const float* x, float* out,
-                       int B, int T, const Dropout& d, ThreadPool& pool) {
+                       int B, int T, const Dropout& d, bool training, ThreadPool& pool) {
         const int C = cfg.n_embd, N = B * T;
         layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
                           cfg.layernorm_eps, pool);
-        linear_forward(a.qkv, ln_out, w.qkvw + int64_t(l) * 3 * C * C, w.qkvb + l * 3 * C, N, C, 3 * C, pool);
+        linear(l, LinearKind::attn_qkv, a.qkv, ln_out, w.qkvw + int64_t(l) * 3 * C * C, w.qkvb + l * 3 * C, N, C,
+               3 * C, false, d, training, pool);
         attention_forward(a, l, B, T, d, pool);
-        linear_residual_forward(a.res2, x, a.atty, w.attprojw + int64_t(l) * C * C, w.attprojb + l * C, N, C, C,
-                                branch, d, kDropAttnProj, l, pool);
+        linear_residual(l, LinearKind::attn_proj, a.res2, x, a.atty, w.attprojw + int64_t(l) * C * C,
+                        w.attprojb + l * C, N, C, C, d, kDropAttnProj, training, pool);
         layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
                           cfg.layernorm_eps, pool);
         // fch = ln_2(x) W_fc^T + b, and its GELU into big_a (not needed when only recomputing)
-        linear_forward(a.fch, ln_out, w.fcw + int64_t(l) * 4 * C * C, w.fcb + l * 4 * C, N, C, 4 * C, pool,
-                       out ? big_a : nullptr);
+        linear(l, LinearKind::mlp_fc, a.fch, ln_out, w.fcw + int64_t(l) * 4 * C * C, w.fcb + l * 4 * C, N, C,
+               4 * C, false, d, training, pool, out ? big_a : nullptr);
         if (!out) return;
-        linear_residual_forward(out, a.res2, big_a, w.fcprojw + int64_t(l) * C * 4 * C,
-                                w.fcprojb + l * C, N, 4 * C, C, branch, d, kDropMlpProj, l, pool);
+        linear_residual(l, LinearKind::mlp_proj, out, a.res2, big_a, w.fcprojw + int64_t(l) * C * 4 * C,
+                        w.fcprojb + l * C, N, 4 * C, C, d, kDropMlpProj, training, pool);
     }
 
-    // dresid: d(loss)/d(resid[l+1]) on entry, d(loss)/d(resid[l]) on exit.
-    void block_backward(const GptTensors<const float>& w, const GptTensors<float>& g, int l, int B, int T,
+    // dresid: d(loss)/d(resid[l+1]) on entry, d(loss)/d(resid[l]) on exit. g == nullptr: a
+    // frozen base (no weight gradient is computed; input gradients and the hook's still are).
+    void block_backward(const GptTensors<const float>& w, const GptTensors<float>* g, int l, int B, int T,
                         const Dropout& d, ThreadPool& pool) {
         const int C = cfg.n_embd, N = B * T;
         const bool drop = dropout_active(d);
         LayerActs& a = slot(l);
         const float* x = resid[size_t(l)];
         float* dln = branch;  // branch is free in the backward pass
+        // This layer's weight gradients, or nulls for a frozen base.
+        using G = GptTensors<float>;
+        auto grad = [&](float* G::*tensor, int64_t per_layer) -> float* {
+            return g ? g->*tensor + l * per_layer : nullptr;
+        };
 
         // resid[l+1] = res2 + dropout(fcproj(gelu(fch)))
         const float* dfcproj = dresid;
@@ -544,17 +602,17 @@ struct Engine::Impl {
             dfcproj = branch;
         }
         gelu_rows(big_a, a.fch, N, 4 * C, pool);  // recompute the GELU output
-        linear_backward_weights(g.fcprojw + int64_t(l) * C * 4 * C, g.fcprojb + l * C, dfcproj, big_a, N,
-                                4 * C, C, pool);
-        // dfch = gelu'(fch) * (dfcproj W_fcproj), into big_a (the GELU output is no longer needed)
-        linear_backward_input(big_a, dfcproj, w.fcprojw + int64_t(l) * C * 4 * C, N, 4 * C, C, pool, a.fch);
+        // dfch = gelu'(fch) * d(GELU output), into big_a (the GELU output is no longer needed)
+        linear_backward(l, LinearKind::mlp_proj, big_a, grad(&G::fcprojw, int64_t(C) * 4 * C),
+                        grad(&G::fcprojb, C), dfcproj, big_a, w.fcprojw + int64_t(l) * C * 4 * C, N,
+                        4 * C, C, d, pool, a.fch);
         layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
                           cfg.layernorm_eps, pool);  // recompute ln_2's output
-        linear_backward_weights(g.fcw + int64_t(l) * 4 * C * C, g.fcb + l * 4 * C, big_a, ln_out, N, C,
-                                4 * C, pool);
-        linear_backward_input(dln, big_a, w.fcw + int64_t(l) * 4 * C * C, N, C, 4 * C, pool);
-        layernorm_backward(dresid, g.ln2w + l * C, g.ln2b + l * C, dln, a.res2, w.ln2w + l * C, a.ln2_mean,
-                           a.ln2_rstd, N, C, pool);
+        linear_backward(l, LinearKind::mlp_fc, dln, grad(&G::fcw, int64_t(4) * C * C),
+                        grad(&G::fcb, 4 * C), big_a, ln_out, w.fcw + int64_t(l) * 4 * C * C, N, C,
+                        4 * C, d, pool);
+        layernorm_backward(dresid, grad(&G::ln2w, C), grad(&G::ln2b, C), dln, a.res2,
+                           w.ln2w + l * C, a.ln2_mean, a.ln2_rstd, N, C, pool);
 
         // res2 = x + dropout(attproj(attention(qkv(ln_1(x)))))
         const float* dattproj = dresid;
@@ -562,18 +620,18 @@ struct Engine::Impl {
             dropout_backward(branch, dresid, N, C, d, kDropAttnProj, l, pool);
             dattproj = branch;
         }
-        linear_backward_weights(g.attprojw + int64_t(l) * C * C, g.attprojb + l * C, dattproj, a.atty, N, C,
-                                C, pool);
-        linear_backward_input(datty, dattproj, w.attprojw + int64_t(l) * C * C, N, C, C, pool);
+        linear_backward(l, LinearKind::attn_proj, datty, grad(&G::attprojw, int64_t(C) * C),
+                        grad(&G::attprojb, C), dattproj, a.atty, w.attprojw + int64_t(l) * C * C, N,
+                        C, C, d, pool);
         float* dqkv = big_a;
         attention_backward(dqkv, datty, a, l, B, T, d, pool);
         layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
                           cfg.layernorm_eps, pool);  // recompute ln_1's output
-        linear_backward_weights(g.qkvw + int64_t(l) * 3 * C * C, g.qkvb + l * 3 * C, dqkv, ln_out, N, C,
-                                3 * C, pool);
-        linear_backward_input(dln, dqkv, w.qkvw + int64_t(l) * 3 * C * C, N, C, 3 * C, pool);
-        layernorm_backward(dresid, g.ln1w + l * C, g.ln1b + l * C, dln, x, w.ln1w + l * C, a.ln1_mean,
-                           a.ln1_rstd, N, C, pool);
+        linear_backward(l, LinearKind::attn_qkv, dln, grad(&G::qkvw, int64_t(3) * C * C),
+                        grad(&G::qkvb, 3 * C), dqkv, ln_out, w.qkvw + int64_t(l) * 3 * C * C, N, C,
+                        3 * C, d, pool);
+        layernorm_backward(dresid, grad(&G::ln1w, C), grad(&G::ln1b, C), dln, x,
+                           w.ln1w + l * C, a.ln1_mean, a.ln1_rstd, N, C, pool);
     }
 
     static void gelu_rows(float* out, const float* x, int N, int width, ThreadPool& pool) {
@@ -589,7 +647,8 @@ struct Engine::Impl {
     // input (dresid, overwritten), ln_f and wte, the last two summed per thread and then added
     // in thread order.
     // x: the last layer's output [N, C].
-    LossSum head(const GptTensors<const float>& w, const GptTensors<float>* g, const float* x,
+    // backward: also d(loss) into dresid; g: also into ln_f and wte (null: a frozen base).
+    LossSum head(const GptTensors<const float>& w, bool backward, const GptTensors<float>* g, const float* x,
                  const int32_t* targets, int N, float* losses, float* user_logits, float grad_scale,
                  ThreadPool& pool) {
         const int C = cfg.n_embd, V = cfg.vocab_size, nt = pool.size();
@@ -602,9 +661,11 @@ struct Engine::Impl {
         for (int t = 0; t < nt; ++t) {  // sized and zeroed here: a thread without rows adds nothing
             HeadScratch& h = head_scratch[size_t(t)];
             if (h.logits.size() < size_t(chunk) * V) h.logits.resize(size_t(chunk) * V);
-            if (!g) continue;
+            if (!backward) continue;
             if (h.dlogits.size() < size_t(chunk) * V) h.dlogits.resize(size_t(chunk) * V);
-            if (h.dwte.size() != size_t(V) * C) h.dwte.resize(size_t(V) * C); else h.dwte.zero();
+            if (g) {
+                if (h.dwte.size() != size_t(V) * C) h.dwte.resize(size_t(V) * C); else h.dwte.zero();
+            }
             if (h.dlnf.size() != size_t(2) * C) h.dlnf.resize(size_t(2) * C); else h.dlnf.zero();
         }
         float* dlnf = branch;  // [N, C] d(loss)/d(ln_f output)
@@ -624,23 +685,24 @@ struct Engine::Impl {
                     float* dl = h.dlogits.data() + int64_t(i) * V;
                     if (target < 0) {
                         row_loss[c0 + i] = 0.0f;
-                        if (g) std::memset(dl, 0, sizeof(float) * size_t(V));
+                        if (backward) std::memset(dl, 0, sizeof(float) * size_t(V));
                         continue;
                     }
-                    row_loss[c0 + i] = k::softmax_cross_entropy(lg + int64_t(i) * V, V, target, g ? dl : nullptr,
+                    row_loss[c0 + i] = k::softmax_cross_entropy(lg + int64_t(i) * V, V, target, backward ? dl : nullptr,
                                                                 grad_scale);
                 }
-                if (!g) continue;
+                if (!backward) continue;
                 // dlnf[n, C] = dlogits . wte[:V];  dwte[:V] += dlogits^T . lnf
                 k::sgemm(gemm_args(false, false, n, C, V, h.dlogits.data(), V, w.wte, C, dlnf + c0 * C, C));
-                k::sgemm(gemm_args(true, false, V, C, n, h.dlogits.data(), V, lnf, C, h.dwte.data(), C, 1.0f, 1.0f));
+                if (g) k::sgemm(gemm_args(true, false, V, C, n, h.dlogits.data(), V, lnf, C, h.dwte.data(), C, 1.0f, 1.0f));
             }
-            if (!g) return;
+            if (!backward) return;
             std::memset(dresid + r0 * C, 0, sizeof(float) * size_t((r1 - r0) * C));
             k::layernorm_backward(dresid + r0 * C, h.dlnf.data(), h.dlnf.data() + C, dlnf + r0 * C, x + r0 * C,
                                   w.lnfw, lnf_mean + r0, lnf_rstd + r0, r1 - r0, C);
         });
         if (g) {
+            ++weight_gradient_gemms;  // the dwte products above, one per chunk of rows
             for (int t = 0; t < nt; ++t) {
                 const HeadScratch& h = head_scratch[size_t(t)];
                 k::axpy(g->wte, 1.0f, h.dwte.data(), int64_t(V) * C);
@@ -677,36 +739,48 @@ LossSum Engine::forward(const float* params, const int32_t* inputs, const int32_
     m.encoder_forward(w, inputs, B, T, none, pool);
     // Nothing is kept for a backward pass, so every layer can use the first slot.
     const int L = m.cfg.n_layer;
-    for (int l = 0; l < L; ++l) m.block_forward(w, l, m.layers[0], m.resid[l % 2], m.resid[(l + 1) % 2], B, T, none, pool);
-    return m.head(w, nullptr, m.resid[L % 2], targets, B * T, losses, logits, 0.0f, pool);
+    for (int l = 0; l < L; ++l)
+        m.block_forward(w, l, m.layers[0], m.resid[l % 2], m.resid[(l + 1) % 2], B, T, none, false, pool);
+    return m.head(w, false, nullptr, m.resid[L % 2], targets, B * T, losses, logits, 0.0f, pool);
 }
 
 LossSum Engine::forward_backward(const float* params, float* grads, const int32_t* inputs,
                                  const int32_t* targets, int B, int T, float grad_scale,
                                  const Dropout& dropout, ThreadPool& pool) {
     Impl& m = *impl_;
-    require(params != nullptr && grads != nullptr, PG_ERR_INVALID_ARGUMENT,
-            "Engine::forward_backward: params or grads is NULL");
+    require(params != nullptr, PG_ERR_INVALID_ARGUMENT, "Engine::forward_backward: params is NULL");
+    require(grads != nullptr || m.hook != nullptr, PG_ERR_INVALID_ARGUMENT,
+            "Engine::forward_backward: no gradient buffer and no hook: nothing to train");
     require(targets != nullptr, PG_ERR_INVALID_ARGUMENT, "Engine::forward_backward: targets is NULL");
     check_dropout(dropout);
     m.check_call(inputs, targets, B, T);
     const GptTensors<const float> w = bind_tensors(m.layout, params);
-    const GptTensors<float> g = bind_tensors(m.layout, grads);
+    GptTensors<float> g_tensors{};
+    if (grads) g_tensors = bind_tensors(m.layout, grads);
+    const GptTensors<float>* g = grads ? &g_tensors : nullptr;
     const int L = m.cfg.n_layer;
     m.ensure_backward_memory();
+    m.weight_gradient_gemms = 0;
 
     m.encoder_forward(w, inputs, B, T, dropout, pool);
-    for (int l = 0; l < L; ++l) m.block_forward(w, l, m.slot(l), m.resid[l], m.resid[l + 1], B, T, dropout, pool);
-    LossSum result = m.head(w, &g, m.resid[L], targets, B * T, nullptr, nullptr, grad_scale, pool);
+    for (int l = 0; l < L; ++l)
+        m.block_forward(w, l, m.slot(l), m.resid[l], m.resid[l + 1], B, T, dropout, true, pool);
+    LossSum result = m.head(w, true, g, m.resid[L], targets, B * T, nullptr, nullptr, grad_scale, pool);
     for (int l = L - 1; l >= 0; --l) {
         // With recomputation the single slot holds the last layer's activations; rebuild the
         // others from their stored input.
-        if (m.options.recompute && l != L - 1) m.block_forward(w, l, m.slot(l), m.resid[l], nullptr, B, T, dropout, pool);
+        if (m.options.recompute && l != L - 1)
+            m.block_forward(w, l, m.slot(l), m.resid[l], nullptr, B, T, dropout, true, pool);
         m.block_backward(w, g, l, B, T, dropout, pool);
     }
-    m.encoder_backward(g, inputs, B, T, dropout, pool);
+    // The embeddings' gradients are weight gradients only: nothing flows further.
+    if (g) m.encoder_backward(*g, inputs, B, T, dropout, pool);
     return result;
 }
+
+void Engine::set_linear_hook(LinearHook* hook) { impl_->hook = hook; }
+LinearHook* Engine::linear_hook() const { return impl_->hook; }
+int64_t Engine::weight_gradient_gemms() const { return impl_->weight_gradient_gemms; }
 
 int Engine::max_B() const { return impl_->max_B; }
 int Engine::max_T() const { return impl_->max_T; }
@@ -715,6 +789,7 @@ std::size_t Engine::activation_bytes() const {
     std::size_t floats = m.forward_memory.size() + m.backward_memory.size();
     for (const auto& s : m.attn_scratch) floats += s.s.size() + s.dp.size() + s.m.size() + s.l.size() + s.d.size();
     for (const auto& h : m.head_scratch) floats += h.logits.size() + h.dlogits.size() + h.dwte.size() + h.dlnf.size();
+    floats += m.hook_grad.size();
     return floats * sizeof(float);
 }
 

@@ -1,6 +1,9 @@
 // The fast fp32 model pass used by training, evaluation and pg_model_forward: forward,
 // forward+backward, threaded over a ThreadPool, with kernels from lib/kernels. It is tested
-// against the scalar reference in model/reference.hpp, which is the truth.
+// against the scalar reference in tests/support/reference_model.hpp, which is the truth.
+//
+// Every linear layer of a block goes through one function, which calls the attached
+// LinearHook (model/linear_hook.hpp), if any, where an adapter adds its low-rank term.
 //
 // An Engine owns the activation memory for at most max_B sequences of max_T tokens; it is
 // scratch, not state: any call may use any B <= max_B, T <= max_T. Calls on one Engine must not
@@ -15,6 +18,7 @@
 
 #include "core/thread_pool.hpp"
 #include "model/config.hpp"
+#include "model/linear_hook.hpp"
 
 namespace pg {
 
@@ -60,9 +64,20 @@ public:
     // Forward and backward with dropout; adds grad_scale * d(sum of scored losses)/d(params)
     // into grads (callers zero them; grad_scale = 1 / total scored positions gives the
     // gradient of the mean). targets must not be null.
+    // grads == nullptr: a frozen base (needs a hook). No weight-gradient product runs (nor the
+    // bias, LayerNorm and embedding gradients); input gradients still flow through every
+    // layer into the hook's backward, which gets exactly what it gets with grads.
     LossSum forward_backward(const float* params, float* grads, const int32_t* inputs,
                              const int32_t* targets, int B, int T, float grad_scale,
                              const Dropout& dropout, ThreadPool& pool);
+
+    // The hook every block's linear layers call (borrowed; nullptr = the plain model, at no
+    // cost). It stays attached until replaced.
+    void set_linear_hook(LinearHook* hook);
+    LinearHook* linear_hook() const;
+    // How many weight-gradient products (one per linear layer and the tied head) the last
+    // forward_backward ran: 4 * n_layer + 1 normally, 0 with a frozen base.
+    int64_t weight_gradient_gemms() const;
 
     int max_B() const;
     int max_T() const;

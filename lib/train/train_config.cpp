@@ -41,40 +41,31 @@ void float_range(const char* field, float v, double lo, double hi, bool hi_open)
 }
 }  // namespace
 
-TrainConfig train_config_from_c(const pg_train_config& c) {
-    require(c.struct_size >= offsetof(pg_train_config, batch_size) + sizeof(int32_t),
-            PG_ERR_INVALID_ARGUMENT,
-            "pg_train_config.struct_size is too small (set it with pg_train_config_default)");
+TrainConfig train_config_from_c(const pg_train_config& caller) {
+    const pg_train_config c = read_c_struct(caller, train_config_to_c(TrainConfig{}), "train config");
+    // Enumerations and flags are read as integers: a C caller can put any value into them.
+    int_range("schedule", static_cast<int>(c.schedule), PG_LR_CONSTANT, PG_LR_LINEAR);
+    int_range("decay_embeddings", c.decay_embeddings, 0, 1);
+    int_range("recompute_activations", c.recompute_activations, 0, 1);
     TrainConfig t;
-    if (PG_STRUCT_HAS_FIELD(c, batch_size)) t.batch_size = c.batch_size;
-    if (PG_STRUCT_HAS_FIELD(c, seq_len)) t.seq_len = c.seq_len;
-    if (PG_STRUCT_HAS_FIELD(c, grad_accum_steps)) t.grad_accum_steps = c.grad_accum_steps;
-    if (PG_STRUCT_HAS_FIELD(c, schedule)) {
-        // Read as an integer: a C caller can put any value into the enum field.
-        int s = static_cast<int>(c.schedule);
-        int_range("schedule", s, PG_LR_CONSTANT, PG_LR_LINEAR);
-        t.schedule = static_cast<pg_lr_schedule>(s);
-    }
-    if (PG_STRUCT_HAS_FIELD(c, lr_max)) t.lr_max = c.lr_max;
-    if (PG_STRUCT_HAS_FIELD(c, lr_min)) t.lr_min = c.lr_min;
-    if (PG_STRUCT_HAS_FIELD(c, warmup_steps)) t.warmup_steps = c.warmup_steps;
-    if (PG_STRUCT_HAS_FIELD(c, total_steps)) t.total_steps = c.total_steps;
-    if (PG_STRUCT_HAS_FIELD(c, beta1)) t.beta1 = c.beta1;
-    if (PG_STRUCT_HAS_FIELD(c, beta2)) t.beta2 = c.beta2;
-    if (PG_STRUCT_HAS_FIELD(c, eps)) t.eps = c.eps;
-    if (PG_STRUCT_HAS_FIELD(c, weight_decay)) t.weight_decay = c.weight_decay;
-    if (PG_STRUCT_HAS_FIELD(c, decay_embeddings)) {
-        int_range("decay_embeddings", c.decay_embeddings, 0, 1);
-        t.decay_embeddings = c.decay_embeddings != 0;
-    }
-    if (PG_STRUCT_HAS_FIELD(c, grad_clip)) t.grad_clip = c.grad_clip;
-    if (PG_STRUCT_HAS_FIELD(c, dropout)) t.dropout = c.dropout;
-    if (PG_STRUCT_HAS_FIELD(c, seed)) t.seed = c.seed;
-    if (PG_STRUCT_HAS_FIELD(c, n_threads)) t.n_threads = c.n_threads;
-    if (PG_STRUCT_HAS_FIELD(c, recompute_activations)) {
-        int_range("recompute_activations", c.recompute_activations, 0, 1);
-        t.recompute_activations = c.recompute_activations != 0;
-    }
+    t.batch_size = c.batch_size;
+    t.seq_len = c.seq_len;
+    t.grad_accum_steps = c.grad_accum_steps;
+    t.schedule = c.schedule;
+    t.lr_max = c.lr_max;
+    t.lr_min = c.lr_min;
+    t.warmup_steps = c.warmup_steps;
+    t.total_steps = c.total_steps;
+    t.beta1 = c.beta1;
+    t.beta2 = c.beta2;
+    t.eps = c.eps;
+    t.weight_decay = c.weight_decay;
+    t.decay_embeddings = c.decay_embeddings != 0;
+    t.grad_clip = c.grad_clip;
+    t.dropout = c.dropout;
+    t.seed = c.seed;
+    t.n_threads = c.n_threads;
+    t.recompute_activations = c.recompute_activations != 0;
     validate_train_config(t);
     return t;
 }

@@ -135,12 +135,32 @@ LossSum Trainer::micro_batch(const int32_t* inputs, const int32_t* targets, int 
     return loss;
 }
 
-void Trainer::apply_update(StepResult& r) {
+Trainer::Rewind Trainer::rewind_point() const {
+    Rewind w;
+    sampler_.get_state(w.sampler_rng);
+    w.micro_batches = micro_batches_;
+    return w;
+}
+
+void Trainer::refuse_if_not_finite(const Rewind& before, double loss, double norm, const char* what) {
+    if (std::isfinite(loss) && std::isfinite(norm)) return;
+    // Back to the state before the call: the next call draws the same batches and dropout masks.
+    sampler_.set_state(before.sampler_rng);
+    micro_batches_ = before.micro_batches;
+    throw Error(PG_ERR_NOT_FINITE,
+                std::string("trainer: ") + (std::isfinite(loss) ? "the gradient norm" : "the loss") +
+                    " is not finite (loss " + std::to_string(loss) + ", gradient norm " + std::to_string(norm) +
+                    ") at step " + std::to_string(step_) + "; " + what +
+                    " (the weights or the learning rate diverged: lower the learning rate or resume from an "
+                    "earlier checkpoint)");
+}
+
+void Trainer::apply_update(StepResult& r, const Rewind& before) {
     const int64_t n = model_.num_params();
     const double norm = global_grad_norm(grads_.data(), n, pool_);
-    require(std::isfinite(norm), PG_ERR_STATE,
-            "trainer: the gradient norm is not finite at step " + std::to_string(step_) +
-                " (the loss diverged; lower the learning rate); the weights were not updated");
+    refuse_if_not_finite(before, double(r.loss), norm,
+                         "the step was refused: weights, moments, step count, sampler and dropout stream are "
+                         "unchanged");
     if (cfg_.grad_clip > 0.0f && norm > double(cfg_.grad_clip))
         scale_gradients(grads_.data(), n, float(double(cfg_.grad_clip) / norm), pool_);
     AdamWStep s;
@@ -159,6 +179,7 @@ void Trainer::apply_update(StepResult& r) {
 
 StepResult Trainer::step() {
     require(has_data(), PG_ERR_STATE, "trainer: no training data (call set_data first)");
+    const Rewind before = rewind_point();
     const int B = cfg_.batch_size, T = cfg_.seq_len, accum = cfg_.grad_accum_steps;
     batch_inputs_.resize(std::size_t(B) * T);
     batch_targets_.resize(std::size_t(B) * T);
@@ -174,22 +195,31 @@ StepResult Trainer::step() {
     StepResult r;
     r.loss = float(total.mean());
     r.tokens = int64_t(B) * T * accum;
-    apply_update(r);
+    apply_update(r, before);
     return r;
 }
 
 StepResult Trainer::step_batch(const int32_t* inputs, const int32_t* targets, int B, int T) {
+    const Rewind before = rewind_point();
     StepResult r;
-    r.loss = compute_gradients(inputs, targets, B, T);
+    r.loss = gradients_of(inputs, targets, B, T);
     r.tokens = int64_t(B) * T;
-    apply_update(r);
+    apply_update(r, before);
     return r;
 }
 
-float Trainer::compute_gradients(const int32_t* inputs, const int32_t* targets, int B, int T) {
+float Trainer::gradients_of(const int32_t* inputs, const int32_t* targets, int B, int T) {
     const int64_t scored = check_batch(inputs, targets, B, T);
     grads_.zero();
     return float(micro_batch(inputs, targets, B, T, float(1.0 / double(scored))).mean());
+}
+
+float Trainer::compute_gradients(const int32_t* inputs, const int32_t* targets, int B, int T) {
+    const Rewind before = rewind_point();
+    const float loss = gradients_of(inputs, targets, B, T);
+    refuse_if_not_finite(before, double(loss), global_grad_norm(grads_.data(), model_.num_params(), pool_),
+                         "the gradients are not usable (the trainer's dropout stream is unchanged)");
+    return loss;
 }
 
 }  // namespace pg

@@ -10,6 +10,9 @@
 //   3. global gradient norm (double, fixed block order); if grad_clip > 0 and the norm exceeds
 //      it, scale the gradients by grad_clip / norm;
 //   4. AdamW with lr = learning_rate(cfg, step) and bias corrections for t = step + 1.
+// A step whose loss or gradient norm is not finite is refused (PG_ERR_NOT_FINITE) before
+// step 4, and the sampler and micro-batch counter are put back: a refused step changes nothing
+// (weights, moments, step count, sampler, dropout stream), so a retry draws the same batches.
 // Same configuration, seed, data and thread count give the same bits; state() captures
 // everything that changes, so Trainer(model, state) continues a run bit for bit.
 #pragma once
@@ -63,7 +66,8 @@ public:
     // One optimizer step on a caller's batch [B, T]; targets of -1 are not scored.
     StepResult step_batch(const int32_t* inputs, const int32_t* targets, int B, int T);
     // Gradients of the mean loss over the batch's scored positions, left in grads(); no update.
-    // Returns that mean loss.
+    // Returns that mean loss; PG_ERR_NOT_FINITE (micro-batch counter put back) if the loss or
+    // the gradient norm is not finite.
     float compute_gradients(const int32_t* inputs, const int32_t* targets, int B, int T);
 
     const float* grads() const { return grads_.data(); }
@@ -77,8 +81,19 @@ private:
     int64_t check_batch(const int32_t* inputs, const int32_t* targets, int B, int T) const;
     Engine& engine_for(int B, int T);
     LossSum micro_batch(const int32_t* inputs, const int32_t* targets, int B, int T, float grad_scale);
-    // Clipping and AdamW on the gradients now in grads_; fills lr, grad_norm and step.
-    void apply_update(StepResult& r);
+    // What a refused call puts back (everything else it touches is scratch).
+    struct Rewind {
+        uint64_t sampler_rng[4];
+        uint64_t micro_batches;
+    };
+    Rewind rewind_point() const;
+    // Throws PG_ERR_NOT_FINITE after restoring `before` unless loss and norm are finite.
+    void refuse_if_not_finite(const Rewind& before, double loss, double norm, const char* what);
+    // compute_gradients without the finiteness check (step_batch checks in apply_update).
+    float gradients_of(const int32_t* inputs, const int32_t* targets, int B, int T);
+    // Refusal check, clipping and AdamW on the gradients now in grads_ and the loss in r;
+    // fills lr, grad_norm and step.
+    void apply_update(StepResult& r, const Rewind& before);
 
     Model& model_;
     TrainConfig cfg_;

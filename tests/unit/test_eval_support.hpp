@@ -14,7 +14,7 @@
 #include "core/rng.hpp"
 #include "core/thread_pool.hpp"
 #include "model/engine.hpp"
-#include "model/reference.hpp"
+#include "reference_model.hpp"
 #include "phonegpt/phonegpt.h"
 
 namespace pg_eval_test {

@@ -12,7 +12,7 @@
 #include "core/thread_pool.hpp"
 #include "model/engine.hpp"
 #include "model/params.hpp"
-#include "model/reference.hpp"
+#include "reference_model.hpp"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include "core/thread_pool.hpp"
 #include "model/engine.hpp"
 #include "model/params.hpp"
-#include "model/reference.hpp"
+#include "reference_model.hpp"
 #include "model_test_params.hpp"
 
 namespace {

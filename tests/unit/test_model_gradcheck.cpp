@@ -9,7 +9,7 @@
 
 #include "core/rng.hpp"
 #include "model/params.hpp"
-#include "model/reference.hpp"
+#include "reference_model.hpp"
 #include "model_test_params.hpp"
 
 namespace {

@@ -227,6 +227,7 @@ TEST_CASE("every trainer entry point rejects bad arguments and changes nothing",
         CHECK(step == 0);
         pg_model* fresh = nullptr;
         pg_model_config mc;
+        pg_model_config_default(&mc);  // sets struct_size, which get_config needs
         REQUIRE(pg_model_get_config(tm.m, &mc) == PG_OK);
         REQUIRE(pg_model_create(&mc, 42, &fresh) == PG_OK);
         const float *a = nullptr, *b = nullptr;

@@ -25,7 +25,7 @@ import threading
 
 from ._phonegpt import (  # noqa: F401  (re-exported API)
     Cancelled, ChecksumError, BufferTooSmall, Error, EvalResult, FormatError, GeometryError,
-    HEADER_VERSION, InternalError, InvalidArgument, IOError, Model, ModelConfig, OutOfMemory,
+    HEADER_VERSION, InternalError, InvalidArgument, IOError, Model, ModelConfig, NotFinite, OutOfMemory,
     StateError, StepResult, TokenizeError, Tokenizer, TrainConfig, Trainer, Unsupported,
     VersionError, __version__, read_file, simd_arch, split_index, status_name, version,
     version_number,
@@ -34,7 +34,7 @@ from ._phonegpt import (  # noqa: F401  (re-exported API)
 __all__ = [
     "Cancelled", "ChecksumError", "BufferTooSmall", "Error", "EvalResult", "FormatError",
     "GeometryError", "HEADER_VERSION", "InternalError", "InvalidArgument", "IOError", "Model",
-    "ModelConfig", "OutOfMemory", "StateError", "StepResult", "TokenizeError", "Tokenizer",
+    "ModelConfig", "NotFinite", "OutOfMemory", "StateError", "StepResult", "TokenizeError", "Tokenizer",
     "TrainConfig", "Trainer", "Unsupported", "VersionError", "__version__", "read_file",
     "simd_arch", "split_index", "status_name", "version", "version_number", "version_info",
     "evaluate", "generate",

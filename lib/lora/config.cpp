@@ -1,0 +1,148 @@
+#include "lora/config.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "core/struct_fields.hpp"
+
+namespace pg::lora {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& what) {
+    throw Error(PG_ERR_INVALID_ARGUMENT, "lora config: " + what);
+}
+
+std::string show(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
+void int_range(const char* field, long long v, long long lo, long long hi) {
+    if (v < lo || v > hi)
+        bad(std::string(field) + " = " + std::to_string(v) + " is outside [" + std::to_string(lo) +
+            ", " + std::to_string(hi) + "]");
+}
+
+}  // namespace
+
+const char* target_module_name(Target t) {
+    switch (t) {
+        case Target::kAttnQkv: return "attn.c_attn";
+        case Target::kAttnProj: return "attn.c_proj";
+        case Target::kMlpFc: return "mlp.c_fc";
+        case Target::kMlpProj: return "mlp.c_proj";
+    }
+    return "?";
+}
+
+int64_t target_in(Target t, int64_t C) { return t == Target::kMlpProj ? 4 * C : C; }
+
+int64_t target_out(Target t, int64_t C) {
+    switch (t) {
+        case Target::kAttnQkv: return 3 * C;
+        case Target::kMlpFc: return 4 * C;
+        default: return C;
+    }
+}
+
+float LoraConfig::scale() const {
+    const double r = rank;
+    return static_cast<float>(use_rslora ? alpha / std::sqrt(r) : alpha / r);
+}
+
+LoraConfig lora_config_from_c(const pg_lora_config& c) {
+    require(c.struct_size >= offsetof(pg_lora_config, rank) + sizeof(int32_t) &&
+                c.struct_size <= (1u << 16),
+            PG_ERR_INVALID_ARGUMENT,
+            "pg_lora_config.struct_size is not set (use pg_lora_config_default)");
+    LoraConfig cfg;
+    if (PG_STRUCT_HAS_FIELD(c, rank)) cfg.rank = c.rank;
+    if (PG_STRUCT_HAS_FIELD(c, alpha)) cfg.alpha = c.alpha;
+    if (PG_STRUCT_HAS_FIELD(c, use_rslora)) {
+        int_range("use_rslora", c.use_rslora, 0, 1);
+        cfg.use_rslora = c.use_rslora != 0;
+    }
+    if (PG_STRUCT_HAS_FIELD(c, dropout)) cfg.dropout = c.dropout;
+    if (PG_STRUCT_HAS_FIELD(c, target_modules)) cfg.target_modules = c.target_modules;
+    if (PG_STRUCT_HAS_FIELD(c, n_layers) && PG_STRUCT_HAS_FIELD(c, layers)) {
+        int_range("n_layers", c.n_layers, 0, kMaxLayers);
+        if (c.n_layers > 0) {
+            if (!c.layers) bad("layers is NULL but n_layers = " + std::to_string(c.n_layers));
+            cfg.layers.assign(c.layers, c.layers + c.n_layers);
+            std::sort(cfg.layers.begin(), cfg.layers.end());
+        }
+    }
+    if (PG_STRUCT_HAS_FIELD(c, init_seed)) cfg.init_seed = c.init_seed;
+    if (PG_STRUCT_HAS_FIELD(c, freeze_a)) {
+        int_range("freeze_a", c.freeze_a, 0, 1);
+        cfg.freeze_a = c.freeze_a != 0;
+    }
+    validate_lora_config(cfg);
+    return cfg;
+}
+
+pg_lora_config lora_config_to_c(const LoraConfig& cfg) {
+    pg_lora_config out = blank_c_struct<pg_lora_config>();
+    out.rank = cfg.rank;
+    out.alpha = cfg.alpha;
+    out.use_rslora = cfg.use_rslora ? 1 : 0;
+    out.dropout = cfg.dropout;
+    out.target_modules = cfg.target_modules;
+    out.layers = cfg.layers.empty() ? nullptr : cfg.layers.data();
+    out.n_layers = static_cast<int32_t>(cfg.layers.size());
+    out.init_seed = cfg.init_seed;
+    out.freeze_a = cfg.freeze_a ? 1 : 0;
+    return out;
+}
+
+void validate_lora_config(const LoraConfig& cfg) {
+    int_range("rank", cfg.rank, 1, PG_LORA_MAX_RANK);
+    if (!(std::isfinite(cfg.alpha) && cfg.alpha > 0.0f))
+        bad("alpha = " + show(cfg.alpha) + " must be finite and > 0");
+    if (!(std::isfinite(cfg.dropout) && cfg.dropout >= 0.0f && cfg.dropout < 1.0f))
+        bad("dropout = " + show(cfg.dropout) + " is outside [0, 1)");
+    if (cfg.target_modules == 0 || (cfg.target_modules & ~uint32_t(PG_LORA_ALL_LINEARS)) != 0)
+        bad("target_modules = " + std::to_string(cfg.target_modules) +
+            " must be a non-empty OR of pg_lora_target bits (1..15)");
+    if (cfg.layers.size() > static_cast<std::size_t>(kMaxLayers))
+        bad("n_layers = " + std::to_string(cfg.layers.size()) + " is above " +
+            std::to_string(kMaxLayers));
+    for (std::size_t i = 0; i < cfg.layers.size(); ++i) {
+        if (cfg.layers[i] < 0 || cfg.layers[i] >= kMaxLayers)
+            bad("layers[] holds " + std::to_string(cfg.layers[i]) + ", outside [0, " +
+                std::to_string(kMaxLayers) + ")");
+        if (i > 0 && cfg.layers[i] <= cfg.layers[i - 1])
+            bad("layers[] holds " + std::to_string(cfg.layers[i]) +
+                (cfg.layers[i] == cfg.layers[i - 1] ? " twice" : " out of order"));
+    }
+}
+
+void check_lora_config_against(const LoraConfig& cfg, const ModelConfig& base) {
+    for (int32_t l : cfg.layers)
+        require(l < base.n_layer, PG_ERR_GEOMETRY,
+                "lora config: layer " + std::to_string(l) + " is outside the base's n_layer = " +
+                    std::to_string(base.n_layer));
+    for (int t = 0; t < kNumTargets; ++t) {
+        const Target target = static_cast<Target>(t);
+        if (!cfg.targets(target)) continue;
+        const int64_t in = target_in(target, base.n_embd), out = target_out(target, base.n_embd);
+        require(cfg.rank <= std::min(in, out), PG_ERR_GEOMETRY,
+                "lora config: rank = " + std::to_string(cfg.rank) + " is above " +
+                    target_module_name(target) + "'s smaller side (in " + std::to_string(in) +
+                    ", out " + std::to_string(out) + " for the base's n_embd = " +
+                    std::to_string(base.n_embd) + ")");
+    }
+}
+
+std::vector<int32_t> adapted_layers(const LoraConfig& cfg, int n_layer) {
+    if (!cfg.layers.empty()) return cfg.layers;
+    std::vector<int32_t> all(static_cast<std::size_t>(n_layer));
+    for (int l = 0; l < n_layer; ++l) all[l] = l;
+    return all;
+}
+
+}  // namespace pg::lora

@@ -1,0 +1,291 @@
+// The linear hook (model/linear_hook.hpp) and the frozen-base backward, with a real low-rank
+// hook (out += in A^T B^T per layer and kind, LoRA's shape without its scale): a model with the
+// hook is the plain model with merged weights W + B A, so its loss and base gradients equal the
+// merged model's, and the hook's gradients follow from the merged model's weight gradients
+// (dB = dW' A^T, dA = B^T dW'). A frozen base (no gradient buffer) runs no weight-gradient
+// product and gives the hook bit-identical gradients.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "core/thread_pool.hpp"
+#include "model/engine.hpp"
+#include "model/linear_hook.hpp"
+#include "model/params.hpp"
+#include "model_test_params.hpp"
+
+namespace {
+
+// One A [r, n_in] and B [n_out, r] per layer and kind, with their gradients. Plain loops: this
+// is the test's truth, not a fast path.
+class LowRankHook : public pg::LinearHook {
+public:
+    struct Pair {
+        int n_in = 0, n_out = 0;
+        std::vector<float> A, B, dA, dB;
+    };
+
+    LowRankHook(const pg::ModelConfig& cfg, int rank, uint64_t seed) : rank_(rank), layers_(cfg.n_layer) {
+        pg::Rng rng(seed);
+        const int C = cfg.n_embd;
+        const int dims[pg::kNumLinearKinds][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};
+        pairs_.resize(size_t(layers_) * pg::kNumLinearKinds);
+        for (int l = 0; l < layers_; ++l)
+            for (int k = 0; k < pg::kNumLinearKinds; ++k) {
+                Pair& p = pair(l, pg::LinearKind(k));
+                p.n_in = dims[k][0];
+                p.n_out = dims[k][1];
+                p.A.resize(size_t(rank) * p.n_in);
+                p.B.resize(size_t(p.n_out) * rank);
+                for (float& a : p.A) a = float(rng.uniform() - 0.5) * 0.4f;
+                for (float& b : p.B) b = float(rng.uniform() - 0.5) * 0.4f;
+                p.dA.assign(p.A.size(), 0.0f);
+                p.dB.assign(p.B.size(), 0.0f);
+            }
+    }
+
+    Pair& pair(int layer, pg::LinearKind kind) { return pairs_[size_t(layer) * pg::kNumLinearKinds + int(kind)]; }
+    int rank() const { return rank_; }
+    int64_t calls = 0;
+
+    void forward(int layer, pg::LinearKind kind, const float* in, int64_t rows, int n_in, float* out, int n_out,
+                 const pg::LinearHookContext&) override {
+        ++calls;
+        Pair& p = pair(layer, kind);
+        REQUIRE(p.n_in == n_in);
+        REQUIRE(p.n_out == n_out);
+        std::vector<double> h(static_cast<size_t>(rank_));
+        for (int64_t r = 0; r < rows; ++r) {
+            for (int j = 0; j < rank_; ++j) {  // h = in A^T
+                double s = 0.0;
+                for (int i = 0; i < n_in; ++i) s += double(in[r * n_in + i]) * p.A[size_t(j) * n_in + i];
+                h[size_t(j)] = s;
+            }
+            for (int o = 0; o < n_out; ++o) {  // out += h B^T
+                double s = 0.0;
+                for (int j = 0; j < rank_; ++j) s += h[size_t(j)] * p.B[size_t(o) * rank_ + j];
+                out[r * n_out + o] += float(s);
+            }
+        }
+    }
+
+    void backward(int layer, pg::LinearKind kind, const float* in, const float* dout, int64_t rows, int n_in,
+                  float* din, int n_out, const pg::LinearHookContext&) override {
+        Pair& p = pair(layer, kind);
+        std::vector<double> h(static_cast<size_t>(rank_)), dh(static_cast<size_t>(rank_));
+        for (int64_t r = 0; r < rows; ++r) {
+            for (int j = 0; j < rank_; ++j) {
+                double s = 0.0, ds = 0.0;
+                for (int i = 0; i < n_in; ++i) s += double(in[r * n_in + i]) * p.A[size_t(j) * n_in + i];
+                for (int o = 0; o < n_out; ++o) ds += double(dout[r * n_out + o]) * p.B[size_t(o) * rank_ + j];
+                h[size_t(j)] = s;
+                dh[size_t(j)] = ds;
+            }
+            for (int o = 0; o < n_out; ++o)  // dB += dout^T h
+                for (int j = 0; j < rank_; ++j) p.dB[size_t(o) * rank_ + j] += float(dout[r * n_out + o] * h[size_t(j)]);
+            for (int j = 0; j < rank_; ++j)  // dA += dh^T in;  din += dh A
+                for (int i = 0; i < n_in; ++i) {
+                    p.dA[size_t(j) * n_in + i] += float(dh[size_t(j)] * in[r * n_in + i]);
+                    din[r * n_in + i] += float(dh[size_t(j)] * p.A[size_t(j) * n_in + i]);
+                }
+        }
+    }
+
+private:
+    int rank_, layers_;
+    std::vector<Pair> pairs_;
+};
+
+pg::ModelConfig hook_config() {
+    pg::ModelConfig cfg;
+    cfg.n_layer = 2;
+    cfg.n_head = 2;
+    cfg.n_embd = 16;
+    cfg.n_ctx = 16;
+    cfg.vocab_size = 11;
+    cfg.padded_vocab_size = 12;
+    return cfg;
+}
+
+constexpr int kB = 3, kT = 13;
+
+struct Batch {
+    std::vector<int32_t> inputs, targets;
+};
+
+Batch random_batch(const pg::ModelConfig& cfg, uint64_t seed) {
+    pg::Rng rng(seed);
+    Batch b;
+    for (int i = 0; i < kB * kT; ++i) {
+        b.inputs.push_back(int32_t(rng.below(uint64_t(cfg.vocab_size))));
+        b.targets.push_back(i % 5 == 2 ? -1 : int32_t(rng.below(uint64_t(cfg.vocab_size))));
+    }
+    return b;
+}
+
+// The stacked weight tensor and per-layer size behind each kind.
+pg::ParamKind weight_of(pg::LinearKind kind) {
+    switch (kind) {
+        case pg::LinearKind::attn_qkv: return pg::kQkvw;
+        case pg::LinearKind::attn_proj: return pg::kAttprojw;
+        case pg::LinearKind::mlp_fc: return pg::kFcw;
+        case pg::LinearKind::mlp_proj: return pg::kFcprojw;
+    }
+    return pg::kQkvw;
+}
+
+// W + B A for every layer and kind.
+std::vector<float> merged(const pg::ModelConfig& cfg, std::vector<float> params, LowRankHook& hook) {
+    const pg::ParamLayout layout(cfg);
+    for (int l = 0; l < cfg.n_layer; ++l)
+        for (int k = 0; k < pg::kNumLinearKinds; ++k) {
+            LowRankHook::Pair& p = hook.pair(l, pg::LinearKind(k));
+            float* W = params.data() + layout.offset[weight_of(pg::LinearKind(k))] + int64_t(l) * p.n_out * p.n_in;
+            for (int o = 0; o < p.n_out; ++o)
+                for (int i = 0; i < p.n_in; ++i) {
+                    double s = 0.0;
+                    for (int j = 0; j < hook.rank(); ++j)
+                        s += double(p.B[size_t(o) * hook.rank() + j]) * p.A[size_t(j) * p.n_in + i];
+                    W[o * p.n_in + i] += float(s);
+                }
+        }
+    return params;
+}
+
+void check_close(const float* got, const float* want, int64_t n, double rel, const char* what) {
+    double scale = 1e-30, worst = 0.0;
+    for (int64_t i = 0; i < n; ++i) scale = std::max(scale, double(std::fabs(want[i])));
+    for (int64_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(double(got[i]) - want[i]) / scale);
+    INFO(what << ": worst error relative to the largest entry = " << worst);
+    CHECK(worst <= rel);
+}
+
+pg::Dropout no_dropout() { return pg::Dropout{}; }
+
+}  // namespace
+
+TEST_CASE("linear hook: a low-rank hook is the merged model, in loss and every gradient", "[model][hook]") {
+    const pg::ModelConfig cfg = hook_config();
+    const pg::ParamLayout layout(cfg);
+    const std::vector<float> params = pg_test::random_model_params<float>(cfg, 5, 0.3);
+    const Batch batch = random_batch(cfg, 21);
+    const float scale = 0.5f;
+    for (const bool recompute : {false, true})
+        for (const int threads : {1, 2}) {
+            INFO("recompute " << recompute << ", threads " << threads);
+            pg::ThreadPool pool(threads);
+            pg::EngineOptions options;
+            options.recompute = recompute;
+            LowRankHook hook(cfg, 2, 77);
+            pg::Engine hooked(cfg, kB, kT, options), plain(cfg, kB, kT, options);
+            hooked.set_linear_hook(&hook);
+            REQUIRE(hooked.linear_hook() == &hook);
+
+            const std::vector<float> merged_params = merged(cfg, params, hook);
+            std::vector<float> g_hooked(size_t(layout.total), 0.0f), g_merged(size_t(layout.total), 0.0f);
+            const pg::LossSum a = hooked.forward_backward(params.data(), g_hooked.data(), batch.inputs.data(),
+                                                          batch.targets.data(), kB, kT, scale, no_dropout(), pool);
+            const pg::LossSum b = plain.forward_backward(merged_params.data(), g_merged.data(), batch.inputs.data(),
+                                                         batch.targets.data(), kB, kT, scale, no_dropout(), pool);
+            CHECK(a.count == b.count);
+            CHECK(std::fabs(a.sum - b.sum) <= 1e-5 * std::fabs(b.sum));
+            for (int kind = 0; kind < pg::kNumParamKinds; ++kind)
+                check_close(g_hooked.data() + layout.offset[kind], g_merged.data() + layout.offset[kind],
+                            layout.size[kind], 1e-4, pg_test::param_kind_name(kind));
+            // The hook's own gradients: dB = dW' A^T, dA = B^T dW'.
+            for (int l = 0; l < cfg.n_layer; ++l)
+                for (int k = 0; k < pg::kNumLinearKinds; ++k) {
+                    LowRankHook::Pair& p = hook.pair(l, pg::LinearKind(k));
+                    const float* dW = g_merged.data() + layout.offset[weight_of(pg::LinearKind(k))] +
+                                      int64_t(l) * p.n_out * p.n_in;
+                    std::vector<float> want_dA(p.dA.size()), want_dB(p.dB.size());
+                    for (int o = 0; o < p.n_out; ++o)
+                        for (int j = 0; j < hook.rank(); ++j) {
+                            double s = 0.0;
+                            for (int i = 0; i < p.n_in; ++i) s += double(dW[o * p.n_in + i]) * p.A[size_t(j) * p.n_in + i];
+                            want_dB[size_t(o) * hook.rank() + j] = float(s);
+                        }
+                    for (int j = 0; j < hook.rank(); ++j)
+                        for (int i = 0; i < p.n_in; ++i) {
+                            double s = 0.0;
+                            for (int o = 0; o < p.n_out; ++o) s += double(p.B[size_t(o) * hook.rank() + j]) * dW[o * p.n_in + i];
+                            want_dA[size_t(j) * p.n_in + i] = float(s);
+                        }
+                    INFO("layer " << l << " " << pg::linear_kind_name(pg::LinearKind(k)));
+                    check_close(p.dA.data(), want_dA.data(), int64_t(p.dA.size()), 1e-4, "dA");
+                    check_close(p.dB.data(), want_dB.data(), int64_t(p.dB.size()), 1e-4, "dB");
+                }
+
+            // Forward only (evaluation): the same logits as the merged model.
+            std::vector<float> logits_hooked(size_t(kB) * kT * cfg.vocab_size), logits_merged(logits_hooked.size());
+            hooked.forward(params.data(), batch.inputs.data(), nullptr, kB, kT, nullptr, logits_hooked.data(), pool);
+            plain.forward(merged_params.data(), batch.inputs.data(), nullptr, kB, kT, nullptr, logits_merged.data(), pool);
+            check_close(logits_hooked.data(), logits_merged.data(), int64_t(logits_hooked.size()), 1e-5, "logits");
+        }
+}
+
+TEST_CASE("linear hook: every linear layer of every block calls it, in every pass", "[model][hook]") {
+    const pg::ModelConfig cfg = hook_config();
+    const std::vector<float> params = pg_test::random_model_params<float>(cfg, 5, 0.3);
+    const Batch batch = random_batch(cfg, 22);
+    pg::ThreadPool pool(1);
+    LowRankHook hook(cfg, 1, 3);
+    pg::Engine engine(cfg, kB, kT);
+    engine.set_linear_hook(&hook);
+    engine.forward(params.data(), batch.inputs.data(), batch.targets.data(), kB, kT, nullptr, nullptr, pool);
+    CHECK(hook.calls == int64_t(pg::kNumLinearKinds) * cfg.n_layer);
+    engine.set_linear_hook(nullptr);  // detached: the plain model again
+    engine.forward(params.data(), batch.inputs.data(), batch.targets.data(), kB, kT, nullptr, nullptr, pool);
+    CHECK(hook.calls == int64_t(pg::kNumLinearKinds) * cfg.n_layer);
+}
+
+TEST_CASE("frozen base: no weight-gradient product, the same hook gradients bit for bit", "[model][hook]") {
+    const pg::ModelConfig cfg = hook_config();
+    const pg::ParamLayout layout(cfg);
+    const std::vector<float> params = pg_test::random_model_params<float>(cfg, 6, 0.3);
+    const Batch batch = random_batch(cfg, 23);
+    pg::Dropout dropout;
+    dropout.p = 0.2f;
+    dropout.seed = 99;
+    dropout.stream = 4;
+    for (const bool recompute : {false, true})
+        for (const int threads : {1, 2}) {
+            INFO("recompute " << recompute << ", threads " << threads);
+            pg::ThreadPool pool(threads);
+            pg::EngineOptions options;
+            options.recompute = recompute;
+            LowRankHook with_base(cfg, 2, 8), frozen(cfg, 2, 8);
+            pg::Engine a(cfg, kB, kT, options), b(cfg, kB, kT, options);
+            a.set_linear_hook(&with_base);
+            b.set_linear_hook(&frozen);
+            std::vector<float> grads(size_t(layout.total), 0.0f);
+            const pg::LossSum la = a.forward_backward(params.data(), grads.data(), batch.inputs.data(),
+                                                      batch.targets.data(), kB, kT, 0.1f, dropout, pool);
+            CHECK(a.weight_gradient_gemms() == 4 * cfg.n_layer + 1);
+            const pg::LossSum lb = b.forward_backward(params.data(), nullptr, batch.inputs.data(),
+                                                      batch.targets.data(), kB, kT, 0.1f, dropout, pool);
+            CHECK(b.weight_gradient_gemms() == 0);
+            CHECK(la.sum == lb.sum);
+            for (int l = 0; l < cfg.n_layer; ++l)
+                for (int k = 0; k < pg::kNumLinearKinds; ++k) {
+                    const LowRankHook::Pair& p = with_base.pair(l, pg::LinearKind(k));
+                    const LowRankHook::Pair& q = frozen.pair(l, pg::LinearKind(k));
+                    CHECK(std::memcmp(p.dA.data(), q.dA.data(), p.dA.size() * sizeof(float)) == 0);
+                    CHECK(std::memcmp(p.dB.data(), q.dB.data(), p.dB.size() * sizeof(float)) == 0);
+                }
+            // Layer 0's gradients depend on input gradients flowing through every layer above it.
+            double magnitude = 0.0;
+            for (float x : frozen.pair(0, pg::LinearKind::attn_qkv).dA) magnitude += std::fabs(x);
+            CHECK(magnitude > 0.0);
+        }
+    // Without a hook a frozen base has nothing to train.
+    pg::ThreadPool pool(1);
+    pg::Engine plain(cfg, kB, kT);
+    CHECK_THROWS_AS(plain.forward_backward(params.data(), nullptr, batch.inputs.data(), batch.targets.data(), kB, kT,
+                                           0.1f, pg::Dropout{}, pool),
+                    pg::Error);
+}
