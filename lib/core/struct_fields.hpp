@@ -25,7 +25,7 @@ namespace pg {
 
 // The vocabulary of core/c_struct_fields.def (the enumerators carry the list's own spelling).
 enum class StructRole { PG_OPTIONS, PG_RESULT };
-enum class FieldKind { PG_VALUE, PG_FLAG, PG_ENUM, PG_CALLBACK, PG_USER, PG_STRINGS, PG_COUNT, PG_TEXT, PG_SHAPE, PG_DATA };
+enum class FieldKind { PG_VALUE, PG_FLAG, PG_ENUM, PG_CALLBACK, PG_USER, PG_STRINGS, PG_INTS, PG_COUNT, PG_TEXT, PG_SHAPE, PG_DATA };
 
 struct FieldInfo {
     const char* name;

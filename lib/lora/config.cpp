@@ -54,33 +54,26 @@ float LoraConfig::scale() const {
     return static_cast<float>(use_rslora ? alpha / std::sqrt(r) : alpha / r);
 }
 
-LoraConfig lora_config_from_c(const pg_lora_config& c) {
-    require(c.struct_size >= offsetof(pg_lora_config, rank) + sizeof(int32_t) &&
-                c.struct_size <= (1u << 16),
-            PG_ERR_INVALID_ARGUMENT,
-            "pg_lora_config.struct_size is not set (use pg_lora_config_default)");
+LoraConfig lora_config_from_c(const pg_lora_config& caller) {
+    static const LoraConfig defaults;
+    const pg_lora_config c = read_c_struct(caller, lora_config_to_c(defaults), "lora config");
+    // Flags are read as integers: a C caller can put any value into them.
+    int_range("use_rslora", c.use_rslora, 0, 1);
+    int_range("freeze_a", c.freeze_a, 0, 1);
+    int_range("n_layers", c.n_layers, 0, kMaxLayers);
     LoraConfig cfg;
-    if (PG_STRUCT_HAS_FIELD(c, rank)) cfg.rank = c.rank;
-    if (PG_STRUCT_HAS_FIELD(c, alpha)) cfg.alpha = c.alpha;
-    if (PG_STRUCT_HAS_FIELD(c, use_rslora)) {
-        int_range("use_rslora", c.use_rslora, 0, 1);
-        cfg.use_rslora = c.use_rslora != 0;
+    cfg.rank = c.rank;
+    cfg.alpha = c.alpha;
+    cfg.use_rslora = c.use_rslora != 0;
+    cfg.dropout = c.dropout;
+    cfg.target_modules = c.target_modules;
+    if (c.n_layers > 0) {
+        if (!c.layers) bad("layers is NULL but n_layers = " + std::to_string(c.n_layers));
+        cfg.layers.assign(c.layers, c.layers + c.n_layers);
+        std::sort(cfg.layers.begin(), cfg.layers.end());
     }
-    if (PG_STRUCT_HAS_FIELD(c, dropout)) cfg.dropout = c.dropout;
-    if (PG_STRUCT_HAS_FIELD(c, target_modules)) cfg.target_modules = c.target_modules;
-    if (PG_STRUCT_HAS_FIELD(c, n_layers) && PG_STRUCT_HAS_FIELD(c, layers)) {
-        int_range("n_layers", c.n_layers, 0, kMaxLayers);
-        if (c.n_layers > 0) {
-            if (!c.layers) bad("layers is NULL but n_layers = " + std::to_string(c.n_layers));
-            cfg.layers.assign(c.layers, c.layers + c.n_layers);
-            std::sort(cfg.layers.begin(), cfg.layers.end());
-        }
-    }
-    if (PG_STRUCT_HAS_FIELD(c, init_seed)) cfg.init_seed = c.init_seed;
-    if (PG_STRUCT_HAS_FIELD(c, freeze_a)) {
-        int_range("freeze_a", c.freeze_a, 0, 1);
-        cfg.freeze_a = c.freeze_a != 0;
-    }
+    cfg.init_seed = c.init_seed;
+    cfg.freeze_a = c.freeze_a != 0;
     validate_lora_config(cfg);
     return cfg;
 }
