@@ -643,6 +643,90 @@ PG_API pg_status pg_data_filter_spans(const pg_data_filter* filter, pg_pii_span*
                                       size_t capacity, size_t* n_spans);
 PG_API const char* pg_data_filter_last_error(const pg_data_filter* filter);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Coordinator (issue 13): adapter signatures and averaging                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Ed25519 keys (libsodium). The key id is the first 8 bytes of SHA-256(public key) as 16
+ * lower-case hex digits. A key file holds the 32-byte seed in hex after a header line and is
+ * written atomically with mode 0600. */
+typedef struct pg_signing_key pg_signing_key;
+PG_API pg_status pg_signing_key_generate(pg_signing_key** out);
+/* The same seed gives the same key (tests, keys kept in a hardware store). */
+PG_API pg_status pg_signing_key_from_seed(const uint8_t seed[32], pg_signing_key** out);
+PG_API pg_status pg_signing_key_save(const pg_signing_key* key, const char* path);
+PG_API pg_status pg_signing_key_load(const char* path, pg_signing_key** out);
+PG_API pg_status pg_signing_key_public(const pg_signing_key* key, uint8_t public_key[32]);
+PG_API void pg_signing_key_free(pg_signing_key* key);
+/* Writes the key id and a NUL into id[17]. */
+PG_API pg_status pg_key_id(const uint8_t public_key[32], char id[17]);
+
+/* Signs an adapter file: `file_bytes` are the file's exact bytes, `adapter` the adapter they
+ * hold (its base fingerprint and training record go into the signed manifest). Writes the
+ * signature file's text (JSON, docs/formats.md "Adapter signatures"; kept beside the adapter
+ * file) into `signature`; sizing as for pg_tokenizer_decode. */
+PG_API pg_status pg_lora_adapter_sign(const pg_signing_key* key, const pg_lora_adapter* adapter,
+                                      const void* file_bytes, size_t n, char* signature,
+                                      size_t capacity, size_t* len);
+
+/* The public keys a coordinator accepts. */
+typedef struct pg_trusted_keys pg_trusted_keys;
+PG_API pg_status pg_trusted_keys_create(pg_trusted_keys** out);
+PG_API pg_status pg_trusted_keys_add(pg_trusted_keys* keys, const uint8_t public_key[32]);
+PG_API void pg_trusted_keys_free(pg_trusted_keys* keys);
+
+/* Verifies a signature file (`signature`, `sig_len` bytes) for the adapter file `file_bytes`
+ * holding `adapter`: parseable, key id consistent, key trusted, Ed25519 signature valid over
+ * the manifest, file bytes (SHA-256 and size), base fingerprint and training record as signed.
+ * Every check runs. Returns PG_OK when the verification ran (whatever its outcome): *valid is 1
+ * when every check passed, else 0 and `reason` (if capacity > 0) gets "check: detail" of the
+ * first failed check, NUL-terminated and cut to fit. */
+PG_API pg_status pg_lora_signature_verify(const pg_trusted_keys* trusted, const pg_lora_adapter* adapter,
+                                          const void* file_bytes, size_t n, const char* signature,
+                                          size_t sig_len, int32_t* valid, char* reason,
+                                          size_t reason_capacity);
+
+/* Averaging adapters of one base into one (the update of adapter i is s_i B_i A_i, weights are
+ * normalised to sum 1; docs/federated.md):
+ *   FEDAVG_FACTORS  A and B averaged separately (what coordinators usually do): NOT the mean
+ *                   update; the report gives its relative error against it. One rank and scale.
+ *   CAT             factors stacked (PEFT's "cat"): exact; the ranks add up (and must stay
+ *                   within the base's widths).
+ *   SVD             the exact mean update re-compressed to svd_rank by a truncated SVD; the
+ *                   report gives the relative Frobenius residual.
+ *   FROZEN_A        FFA-LoRA: every adapter trained with freeze_a and the same A; averaging B
+ *                   is exact. */
+typedef enum pg_lora_average_method {
+    PG_LORA_AVERAGE_FEDAVG_FACTORS = 0,
+    PG_LORA_AVERAGE_CAT = 1,
+    PG_LORA_AVERAGE_SVD = 2,
+    PG_LORA_AVERAGE_FROZEN_A = 3
+} pg_lora_average_method;
+
+typedef struct pg_lora_average_config {
+    uint32_t struct_size;
+    pg_lora_average_method method;   /* default PG_LORA_AVERAGE_FEDAVG_FACTORS */
+    int32_t svd_rank;                /* SVD: the result's rank; 0 (default) = largest input rank */
+} pg_lora_average_config;
+PG_API void pg_lora_average_config_default(pg_lora_average_config* config);
+
+typedef struct pg_lora_average_report {
+    uint32_t struct_size;
+    int32_t rank;                    /* the result's rank */
+    double relative_error;           /* ||result's update - mean update||_F / ||mean update||_F,
+                                        over every adapted linear (fp32; ~1e-7 when exact) */
+    double svd_residual;             /* SVD: the truncation's relative residual; else 0 */
+} pg_lora_average_report;
+
+/* Averages n >= 1 adapters; weights NULL = equal, else n finite weights >= 0 with a positive
+ * sum (e.g. example counts). The result is a new, complete adapter of the same base (its
+ * configuration, base identity, and a training record with the inputs' total tokens and no
+ * steps). Different bases, targets or layers (any method), or ranks/scales (FEDAVG_FACTORS,
+ * FROZEN_A), or A factors (FROZEN_A) are PG_ERR_GEOMETRY naming the adapter and both sides. */
+PG_API pg_status pg_lora_average(const pg_lora_adapter* const* adapters, size_t n,
+                                 const double* weights, const pg_lora_average_config* config,
+                                 pg_lora_adapter** out, pg_lora_average_report* report);
+
 #ifdef __cplusplus
 }
 #endif

@@ -193,3 +193,72 @@ TEST_CASE("signatures: key files round-trip with mode 0600; a bad key file is re
     CHECK_THROWS_WITH(SigningKey::load(bad), Catch::Contains("is not a phonegpt Ed25519 key file"));
     CHECK_THROWS_AS(SigningKey::load(pg_test::tmp_dir() + "/no_such_key"), pg::Error);
 }
+
+TEST_CASE("signatures: the C API", "[coord][sign][capi]") {
+    pg_model_config mc;
+    REQUIRE(pg_model_config_preset("tiny", &mc) == PG_OK);
+    pg_model* base = nullptr;
+    REQUIRE(pg_model_create(&mc, 3, &base) == PG_OK);
+    pg_lora_config lc;
+    pg_lora_config_default(&lc);
+    pg_lora_adapter* ad = nullptr;
+    REQUIRE(pg_lora_adapter_create(base, &lc, &ad) == PG_OK);
+    const std::string file = "the adapter file's bytes";
+
+    uint8_t seed[32] = {7};
+    pg_signing_key* key = nullptr;
+    REQUIRE(pg_signing_key_from_seed(seed, &key) == PG_OK);
+    uint8_t pub[32];
+    REQUIRE(pg_signing_key_public(key, pub) == PG_OK);
+    char id[17];
+    REQUIRE(pg_key_id(pub, id) == PG_OK);
+    CHECK(std::strlen(id) == 16);
+
+    size_t len = 0;
+    CHECK(pg_lora_adapter_sign(key, ad, file.data(), file.size(), nullptr, 0, &len) == PG_ERR_BUFFER_TOO_SMALL);
+    std::string sig(len + 1, '\0');
+    REQUIRE(pg_lora_adapter_sign(key, ad, file.data(), file.size(), &sig[0], sig.size(), &len) == PG_OK);
+    sig.resize(len);
+    CHECK(sig.find(id) != std::string::npos);
+
+    pg_trusted_keys* trusted = nullptr;
+    REQUIRE(pg_trusted_keys_create(&trusted) == PG_OK);
+    int32_t valid = -1;
+    char reason[256];
+    REQUIRE(pg_lora_signature_verify(trusted, ad, file.data(), file.size(), sig.data(), sig.size(), &valid, reason,
+                                     sizeof reason) == PG_OK);
+    CHECK(valid == 0);
+    CHECK_THAT(std::string(reason), Catch::StartsWith("trusted key: key " + std::string(id)));
+    REQUIRE(pg_trusted_keys_add(trusted, pub) == PG_OK);
+    REQUIRE(pg_lora_signature_verify(trusted, ad, file.data(), file.size(), sig.data(), sig.size(), &valid, reason,
+                                     sizeof reason) == PG_OK);
+    CHECK(valid == 1);
+    CHECK(std::string(reason).empty());
+    std::string changed = file;
+    changed[3] = 'X';
+    REQUIRE(pg_lora_signature_verify(trusted, ad, changed.data(), changed.size(), sig.data(), sig.size(), &valid,
+                                     reason, 8) == PG_OK);
+    CHECK(valid == 0);
+    CHECK(std::string(reason) == "adapter");  // cut to fit 8 bytes with the NUL
+
+    const std::string path = pg_test::tmp_dir() + "/coord_capi_key.ed25519";
+    REQUIRE(pg_signing_key_save(key, path.c_str()) == PG_OK);
+    pg_signing_key* back = nullptr;
+    REQUIRE(pg_signing_key_load(path.c_str(), &back) == PG_OK);
+    uint8_t pub2[32];
+    REQUIRE(pg_signing_key_public(back, pub2) == PG_OK);
+    CHECK(std::memcmp(pub, pub2, 32) == 0);
+    CHECK(pg_signing_key_load((pg_test::tmp_dir() + "/none").c_str(), &back) == PG_ERR_IO);
+    CHECK(back == nullptr);
+    CHECK(pg_lora_signature_verify(nullptr, ad, file.data(), file.size(), sig.data(), sig.size(), &valid, nullptr, 0) ==
+          PG_ERR_INVALID_ARGUMENT);
+    pg_signing_key* gen = nullptr;
+    REQUIRE(pg_signing_key_generate(&gen) == PG_OK);
+    pg_signing_key_free(gen);
+    pg_signing_key_free(key);
+    pg_signing_key_free(nullptr);
+    pg_trusted_keys_free(trusted);
+    pg_trusted_keys_free(nullptr);
+    pg_lora_adapter_free(ad);
+    pg_model_free(base);
+}
