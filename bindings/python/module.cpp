@@ -274,65 +274,277 @@ private:
 };
 
 // ---------------------------------------------------------------------------------------
-// Configurations: plain value types mirroring the C structs, built with keyword arguments.
+// The public structs. Their Python classes are generated from the library's one list of
+// fields, lib/core/c_struct_fields.def (it names only what phonegpt.h declares, so this module
+// still uses nothing but the public API): an options struct becomes a class built with keyword
+// arguments over the library's *_default() values, a result a read-only class. Fields that are
+// not plain values (callbacks and their user pointers, string arrays, pointers into a model)
+// are arguments of the call that takes the struct. _phonegpt._c_struct_fields records where
+// Python reaches every field; tests/python/test_binding.py checks it against phonegpt.h.
 // ---------------------------------------------------------------------------------------
 
-// Applies keyword arguments to the attributes of a freshly defaulted config object; an
-// unknown name is an error, not silently ignored.
-void apply_kwargs(py::object self, const py::kwargs& kw, const char* type_name) {
-    for (auto item : kw) {
-        std::string key = py::str(item.first);
-        if (!py::hasattr(self, key.c_str()) || key.rfind("_", 0) == 0)
-            throw py::type_error(std::string(type_name) + " has no field '" + key + "'");
-        self.attr(key.c_str()) = item.second;
-    }
+// A full-size struct as the library gives it: filled by `init` (*_default) or zero (results).
+template <class S>
+S fresh_struct(void (*init)(S*)) {
+    S s;
+    std::memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    if (init) init(&s);
+    return s;
 }
 
-const char* schedule_name(pg_lr_schedule s) {
-    switch (s) {
-        case PG_LR_CONSTANT: return "constant";
-        case PG_LR_COSINE: return "cosine";
-        case PG_LR_LINEAR: return "linear";
+template <class S>
+S defaults();  // one per listed struct, generated below
+#define PG_INIT_PG_OPTIONS(S) &S##_default
+#define PG_INIT_PG_RESULT(S) nullptr
+#define PG_STRUCT(S, python_name, role) \
+    template <>                         \
+    S defaults<S>() {                   \
+        return fresh_struct<S>(PG_INIT_##role(S)); \
     }
+#define PG_FIELD(S, field, kind)
+#define PG_STRUCT_END(S)
+#include "../../lib/core/c_struct_fields.def"
+#undef PG_INIT_PG_OPTIONS
+#undef PG_INIT_PG_RESULT
+
+// The names an enumeration shows in Python.
+template <class E>
+struct EnumNames;
+template <>
+struct EnumNames<pg_lr_schedule> {
+    static constexpr std::pair<pg_lr_schedule, const char*> items[] = {
+        {PG_LR_CONSTANT, "constant"}, {PG_LR_COSINE, "cosine"}, {PG_LR_LINEAR, "linear"}};
+};
+template <class E>
+std::string enum_name(E v) {
+    for (const auto& item : EnumNames<E>::items)
+        if (item.first == v) return item.second;
     return "unknown";
 }
-pg_lr_schedule schedule_from_name(const std::string& n) {
-    if (n == "constant") return PG_LR_CONSTANT;
-    if (n == "cosine") return PG_LR_COSINE;
-    if (n == "linear") return PG_LR_LINEAR;
-    raise_invalid("schedule must be 'constant', 'cosine' or 'linear', got '" + n + "'");
+template <class E>
+std::string enum_choices() {
+    std::string out;
+    const std::size_t n = std::size(EnumNames<E>::items);
+    for (std::size_t i = 0; i < n; ++i)
+        out += (i == 0 ? "'" : i + 1 == n ? " or '" : ", '") + std::string(EnumNames<E>::items[i].second) + "'";
+    return out;
+}
+template <class E>
+E enum_from_name(const std::string& name, const std::string& field) {
+    for (const auto& item : EnumNames<E>::items)
+        if (name == item.second) return item.first;
+    raise_invalid(field + " must be " + enum_choices<E>() + ", got '" + name + "'");
 }
 
-pg_model_config default_model_config() {
-    pg_model_config c;
-    pg_model_config_default(&c);
-    return c;
+// The Python call that takes a struct's non-attribute fields (field = nullptr: every field).
+struct CallRoute {
+    const char* c_struct;
+    const char* field;
+    const char* call;
+};
+const CallRoute kCallRoutes[] = {
+    {"pg_eval_config", nullptr, "Model.evaluate"},
+    {"pg_sample_config", nullptr, "Model.generate"},
+    {"pg_tensor_info", "name", "Model.tensor_info"},  // the struct holds a model-owned string
+    {"pg_tensor_info", "data", "Model.parameter"},    // a numpy view instead of the pointer
+};
+// Python's argument name where it differs from the C field's.
+std::string argument_name(const std::string& field) { return field == "stop_strings" ? "stop" : field; }
+
+const char* struct_doc(const std::string& c_struct) {
+    if (c_struct == "pg_model_config")
+        return "Model geometry. ModelConfig(**fields) starts from the PhoneGPT preset;\n"
+               "ModelConfig.preset('tiny') gives a named preset.";
+    if (c_struct == "pg_train_config")
+        return "Training configuration; TrainConfig(**fields) starts from the library defaults\n"
+               "(batch 32, AdamW 0.9/0.95/1e-8, lr 1e-3 cosine to 1e-4, 100 warm-up steps, ...).";
+    if (c_struct == "pg_save_options") return "How a checkpoint is saved: compression_level 0 = raw, 1..19 = zstd level.";
+    if (c_struct == "pg_eval_config")
+        return "Whole-split evaluation options: Model.evaluate(tokens, config, progress=..., **fields).";
+    if (c_struct == "pg_sample_config")
+        return "Sampling options: Model.generate(prompt, max_tokens, config=..., stop=..., on_token=..., **fields).";
+    if (c_struct == "pg_step_result") return "What one optimizer step did.";
+    if (c_struct == "pg_eval_result") return "A whole-split (or sampled) evaluation.";
+    if (c_struct == "pg_tensor_info")
+        return "A tensor's shape and place in the parameter allocation (Model.tensor_info(name));\n"
+               "Model.parameter(name) gives its weights.";
+    return "";
+}
+
+// Builds one struct's class field by field (the bind_<kind> functions below).
+template <class S>
+struct StructBinding {
+    py::class_<S> cls;
+    std::string c_name, py_name;
+    bool options;                     // fields are read-write and the class has a constructor
+    std::vector<std::string> attributes;
+    py::dict routes;                  // C field -> "Class.attribute" or "Class.call(argument)"
+    std::string previous_argument;    // of the preceding callback or array (for USER, COUNT)
+
+    StructBinding(py::module_& m, const char* c, const char* py, bool is_options)
+        : cls(m, py, struct_doc(c)), c_name(c), py_name(py), options(is_options) {}
+
+    void attribute(const char* field) {
+        attributes.push_back(field);
+        routes[field] = py_name + "." + field;
+    }
+    // None when no Python call takes the struct yet: the test names the unreachable field.
+    void argument(const char* field, const std::string& arg) {
+        routes[field] = py::none();
+        for (const CallRoute& r : kCallRoutes) {
+            if (c_name == r.c_struct && (!r.field || std::string(field) == r.field)) {
+                routes[field] = std::string(r.call) + (arg.empty() ? "" : "(" + arg + ")");
+                return;
+            }
+        }
+    }
+
+    void finish(py::dict& all) {
+        cls.attr("_fields") = py::tuple(py::cast(attributes));
+        const std::string name = py_name;
+        cls.def("__repr__", [name](const py::object& self) {
+            std::string out = name + "(";
+            bool first = true;
+            for (auto f : self.attr("_fields")) {
+                out += (first ? "" : ", ") + std::string(py::str(f)) + "=" +
+                       std::string(py::repr(self.attr(f.cast<py::str>())));
+                first = false;
+            }
+            return out + ")";
+        });
+        cls.def("__eq__", [](const py::object& a, const py::object& b) {
+            if (!py::isinstance(b, py::type::of(a))) return false;
+            for (auto f : a.attr("_fields"))
+                if (!a.attr(f.cast<py::str>()).equal(b.attr(f.cast<py::str>()))) return false;
+            return true;
+        });
+        if (options) {
+            cls.def(py::init([](const py::kwargs& kw) { return with_fields(defaults<S>(), kw); }));
+            cls.def("replace", [](const S& s, const py::kwargs& kw) { return with_fields(s, kw); },
+                    "A copy with the given fields changed.");
+        }
+        py::dict entry;
+        entry["class"] = py_name;
+        entry["options"] = options;
+        entry["fields"] = routes;
+        all[c_name.c_str()] = entry;
+    }
+
+    // `base` with the keyword arguments' fields changed; an unknown name is a TypeError.
+    static S with_fields(const S& base, const py::kwargs& kw) {
+        py::object self = py::cast(base);
+        py::tuple fields = self.attr("_fields");
+        for (auto item : kw) {
+            if (!fields.contains(item.first))
+                throw py::type_error(std::string(py::str(py::type::of(self).attr("__name__"))) + " has no field '" +
+                                     std::string(py::str(item.first)) + "'");
+            self.attr(item.first) = item.second;
+        }
+        return self.cast<S>();
+    }
+};
+
+template <class S, class T>
+void bind_PG_VALUE(StructBinding<S>& b, const char* name, T S::*member) {
+    if (b.options)
+        b.cls.def_readwrite(name, member);
+    else
+        b.cls.def_readonly(name, member);
+    b.attribute(name);
+}
+template <class S>
+void bind_PG_FLAG(StructBinding<S>& b, const char* name, int32_t S::*member) {
+    auto get = [member](const S& s) { return s.*member != 0; };
+    if (b.options)
+        b.cls.def_property(name, get, [member](S& s, bool v) { s.*member = v ? 1 : 0; });
+    else
+        b.cls.def_property_readonly(name, get);
+    b.attribute(name);
+}
+template <class S, class E>
+void bind_PG_ENUM(StructBinding<S>& b, const char* name, E S::*member) {
+    auto get = [member](const S& s) { return enum_name(s.*member); };
+    const std::string field = name, doc = enum_choices<E>() + ".";
+    if (b.options)
+        b.cls.def_property(name, get, [member, field](S& s, const std::string& v) { s.*member = enum_from_name<E>(v, field); },
+                           doc.c_str());
+    else
+        b.cls.def_property_readonly(name, get, doc.c_str());
+    b.attribute(name);
+}
+template <class S, std::size_t N>
+void bind_PG_SHAPE(StructBinding<S>& b, const char* name, int64_t (S::*member)[N]) {
+    b.cls.def_property_readonly(name, [member](const S& s) {
+        py::tuple t(std::size_t(std::clamp<int32_t>(s.n_dims, 0, int32_t(N))));
+        for (std::size_t i = 0; i < t.size(); ++i) t[i] = (s.*member)[i];
+        return t;
+    });
+    b.attribute(name);
+}
+template <class S, class T>
+void bind_PG_CALLBACK(StructBinding<S>& b, const char* name, T S::*) {
+    b.previous_argument = argument_name(name);
+    b.argument(name, b.previous_argument);
+}
+template <class S, class T>
+void bind_PG_USER(StructBinding<S>& b, const char* name, T S::*) {
+    b.argument(name, b.previous_argument);  // the binding's own closure for that callable
+}
+template <class S, class T>
+void bind_PG_STRINGS(StructBinding<S>& b, const char* name, T S::*member) {
+    bind_PG_CALLBACK(b, name, member);
+}
+template <class S, class T>
+void bind_PG_INTS(StructBinding<S>& b, const char* name, T S::*member) {
+    bind_PG_CALLBACK(b, name, member);  // a sequence argument of the call
+}
+template <class S, class T>
+void bind_PG_COUNT(StructBinding<S>& b, const char* name, T S::*member) {
+    bind_PG_USER(b, name, member);  // the length of the Python sequence
+}
+template <class S, class T>
+void bind_PG_TEXT(StructBinding<S>& b, const char* name, T S::*) {
+    b.argument(name, name);
+}
+template <class S, class T>
+void bind_PG_DATA(StructBinding<S>& b, const char* name, T S::*) {
+    b.argument(name, "");
+}
+
+// Every listed struct's class, and _c_struct_fields.
+void bind_structs(py::module_& m) {
+    py::dict all;
+#define PG_IS_OPTIONS_PG_OPTIONS true
+#define PG_IS_OPTIONS_PG_RESULT false
+#define PG_STRUCT(S, python_name, role) \
+    {                                   \
+        StructBinding<S> b(m, #S, #python_name, PG_IS_OPTIONS_##role);
+#define PG_FIELD(S, field, kind) bind_##kind(b, #field, &S::field);
+#define PG_STRUCT_END(S) \
+    b.finish(all);       \
+    }
+#include "../../lib/core/c_struct_fields.def"
+#undef PG_IS_OPTIONS_PG_OPTIONS
+#undef PG_IS_OPTIONS_PG_RESULT
+    m.attr("_c_struct_fields") = all;
+}
+
+// The options a call takes: `config` (an instance of the struct's class; None = the
+// library's defaults) with the keyword arguments' fields changed.
+template <class S>
+S options_from(const py::object& config, const py::kwargs& fields) {
+    const S base = config.is_none() ? defaults<S>() : config.cast<S>();
+    return StructBinding<S>::with_fields(base, fields);
 }
 
 pg_model_config config_from(const py::object& config_or_preset) {
     if (py::isinstance<py::str>(config_or_preset)) {
-        pg_model_config c = default_model_config();
+        pg_model_config c = defaults<pg_model_config>();
         check(pg_model_config_preset(std::string(py::str(config_or_preset)).c_str(), &c));
         return c;
     }
     return config_or_preset.cast<pg_model_config>();
-}
-
-// ---------------------------------------------------------------------------------------
-// Results.
-// ---------------------------------------------------------------------------------------
-
-pg_step_result new_step_result() {
-    pg_step_result r;
-    std::memset(&r, 0, sizeof r);
-    r.struct_size = sizeof r;
-    return r;
-}
-pg_eval_result new_eval_result() {
-    pg_eval_result r;
-    std::memset(&r, 0, sizeof r);
-    r.struct_size = sizeof r;
-    return r;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -373,7 +585,7 @@ public:
     bool closed() const { return !p_; }
 
     pg_model_config config() const {
-        pg_model_config c = default_model_config();
+        pg_model_config c = defaults<pg_model_config>();
         check(pg_model_get_config(get(), &c));
         return c;
     }
@@ -391,13 +603,11 @@ public:
     }
     void set_tokenizer(const Tokenizer& tok) { check(pg_model_set_tokenizer(get(), tok.get())); }
 
-    void save(const py::object& path, int compression_level) const {
+    void save(const py::object& path, const py::object& options, const py::kwargs& fields) const {
         std::string p = to_path(path);
         pg_model* m = get();
         auto keep = p_;
-        pg_save_options o;
-        pg_save_options_default(&o);
-        o.compression_level = compression_level;
+        const pg_save_options o = options_from<pg_save_options>(options, fields);
         call_nogil([&] { return pg_model_save(m, p.c_str(), &o); });
     }
     void export_to(const py::object& path, const std::string& format) const {
@@ -416,10 +626,16 @@ public:
         return n;
     }
     pg_tensor_info info(int32_t index) const {
-        pg_tensor_info i;
-        std::memset(&i, 0, sizeof i);
-        i.struct_size = sizeof i;
+        pg_tensor_info i = defaults<pg_tensor_info>();
         check(pg_model_tensor_info(get(), index, &i));
+        return i;
+    }
+    // For Python: the name and data pointers point into the model, which the object may
+    // outlive, so they are dropped (the name is the argument; Model.parameter gives the data).
+    pg_tensor_info tensor_info(const std::string& name) const {
+        pg_tensor_info i = info(index_of(name));
+        i.name = nullptr;
+        i.data = nullptr;
         return i;
     }
     int32_t index_of(const std::string& name) const {
@@ -487,23 +703,18 @@ public:
 
     // Evaluation ------------------------------------------------------------------------
 
-    pg_eval_result evaluate(const py::object& tokens_obj, int window, int stride, int batch_size,
-                            int n_threads, const py::object& progress) const {
+    pg_eval_result evaluate(const py::object& tokens_obj, const py::object& config, const py::object& progress,
+                            const py::kwargs& fields) const {
         pg_model* m = get();
         auto keep = p_;
         TokenArray tokens = as_tokens(tokens_obj, "tokens", 1);
         Callback cb{progress, {}};
-        pg_eval_config c;
-        pg_eval_config_default(&c);
-        c.window = window;
-        c.stride = stride;
-        c.batch_size = batch_size;
-        c.n_threads = n_threads;
+        pg_eval_config c = options_from<pg_eval_config>(config, fields);
         c.progress = [](void* user, int64_t done, int64_t total) -> int {
             return static_cast<Callback*>(user)->invoke(done, total) ? 1 : 0;
         };
         c.progress_user = &cb;
-        pg_eval_result r = new_eval_result();
+        pg_eval_result r = defaults<pg_eval_result>();
         const int32_t* tp = tokens.data();
         const size_t n = size_t(tokens.size());
         pg_status s;
@@ -523,7 +734,7 @@ public:
         pg_model* m = get();
         auto keep = p_;
         TokenArray tokens = as_tokens(tokens_obj, "tokens", 1);
-        pg_eval_result r = new_eval_result();
+        pg_eval_result r = defaults<pg_eval_result>();
         const int32_t* tp = tokens.data();
         const size_t n = size_t(tokens.size());
         call_nogil([&] { return pg_evaluate_sampled(m, tp, n, n_batches, batch_size, seed, n_threads, &r); });
@@ -532,32 +743,25 @@ public:
 
     // Generation ------------------------------------------------------------------------
 
-    py::array_t<int32_t> generate(const py::object& prompt_obj, int max_tokens, float temperature,
-                                  int top_k, float top_p, uint64_t seed, int n_threads, int slide_keep,
+    // The options come whole from Python (phonegpt/__init__.py builds them), the callable and
+    // the stop strings beside them.
+    py::array_t<int32_t> generate(const py::object& prompt_obj, const pg_sample_config& options,
                                   const std::vector<std::string>& stop, const py::object& on_token) const {
         pg_model* m = get();
         auto keep = p_;
         TokenArray prompt = as_tokens(prompt_obj, "prompt", 1);
-        if (max_tokens < 0) raise_invalid("max_tokens must be >= 0");
+        pg_sample_config c = options;
+        if (c.max_tokens < 0) raise_invalid("max_tokens must be >= 0");
         Callback cb{on_token, {}};
         std::vector<const char*> stops;
         for (const auto& s : stop) stops.push_back(s.c_str());
-        pg_sample_config c;
-        pg_sample_config_default(&c);
-        c.temperature = temperature;
-        c.top_k = top_k;
-        c.top_p = top_p;
-        c.seed = seed;
-        c.max_tokens = max_tokens;
-        c.n_threads = n_threads;
-        c.slide_keep = slide_keep;
         c.on_token = [](void* user, int32_t token) -> int {
             return static_cast<Callback*>(user)->invoke(token) ? 1 : 0;
         };
         c.on_token_user = &cb;
         c.stop_strings = stops.empty() ? nullptr : stops.data();
         c.n_stop_strings = int32_t(stops.size());
-        std::vector<int32_t> out(size_t(max_tokens) + 1);
+        std::vector<int32_t> out(size_t(c.max_tokens) + 1);
         size_t n_out = 0;
         const int32_t* pp = prompt.data();
         const size_t np = size_t(prompt.size());
@@ -589,21 +793,13 @@ private:
 // Trainer.
 // ---------------------------------------------------------------------------------------
 
-pg_train_config default_train_config() {
-    pg_train_config c;
-    pg_train_config_default(&c);
-    return c;
-}
-
 class Trainer {
 public:
     Trainer(py::object model_obj, TrainerPtr p) : model_obj_(std::move(model_obj)), p_(std::move(p)) {}
 
     static Trainer create(py::object model_obj, const py::object& config, const py::kwargs& kw) {
         Model& model = model_obj.cast<Model&>();
-        py::object cfg = config.is_none() ? py::cast(default_train_config()) : py::cast(config.cast<pg_train_config>());
-        apply_kwargs(cfg, kw, "TrainConfig");
-        pg_train_config c = cfg.cast<pg_train_config>();
+        pg_train_config c = options_from<pg_train_config>(config, kw);
         auto h = std::make_shared<TrainerHandle>();
         h->model = model.ptr();
         check(pg_trainer_create(h->model.get(), &c, &h->trainer));
@@ -632,7 +828,7 @@ public:
     py::object model() const { return model_obj_; }
 
     pg_train_config config() const {
-        pg_train_config c = default_train_config();
+        pg_train_config c = defaults<pg_train_config>();
         check(pg_trainer_get_config(get(), &c));
         return c;
     }
@@ -652,7 +848,7 @@ public:
     pg_step_result step() {
         pg_trainer* t = get();
         auto keep = p_;
-        pg_step_result r = new_step_result();
+        pg_step_result r = defaults<pg_step_result>();
         call_nogil([&] {
             std::lock_guard<std::mutex> lock(keep->busy);
             return pg_trainer_step(t, &r);
@@ -666,7 +862,7 @@ public:
         TokenArray inputs, targets;
         int32_t B, T;
         batch_arrays(inputs_obj, targets_obj, inputs, targets, B, T);
-        pg_step_result r = new_step_result();
+        pg_step_result r = defaults<pg_step_result>();
         const int32_t *ip = inputs.data(), *tp = targets.data();
         call_nogil([&] {
             std::lock_guard<std::mutex> lock(keep->busy);
@@ -729,13 +925,11 @@ public:
         return lr;
     }
 
-    void save(const py::object& path, int compression_level) const {
+    void save(const py::object& path, const py::object& options, const py::kwargs& fields) const {
         std::string p = to_path(path);
         pg_trainer* t = get();
         auto keep = p_;
-        pg_save_options o;
-        pg_save_options_default(&o);
-        o.compression_level = compression_level;
+        const pg_save_options o = options_from<pg_save_options>(options, fields);
         call_nogil([&] {
             std::lock_guard<std::mutex> lock(keep->busy);
             return pg_trainer_save(t, p.c_str(), &o);
@@ -874,105 +1068,19 @@ PYBIND11_MODULE(_phonegpt, m) {
         });
     add_lifetime<Tokenizer>(tok, "tokenizer");
 
-    // Configurations ---------------------------------------------------------------------------
-    py::class_<pg_model_config> mc(m, "ModelConfig",
-        "Model geometry. ModelConfig(**fields) starts from the PhoneGPT preset;\n"
-        "ModelConfig.preset('tiny') gives a named preset.");
-    mc.def(py::init([](py::kwargs kw) {
-          py::object self = py::cast(default_model_config());
-          apply_kwargs(self, kw, "ModelConfig");
-          return self.cast<pg_model_config>();
-      }))
-        .def_static("preset", [](const std::string& name) {
-            pg_model_config c = default_model_config();
-            check(pg_model_config_preset(name.c_str(), &c));
-            return c;
-        }, py::arg("name"), "'phonegpt' or 'tiny'; other names raise InvalidArgument.")
-        .def_readwrite("n_layer", &pg_model_config::n_layer)
-        .def_readwrite("n_head", &pg_model_config::n_head)
-        .def_readwrite("n_embd", &pg_model_config::n_embd)
-        .def_readwrite("n_ctx", &pg_model_config::n_ctx)
-        .def_readwrite("vocab_size", &pg_model_config::vocab_size)
-        .def_readwrite("padded_vocab_size", &pg_model_config::padded_vocab_size)
-        .def_readwrite("layernorm_eps", &pg_model_config::layernorm_eps)
+    // Configurations and results: generated from the library's field list -----------------
+    bind_structs(m);
+    auto mc = py::reinterpret_borrow<py::class_<pg_model_config>>(m.attr("ModelConfig"));
+    mc.def_static("preset", [](const std::string& name) {
+          pg_model_config c = defaults<pg_model_config>();
+          check(pg_model_config_preset(name.c_str(), &c));
+          return c;
+      }, py::arg("name"), "'phonegpt' or 'tiny'; other names raise InvalidArgument.")
         .def("validate", [](const pg_model_config& c) { check(pg_model_config_validate(&c)); },
              "Raises InvalidArgument naming the first bad field.")
         .def_property_readonly("num_params", [](const pg_model_config& c) {
             check(pg_model_config_validate(&c));
             return pg_model_config_num_params(&c);
-        })
-        .def("__eq__", [](const pg_model_config& a, const pg_model_config& b) {
-            return a.n_layer == b.n_layer && a.n_head == b.n_head && a.n_embd == b.n_embd &&
-                   a.n_ctx == b.n_ctx && a.vocab_size == b.vocab_size &&
-                   a.padded_vocab_size == b.padded_vocab_size && a.layernorm_eps == b.layernorm_eps;
-        })
-        .def("__repr__", [](const pg_model_config& c) {
-            return "ModelConfig(n_layer=" + std::to_string(c.n_layer) + ", n_head=" + std::to_string(c.n_head) +
-                   ", n_embd=" + std::to_string(c.n_embd) + ", n_ctx=" + std::to_string(c.n_ctx) +
-                   ", vocab_size=" + std::to_string(c.vocab_size) +
-                   ", padded_vocab_size=" + std::to_string(c.padded_vocab_size) +
-                   ", layernorm_eps=" + std::string(py::str(py::float_(c.layernorm_eps))) + ")";
-        });
-
-    py::class_<pg_train_config> tc(m, "TrainConfig",
-        "Training configuration; TrainConfig(**fields) starts from the library defaults\n"
-        "(batch 32, AdamW 0.9/0.95/1e-8, lr 1e-3 cosine to 1e-4, 100 warm-up steps, ...).");
-    tc.def(py::init([](py::kwargs kw) {
-          py::object self = py::cast(default_train_config());
-          apply_kwargs(self, kw, "TrainConfig");
-          return self.cast<pg_train_config>();
-      }))
-        .def_readwrite("batch_size", &pg_train_config::batch_size)
-        .def_readwrite("seq_len", &pg_train_config::seq_len)
-        .def_readwrite("grad_accum_steps", &pg_train_config::grad_accum_steps)
-        .def_property("schedule", [](const pg_train_config& c) { return std::string(schedule_name(c.schedule)); },
-                      [](pg_train_config& c, const std::string& s) { c.schedule = schedule_from_name(s); },
-                      "'constant', 'cosine' or 'linear'.")
-        .def_readwrite("lr_max", &pg_train_config::lr_max)
-        .def_readwrite("lr_min", &pg_train_config::lr_min)
-        .def_readwrite("warmup_steps", &pg_train_config::warmup_steps)
-        .def_readwrite("total_steps", &pg_train_config::total_steps)
-        .def_readwrite("beta1", &pg_train_config::beta1)
-        .def_readwrite("beta2", &pg_train_config::beta2)
-        .def_readwrite("eps", &pg_train_config::eps)
-        .def_readwrite("weight_decay", &pg_train_config::weight_decay)
-        .def_property("decay_embeddings", [](const pg_train_config& c) { return c.decay_embeddings != 0; },
-                      [](pg_train_config& c, bool v) { c.decay_embeddings = v ? 1 : 0; })
-        .def_readwrite("grad_clip", &pg_train_config::grad_clip)
-        .def_readwrite("dropout", &pg_train_config::dropout)
-        .def_readwrite("seed", &pg_train_config::seed)
-        .def_readwrite("n_threads", &pg_train_config::n_threads)
-        .def("__repr__", [](const pg_train_config& c) {
-            return "TrainConfig(batch_size=" + std::to_string(c.batch_size) + ", seq_len=" + std::to_string(c.seq_len) +
-                   ", grad_accum_steps=" + std::to_string(c.grad_accum_steps) + ", schedule='" + schedule_name(c.schedule) +
-                   "', lr_max=" + std::string(py::str(py::float_(c.lr_max))) +
-                   ", lr_min=" + std::string(py::str(py::float_(c.lr_min))) +
-                   ", warmup_steps=" + std::to_string(c.warmup_steps) + ", total_steps=" + std::to_string(c.total_steps) +
-                   ", seed=" + std::to_string(c.seed) + ", n_threads=" + std::to_string(c.n_threads) + ", ...)";
-        });
-
-    // Results -----------------------------------------------------------------------------
-    py::class_<pg_step_result>(m, "StepResult", "What one optimizer step did.")
-        .def_readonly("step", &pg_step_result::step, "Steps completed after this one.")
-        .def_readonly("loss", &pg_step_result::loss)
-        .def_readonly("lr", &pg_step_result::lr)
-        .def_readonly("grad_norm", &pg_step_result::grad_norm, "Global gradient norm before clipping.")
-        .def_readonly("tokens", &pg_step_result::tokens)
-        .def("__repr__", [](const pg_step_result& r) {
-            return "StepResult(step=" + std::to_string(r.step) + ", loss=" + std::string(py::str(py::float_(r.loss))) +
-                   ", lr=" + std::string(py::str(py::float_(r.lr))) +
-                   ", grad_norm=" + std::string(py::str(py::float_(r.grad_norm))) +
-                   ", tokens=" + std::to_string(r.tokens) + ")";
-        });
-    py::class_<pg_eval_result>(m, "EvalResult", "A whole-split (or sampled) evaluation.")
-        .def_readonly("mean_loss", &pg_eval_result::mean_loss, "Mean cross-entropy, natural log.")
-        .def_readonly("bits_per_token", &pg_eval_result::bits_per_token)
-        .def_readonly("n_scored", &pg_eval_result::n_scored)
-        .def_readonly("n_windows", &pg_eval_result::n_windows)
-        .def("__repr__", [](const pg_eval_result& r) {
-            return "EvalResult(mean_loss=" + std::string(py::str(py::float_(r.mean_loss))) +
-                   ", bits_per_token=" + std::string(py::str(py::float_(r.bits_per_token))) +
-                   ", n_scored=" + std::to_string(r.n_scored) + ", n_windows=" + std::to_string(r.n_windows) + ")";
         });
 
     // Model ------------------------------------------------------------------------------------
@@ -985,8 +1093,9 @@ PYBIND11_MODULE(_phonegpt, m) {
         .def_static("load", &Model::load, py::arg("path"), "Loads and validates a native checkpoint.")
         .def_static("import_from", &Model::import_from, py::arg("path"), py::arg("format"),
                     "Imports an 'llmc' model file or a 'safetensors' file (config.json beside it).")
-        .def("save", &Model::save, py::arg("path"), py::arg("compression_level") = 0,
-             "Saves atomically (0 = raw, 1..19 = zstd level).")
+        .def("save", &Model::save, py::arg("path"), py::arg("options") = py::none(),
+             "Saves atomically; options: a SaveOptions, keyword arguments change its fields\n"
+             "(compression_level: 0 = raw, 1..19 = zstd level).")
         .def("export", &Model::export_to, py::arg("path"), py::arg("format"),
              "Exports the weights as 'llmc' or 'safetensors' (+ config.json).")
         .def_property_readonly("config", &Model::config)
@@ -994,6 +1103,7 @@ PYBIND11_MODULE(_phonegpt, m) {
         .def_property("tokenizer", &Model::tokenizer, &Model::set_tokenizer,
                       "A copy of the model's tokenizer (None if it has none); assigning replaces it.")
         .def_property_readonly("tensor_names", &Model::tensor_names)
+        .def("tensor_info", &Model::tensor_info, py::arg("name"), "The TensorInfo of the tensor called name.")
         .def("parameter", &Model::parameter, py::arg("name"), py::arg("writable") = true,
              "A numpy view (no copy) of one tensor; writes change the model.")
         .def("parameters", &Model::parameters, py::arg("writable") = true,
@@ -1003,15 +1113,15 @@ PYBIND11_MODULE(_phonegpt, m) {
         .def("forward", &Model::forward, py::arg("tokens"), py::arg("targets") = py::none(),
              py::arg("n_threads") = 0,
              "tokens, targets: [B, T] int arrays. Returns (logits [B, T, vocab_size], mean loss or None).")
-        .def("evaluate", &Model::evaluate, py::arg("tokens"), py::arg("window") = 0, py::arg("stride") = 0,
-             py::arg("batch_size") = 16, py::arg("n_threads") = 0, py::arg("progress") = py::none(),
+        .def("evaluate", &Model::evaluate, py::arg("tokens"), py::arg("config") = py::none(), py::kw_only(),
+             py::arg("progress") = py::none(),
              "Whole-split evaluation of a 1-D token array (every prediction scored once).\n"
+             "config: an EvalConfig; keyword arguments change its fields (window, stride, ...).\n"
              "progress(done, total) is called as positions are scored; a truthy return cancels.")
         .def("evaluate_sampled", &Model::evaluate_sampled, py::arg("tokens"), py::arg("n_batches"),
              py::arg("batch_size"), py::arg("seed") = 1337, py::arg("n_threads") = 0,
              "nanoGPT-style estimate over n_batches random batches (not the whole-split score).")
-        .def("_generate", &Model::generate, py::arg("prompt"), py::arg("max_tokens"), py::arg("temperature"),
-             py::arg("top_k"), py::arg("top_p"), py::arg("seed"), py::arg("n_threads"), py::arg("slide_keep"), py::arg("stop"),
+        .def("_generate", &Model::generate, py::arg("prompt"), py::arg("options"), py::arg("stop"),
              py::arg("on_token"))
         .def("__repr__", [](const Model& self) {
             if (self.closed()) return std::string("<phonegpt.Model closed>");
@@ -1042,7 +1152,7 @@ PYBIND11_MODULE(_phonegpt, m) {
         .def("gradients", &Trainer::gradients, "{name: read-only gradient view}.")
         .def_property_readonly("step_count", &Trainer::step_count)
         .def("lr_at", &Trainer::lr_at, py::arg("step"), "The schedule's learning rate at step.")
-        .def("save", &Trainer::save, py::arg("path"), py::arg("compression_level") = 0,
+        .def("save", &Trainer::save, py::arg("path"), py::arg("options") = py::none(),
              "Saves model and training state so that resume() continues bit for bit.");
     add_lifetime<Trainer>(trainer, "trainer");
 }

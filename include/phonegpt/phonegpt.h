@@ -348,6 +348,20 @@ PG_API pg_status pg_trainer_step_count(const pg_trainer* trainer, int64_t* step)
 PG_API pg_status pg_trainer_lr_at(const pg_trainer* trainer, int64_t step, float* lr);
 
 /* ------------------------------------------------------------------------------------------ */
+/* Trainer threads: continuing a run on another number of cores                              */
+/* ------------------------------------------------------------------------------------------ */
+
+/* The number of threads the trainer's steps run on (its n_threads, with <= 0 resolved to the
+ * cores of this machine). */
+PG_API pg_status pg_trainer_threads(const pg_trainer* trainer, int32_t* n_threads);
+/* Runs the trainer's later steps on n_threads (<= 0: all cores; at most 1024), e.g. to continue
+ * a resumed run on the cores a busy phone has free. pg_trainer_get_config and the next
+ * pg_trainer_save then record the new value. The kernels split their work by thread count, so
+ * a run whose count changes matches the unchanged run only up to float rounding; setting the
+ * count the trainer already runs on changes nothing. */
+PG_API pg_status pg_trainer_set_threads(pg_trainer* trainer, int32_t n_threads);
+
+/* ------------------------------------------------------------------------------------------ */
 /* Checkpoints (native format: docs/formats.md)                                               */
 /* ------------------------------------------------------------------------------------------ */
 

@@ -170,4 +170,21 @@ pg_status pg_trainer_lr_at(const pg_trainer* trainer, int64_t step, float* lr) {
     });
 }
 
+pg_status pg_trainer_threads(const pg_trainer* trainer, int32_t* n_threads) {
+    return pg::guarded(err(trainer), [&] {
+        const char* fn = "pg_trainer_threads";
+        const pg::Trainer& t = impl(trainer, fn);
+        PG_REQUIRE_NOT_NULL(fn, n_threads);
+        *n_threads = t.threads();
+    });
+}
+
+pg_status pg_trainer_set_threads(pg_trainer* trainer, int32_t n_threads) {
+    return pg::guarded(err(trainer), [&] {
+        const char* fn = "pg_trainer_set_threads";
+        pg::Trainer& t = impl(trainer, fn);
+        named(fn, [&] { t.set_threads(n_threads); });
+    });
+}
+
 }  // extern "C"

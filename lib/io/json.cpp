@@ -301,13 +301,84 @@ std::string json_quote(const std::string& s) {
     return out + "\"";
 }
 
-std::string json_float(float v) {
-    char buf[40];
-    for (int precision = 1; precision <= 9; ++precision) {
-        std::snprintf(buf, sizeof buf, "%.*g", precision, double(v));
-        if (std::strtof(buf, nullptr) == v) break;
+namespace {
+
+// The shortest %g text with at most max_digits significant digits that `parse` reads back as
+// v; in fixed notation whenever its decimal exponent is in [-5, max_digits) ("10", not "1e+01").
+template <class T, class Parse>
+std::string shortest_text(T v, int max_digits, Parse parse) {
+    char buf[48];
+    int digits = 1;
+    for (; digits < max_digits; ++digits) {
+        std::snprintf(buf, sizeof buf, "%.*g", digits, double(v));
+        if (parse(buf) == v) break;
     }
+    const int exponent = v == 0 || !std::isfinite(v) ? 0 : int(std::floor(std::log10(std::fabs(double(v)))));
+    if (exponent >= digits && exponent < max_digits) digits = exponent + 1;
+    std::snprintf(buf, sizeof buf, "%.*g", digits, double(v));
     return buf;
+}
+
+}  // namespace
+
+std::string json_float(float v) {
+    return shortest_text(v, 9, [](const char* s) { return std::strtof(s, nullptr); });
+}
+
+std::string json_double(double v) {
+    return shortest_text(v, 17, [](const char* s) { return std::strtod(s, nullptr); });
+}
+
+namespace {
+
+void require_finite(double v, const std::string& key) {
+    require(std::isfinite(v), PG_ERR_INTERNAL,
+            "JSON output: \"" + key + "\" is " + (std::isnan(v) ? "NaN" : "infinite") +
+                ", which has no JSON form (a caller must handle non-finite figures before writing them)");
+}
+
+template <class T, class Format>
+std::string json_list(const std::vector<T>& items, Format format) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < items.size(); ++i) s += (i ? "," : "") + format(items[i]);
+    return s + "]";
+}
+
+}  // namespace
+
+JsonObject& JsonObject::raw(const std::string& key, const std::string& value) {
+    body_ += (body_.empty() ? "" : ",") + json_quote(key) + ":" + value;
+    return *this;
+}
+
+JsonObject& JsonObject::str(const std::string& key, const std::string& v) { return raw(key, json_quote(v)); }
+
+JsonObject& JsonObject::num(const std::string& key, double v) {
+    require_finite(v, key);
+    return raw(key, json_double(v));
+}
+
+JsonObject& JsonObject::flt(const std::string& key, float v) {
+    require_finite(v, key);
+    return raw(key, json_float(v));
+}
+
+JsonObject& JsonObject::integer(const std::string& key, long long v) { return raw(key, std::to_string(v)); }
+JsonObject& JsonObject::boolean(const std::string& key, bool v) { return raw(key, v ? "true" : "false"); }
+JsonObject& JsonObject::null(const std::string& key) { return raw(key, "null"); }
+JsonObject& JsonObject::object(const std::string& key, const JsonObject& v) { return raw(key, v.text()); }
+
+JsonObject& JsonObject::array(const std::string& key, const std::vector<JsonObject>& items) {
+    return raw(key, json_list(items, [](const JsonObject& o) { return o.text(); }));
+}
+
+JsonObject& JsonObject::numbers(const std::string& key, const std::vector<double>& vs) {
+    for (double v : vs) require_finite(v, key);
+    return raw(key, json_list(vs, json_double));
+}
+
+JsonObject& JsonObject::integers(const std::string& key, const std::vector<long long>& vs) {
+    return raw(key, json_list(vs, [](long long v) { return std::to_string(v); }));
 }
 
 }  // namespace pg::io

@@ -54,5 +54,30 @@ JsonValue parse_json(const char* data, std::size_t size, const std::string& cont
 // float that reads back as the same float (1e-05f -> "1e-05").
 std::string json_quote(const std::string& s);
 std::string json_float(float v);
+// The same for a double (up to 17 significant digits).
+std::string json_double(double v);
+
+// A JSON object written field by field, keys in the order added (the phonegpt tool's results,
+// docs/cli.md). Numbers are the shortest text that reads back as the same value. A NaN or an
+// infinity has no JSON form and is never a value here: adding one throws PG_ERR_INTERNAL
+// naming the key (a missing figure is written as null() on purpose, not by accident).
+class JsonObject {
+public:
+    JsonObject& str(const std::string& key, const std::string& v);
+    JsonObject& num(const std::string& key, double v);
+    JsonObject& flt(const std::string& key, float v);
+    JsonObject& integer(const std::string& key, long long v);
+    JsonObject& boolean(const std::string& key, bool v);
+    JsonObject& null(const std::string& key);
+    JsonObject& object(const std::string& key, const JsonObject& v);
+    JsonObject& array(const std::string& key, const std::vector<JsonObject>& items);
+    JsonObject& numbers(const std::string& key, const std::vector<double>& vs);
+    JsonObject& integers(const std::string& key, const std::vector<long long>& vs);
+    std::string text() const { return "{" + body_ + "}"; }
+
+private:
+    JsonObject& raw(const std::string& key, const std::string& value);
+    std::string body_;
+};
 
 }  // namespace pg::io

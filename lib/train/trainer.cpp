@@ -28,7 +28,7 @@ TrainConfig resolve_config(const Model& model, TrainConfig cfg) {
 Trainer::Trainer(Model& model, const TrainConfig& cfg)
     : model_(model),
       cfg_(resolve_config(model, cfg)),
-      pool_(cfg_.n_threads),
+      pool_(std::make_unique<ThreadPool>(cfg_.n_threads)),
       grads_(std::size_t(model.num_params())),
       m_(std::size_t(model.num_params())),
       v_(std::size_t(model.num_params())),
@@ -83,6 +83,17 @@ void Trainer::set_data(const int32_t* tokens, std::size_t n) {
     data_.assign(tokens, tokens + n);  // only replaced once everything is checked
 }
 
+void Trainer::set_threads(int n_threads) {
+    TrainConfig changed = cfg_;
+    changed.n_threads = n_threads;
+    validate_train_config(changed);
+    const int resolved = n_threads <= 0 ? ThreadPool::hardware_threads() : n_threads;
+    if (resolved != pool_->size()) {
+        pool_ = std::make_unique<ThreadPool>(resolved);  // built first: a failure keeps the old pool
+    }
+    cfg_.n_threads = n_threads;
+}
+
 float Trainer::lr_at(int64_t step) const {
     require(step >= 0, PG_ERR_INVALID_ARGUMENT, "lr_at: step " + std::to_string(step) + " is negative");
     return learning_rate(cfg_, step);
@@ -130,7 +141,7 @@ LossSum Trainer::micro_batch(const int32_t* inputs, const int32_t* targets, int 
     Engine& engine = engine_for(B, T);
     Dropout dropout{cfg_.dropout, cfg_.seed, micro_batches_};
     LossSum loss = engine.forward_backward(model_.params(), grads_.data(), inputs, targets, B, T,
-                                           grad_scale, dropout, pool_);
+                                           grad_scale, dropout, *pool_);
     ++micro_batches_;
     return loss;
 }
@@ -157,12 +168,12 @@ void Trainer::refuse_if_not_finite(const Rewind& before, double loss, double nor
 
 void Trainer::apply_update(StepResult& r, const Rewind& before) {
     const int64_t n = model_.num_params();
-    const double norm = global_grad_norm(grads_.data(), n, pool_);
+    const double norm = global_grad_norm(grads_.data(), n, *pool_);
     refuse_if_not_finite(before, double(r.loss), norm,
                          "the step was refused: weights, moments, step count, sampler and dropout stream are "
                          "unchanged");
     if (cfg_.grad_clip > 0.0f && norm > double(cfg_.grad_clip))
-        scale_gradients(grads_.data(), n, float(double(cfg_.grad_clip) / norm), pool_);
+        scale_gradients(grads_.data(), n, float(double(cfg_.grad_clip) / norm), *pool_);
     AdamWStep s;
     s.lr = learning_rate(cfg_, step_);
     s.beta1 = cfg_.beta1;
@@ -170,7 +181,7 @@ void Trainer::apply_update(StepResult& r, const Rewind& before) {
     s.eps = cfg_.eps;
     s.weight_decay = cfg_.weight_decay;
     s.t = step_ + 1;
-    adamw_update(model_.params(), grads_.data(), m_.data(), v_.data(), pieces_, s, pool_);
+    adamw_update(model_.params(), grads_.data(), m_.data(), v_.data(), pieces_, s, *pool_);
     ++step_;
     r.step = step_;
     r.lr = s.lr;
@@ -217,7 +228,7 @@ float Trainer::gradients_of(const int32_t* inputs, const int32_t* targets, int B
 float Trainer::compute_gradients(const int32_t* inputs, const int32_t* targets, int B, int T) {
     const Rewind before = rewind_point();
     const float loss = gradients_of(inputs, targets, B, T);
-    refuse_if_not_finite(before, double(loss), global_grad_norm(grads_.data(), model_.num_params(), pool_),
+    refuse_if_not_finite(before, double(loss), global_grad_norm(grads_.data(), model_.num_params(), *pool_),
                          "the gradients are not usable (the trainer's dropout stream is unchanged)");
     return loss;
 }

@@ -57,6 +57,13 @@ public:
     TrainerState state() const;
     const TrainConfig& config() const { return cfg_; }
 
+    // Later steps run on n_threads (<= 0: all cores), which config() (and so a saved state)
+    // then records. The kernels split their work by thread count, so a run that changes it
+    // matches an unchanged one only up to float rounding; the same resolved count changes
+    // nothing at all.
+    void set_threads(int n_threads);
+    int threads() const { return pool_->size(); }
+
     // Copies the training tokens; needs at least seq_len+1, all in [0, vocab_size).
     void set_data(const int32_t* tokens, std::size_t n);
     bool has_data() const { return !data_.empty(); }
@@ -97,7 +104,7 @@ private:
 
     Model& model_;
     TrainConfig cfg_;
-    ThreadPool pool_;
+    std::unique_ptr<ThreadPool> pool_;  // replaced by set_threads
     std::unique_ptr<Engine> engine_;  // scratch; (re)allocated for the largest batch seen
     AlignedBuffer<float> grads_, m_, v_;
     std::vector<ParamPiece> pieces_;

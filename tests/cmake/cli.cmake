@@ -84,12 +84,16 @@ import csv, glob, json, math, os, shutil, subprocess, sys
 CLI, DIR, TEXT = sys.argv[1], sys.argv[2], sys.argv[3]
 os.makedirs(DIR, exist_ok=True)
 
+def no_constant(name):
+    """Python's json reads NaN and Infinity, which are not JSON: a figure must never be one."""
+    sys.exit(f"the CLI printed {name}, which is not JSON")
+
 def run(*args, rc=0):
     """Runs phonegpt ARGS --json; wants exit code rc and one JSON object; returns it (and stderr)."""
     p = subprocess.run([CLI, *args, "--json"], capture_output=True, text=True)
     if p.returncode != rc:
         sys.exit(f"phonegpt {' '.join(args)}: exit {p.returncode}, wanted {rc}\n{p.stderr}\n{p.stdout}")
-    result = json.loads(p.stdout)
+    result = json.loads(p.stdout, parse_constant=no_constant)
     if result["ok"] != (rc == 0):
         sys.exit(f"phonegpt {' '.join(args)}: ok is {result['ok']}\n{p.stdout}")
     result["_stderr"] = p.stderr
@@ -256,6 +260,72 @@ a = run("train", "--preset", "tiny", *tiny_shape, "--out", f"{DIR}/plain")
 b = run("train", "--preset", "tiny", *tiny_shape, "--out", f"{DIR}/recomputed", "--recompute")
 assert b["config"]["recompute"] and not a["config"]["recompute"]
 assert open(f"{DIR}/plain/model.bin", "rb").read() == open(f"{DIR}/recomputed/model.bin", "rb").read()
+]=])
+
+# Resuming: --threads with the count the run was made with is accepted and continues bit for
+# bit; another count needs --allow-thread-change (and then matches only up to rounding); without
+# --steps a resumed run continues to its own schedule length.
+pg_cli_scenario(cli_resume_threads_and_steps [=[
+def fresh(out, *extra):
+    return run("train", "--preset", "tiny", "--data", TEXT, "--batch", "4", "--threads", "1", "--steps", "8",
+               "--eval-interval", "2", "--target", "100", "--out", out, *extra)
+def resume(trainer, out, *extra, rc=0):
+    return run("train", "--resume", trainer, "--data", TEXT, "--eval-interval", "2", "--out", out, *extra, rc=rc)
+def model_bytes(out):
+    return open(f"{out}/model.bin", "rb").read()
+straight = fresh(f"{DIR}/straight")
+assert straight["step"] == 8 and straight["config"]["threads"] == 1, straight
+# The same run stopped at step 4 (its target is met there): a trainer.bin in mid-schedule.
+half = fresh(f"{DIR}/half", "--stop-at-target")
+assert half["step"] == 4 and half["config"]["total_steps"] == 8, half
+trainer = f"{DIR}/half/trainer.bin"
+# Without --steps: to the run's own 8. With the run's own --threads 1: accepted. Both bit for bit.
+for name, extra in [("default", []), ("same", ["--threads", "1"])]:
+    res = resume(trainer, f"{DIR}/{name}", *extra)
+    assert res["start_step"] == 4 and res["step"] == 8 and res["config"]["threads"] == 1, res
+    assert res["recipe"]["steps"] == 8, res["recipe"]
+    assert model_bytes(f"{DIR}/{name}") == model_bytes(f"{DIR}/straight"), name
+# Another count is refused with a usage error naming the option that allows it ...
+err = resume(trainer, f"{DIR}/two", "--threads", "2", rc=2)
+assert "--allow-thread-change" in err["error"] and "made with 1" in err["error"], err
+# ... and with it the run continues on 2 threads, equal up to rounding, and records the 2.
+res = resume(trainer, f"{DIR}/two", "--threads", "2", "--allow-thread-change")
+assert res["step"] == 8 and res["config"]["threads"] == 2 and "rounding" in res["_stderr"], res
+close(res["val"]["loss"], straight["val"]["loss"], "the 2-thread continuation", 1e-3)
+again = resume(f"{DIR}/two/trainer.bin", f"{DIR}/again", "--steps", "9")
+assert again["step"] == 9 and again["config"]["threads"] == 2, again
+# A finished run resumed without --steps: nothing to do, and the message says what to pass.
+done = resume(f"{DIR}/straight/trainer.bin", f"{DIR}/done", rc=2)
+assert "complete" in done["error"] and "--steps" in done["error"], done
+run("train", "--preset", "tiny", "--data", TEXT, "--allow-thread-change", "--out", f"{DIR}/x", rc=2)
+]=])
+
+# A loss that is not finite is never a score. A model whose token embedding is 3e38 (finite
+# weights whose forward overflows) scores NaN: eval --checkpoint fails (exit 1,
+# PG_ERR_NOT_FINITE); eval --checkpoints skips it, even as the first file, so the best is a real score.
+pg_cli_scenario(cli_eval_non_finite [=[
+import struct
+train(f"{DIR}/run", "--steps", "4", "--eval-interval", "2")
+folder = f"{DIR}/run/checkpoints"
+good = f"{folder}/step-000002.bin"
+run("export", "--checkpoint", good, "--format", "llmc", "--out", f"{DIR}/m.llmc")
+raw = bytearray(open(f"{DIR}/m.llmc", "rb").read())
+header = struct.unpack("<256i", raw[:1024])
+n = header[7] * header[6]  # wte, the first tensor: padded vocabulary x width
+raw[1024:1024 + 4 * n] = struct.pack(f"<{n}f", *([3e38] * n))
+open(f"{DIR}/poisoned.llmc", "wb").write(raw)
+poisoned = f"{folder}/step-000001.bin"
+run("import", "--format", "llmc", "--in", f"{DIR}/poisoned.llmc", "--out", poisoned, "--tokenizer-from", good)
+bad = run("eval", "--checkpoint", poisoned, "--data", TEXT, rc=1)
+assert bad["status"] == "PG_ERR_NOT_FINITE" and "not finite" in bad["error"], bad
+out = run("eval", "--checkpoints", folder, "--data", TEXT)
+assert [s["checkpoint"] for s in out["skipped"]] == ["step-000001.bin"], out["skipped"]
+assert out["skipped"][0]["status"] == "PG_ERR_NOT_FINITE", out["skipped"]
+assert [r["checkpoint"] for r in out["results"]] == ["step-000002.bin", "step-000004.bin"], out["results"]
+assert all(math.isfinite(r["loss"]) for r in out["results"])
+assert out["best"]["checkpoint"] == min(out["results"], key=lambda r: r["loss"])["checkpoint"], out["best"]
+rows = list(csv.DictReader(open(f"{folder}/scores.csv")))
+assert [r["checkpoint"] for r in rows] == ["step-000002.bin", "step-000004.bin"], rows
 ]=])
 
 pg_cli_test(cli_stop_without_target 2 "ok|error" "train|--preset|tiny|--data|${PG_CLI_TEXT}|--stop-at-target|--json")

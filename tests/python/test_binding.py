@@ -779,3 +779,163 @@ def test_type_stub_matches_the_module():
         elif isinstance(node, ast.AnnAssign) and node.target.id in phonegpt.__all__:
             declared.add(node.target.id)
     assert set(phonegpt.__all__) <= declared, set(phonegpt.__all__) - declared
+
+
+# ---- the C structs: every field reachable, names clean -----------------------------------
+
+def _header_structs():
+    """{struct name: [field, ...]} of every size-prefixed struct phonegpt.h declares, parsed
+    from the header itself (not from the binding's list)."""
+    import re
+    src = os.environ.get("PG_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+    with open(os.path.join(src, "include", "phonegpt", "phonegpt.h"), encoding="utf-8") as f:
+        text = f.read()
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    structs = {}
+    for name, body, tail in re.findall(r"typedef\s+struct\s+(\w+)\s*\{(.*?)\}\s*(\w+)\s*;", text, flags=re.S):
+        assert name == tail, name
+        fields = []
+        for decl in body.split(";"):
+            decl = " ".join(decl.split())
+            if not decl:
+                continue
+            pointer_to_function = re.search(r"\(\s*\*\s*(\w+)\s*\)", decl)
+            if pointer_to_function:
+                fields.append(pointer_to_function.group(1))
+                continue
+            for declarator in decl.split(","):
+                m = re.search(r"(\w+)\s*(\[[^\]]*\])?\s*$", declarator)
+                assert m, (name, decl)
+                fields.append(m.group(1))
+        if fields and fields[0] == "struct_size":
+            structs[name] = fields[1:]
+    return structs
+
+
+def _has_parameter(fn, name):
+    """Whether the callable (a Python function or a pybind11 method) takes argument `name`."""
+    import inspect
+    import re
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        signature = (fn.__doc__ or "").splitlines()[0]
+        return re.search(r"[(,]\s*(\*\s*,\s*)?%s\s*[:=]" % re.escape(name), signature) is not None
+
+
+# Structs whose C API no Python call wraps yet, and why; each must leave this list as soon as it
+# is bound (the test fails if a listed struct becomes reachable or is not in the header).
+NOT_YET_BOUND = {
+    "pg_lora_config": "the LoRA C API (issue 12) has no Python binding yet",
+}
+
+
+def test_every_public_struct_field_is_reachable_from_python():
+    """Each field of each size-prefixed struct in phonegpt.h is an attribute of its Python class
+    or an argument of the call that takes the struct, as _c_struct_fields (generated from the
+    library's field list) says, and each such place exists."""
+    header = _header_structs()
+    assert {"pg_model_config", "pg_train_config", "pg_eval_config", "pg_sample_config"} <= set(header)
+    table = phonegpt._phonegpt._c_struct_fields
+    assert set(header) == set(table), ("structs without a Python class", set(header) - set(table))
+    unreachable, pending = [], set()
+    for struct, fields in header.items():
+        entry = table[struct]
+        routes = entry["fields"]
+        assert list(routes) == fields, (struct, "binding", list(routes), "header", fields)
+        if struct in NOT_YET_BOUND:
+            if None in routes.values():
+                pending.add(struct)
+            continue
+        cls = getattr(phonegpt, entry["class"])
+        for field in fields:
+            if routes[field] is None:
+                unreachable.append(f"{struct}.{field}: no Python call takes it")
+                continue
+            owner, _, member = routes[field].partition(".")
+            call, _, arg = member.partition("(")
+            arg = arg.rstrip(")")
+            target = getattr(phonegpt, owner, None)
+            if target is None or not hasattr(target, call):
+                unreachable.append(f"{struct}.{field} -> {routes[field]}")
+            elif owner == entry["class"]:
+                if entry["options"]:   # read-write, and the constructor takes it
+                    value = getattr(cls(), call)
+                    if getattr(cls(**{call: value}), call) != value:
+                        unreachable.append(f"{struct}.{field}: {entry['class']}({call}=...) does not keep it")
+            elif arg and not _has_parameter(getattr(target, call), arg):
+                unreachable.append(f"{struct}.{field}: {owner}.{call} takes no argument '{arg}'")
+    assert not unreachable, unreachable
+    assert pending == set(NOT_YET_BOUND), ("NOT_YET_BOUND is stale", pending ^ set(NOT_YET_BOUND))
+
+
+def test_struct_classes_are_exported_and_declared_in_the_stub():
+    import ast
+    stub_path = os.path.join(os.path.dirname(phonegpt.__file__), "__init__.pyi")
+    tree = ast.parse(open(stub_path, encoding="utf-8").read())
+    stub = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    for struct, entry in phonegpt._phonegpt._c_struct_fields.items():
+        if struct in NOT_YET_BOUND:
+            continue
+        name = entry["class"]
+        assert name in phonegpt.__all__, name
+        assert name in stub, f"{name} ({struct}) is not in __init__.pyi"
+        declared = {item.target.id for item in stub[name].body if isinstance(item, ast.AnnAssign)}
+        declared |= {item.name for item in stub[name].body if isinstance(item, ast.FunctionDef)}
+        attributes = [f for f, route in entry["fields"].items() if route == f"{name}.{f}"]
+        missing = [f for f in attributes if f not in declared]
+        assert not missing, f"__init__.pyi's {name} lacks {missing}"
+
+
+def test_config_classes_follow_the_library():
+    c = phonegpt.TrainConfig(recompute_activations=True)
+    assert c.recompute_activations is True and c.replace(seed=5).recompute_activations is True
+    assert phonegpt.TrainConfig() == phonegpt.TrainConfig() != c
+    assert "recompute_activations=True" in repr(c)
+    assert phonegpt.SampleConfig().max_tokens == 256 and phonegpt.EvalConfig().batch_size == 16
+    with pytest.raises(TypeError, match="no field 'max_token'"):
+        phonegpt.SampleConfig(max_token=3)
+    with pytest.raises(TypeError):
+        phonegpt.EvalConfig(progress=print)   # a callback is an argument of evaluate()
+    with phonegpt.Model("tiny") as m:
+        info = m.tensor_info("h.0.attn.c_attn.weight")
+        assert info.shape == (48, 16) and info.n_dims == 2 and info.numel == 48 * 16
+        assert m.parameter("h.0.attn.c_attn.weight").shape == info.shape
+
+
+def test_options_objects_and_keyword_fields_agree(tok, tmp_path):
+    with tiny_with(tok) as m:
+        randomize(m, seed=9)
+        ids = tok.encode(TEXT * 3)
+        cfg = phonegpt.EvalConfig(window=8, stride=4)
+        assert m.evaluate(ids, cfg).mean_loss == m.evaluate(ids, window=8, stride=4).mean_loss
+        assert m.evaluate(ids, cfg, stride=8).n_windows == m.evaluate(ids, window=8).n_windows
+        sample = phonegpt.SampleConfig(max_tokens=12, seed=3, temperature=0.7)
+        a = m.generate([1, 2], config=sample)
+        assert a.shape == (12,)
+        assert np.array_equal(a, m.generate([1, 2], 12, seed=3, temperature=0.7))
+        assert np.array_equal(m.generate([1, 2], 5, config=sample), a[:5])
+        p = tmp_path / "m.pgm"
+        m.save(p, phonegpt.SaveOptions(compression_level=3))
+        with phonegpt.Model.load(p) as back:
+            assert back.config == m.config
+
+
+def test_import_exports_only_the_api():
+    """`import phonegpt` exports exactly __all__ as public names: no stdlib module (codecs,
+    queue, threading, ...) and nothing the type stub does not declare."""
+    import ast
+    import types
+    public = {n for n in dir(phonegpt) if not n.startswith("_")}
+    modules = {n for n in public if isinstance(getattr(phonegpt, n), types.ModuleType)
+               and not getattr(phonegpt, n).__name__.startswith("phonegpt.")}  # own submodules once imported
+    assert not modules, modules
+    own_submodules = {n for n in public if isinstance(getattr(phonegpt, n), types.ModuleType)}
+    assert public - own_submodules == set(phonegpt.__all__) - {"__version__"}, \
+        (public - own_submodules) ^ (set(phonegpt.__all__) - {"__version__"})
+    stub_path = os.path.join(os.path.dirname(phonegpt.__file__), "__init__.pyi")
+    tree = ast.parse(open(stub_path, encoding="utf-8").read())
+    declared = {node.name for node in tree.body if isinstance(node, (ast.ClassDef, ast.FunctionDef))}
+    declared |= {node.target.id for node in tree.body if isinstance(node, ast.AnnAssign)}
+    assert set(phonegpt.__all__) == declared, set(phonegpt.__all__) ^ declared

@@ -18,18 +18,24 @@ TEXT = ("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\n
 SRC = os.environ.get("PG_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
+def char_model(seed):
+    """A tiny model with TEXT's character tokenizer."""
+    tok = phonegpt.Tokenizer.char(TEXT)
+    config = phonegpt.ModelConfig.preset("tiny")
+    config.vocab_size = tok.vocab_size
+    config.padded_vocab_size = 0
+    m = phonegpt.Model(config, seed=seed)
+    m.tokenizer = tok
+    return m
+
+
 @pytest.fixture
 def checkpoint(tmp_path):
     """A tiny trained-looking checkpoint with its tokenizer, and the text file it belongs to."""
     data = tmp_path / "text.txt"
     data.write_text(TEXT, encoding="utf-8")
-    tok = phonegpt.Tokenizer.char(TEXT)
-    config = phonegpt.ModelConfig.preset("tiny")
-    config.vocab_size = tok.vocab_size
-    config.padded_vocab_size = 0
-    with phonegpt.Model(config, seed=2) as m:
+    with char_model(seed=2) as m:
         randomize(m, seed=3, scale=0.2)
-        m.tokenizer = tok
         path = tmp_path / "model.bin"
         m.save(path)
     return path, data
@@ -42,10 +48,17 @@ def cli():
     return exe
 
 
+def strict_json(text):
+    """One JSON object; Python's json would also read NaN and Infinity, which are not JSON."""
+    def no_constant(name):
+        raise AssertionError(f"the CLI printed {name}, which is not JSON: {text}")
+    return json.loads(text, parse_constant=no_constant)
+
+
 def run_json(args):
     out = subprocess.run([cli()] + args + ["--json"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr + out.stdout
-    return out.stdout, json.loads(out.stdout)
+    return out.stdout, strict_json(out.stdout)
 
 
 def printed_number(raw, key):
@@ -104,6 +117,29 @@ def test_cli_errors_match_exceptions(tmp_path):
     with pytest.raises(phonegpt.Error) as e:
         phonegpt.Model.load(bad)
     assert js["status"] == e.value.status_name
+
+
+def test_train_stops_when_the_run_diverges(tmp_path):
+    """A run whose numbers stop being finite says so and stops with exit code 1, saving nothing
+    past its last finite evaluation (here: none). The token embedding 3e38 is finite, but the
+    forward overflows, so the first step's gradient norm is NaN and the trainer refuses it."""
+    data = tmp_path / "text.txt"
+    data.write_text(TEXT, encoding="utf-8")
+    with char_model(seed=2) as m:
+        m.parameters()["wte"][...] = 3e38
+        trainer = phonegpt.Trainer(m, phonegpt.TrainConfig(batch_size=4, n_threads=1, total_steps=6))
+        trainer.save(tmp_path / "trainer.bin")
+        del trainer
+    out_dir = tmp_path / "out"
+    out = subprocess.run([cli(), "train", "--resume", str(tmp_path / "trainer.bin"), "--data", str(data),
+                          "--out", str(out_dir), "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, out.stderr + out.stdout
+    js = strict_json(out.stdout)
+    assert js["ok"] is False and js["status"] == "PG_ERR_NOT_FINITE", js
+    assert js["diverged"]["step"] == 1 and js["diverged"]["last_saved_step"] is None, js
+    assert "the run diverged at step 1" in out.stderr and "not finite" in out.stderr, out.stderr
+    assert not (out_dir / "model.bin").exists() and not (out_dir / "trainer.bin").exists()
+    assert os.listdir(out_dir / "checkpoints") == []
 
 
 # ---- examples ------------------------------------------------------------------------------

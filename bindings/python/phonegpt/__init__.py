@@ -19,23 +19,20 @@ library's memory. Errors raise subclasses of phonegpt.Error carrying the library
 See docs/python.md.
 """
 
-import codecs
-import queue
-import threading
-
 from ._phonegpt import (  # noqa: F401  (re-exported API)
-    Cancelled, ChecksumError, BufferTooSmall, Error, EvalResult, FormatError, GeometryError,
-    HEADER_VERSION, InternalError, InvalidArgument, IOError, Model, ModelConfig, NotFinite, OutOfMemory,
-    StateError, StepResult, TokenizeError, Tokenizer, TrainConfig, Trainer, Unsupported,
-    VersionError, __version__, read_file, simd_arch, split_index, status_name, version,
-    version_number,
+    Cancelled, ChecksumError, BufferTooSmall, Error, EvalConfig, EvalResult, FormatError,
+    GeometryError, HEADER_VERSION, InternalError, InvalidArgument, IOError, Model, ModelConfig,
+    NotFinite, OutOfMemory, SampleConfig, SaveOptions, StateError, StepResult, TensorInfo,
+    TokenizeError, Tokenizer, TrainConfig, Trainer, Unsupported, VersionError, __version__,
+    read_file, simd_arch, split_index, status_name, version, version_number,
 )
 
 __all__ = [
-    "Cancelled", "ChecksumError", "BufferTooSmall", "Error", "EvalResult", "FormatError",
-    "GeometryError", "HEADER_VERSION", "InternalError", "InvalidArgument", "IOError", "Model",
-    "ModelConfig", "NotFinite", "OutOfMemory", "StateError", "StepResult", "TokenizeError", "Tokenizer",
-    "TrainConfig", "Trainer", "Unsupported", "VersionError", "__version__", "read_file",
+    "Cancelled", "ChecksumError", "BufferTooSmall", "Error", "EvalConfig", "EvalResult",
+    "FormatError", "GeometryError", "HEADER_VERSION", "InternalError", "InvalidArgument", "IOError",
+    "Model", "ModelConfig", "NotFinite", "OutOfMemory", "SampleConfig", "SaveOptions", "StateError",
+    "StepResult", "TensorInfo", "TokenizeError", "Tokenizer", "TrainConfig", "Trainer",
+    "Unsupported", "VersionError", "__version__", "read_file",
     "simd_arch", "split_index", "status_name", "version", "version_number", "version_info",
     "evaluate", "generate",
 ]
@@ -57,20 +54,31 @@ def _prompt_ids(model, prompt):
     return prompt, None
 
 
-def _generate(self, prompt, max_tokens=256, *, temperature=1.0, top_k=0, top_p=1.0, seed=1337,
-              stop=(), n_threads=0, slide_keep=0, on_token=None):
+def _sample_config(max_tokens, config, fields):
+    """The SampleConfig a generate() or stream() call asks for: config (None = the library's
+    defaults) with max_tokens (unless None) and the keyword fields changed."""
+    if "on_token" in fields:
+        raise TypeError("stream() yields the tokens itself; it takes no on_token")
+    base = SampleConfig() if config is None else config
+    if max_tokens is not None:
+        fields = dict(fields, max_tokens=max_tokens)
+    return base.replace(**fields)
+
+
+def _generate(self, prompt, max_tokens=None, *, config=None, stop=(), on_token=None, **fields):
     """Generates up to max_tokens tokens after prompt (KV cache; the window slides past n_ctx).
 
     prompt: a str (encoded with the model's tokenizer; the result is then a str) or an integer
     array of token ids (the result is then an int32 array of the generated ids, without the
-    prompt). temperature 0 is greedy; top_k 0 and top_p 1.0 are off. stop: strings that end
-    generation after the token completing one of them. on_token(id) is called for each token
-    as it is generated; a truthy return ends generation early (not an error). slide_keep: tokens
-    kept when the window slides past n_ctx (0 = n_ctx, nanoGPT's crop; smaller is faster).
-    Ctrl-C interrupts (KeyboardInterrupt)."""
+    prompt). config: a SampleConfig (None = the defaults: 256 tokens, temperature 1.0, seed
+    1337, ...); max_tokens and keyword arguments change its fields (temperature 0 is greedy;
+    top_k 0 and top_p 1.0 are off; slide_keep: tokens kept when the window slides past n_ctx,
+    0 = n_ctx, nanoGPT's crop; smaller is faster). stop: strings that end generation after the
+    token completing one of them. on_token(id) is called for each token as it is generated; a
+    truthy return ends generation early (not an error). Ctrl-C interrupts (KeyboardInterrupt)."""
+    options = _sample_config(max_tokens, config, fields)
     ids, tok = _prompt_ids(self, prompt)
-    out = self._generate(ids, max_tokens, temperature, top_k, top_p, seed, n_threads, slide_keep,
-                         list(stop), on_token)
+    out = self._generate(ids, options, list(stop), on_token)
     return tok.decode(out) if tok is not None else out
 
 
@@ -79,18 +87,16 @@ class _Failure:
         self.exc = exc
 
 
-def _stream(self, prompt, max_tokens=256, **options):
+def _stream(self, prompt, max_tokens=None, *, config=None, stop=(), **fields):
     """Like generate(), but an iterator: yields each new token id as it is generated, or for a
     str prompt the text it adds (UTF-8 pieces are joined until they form whole characters).
     Closing the iterator early (break) stops the generation."""
-    if "on_token" in options:
-        raise TypeError("stream() yields the tokens itself; it takes no on_token")
+    import codecs
+    import queue
+    import threading
+
+    options = _sample_config(max_tokens, config, fields)
     ids, tok = _prompt_ids(self, prompt)
-    kw = dict(temperature=1.0, top_k=0, top_p=1.0, seed=1337, stop=(), n_threads=0, slide_keep=0)
-    unknown = set(options) - set(kw)
-    if unknown:
-        raise TypeError("unknown option(s): " + ", ".join(sorted(unknown)))
-    kw.update(options)
     items = queue.Queue()
     stopping = threading.Event()
     done = object()
@@ -101,8 +107,7 @@ def _stream(self, prompt, max_tokens=256, **options):
 
     def run():
         try:
-            self._generate(ids, max_tokens, kw["temperature"], kw["top_k"], kw["top_p"],
-                           kw["seed"], kw["n_threads"], kw["slide_keep"], list(kw["stop"]), on_token)
+            self._generate(ids, options, list(stop), on_token)
             items.put(done)
         except BaseException as e:  # handed to the consumer, raised there
             items.put(_Failure(e))

@@ -1,0 +1,154 @@
+// The phonegpt tool's shared layer: failures and exit codes, output (--json), options, owned
+// library handles, files and text, evaluation figures. Each command is one file (train*.cpp,
+// eval*.cpp, sample.cpp, export.cpp, import.cpp) over this layer and the public C API.
+// Results are written with the library's JSON writer and files with its atomic write
+// (lib/io/json.hpp, lib/io/file_io.hpp): the tool links the static library on purpose
+// (docs/architecture.md, "The phonegpt tool and the library").
+#pragma once
+
+#include <phonegpt/phonegpt.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/json.hpp"
+
+namespace cli {
+
+using Json = pg::io::JsonObject;
+
+// ------------------------------------------------------------------------------------------
+// Failures, thrown to main: a usage error (exit 2) or a runtime failure (exit 1). A run that
+// diverged is a runtime failure (PG_ERR_NOT_FINITE) with a "diverged" object in --json mode.
+
+struct UsageError {
+    std::string message;
+};
+struct RuntimeError {
+    std::string message;
+    std::string status;
+    std::optional<Json> diverged;
+};
+
+// Throws RuntimeError naming the call, the status and the library's message when s != PG_OK.
+void check(pg_status s, const char* call);
+// For calls whose arguments come straight from the command line: PG_ERR_INVALID_ARGUMENT is
+// the user's (a usage error); anything else a runtime failure.
+void check_flags(pg_status s, const char* call);
+// The library's last message, prefixed with the call's name unless it already starts with it.
+std::string call_message(const char* call);
+
+// ------------------------------------------------------------------------------------------
+// Output: human-readable lines go to stdout, or to stderr with --json so that stdout holds
+// exactly one JSON object (print_result).
+
+struct Output {
+    bool json = false;
+    bool quiet = false;
+};
+extern Output g_output;
+
+void say(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void print_result(const Json& result);
+
+// ------------------------------------------------------------------------------------------
+// Options: --name VALUE or --name=VALUE; flags take no value.
+
+struct OptionSpec {
+    const char* name;
+    const char* value;  // nullptr for a flag
+    const char* help;
+};
+
+class Options {
+public:
+    Options(const char* command, std::vector<OptionSpec> specs, int argc, char** argv);
+
+    bool has(const std::string& name) const { return values_.count(name) != 0; }
+    std::string text(const std::string& name, const std::string& fallback) const;
+    // The value as an integer / a finite number in [lo, hi] (a usage error otherwise).
+    long long integer(const std::string& name, long long fallback, long long lo, long long hi) const;
+    double real(const std::string& name, double fallback, double lo, double hi) const;
+    // "usage: phonegpt COMMAND SYNOPSIS", the description and the option table.
+    std::string help(const char* synopsis, const char* what) const;
+    // Prints help() to stdout when --help was given; returns whether it was. Otherwise sets
+    // up the output mode (--json, --quiet).
+    bool handle_help_and_output(const char* synopsis, const char* what) const;
+
+private:
+    const OptionSpec* find(const std::string& name) const;
+    const char* command_;
+    std::vector<OptionSpec> specs_;
+    std::map<std::string, std::string> values_;
+};
+
+// ------------------------------------------------------------------------------------------
+// Owned library handles.
+
+struct ModelDeleter {
+    void operator()(pg_model* m) const { pg_model_free(m); }
+};
+struct TrainerDeleter {
+    void operator()(pg_trainer* t) const { pg_trainer_free(t); }
+};
+struct TokenizerDeleter {
+    void operator()(pg_tokenizer* t) const { pg_tokenizer_free(t); }
+};
+using ModelPtr = std::unique_ptr<pg_model, ModelDeleter>;
+using TrainerPtr = std::unique_ptr<pg_trainer, TrainerDeleter>;
+using TokenizerPtr = std::unique_ptr<pg_tokenizer, TokenizerDeleter>;
+
+ModelPtr load_model(const std::string& path);
+// The model's tokenizer (borrowed); a runtime failure naming `needed_for` when it has none.
+pg_tokenizer* tokenizer_of(pg_model* model, const char* needed_for);
+
+// ------------------------------------------------------------------------------------------
+// Files, text and time.
+
+bool file_exists(const std::string& path);
+bool folder_exists(const std::string& path);
+void make_dir(const std::string& dir);
+std::string read_file(const std::string& path);
+// Atomically (the library's AtomicFileWriter): a run killed at any moment leaves the old file
+// or the new one, never a torn one.
+void write_file_atomically(const std::string& path, const std::string& text);
+// --data, else $PG_DATA_PATH, else ../shared/data/tinyshakespeare.txt relative to the current
+// folder and to each folder above the executable; a usage error naming --data when none exists.
+std::string resolve_data_path(const Options& opt);
+
+std::vector<int32_t> encode(pg_tokenizer* tok, const std::string& text);
+std::string decode(pg_tokenizer* tok, const int32_t* ids, size_t n);
+
+// The data file, encoded with the model's tokenizer and split at train_fraction.
+struct Corpus {
+    std::string path;
+    std::vector<int32_t> tokens;
+    size_t n_train = 0;
+};
+Corpus load_corpus(const std::string& path, pg_tokenizer* tok, double train_fraction);
+
+double now_seconds();
+std::string duration(double seconds);  // "42s", "3m05s", "1h02m"
+
+// ------------------------------------------------------------------------------------------
+// Models and scores.
+
+pg_model_config config_of(pg_model* model);
+Json model_json(pg_model* model);
+
+// One pg_evaluate call, timed. A loss that is not finite is never a score: the library refuses
+// it (PG_ERR_NOT_FINITE), and evaluate() throws a RuntimeError with that status, its message
+// prefixed with `what` ("scoring x.bin on the val split").
+struct EvalFigures {
+    double loss = 0, bits = 0, seconds = 0;
+    int64_t scored = 0, windows = 0;
+};
+EvalFigures evaluate(pg_model* model, const int32_t* tokens, size_t n, const pg_eval_config& config,
+                     const std::string& what);
+Json eval_json(const EvalFigures& f);
+
+}  // namespace cli

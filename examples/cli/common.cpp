@@ -1,0 +1,167 @@
+// The shared layer's failures, output, handles, files, text and time (cli.hpp).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "cli.hpp"
+#include "core/error.hpp"
+#include "io/file_io.hpp"
+
+namespace cli {
+
+std::string call_message(const char* call) {
+    std::string msg = pg_last_error();
+    if (msg.rfind(call, 0) == 0) return msg;
+    return std::string(call) + ": " + msg;
+}
+
+void check(pg_status s, const char* call) {
+    if (s != PG_OK) throw RuntimeError{call_message(call), pg_status_name(s), std::nullopt};
+}
+
+void check_flags(pg_status s, const char* call) {
+    if (s == PG_ERR_INVALID_ARGUMENT) throw UsageError{call_message(call)};
+    check(s, call);
+}
+
+Output g_output;
+
+void say(const char* fmt, ...) {
+    if (g_output.quiet) return;
+    FILE* to = g_output.json ? stderr : stdout;
+    va_list ap;
+    va_start(ap, fmt);
+    std::vfprintf(to, fmt, ap);
+    va_end(ap);
+    std::fflush(to);
+}
+
+void print_result(const Json& result) { std::printf("%s\n", result.text().c_str()); }
+
+ModelPtr load_model(const std::string& path) {
+    pg_model* m = nullptr;
+    check(pg_model_load(path.c_str(), &m), "pg_model_load");
+    return ModelPtr(m);
+}
+
+pg_tokenizer* tokenizer_of(pg_model* model, const char* needed_for) {
+    pg_tokenizer* tok = nullptr;
+    check(pg_model_get_tokenizer(model, &tok), "pg_model_get_tokenizer");
+    if (!tok)
+        throw RuntimeError{std::string("the checkpoint has no tokenizer to ") + needed_for, "PG_ERR_STATE",
+                           std::nullopt};
+    return tok;
+}
+
+bool file_exists(const std::string& path) {
+    struct stat st;
+    return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool folder_exists(const std::string& path) {
+    struct stat st;
+    return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void make_dir(const std::string& dir) {
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+        throw RuntimeError{"cannot create folder \"" + dir + "\": " + std::strerror(errno), "PG_ERR_IO",
+                           std::nullopt};
+}
+
+std::string read_file(const std::string& path) {
+    char* data = nullptr;
+    size_t len = 0;
+    check(pg_read_file(path.c_str(), &data, &len), "pg_read_file");
+    std::string s(data, len);
+    pg_buffer_free(data);
+    return s;
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+    try {
+        pg::io::write_file_atomically(path, text.data(), text.size());
+    } catch (const pg::Error& e) {
+        throw RuntimeError{e.what(), pg_status_name(e.status()), std::nullopt};
+    }
+}
+
+std::string resolve_data_path(const Options& opt) {
+    if (opt.has("data")) {
+        std::string p = opt.text("data", "");
+        if (!file_exists(p)) throw UsageError{"--data: no file at \"" + p + "\""};
+        return p;
+    }
+    std::vector<std::string> tried;
+    if (const char* env = std::getenv("PG_DATA_PATH")) {
+        if (file_exists(env)) return env;
+        tried.push_back(std::string(env) + " ($PG_DATA_PATH)");
+    }
+    const std::string rel = "../shared/data/tinyshakespeare.txt";
+    if (file_exists(rel)) return rel;
+    tried.push_back(rel);
+    char exe[4096];
+    ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        for (std::string dir = pg::io::parent_folder(exe); dir != "/" && dir != ".";
+             dir = pg::io::parent_folder(dir)) {
+            std::string p = dir + "/" + rel;
+            if (file_exists(p)) return p;
+        }
+        tried.push_back("../shared/data/tinyshakespeare.txt beside the folders above " + std::string(exe));
+    }
+    std::string msg = "no training text found: pass --data PATH (or set PG_DATA_PATH); looked for";
+    for (const auto& t : tried) msg += "\n  " + t;
+    throw UsageError{msg};
+}
+
+std::vector<int32_t> encode(pg_tokenizer* tok, const std::string& text) {
+    size_t n = 0;
+    pg_status s = pg_tokenizer_encode(tok, text.data(), text.size(), nullptr, 0, &n);
+    if (s != PG_ERR_BUFFER_TOO_SMALL) check(s, "pg_tokenizer_encode");
+    std::vector<int32_t> ids(n);
+    check(pg_tokenizer_encode(tok, text.data(), text.size(), ids.data(), ids.size(), &n), "pg_tokenizer_encode");
+    ids.resize(n);
+    return ids;
+}
+
+std::string decode(pg_tokenizer* tok, const int32_t* ids, size_t n) {
+    size_t len = 0;
+    pg_status s = pg_tokenizer_decode(tok, ids, n, nullptr, 0, &len);
+    if (s != PG_ERR_BUFFER_TOO_SMALL) check(s, "pg_tokenizer_decode");
+    std::string text(len + 1, '\0');
+    check(pg_tokenizer_decode(tok, ids, n, &text[0], text.size(), &len), "pg_tokenizer_decode");
+    text.resize(len);
+    return text;
+}
+
+Corpus load_corpus(const std::string& path, pg_tokenizer* tok, double train_fraction) {
+    Corpus c;
+    c.path = path;
+    c.tokens = encode(tok, read_file(path));
+    check(pg_split_index(c.tokens.size(), train_fraction, &c.n_train), "pg_split_index");
+    return c;
+}
+
+double now_seconds() {
+    using clock = std::chrono::steady_clock;
+    return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+std::string duration(double seconds) {
+    char buf[32];
+    long s = long(seconds + 0.5);
+    if (s >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s / 60) % 60);
+    else if (s >= 60) std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+    else std::snprintf(buf, sizeof buf, "%lds", s);
+    return buf;
+}
+
+}  // namespace cli

@@ -1,0 +1,75 @@
+// phonegpt import: an llm.c or safetensors model into a native checkpoint, with a tokenizer
+// carried by the file, copied from a checkpoint, built from a text, or none.
+#include "interop.hpp"
+
+namespace cli {
+
+int cmd_import(int argc, char** argv) {
+    Options opt("import",
+                {
+                    {"format", "KIND", "llmc (llm.c model file) or safetensors (Hugging Face GPT-2)"},
+                    {"in", "PATH", "the file to read (safetensors: with its config.json beside it)"},
+                    {"out", "PATH", "the native checkpoint to write (e.g. model.bin)"},
+                    {"tokenizer-from", "PATH", "copy the tokenizer of this native checkpoint"},
+                    {"vocab-text", "PATH", "build the character tokenizer from this text (as train does)"},
+                    {"json", nullptr, "print one JSON object of results on stdout"},
+                    {"help", nullptr, "this help"},
+                },
+                argc, argv);
+    if (opt.handle_help_and_output("--format llmc|safetensors --in PATH --out PATH [options]",
+                                   "Reads an llm.c or safetensors model into a native checkpoint. llm.c files\n"
+                                   "hold no tokenizer (safetensors files written by phonegpt do): give one with\n"
+                                   "--tokenizer-from or --vocab-text, or the checkpoint has none (eval and\n"
+                                   "sample then refuse it)."))
+        return 0;
+    const pg_interop_format format = interop_format(opt);
+    if (!opt.has("in")) throw UsageError{"--in PATH is required"};
+    if (!opt.has("out")) throw UsageError{"--out PATH is required"};
+    if (opt.has("tokenizer-from") && opt.has("vocab-text"))
+        throw UsageError{"--tokenizer-from and --vocab-text are alternatives: give one"};
+    const std::string in = opt.text("in", ""), out = opt.text("out", "");
+    if (opt.has("vocab-text") && !file_exists(opt.text("vocab-text", "")))
+        throw UsageError{"--vocab-text: no file at \"" + opt.text("vocab-text", "") + "\""};
+
+    pg_model* m = nullptr;
+    check(pg_model_import(format, in.c_str(), &m), "pg_model_import");
+    ModelPtr model(m);
+    // This library's safetensors files carry the tokenizer in their metadata; llm.c files never do.
+    pg_tokenizer* carried = nullptr;
+    check(pg_model_get_tokenizer(model.get(), &carried), "pg_model_get_tokenizer");
+    std::string tokenizer_source = carried ? "the imported file" : "none";
+    if (opt.has("tokenizer-from")) {
+        const std::string donor_path = opt.text("tokenizer-from", "");
+        ModelPtr donor = load_model(donor_path);
+        pg_tokenizer* tok = nullptr;
+        check(pg_model_get_tokenizer(donor.get(), &tok), "pg_model_get_tokenizer");
+        if (!tok)
+            throw RuntimeError{"--tokenizer-from: \"" + donor_path + "\" has no tokenizer", "PG_ERR_STATE",
+                               std::nullopt};
+        check(pg_model_set_tokenizer(model.get(), tok), "pg_model_set_tokenizer");
+        tokenizer_source = donor_path;
+    } else if (opt.has("vocab-text")) {
+        const std::string text = read_file(opt.text("vocab-text", ""));
+        pg_tokenizer* built = nullptr;
+        check(pg_tokenizer_create_char(text.data(), text.size(), &built), "pg_tokenizer_create_char");
+        TokenizerPtr owned(built);
+        check(pg_model_set_tokenizer(model.get(), built), "pg_model_set_tokenizer");
+        tokenizer_source = opt.text("vocab-text", "");
+    }
+    pg_save_options so;
+    pg_save_options_default(&so);
+    check(pg_model_save(model.get(), out.c_str(), &so), "pg_model_save");
+    say("imported %s (%s) to %s; tokenizer: %s\n", in.c_str(), opt.text("format", "").c_str(), out.c_str(),
+        tokenizer_source == "none" ? "none (give --tokenizer-from or --vocab-text to add one)"
+                                   : tokenizer_source.c_str());
+    if (g_output.json) {
+        Json j;
+        j.boolean("ok", true).str("command", "import").str("format", opt.text("format", "")).str("in", in)
+            .str("out", out).object("model", model_json(model.get()))
+            .boolean("has_tokenizer", tokenizer_source != "none").str("tokenizer_from", tokenizer_source);
+        print_result(j);
+    }
+    return 0;
+}
+
+}  // namespace cli

@@ -1,0 +1,50 @@
+// Models and scores shared by train, eval, export and import (cli.hpp).
+#include "cli.hpp"
+
+namespace cli {
+
+pg_model_config config_of(pg_model* model) {
+    pg_model_config c;
+    pg_model_config_default(&c);
+    check(pg_model_get_config(model, &c), "pg_model_get_config");
+    return c;
+}
+
+Json model_json(pg_model* model) {
+    const pg_model_config c = config_of(model);
+    int64_t params = 0;
+    check(pg_model_num_params(model, &params), "pg_model_num_params");
+    Json j;
+    j.integer("n_layer", c.n_layer).integer("n_head", c.n_head).integer("n_embd", c.n_embd)
+        .integer("n_ctx", c.n_ctx).integer("vocab_size", c.vocab_size)
+        .integer("padded_vocab_size", c.padded_vocab_size).integer("params", params);
+    return j;
+}
+
+EvalFigures evaluate(pg_model* model, const int32_t* tokens, size_t n, const pg_eval_config& config,
+                     const std::string& what) {
+    pg_eval_result r{};
+    r.struct_size = sizeof r;
+    const double t0 = now_seconds();
+    const pg_status s = pg_evaluate(model, tokens, n, &config, &r);
+    // The library refuses a loss that is not finite rather than return it as a score.
+    if (s == PG_ERR_NOT_FINITE)
+        throw RuntimeError{what + ": " + call_message("pg_evaluate"), pg_status_name(s), std::nullopt};
+    check(s, "pg_evaluate");
+    EvalFigures f;
+    f.seconds = now_seconds() - t0;
+    f.loss = r.mean_loss;
+    f.bits = r.bits_per_token;
+    f.scored = r.n_scored;
+    f.windows = r.n_windows;
+    return f;
+}
+
+Json eval_json(const EvalFigures& f) {
+    Json j;
+    j.num("loss", f.loss).num("bits_per_char", f.bits).integer("scored", f.scored).integer("windows", f.windows)
+        .num("seconds", f.seconds);
+    return j;
+}
+
+}  // namespace cli
