@@ -829,9 +829,6 @@ def _has_parameter(fn, name):
 NOT_YET_BOUND = {
     "pg_lora_config": "the LoRA C API (issue 12) has no Python binding yet",
     "pg_data_filter_config": "the data filter (issue 13) has no Python binding yet",
-    "pg_data_filter_report": "the data filter (issue 13) has no Python binding yet",
-    "pg_lora_average_config": "adapter averaging (issue 13) has no Python binding yet",
-    "pg_lora_average_report": "adapter averaging (issue 13) has no Python binding yet",
 }
 
 
