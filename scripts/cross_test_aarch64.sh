@@ -16,13 +16,18 @@ cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
   -DCMAKE_BUILD_TYPE=Release -DPG_BUILD_PYTHON=OFF -DPG_BUILD_EXAMPLES=OFF > "$build/configure.log" 2>&1 ||
   { cat "$build/configure.log"; fail "configure"; }
 cmake --build "$build" -j"$jobs" --target phonegpt phonegpt_static phonegpt_unit_tests bench_kernels \
-  bench_peak > "$build/build.log" 2>&1 || { grep -E "error|Error" "$build/build.log" | head -30; fail "build"; }
+  bench_peak phonegpt_jni > "$build/build.log" 2>&1 || { grep -E "error|Error" "$build/build.log" | head -30; fail "build"; }
 
 # kernels_aarch64_cortex-a53 / kernels_aarch64_max (tests/cmake/kernels_dispatch.cmake) check
 # that dispatch chose arm64+neon+fmla-lane and saw the CPU's HWCAP features, and run every
 # [kernels] test (both aarch64 tables) on each CPU; kernels_aarch64_env_neon64 checks that
 # PG_KERNELS=arm64+neon selects the xsimd table.
 (cd "$build" && ctest --output-on-failure --timeout 600 -R '^kernels_aarch64_') || fail "kernel tests under qemu"
+# The Kotlin binding's JNI shim, as an Android app would load it (docs/android.md): an AArch64
+# ELF whose only export is JNI_OnLoad.
+(cd "$build" && ctest --output-on-failure -R '^kotlin_jni_exports$') || fail "JNI shim exports"
+aarch64-linux-gnu-readelf -h "$build/bindings/kotlin/libphonegpt_jni.so" | grep -q 'Machine:.*AArch64' ||
+  fail "libphonegpt_jni.so is not an AArch64 library"
 log="$build/unit_tests_qemu.log"
 timeout 900 qemu-aarch64 -cpu max "$build/tests/phonegpt_unit_tests" '[model],[train],[core],[tokenizer]' \
   > "$log" 2>&1 || { tail -60 "$log"; fail "model/train/core/tokenizer tests under qemu"; }

@@ -20,6 +20,9 @@ packages=(
   qemu-user g++-aarch64-linux-gnu
   # sanitizer and fuzz builds
   clang-14 libclang-rt-14-dev
+  # the Kotlin/JNI binding (default-jdk-headless gives /usr/lib/jvm/default-java, which CMake's
+  # FindJNI needs; Debian's coroutines jar needs atomicfu at run time)
+  kotlin junit4 openjdk-17-jdk-headless default-jdk-headless libkotlinx-coroutines-java libkotlinx-atomicfu-java
 )
 arm64_packages=(libzstd-dev:arm64 libxsimd-dev:arm64 libstdc++6:arm64 libsodium-dev:arm64)
 

@@ -16,6 +16,8 @@
 
 #include <phonegpt/phonegpt.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -378,6 +380,14 @@ const char* struct_doc(const std::string& c_struct) {
     return "";
 }
 
+std::string shortest_float(float v) {
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    std::string s(buf, r.ptr);
+    if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // 1 -> 1.0, as Python writes floats
+    return s;
+}
+
 // Builds one struct's class field by field (the bind_<kind> functions below).
 template <class S>
 struct StructBinding {
@@ -387,6 +397,7 @@ struct StructBinding {
     std::vector<std::string> attributes;
     py::dict routes;                  // C field -> "Class.attribute" or "Class.call(argument)"
     std::string previous_argument;    // of the preceding callback or array (for USER, COUNT)
+    std::vector<std::string> float_fields;  // attributes that are C floats
 
     StructBinding(py::module_& m, const char* c, const char* py, bool is_options)
         : cls(m, py, struct_doc(c)), c_name(c), py_name(py), options(is_options) {}
@@ -409,12 +420,18 @@ struct StructBinding {
     void finish(py::dict& all) {
         cls.attr("_fields") = py::tuple(py::cast(attributes));
         const std::string name = py_name;
-        cls.def("__repr__", [name](const py::object& self) {
+        const std::vector<std::string> floats = float_fields;
+        cls.def("__repr__", [name, floats](const py::object& self) {
             std::string out = name + "(";
             bool first = true;
             for (auto f : self.attr("_fields")) {
-                out += (first ? "" : ", ") + std::string(py::str(f)) + "=" +
-                       std::string(py::repr(self.attr(f.cast<py::str>())));
+                const std::string field = py::str(f);
+                const py::object value = self.attr(field.c_str());
+                // float fields as the shortest text that reads back as the same float (0.001,
+                // not 0.0010000000474974513)
+                const bool is_float = std::find(floats.begin(), floats.end(), field) != floats.end();
+                out += (first ? "" : ", ") + field + "=" +
+                       (is_float ? shortest_float(value.cast<float>()) : std::string(py::repr(value)));
                 first = false;
             }
             return out + ")";
@@ -453,6 +470,7 @@ struct StructBinding {
 
 template <class S, class T>
 void bind_PG_VALUE(StructBinding<S>& b, const char* name, T S::*member) {
+    if (std::is_same_v<T, float>) b.float_fields.push_back(name);
     if (b.options)
         b.cls.def_readwrite(name, member);
     else
@@ -551,6 +569,82 @@ pg_model_config config_from(const py::object& config_or_preset) {
         return c;
     }
     return config_or_preset.cast<pg_model_config>();
+}
+
+// Runs a forward call (GIL released) on [B, T] tokens and optional targets; returns
+// (logits [B, T, vocab_size], the mean loss or None).
+template <class Call>
+py::tuple run_forward(const py::object& tokens_obj, const py::object& targets_obj, int vocab_size, Call&& call) {
+    TokenArray tokens = as_tokens(tokens_obj, "tokens", 2);
+    const int32_t B = int32_t(tokens.shape(0)), T = int32_t(tokens.shape(1));
+    TokenArray targets;
+    const int32_t* tg = nullptr;
+    if (!targets_obj.is_none()) {
+        targets = as_tokens(targets_obj, "targets", 2);
+        if (targets.shape(0) != B || targets.shape(1) != T)
+            raise_invalid("targets shape " + std::string(py::str(targets.attr("shape"))) +
+                          " != tokens shape " + std::string(py::str(tokens.attr("shape"))));
+        tg = targets.data();
+    }
+    py::array_t<float> logits({py::ssize_t(B), py::ssize_t(T), py::ssize_t(vocab_size)});
+    float* lp = logits.mutable_data();
+    float loss = 0.0f;
+    const int32_t* tp = tokens.data();
+    call_nogil([&] { return call(tp, B, T, tg, lp, tg ? &loss : nullptr); });
+    return py::make_tuple(logits, tg ? py::object(py::float_(loss)) : py::object(py::none()));
+}
+
+// Runs an evaluation call (GIL released) with the Python progress callable wired into the
+// options; a callback's exception or Ctrl-C is raised before the CANCELLED status it caused.
+template <class Call>
+pg_eval_result run_evaluation(pg_eval_config c, const py::object& progress, Call&& call) {
+    Callback cb{progress, {}};
+    c.progress = [](void* user, int64_t done, int64_t total) -> int {
+        return static_cast<Callback*>(user)->invoke(done, total) ? 1 : 0;
+    };
+    c.progress_user = &cb;
+    pg_eval_result r = defaults<pg_eval_result>();
+    pg_status s;
+    std::string message;
+    {
+        py::gil_scoped_release nogil;
+        s = call(&c, &r);
+        if (s != PG_OK) message = pg_last_error();
+    }
+    cb.error.raise_if_set();
+    if (s != PG_OK) raise_status(s, message);
+    return r;
+}
+
+// Runs a generation call (GIL released) with the Python on_token callable and the stop strings
+// wired into the options; returns the generated ids.
+template <class Call>
+py::array_t<int32_t> run_generation(pg_sample_config c, const std::vector<std::string>& stop,
+                                    const py::object& on_token, Call&& call) {
+    if (c.max_tokens < 0) raise_invalid("max_tokens must be >= 0");
+    Callback cb{on_token, {}};
+    std::vector<const char*> stops;
+    for (const auto& s : stop) stops.push_back(s.c_str());
+    c.on_token = [](void* user, int32_t token) -> int {
+        return static_cast<Callback*>(user)->invoke(token) ? 1 : 0;
+    };
+    c.on_token_user = &cb;
+    c.stop_strings = stops.empty() ? nullptr : stops.data();
+    c.n_stop_strings = int32_t(stops.size());
+    std::vector<int32_t> out(size_t(c.max_tokens) + 1);
+    size_t n_out = 0;
+    pg_status s;
+    std::string message;
+    {
+        py::gil_scoped_release nogil;
+        s = call(&c, out.data(), out.size(), &n_out);
+        if (s != PG_OK) message = pg_last_error();
+    }
+    cb.error.raise_if_set();
+    if (s != PG_OK) raise_status(s, message);
+    py::array_t<int32_t> result{py::ssize_t(n_out)};
+    if (n_out) std::memcpy(result.mutable_data(), out.data(), n_out * sizeof(int32_t));
+    return result;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -687,24 +781,9 @@ public:
     py::tuple forward(const py::object& tokens_obj, const py::object& targets_obj, int n_threads) const {
         pg_model* m = get();
         auto keep = p_;
-        TokenArray tokens = as_tokens(tokens_obj, "tokens", 2);
-        const int32_t B = int32_t(tokens.shape(0)), T = int32_t(tokens.shape(1));
-        TokenArray targets;
-        const int32_t* tg = nullptr;
-        if (!targets_obj.is_none()) {
-            targets = as_tokens(targets_obj, "targets", 2);
-            if (targets.shape(0) != B || targets.shape(1) != T)
-                raise_invalid("targets shape " + std::string(py::str(targets.attr("shape"))) +
-                              " != tokens shape " + std::string(py::str(tokens.attr("shape"))));
-            tg = targets.data();
-        }
-        const int V = config().vocab_size;
-        py::array_t<float> logits({py::ssize_t(B), py::ssize_t(T), py::ssize_t(V)});
-        float* lp = logits.mutable_data();
-        float loss = 0.0f;
-        const int32_t* tp = tokens.data();
-        call_nogil([&] { return pg_model_forward(m, tp, B, T, tg, lp, tg ? &loss : nullptr, n_threads); });
-        return py::make_tuple(logits, tg ? py::object(py::float_(loss)) : py::object(py::none()));
+        return run_forward(tokens_obj, targets_obj, config().vocab_size,
+                           [&](const int32_t* tokens, int32_t B, int32_t T, const int32_t* targets, float* logits,
+                               float* loss) { return pg_model_forward(m, tokens, B, T, targets, logits, loss, n_threads); });
     }
 
     // Evaluation ------------------------------------------------------------------------
@@ -714,25 +793,10 @@ public:
         pg_model* m = get();
         auto keep = p_;
         TokenArray tokens = as_tokens(tokens_obj, "tokens", 1);
-        Callback cb{progress, {}};
-        pg_eval_config c = options_from<pg_eval_config>(config, fields);
-        c.progress = [](void* user, int64_t done, int64_t total) -> int {
-            return static_cast<Callback*>(user)->invoke(done, total) ? 1 : 0;
-        };
-        c.progress_user = &cb;
-        pg_eval_result r = defaults<pg_eval_result>();
-        const int32_t* tp = tokens.data();
-        const size_t n = size_t(tokens.size());
-        pg_status s;
-        std::string message;
-        {
-            py::gil_scoped_release nogil;
-            s = pg_evaluate(m, tp, n, &c, &r);
-            if (s != PG_OK) message = pg_last_error();
-        }
-        cb.error.raise_if_set();  // Ctrl-C or the callback's exception, before CANCELLED
-        if (s != PG_OK) raise_status(s, message);
-        return r;
+        return run_evaluation(options_from<pg_eval_config>(config, fields), progress,
+                              [&](const pg_eval_config* c, pg_eval_result* r) {
+                                  return pg_evaluate(m, tokens.data(), size_t(tokens.size()), c, r);
+                              });
     }
 
     pg_eval_result evaluate_sampled(const py::object& tokens_obj, int n_batches, int batch_size,
@@ -756,33 +820,10 @@ public:
         pg_model* m = get();
         auto keep = p_;
         TokenArray prompt = as_tokens(prompt_obj, "prompt", 1);
-        pg_sample_config c = options;
-        if (c.max_tokens < 0) raise_invalid("max_tokens must be >= 0");
-        Callback cb{on_token, {}};
-        std::vector<const char*> stops;
-        for (const auto& s : stop) stops.push_back(s.c_str());
-        c.on_token = [](void* user, int32_t token) -> int {
-            return static_cast<Callback*>(user)->invoke(token) ? 1 : 0;
-        };
-        c.on_token_user = &cb;
-        c.stop_strings = stops.empty() ? nullptr : stops.data();
-        c.n_stop_strings = int32_t(stops.size());
-        std::vector<int32_t> out(size_t(c.max_tokens) + 1);
-        size_t n_out = 0;
-        const int32_t* pp = prompt.data();
-        const size_t np = size_t(prompt.size());
-        pg_status s;
-        std::string message;
-        {
-            py::gil_scoped_release nogil;
-            s = pg_generate(m, pp, np, &c, out.data(), out.size(), &n_out);
-            if (s != PG_OK) message = pg_last_error();
-        }
-        cb.error.raise_if_set();
-        if (s != PG_OK) raise_status(s, message);
-        py::array_t<int32_t> result{py::ssize_t(n_out)};
-        if (n_out) std::memcpy(result.mutable_data(), out.data(), n_out * sizeof(int32_t));
-        return result;
+        return run_generation(options, stop, on_token,
+                              [&](const pg_sample_config* c, int32_t* out, size_t capacity, size_t* n_out) {
+                                  return pg_generate(m, prompt.data(), size_t(prompt.size()), c, out, capacity, n_out);
+                              });
     }
 
     static pg_interop_format format_from_name(const std::string& f) {

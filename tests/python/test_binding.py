@@ -839,7 +839,9 @@ def test_every_public_struct_field_is_reachable_from_python():
     header = _header_structs()
     assert {"pg_model_config", "pg_train_config", "pg_eval_config", "pg_sample_config"} <= set(header)
     table = phonegpt._phonegpt._c_struct_fields
-    assert set(header) == set(table), ("structs without a Python class", set(header) - set(table))
+    assert set(header) == set(table), (
+        "structs of phonegpt.h missing from lib/core/c_struct_fields.def (list them there: "
+        "docs/architecture.md, Conventions)", set(header) - set(table))
     unreachable, pending = [], set()
     for struct, fields in header.items():
         entry = table[struct]
@@ -880,7 +882,7 @@ def test_struct_classes_are_exported_and_declared_in_the_stub():
         if struct in NOT_YET_BOUND:
             continue
         name = entry["class"]
-        assert name in phonegpt.__all__, name
+        assert name in phonegpt.__all__, f"{name} ({struct}) is not exported by phonegpt/__init__.py"
         assert name in stub, f"{name} ({struct}) is not in __init__.pyi"
         declared = {item.target.id for item in stub[name].body if isinstance(item, ast.AnnAssign)}
         declared |= {item.name for item in stub[name].body if isinstance(item, ast.FunctionDef)}

@@ -1,0 +1,82 @@
+// The JNI overhead benchmark: training steps and generated tokens through the Kotlin binding
+// (Trainer.step, Model.generate from a direct buffer, with and without a token lambda) against
+// the same C API calls made from C (bench_jni_c.c, loaded into this JVM), interleaved block by
+// block in one process and one thread, alternating which side goes first. Prints one JSON object
+// per configuration with the medians and the median of the per-block ratios.
+// Usage: BenchJniKt PRESET BATCH STEPS_PER_BLOCK BLOCKS TOKENS THREADS
+import phonegpt.Model
+import phonegpt.ModelConfig
+import phonegpt.SampleConfig
+import phonegpt.TrainConfig
+import phonegpt.Trainer
+import phonegpt.directIntBuffer
+
+external fun cSetup(preset: String, batch: Int, threads: Int, nData: Int): Long
+external fun cSteps(handle: Long, steps: Int): Double
+external fun cGenerate(handle: Long, tokens: Int, stream: Boolean, seed: Long): Double
+external fun cFree(handle: Long)
+
+private fun median(v: List<Double>): Double {
+    val s = v.sorted()
+    return if (s.size % 2 == 1) s[s.size / 2] else 0.5 * (s[s.size / 2 - 1] + s[s.size / 2])
+}
+
+fun main(args: Array<String>) {
+    require(args.size == 6) { "usage: BenchJniKt PRESET BATCH STEPS_PER_BLOCK BLOCKS TOKENS THREADS" }
+    System.loadLibrary("bench_jni_c")
+    val preset = args[0]
+    val batch = args[1].toInt()
+    val steps = args[2].toInt()
+    val blocks = args[3].toInt()
+    val tokens = args[4].toInt()
+    val threads = args[5].toInt()
+    val nData = 200000
+    val mc = ModelConfig.preset(preset)
+    val c = cSetup(preset, batch, threads, nData)
+    Model(mc, 1).use { model ->
+        Trainer(model, TrainConfig.default().copy(batchSize = batch, nThreads = threads)).use { trainer ->
+            trainer.setData(IntArray(nData) { i -> ((i.toLong() * 7919 + i / 13) % mc.vocabSize).toInt() })
+            fun kSteps(): Double {
+                val t0 = System.nanoTime()
+                repeat(steps) { trainer.step() }
+                return (System.nanoTime() - t0) / 1e6 / steps
+            }
+            val prompt = directIntBuffer(4).apply { put(intArrayOf(1, 2, 3, 4)); flip() }
+            var streamed = 0L
+            fun kGenerate(stream: Boolean, seed: Long): Double {
+                val cfg = SampleConfig.default().copy(maxTokens = tokens, nThreads = threads, slideKeep = mc.nCtx / 2, seed = seed)
+                val t0 = System.nanoTime()
+                if (stream) model.generate(prompt, null, cfg) { streamed++ } else model.generate(prompt, null, cfg)
+                return (System.nanoTime() - t0) / 1e3 / tokens
+            }
+            // warm-up: JIT, caches, the allocator
+            repeat(2) { cSteps(c, 1); kSteps() }
+            cGenerate(c, tokens, true, 0); kGenerate(true, 0)
+
+            val cStep = ArrayList<Double>(); val kStep = ArrayList<Double>(); val stepRatio = ArrayList<Double>()
+            val cTok = ArrayList<Double>(); val kTok = ArrayList<Double>()
+            val cStream = ArrayList<Double>(); val kStream = ArrayList<Double>(); val streamDiff = ArrayList<Double>()
+            for (b in 0 until blocks) {
+                val cFirst = b % 2 == 0
+                val (cs, ks) = if (cFirst) { val x = cSteps(c, steps); Pair(x, kSteps()) } else { val y = kSteps(); Pair(cSteps(c, steps), y) }
+                cStep.add(cs); kStep.add(ks); stepRatio.add(ks / cs)
+                val seed = b.toLong()
+                val (ct, kt) = if (cFirst) { val x = cGenerate(c, tokens, false, seed); Pair(x, kGenerate(false, seed)) }
+                               else { val y = kGenerate(false, seed); Pair(cGenerate(c, tokens, false, seed), y) }
+                cTok.add(ct); kTok.add(kt)
+                val (cst, kst) = if (cFirst) { val x = cGenerate(c, tokens, true, seed); Pair(x, kGenerate(true, seed)) }
+                                 else { val y = kGenerate(true, seed); Pair(cGenerate(c, tokens, true, seed), y) }
+                cStream.add(cst); kStream.add(kst); streamDiff.add(kst - cst)
+            }
+            println(("{\"preset\": \"$preset\", \"batch\": $batch, \"threads\": $threads, \"blocks\": $blocks, " +
+                     "\"steps_per_block\": $steps, \"tokens\": $tokens, " +
+                     "\"c_ms_per_step\": %.4f, \"kotlin_ms_per_step\": %.4f, \"step_ratio_median\": %.4f, " +
+                     "\"c_us_per_token\": %.3f, \"kotlin_us_per_token\": %.3f, " +
+                     "\"c_us_per_token_streamed\": %.3f, \"kotlin_us_per_token_streamed\": %.3f, " +
+                     "\"streaming_overhead_us_per_token_median\": %.3f, \"streamed\": %d}").format(
+                median(cStep), median(kStep), median(stepRatio), median(cTok), median(kTok),
+                median(cStream), median(kStream), median(streamDiff), streamed))
+        }
+    }
+    cFree(c)
+}

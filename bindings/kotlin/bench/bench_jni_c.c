@@ -1,0 +1,110 @@
+/* The C half of the JNI overhead benchmark, loaded into the same JVM as the Kotlin half
+ * (BenchJni.kt) so that both run in one process, on one thread, interleaved block by block: on
+ * a shared machine the load then hits both sides alike. Each function times its own loop of
+ * plain C API calls (clock_gettime around the loop, no JNI inside it); the Kotlin side times
+ * the same calls made through the binding. Not part of the binding (no libphonegpt_jni). */
+#define _POSIX_C_SOURCE 199309L  /* clock_gettime in C99 */
+#include <jni.h>
+#include <phonegpt/phonegpt.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+typedef struct bench {
+    pg_model* model;
+    pg_trainer* trainer;
+    int32_t* data;
+    int32_t n_ctx;
+    int32_t threads;
+    long streamed;
+} bench;
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int fail(JNIEnv* env, pg_status s) {
+    if (s == PG_OK) return 0;
+    (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalStateException"), pg_last_error());
+    return 1;
+}
+
+static int count_token(void* user, int32_t token) {
+    (void)token;
+    ++((bench*)user)->streamed;
+    return 0;
+}
+
+/* The same model (preset, seed 1), trainer and data as BenchJni.kt builds through the binding. */
+JNIEXPORT jlong JNICALL Java_BenchJniKt_cSetup(JNIEnv* env, jclass cls, jstring jpreset, jint batch, jint threads,
+                                               jint n_data) {
+    pg_model_config mc;
+    pg_train_config tc;
+    bench* b = calloc(1, sizeof *b);
+    const char* preset = (*env)->GetStringUTFChars(env, jpreset, NULL);
+    pg_status s = pg_model_config_preset(preset, &mc);
+    int32_t i;
+    (void)cls;
+    (*env)->ReleaseStringUTFChars(env, jpreset, preset);
+    if (fail(env, s) || fail(env, pg_model_create(&mc, 1, &b->model))) return 0;
+    pg_train_config_default(&tc);
+    tc.batch_size = batch;
+    tc.n_threads = threads;
+    if (fail(env, pg_trainer_create(b->model, &tc, &b->trainer))) return 0;
+    b->data = malloc((size_t)n_data * sizeof *b->data);
+    for (i = 0; i < n_data; ++i) b->data[i] = (int32_t)(((int64_t)i * 7919 + i / 13) % mc.vocab_size);
+    if (fail(env, pg_trainer_set_data(b->trainer, b->data, (size_t)n_data))) return 0;
+    b->n_ctx = mc.n_ctx;
+    b->threads = threads;
+    return (jlong)(intptr_t)b;
+}
+
+/* ms per pg_trainer_step over `steps` steps. */
+JNIEXPORT jdouble JNICALL Java_BenchJniKt_cSteps(JNIEnv* env, jclass cls, jlong h, jint steps) {
+    bench* b = (bench*)(intptr_t)h;
+    double t0 = now_ms();
+    jint i;
+    (void)cls;
+    for (i = 0; i < steps; ++i) {
+        pg_step_result r = {sizeof r, 0, 0, 0, 0, 0};
+        if (fail(env, pg_trainer_step(b->trainer, &r))) return 0;
+    }
+    return (now_ms() - t0) / steps;
+}
+
+/* µs per token of one pg_generate of `tokens` tokens from the prompt {1, 2, 3, 4}, streamed to a
+ * C callback or not. */
+JNIEXPORT jdouble JNICALL Java_BenchJniKt_cGenerate(JNIEnv* env, jclass cls, jlong h, jint tokens, jboolean stream,
+                                                    jlong seed) {
+    bench* b = (bench*)(intptr_t)h;
+    const int32_t prompt[4] = {1, 2, 3, 4};
+    pg_sample_config sc;
+    size_t n_out = 0;
+    double t0;
+    (void)cls;
+    pg_sample_config_default(&sc);
+    sc.max_tokens = tokens;
+    sc.n_threads = b->threads;
+    sc.slide_keep = b->n_ctx / 2;
+    sc.seed = (uint64_t)seed;
+    if (stream) {
+        sc.on_token = count_token;
+        sc.on_token_user = b;
+    }
+    t0 = now_ms();
+    if (fail(env, pg_generate(b->model, prompt, 4, &sc, NULL, 0, &n_out))) return 0;
+    return (now_ms() - t0) * 1e3 / tokens;
+}
+
+JNIEXPORT void JNICALL Java_BenchJniKt_cFree(JNIEnv* env, jclass cls, jlong h) {
+    bench* b = (bench*)(intptr_t)h;
+    (void)env;
+    (void)cls;
+    pg_trainer_free(b->trainer);
+    pg_model_free(b->model);
+    free(b->data);
+    free(b);
+}

@@ -1,0 +1,1251 @@
+// The JNI shim of the Kotlin binding: a thin layer over the public C API (phonegpt.h is the only
+// libphonegpt header included; the shim links the shared library), registered with
+// RegisterNatives in JNI_OnLoad so that JNI_OnLoad is its only exported symbol.
+//
+// What the Kotlin side (bindings/kotlin/src/phonegpt/Native.kt) guarantees and what the shim
+// still checks: Kotlin passes live handles (it serialises use and close with a per-handle lock),
+// but every pointer, length and offset that comes from Java is checked here again, so a wrong
+// call from Java gives an exception, never a crash.
+//
+// Errors: a failed C call throws phonegpt.PhoneGptException (the subclass of its status, built
+// by PhoneGptException.fromStatus) with the library's message; the shim then returns a dummy
+// value that the JVM discards.
+//
+// Bulk data: token, logit and weight arguments come either as a direct NIO buffer (used in
+// place: GetDirectBufferAddress, no copy) or as a Java array (copied with Get/Set<T>ArrayRegion;
+// never pinned with GetPrimitiveArrayCritical, because long calls run library callbacks that
+// call back into Java, which a critical section forbids).
+//
+// Callbacks: evaluation progress and generated tokens call a Kotlin bridge object. An exception
+// thrown by Kotlin code inside a callback is taken out of the JNI env (so the C code is never
+// unwound through), the library is asked to stop, and the exception is re-thrown once the C call
+// has returned.
+#include <jni.h>
+
+#include <phonegpt/phonegpt.h>
+
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace {
+
+JavaVM* g_vm = nullptr;
+jclass g_exception_class = nullptr;          // phonegpt/PhoneGptException (global ref)
+jmethodID g_exception_from_status = nullptr; // static PhoneGptException fromStatus(int, String)
+jmethodID g_progress_method = nullptr;       // boolean ProgressBridge.onProgress(long, long)
+jmethodID g_token_method = nullptr;          // boolean TokenBridge.onToken(int)
+
+// ---------------------------------------------------------------------------------------------
+// Exceptions
+// ---------------------------------------------------------------------------------------------
+
+void throw_status(JNIEnv* env, pg_status status, const char* message) {
+    if (env->ExceptionCheck()) return;  // keep the first exception
+    jstring text = env->NewStringUTF(message ? message : "");
+    if (!text) return;  // OutOfMemoryError pending
+    auto exc = static_cast<jthrowable>(
+        env->CallStaticObjectMethod(g_exception_class, g_exception_from_status, jint(status), text));
+    env->DeleteLocalRef(text);
+    if (exc && !env->ExceptionCheck()) env->Throw(exc);
+}
+
+void throw_invalid(JNIEnv* env, const std::string& message) {
+    throw_status(env, PG_ERR_INVALID_ARGUMENT, message.c_str());
+}
+
+// Throws for a failed status with the thread's last error message. Returns true if it threw.
+bool failed(JNIEnv* env, pg_status status) {
+    if (status == PG_OK) return false;
+    throw_status(env, status, pg_last_error());
+    return true;
+}
+
+// A handle value from Kotlin: 0 means closed (Kotlin throws before, this is the second line).
+template <class T>
+T* handle_of(JNIEnv* env, jlong handle, const char* what) {
+    if (handle == 0) {
+        throw_status(env, PG_ERR_STATE, (std::string(what) + " is closed").c_str());
+        return nullptr;
+    }
+    return reinterpret_cast<T*>(static_cast<intptr_t>(handle));
+}
+
+jlong to_handle(const void* p) { return static_cast<jlong>(reinterpret_cast<intptr_t>(p)); }
+
+// ---------------------------------------------------------------------------------------------
+// Strings and byte arrays
+// ---------------------------------------------------------------------------------------------
+
+// A java.lang.String as UTF-8 (Kotlin passes text as UTF-8 byte arrays; paths and names come as
+// Strings: Java's "modified UTF-8" equals UTF-8 for every path without NUL or astral characters).
+bool get_string(JNIEnv* env, jstring s, const char* what, std::string* out) {
+    if (!s) {
+        throw_invalid(env, std::string(what) + " is null");
+        return false;
+    }
+    const char* chars = env->GetStringUTFChars(s, nullptr);
+    if (!chars) return false;
+    out->assign(chars);
+    env->ReleaseStringUTFChars(s, chars);
+    return true;
+}
+
+bool get_bytes(JNIEnv* env, jbyteArray a, const char* what, std::vector<char>* out) {
+    if (!a) {
+        throw_invalid(env, std::string(what) + " is null");
+        return false;
+    }
+    out->resize(std::size_t(env->GetArrayLength(a)));
+    if (!out->empty()) env->GetByteArrayRegion(a, 0, jsize(out->size()), reinterpret_cast<jbyte*>(out->data()));
+    return !env->ExceptionCheck();
+}
+
+// The bytes' address for the C API, which reads NULL as a missing argument: an empty Java array
+// is empty data, not a missing one.
+const char* bytes_of(const std::vector<char>& v) {
+    static const char empty = 0;
+    return v.empty() ? &empty : v.data();
+}
+
+jbyteArray new_bytes(JNIEnv* env, const void* data, std::size_t n) {
+    jbyteArray a = env->NewByteArray(jsize(n));
+    if (a && n) env->SetByteArrayRegion(a, 0, jsize(n), static_cast<const jbyte*>(data));
+    return a;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bulk data: a direct buffer used in place, or an array region copied in (and out).
+// ---------------------------------------------------------------------------------------------
+
+// Traits of the two element types that cross as bulk data.
+template <class T> struct Prim;
+template <> struct Prim<int32_t> {
+    using Array = jintArray;
+    static void get(JNIEnv* e, Array a, jsize o, jsize n, int32_t* d) { e->GetIntArrayRegion(a, o, n, reinterpret_cast<jint*>(d)); }
+    static void set(JNIEnv* e, Array a, jsize o, jsize n, const int32_t* d) { e->SetIntArrayRegion(a, o, n, reinterpret_cast<const jint*>(d)); }
+};
+template <> struct Prim<float> {
+    using Array = jfloatArray;
+    static void get(JNIEnv* e, Array a, jsize o, jsize n, float* d) { e->GetFloatArrayRegion(a, o, n, d); }
+    static void set(JNIEnv* e, Array a, jsize o, jsize n, const float* d) { e->SetFloatArrayRegion(a, o, n, d); }
+};
+
+// `length` elements at `offset` of either `array` or the direct `buffer` (exactly one is set;
+// the buffer's capacity and offset are in elements). For inputs the array region is copied in;
+// for outputs it is written back by commit().
+template <class T>
+class Bulk {
+public:
+    using Array = typename Prim<T>::Array;
+
+    // Returns false with an exception pending if the arguments do not describe a valid region.
+    bool open(JNIEnv* env, Array array, jobject buffer, jint offset, jint length, const char* what,
+              bool copy_in) {
+        env_ = env;
+        array_ = array;
+        offset_ = offset;
+        length_ = length;
+        if (offset < 0 || length < 0) {
+            throw_invalid(env, std::string(what) + ": negative offset or length");
+            return false;
+        }
+        if (array && buffer) {
+            throw_invalid(env, std::string(what) + ": both an array and a buffer");
+            return false;
+        }
+        if (buffer) {
+            void* address = env->GetDirectBufferAddress(buffer);
+            jlong capacity = env->GetDirectBufferCapacity(buffer);
+            if (!address || capacity < 0) {
+                throw_invalid(env, std::string(what) + ": the buffer is not a direct buffer");
+                return false;
+            }
+            if (jlong(offset) + jlong(length) > capacity) {
+                throw_invalid(env, std::string(what) + ": " + std::to_string(length) + " elements at " +
+                                       std::to_string(offset) + " exceed the buffer's capacity " +
+                                       std::to_string(capacity));
+                return false;
+            }
+            data_ = static_cast<T*>(address) + offset;
+            return true;
+        }
+        if (!array) {
+            throw_invalid(env, std::string(what) + " is null");
+            return false;
+        }
+        const jsize array_length = env->GetArrayLength(array);
+        if (jlong(offset) + jlong(length) > jlong(array_length)) {
+            throw_invalid(env, std::string(what) + ": " + std::to_string(length) + " elements at " +
+                                   std::to_string(offset) + " exceed the array's length " +
+                                   std::to_string(array_length));
+            return false;
+        }
+        copy_.resize(std::size_t(length));
+        if (copy_in && length > 0) Prim<T>::get(env, array, offset, length, copy_.data());
+        data_ = copy_.data();
+        return !env->ExceptionCheck();
+    }
+
+    // Writes the first n elements back to the array (a buffer was written in place).
+    void commit(std::size_t n) {
+        if (array_ && n > 0) Prim<T>::set(env_, array_, offset_, jsize(n), copy_.data());
+    }
+
+    T* data() const { return data_; }
+    std::size_t size() const { return std::size_t(length_); }
+
+private:
+    JNIEnv* env_ = nullptr;
+    Array array_ = nullptr;
+    jint offset_ = 0, length_ = 0;
+    T* data_ = nullptr;
+    std::vector<T> copy_;
+};
+
+using IntBulk = Bulk<int32_t>;
+using FloatBulk = Bulk<float>;
+
+jlongArray new_longs(JNIEnv* env, const std::vector<jlong>& v) {
+    jlongArray a = env->NewLongArray(jsize(v.size()));
+    if (a) env->SetLongArrayRegion(a, 0, jsize(v.size()), v.data());
+    return a;
+}
+
+jdoubleArray new_doubles(JNIEnv* env, const std::vector<jdouble>& v) {
+    jdoubleArray a = env->NewDoubleArray(jsize(v.size()));
+    if (a) env->SetDoubleArrayRegion(a, 0, jsize(v.size()), v.data());
+    return a;
+}
+
+bool get_longs(JNIEnv* env, jlongArray a, std::size_t want, const char* what, std::vector<jlong>* out) {
+    if (!a || std::size_t(env->GetArrayLength(a)) != want) {
+        throw_invalid(env, std::string(what) + " must have " + std::to_string(want) + " fields");
+        return false;
+    }
+    out->resize(want);
+    env->GetLongArrayRegion(a, 0, jsize(want), out->data());
+    return !env->ExceptionCheck();
+}
+
+// Floats travel inside the long arrays as their raw bits (Float.toRawBits on the Kotlin side).
+float bits_to_float(jlong bits) {
+    const uint32_t u = uint32_t(bits);
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
+jlong float_to_bits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    return jlong(u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Configurations as long arrays; the field order is the struct's (ModelConfig.kt, TrainConfig.kt)
+// ---------------------------------------------------------------------------------------------
+
+constexpr std::size_t kModelConfigFields = 7;
+std::vector<jlong> model_config_fields(const pg_model_config& c) {
+    return {c.n_layer, c.n_head, c.n_embd, c.n_ctx, c.vocab_size, c.padded_vocab_size,
+            float_to_bits(c.layernorm_eps)};
+}
+bool model_config_from(JNIEnv* env, jlongArray a, pg_model_config* c) {
+    std::vector<jlong> f;
+    if (!get_longs(env, a, kModelConfigFields, "ModelConfig", &f)) return false;
+    pg_model_config_default(c);
+    for (std::size_t i = 0; i < 6; ++i) {
+        if (f[i] < INT32_MIN || f[i] > INT32_MAX) {
+            throw_invalid(env, "ModelConfig: field " + std::to_string(i) + " is outside int32");
+            return false;
+        }
+    }
+    c->n_layer = int32_t(f[0]);
+    c->n_head = int32_t(f[1]);
+    c->n_embd = int32_t(f[2]);
+    c->n_ctx = int32_t(f[3]);
+    c->vocab_size = int32_t(f[4]);
+    c->padded_vocab_size = int32_t(f[5]);
+    c->layernorm_eps = bits_to_float(f[6]);
+    return true;
+}
+
+constexpr std::size_t kTrainConfigFields = 18;
+std::vector<jlong> train_config_fields(const pg_train_config& c) {
+    return {c.batch_size,         c.seq_len,           c.grad_accum_steps,   jlong(c.schedule),
+            float_to_bits(c.lr_max), float_to_bits(c.lr_min), c.warmup_steps, c.total_steps,
+            float_to_bits(c.beta1), float_to_bits(c.beta2), float_to_bits(c.eps),
+            float_to_bits(c.weight_decay), c.decay_embeddings, float_to_bits(c.grad_clip),
+            float_to_bits(c.dropout), jlong(c.seed), c.n_threads, c.recompute_activations};
+}
+bool train_config_from(JNIEnv* env, jlongArray a, pg_train_config* c) {
+    std::vector<jlong> f;
+    if (!get_longs(env, a, kTrainConfigFields, "TrainConfig", &f)) return false;
+    for (std::size_t i : {0, 1, 2, 3, 6, 12, 16, 17}) {
+        if (f[i] < INT32_MIN || f[i] > INT32_MAX) {
+            throw_invalid(env, "TrainConfig: field " + std::to_string(i) + " is outside int32");
+            return false;
+        }
+    }
+    pg_train_config_default(c);
+    c->batch_size = int32_t(f[0]);
+    c->seq_len = int32_t(f[1]);
+    c->grad_accum_steps = int32_t(f[2]);
+    c->schedule = pg_lr_schedule(int32_t(f[3]));
+    c->lr_max = bits_to_float(f[4]);
+    c->lr_min = bits_to_float(f[5]);
+    c->warmup_steps = int32_t(f[6]);
+    c->total_steps = int64_t(f[7]);
+    c->beta1 = bits_to_float(f[8]);
+    c->beta2 = bits_to_float(f[9]);
+    c->eps = bits_to_float(f[10]);
+    c->weight_decay = bits_to_float(f[11]);
+    c->decay_embeddings = int32_t(f[12]);
+    c->grad_clip = bits_to_float(f[13]);
+    c->dropout = bits_to_float(f[14]);
+    c->seed = uint64_t(f[15]);
+    c->n_threads = int32_t(f[16]);
+    c->recompute_activations = int32_t(f[17]);
+    return true;
+}
+
+jlongArray step_result_fields(JNIEnv* env, const pg_step_result& r) {
+    return new_longs(env, {r.step, float_to_bits(r.loss), float_to_bits(r.lr), float_to_bits(r.grad_norm), r.tokens});
+}
+
+jdoubleArray eval_result_fields(JNIEnv* env, const pg_eval_result& r) {
+    return new_doubles(env, {r.mean_loss, r.bits_per_token, double(r.n_scored), double(r.n_windows)});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Callbacks into Kotlin
+// ---------------------------------------------------------------------------------------------
+
+// The JNIEnv of the thread the library calls back on (the caller's thread for both callbacks
+// today; a thread the JVM does not know is attached as a daemon rather than crashing).
+JNIEnv* callback_env() {
+    JNIEnv* env = nullptr;
+    if (g_vm->GetEnv(reinterpret_cast<void**>(&env), JNI_VERSION_1_6) == JNI_OK) return env;
+    if (g_vm->AttachCurrentThreadAsDaemon(reinterpret_cast<void**>(&env), nullptr) == JNI_OK) return env;
+    return nullptr;
+}
+
+// One Kotlin bridge object for one C call; keeps the first exception a callback threw.
+struct Callback {
+    jobject bridge = nullptr;
+    jthrowable pending = nullptr;  // global ref
+
+    // After a call into Java: takes a thrown exception out of the env. Returns true to stop.
+    bool took_exception(JNIEnv* env) {
+        if (!env->ExceptionCheck()) return false;
+        jthrowable t = env->ExceptionOccurred();
+        env->ExceptionClear();
+        if (!pending) pending = static_cast<jthrowable>(env->NewGlobalRef(t));
+        env->DeleteLocalRef(t);
+        return true;
+    }
+
+    // After the C call: re-throws the callback's exception (it wins over the status). Returns true
+    // if it threw.
+    bool rethrow(JNIEnv* env) {
+        if (!pending) return false;
+        env->Throw(pending);
+        env->DeleteGlobalRef(pending);
+        pending = nullptr;
+        return true;
+    }
+};
+
+int progress_trampoline(void* user, int64_t done, int64_t total) {
+    auto* cb = static_cast<Callback*>(user);
+    JNIEnv* env = callback_env();
+    if (!env || cb->pending) return 1;
+    const jboolean go_on = env->CallBooleanMethod(cb->bridge, g_progress_method, jlong(done), jlong(total));
+    if (cb->took_exception(env)) return 1;
+    return go_on ? 0 : 1;
+}
+
+int token_trampoline(void* user, int32_t token) {
+    auto* cb = static_cast<Callback*>(user);
+    JNIEnv* env = callback_env();
+    if (!env || cb->pending) return 1;
+    const jboolean go_on = env->CallBooleanMethod(cb->bridge, g_token_method, jint(token));
+    if (cb->took_exception(env)) return 1;
+    return go_on ? 0 : 1;
+}
+
+// =============================================================================================
+// The natives (phonegpt.Native, one static method each; registered in JNI_OnLoad)
+// =============================================================================================
+
+// --- library -------------------------------------------------------------------------------
+
+jint n_version_number(JNIEnv*, jclass) { return jint(pg_version_number()); }
+jint n_header_version_number(JNIEnv*, jclass) { return PG_VERSION_NUMBER; }
+jstring n_version_string(JNIEnv* env, jclass) { return env->NewStringUTF(pg_version_string()); }
+jstring n_simd_arch(JNIEnv* env, jclass) { return env->NewStringUTF(pg_simd_arch()); }
+jstring n_status_name(JNIEnv* env, jclass, jint status) {
+    return env->NewStringUTF(pg_status_name(pg_status(status)));
+}
+jstring n_last_error(JNIEnv* env, jclass) { return env->NewStringUTF(pg_last_error()); }
+
+jlong n_split_index(JNIEnv* env, jclass, jlong n, jdouble fraction) {
+    if (n < 0) {
+        throw_invalid(env, "splitIndex: n is negative");
+        return 0;
+    }
+    size_t n_train = 0;
+    if (failed(env, pg_split_index(size_t(n), fraction, &n_train))) return 0;
+    return jlong(n_train);
+}
+
+jbyteArray n_read_file(JNIEnv* env, jclass, jstring jpath) {
+    std::string path;
+    if (!get_string(env, jpath, "path", &path)) return nullptr;
+    char* data = nullptr;
+    size_t len = 0;
+    if (failed(env, pg_read_file(path.c_str(), &data, &len))) return nullptr;
+    if (len > size_t(INT32_MAX)) {
+        pg_buffer_free(data);
+        throw_status(env, PG_ERR_UNSUPPORTED, ("readFile: " + path + " is larger than a Java array").c_str());
+        return nullptr;
+    }
+    jbyteArray out = new_bytes(env, data, len);
+    pg_buffer_free(data);
+    return out;
+}
+
+// --- tokenizers ----------------------------------------------------------------------------
+
+jlong n_tokenizer_create_char(JNIEnv* env, jclass, jbyteArray jtext) {
+    std::vector<char> text;
+    if (!get_bytes(env, jtext, "text", &text)) return 0;
+    pg_tokenizer* tok = nullptr;
+    if (failed(env, pg_tokenizer_create_char(bytes_of(text), text.size(), &tok))) return 0;
+    return to_handle(tok);
+}
+
+jlong n_tokenizer_deserialize(JNIEnv* env, jclass, jbyteArray jdata) {
+    std::vector<char> data;
+    if (!get_bytes(env, jdata, "data", &data)) return 0;
+    pg_tokenizer* tok = nullptr;
+    if (failed(env, pg_tokenizer_deserialize(bytes_of(data), data.size(), &tok))) return 0;
+    return to_handle(tok);
+}
+
+void n_tokenizer_free(JNIEnv*, jclass, jlong h) { pg_tokenizer_free(reinterpret_cast<pg_tokenizer*>(intptr_t(h))); }
+
+jint n_tokenizer_kind(JNIEnv* env, jclass, jlong h) {
+    auto* tok = handle_of<pg_tokenizer>(env, h, "Tokenizer");
+    pg_tokenizer_kind kind{};
+    if (!tok || failed(env, pg_tokenizer_kind_of(tok, &kind))) return 0;
+    return jint(kind);
+}
+
+jint n_tokenizer_vocab_size(JNIEnv* env, jclass, jlong h) {
+    auto* tok = handle_of<pg_tokenizer>(env, h, "Tokenizer");
+    int32_t n = 0;
+    if (!tok || failed(env, pg_tokenizer_vocab_size(tok, &n))) return 0;
+    return n;
+}
+
+// Encodes into `out` (array or direct buffer, `capacity` elements at `offset`), or only sizes
+// when both are null. Returns the number of ids the text needs (written if they fit; otherwise
+// BufferTooSmallException).
+jlong n_tokenizer_encode(JNIEnv* env, jclass, jlong h, jbyteArray jtext, jintArray out_array,
+                         jobject out_buffer, jint offset, jint capacity) {
+    auto* tok = handle_of<pg_tokenizer>(env, h, "Tokenizer");
+    std::vector<char> text;
+    if (!tok || !get_bytes(env, jtext, "text", &text)) return 0;
+    size_t n = 0;
+    if (!out_array && !out_buffer) {
+        pg_status s = pg_tokenizer_encode(tok, bytes_of(text), text.size(), nullptr, 0, &n);
+        if (s != PG_ERR_BUFFER_TOO_SMALL && failed(env, s)) return 0;
+        return jlong(n);
+    }
+    IntBulk out;
+    if (!out.open(env, out_array, out_buffer, offset, capacity, "encode output", false)) return 0;
+    if (failed(env, pg_tokenizer_encode(tok, bytes_of(text), text.size(), out.data(), out.size(), &n))) return 0;
+    out.commit(n);
+    return jlong(n);
+}
+
+jbyteArray n_tokenizer_decode(JNIEnv* env, jclass, jlong h, jintArray ids_array, jobject ids_buffer,
+                              jint offset, jint length) {
+    auto* tok = handle_of<pg_tokenizer>(env, h, "Tokenizer");
+    IntBulk ids;
+    if (!tok || !ids.open(env, ids_array, ids_buffer, offset, length, "ids", true)) return nullptr;
+    size_t len = 0;
+    pg_status s = pg_tokenizer_decode(tok, ids.data(), ids.size(), nullptr, 0, &len);
+    if (s != PG_ERR_BUFFER_TOO_SMALL && failed(env, s)) return nullptr;
+    std::vector<char> text(len + 1);
+    if (failed(env, pg_tokenizer_decode(tok, ids.data(), ids.size(), text.data(), text.size(), &len))) return nullptr;
+    return new_bytes(env, text.data(), len);
+}
+
+jbyteArray n_tokenizer_serialize(JNIEnv* env, jclass, jlong h) {
+    auto* tok = handle_of<pg_tokenizer>(env, h, "Tokenizer");
+    if (!tok) return nullptr;
+    size_t len = 0;
+    pg_status s = pg_tokenizer_serialize(tok, nullptr, 0, &len);
+    if (s != PG_ERR_BUFFER_TOO_SMALL && failed(env, s)) return nullptr;
+    std::vector<char> data(len);
+    if (failed(env, pg_tokenizer_serialize(tok, data.data(), data.size(), &len))) return nullptr;
+    return new_bytes(env, data.data(), len);
+}
+
+// A tokenizer's copy through its serialised form (so that a Kotlin Tokenizer never borrows a
+// pointer whose owner could free it).
+pg_tokenizer* copy_tokenizer(JNIEnv* env, pg_tokenizer* tok) {
+    size_t len = 0;
+    pg_status s = pg_tokenizer_serialize(tok, nullptr, 0, &len);
+    if (s != PG_ERR_BUFFER_TOO_SMALL && failed(env, s)) return nullptr;
+    std::vector<char> data(len);
+    if (failed(env, pg_tokenizer_serialize(tok, data.data(), data.size(), &len))) return nullptr;
+    pg_tokenizer* copy = nullptr;
+    if (failed(env, pg_tokenizer_deserialize(data.data(), len, &copy))) return nullptr;
+    return copy;
+}
+
+// --- model configurations ------------------------------------------------------------------
+
+jlongArray n_model_config_default(JNIEnv* env, jclass) {
+    pg_model_config c;
+    pg_model_config_default(&c);
+    return new_longs(env, model_config_fields(c));
+}
+
+jlongArray n_model_config_preset(JNIEnv* env, jclass, jstring jname) {
+    std::string name;
+    if (!get_string(env, jname, "preset name", &name)) return nullptr;
+    pg_model_config c;
+    pg_model_config_default(&c);
+    if (failed(env, pg_model_config_preset(name.c_str(), &c))) return nullptr;
+    return new_longs(env, model_config_fields(c));
+}
+
+void n_model_config_validate(JNIEnv* env, jclass, jlongArray jc) {
+    pg_model_config c;
+    if (model_config_from(env, jc, &c)) failed(env, pg_model_config_validate(&c));
+}
+
+jlong n_model_config_num_params(JNIEnv* env, jclass, jlongArray jc) {
+    pg_model_config c;
+    if (!model_config_from(env, jc, &c)) return 0;
+    return jlong(pg_model_config_num_params(&c));
+}
+
+// --- models --------------------------------------------------------------------------------
+
+jlong n_model_create(JNIEnv* env, jclass, jlongArray jc, jlong seed) {
+    pg_model_config c;
+    if (!model_config_from(env, jc, &c)) return 0;
+    pg_model* m = nullptr;
+    if (failed(env, pg_model_create(&c, uint64_t(seed), &m))) return 0;
+    return to_handle(m);
+}
+
+void n_model_free(JNIEnv*, jclass, jlong h) { pg_model_free(reinterpret_cast<pg_model*>(intptr_t(h))); }
+
+jlongArray n_model_get_config(JNIEnv* env, jclass, jlong h) {
+    auto* m = handle_of<pg_model>(env, h, "Model");
+    pg_model_config c;
+    pg_model_config_default(&c);
+    if (!m || failed(env, pg_model_get_config(m, &c))) return nullptr;
+    return new_longs(env, model_config_fields(c));
+}
+
+jlong n_model_num_params(JNIEnv* env, jclass, jlong h) {
+    auto* m = handle_of<pg_model>(env, h, "Model");
+    int64_t n = 0;
+    if (!m || failed(env, pg_model_num_params(m, &n))) return 0;
+    return jlong(n);
+}
+
+void n_model_set_tokenizer(JNIEnv* env, jclass, jlong h, jlong th) {
+    auto* m = handle_of<pg_model>(env, h, "Model");
+    auto* tok = m ? handle_of<pg_tokenizer>(env, th, "Tokenizer") : nullptr;
+    if (tok) failed(env, pg_model_set_tokenizer(m, tok));
+}
+
+// A new tokenizer handle holding a copy of the model's, or 0 if the model has none.
+jlong n_model_get_tokenizer(JNIEnv* env, jclass, jlong h) {
+    auto* m = handle_of<pg_model>(env, h, "Model");
+    pg_tokenizer* tok = nullptr;
+    if (!m || failed(env, pg_model_get_tokenizer(m, &tok)) || !tok) return 0;
+    return to_handle(copy_tokenizer(env, tok));
+}
+
+// Named tensors, the same calls for a model's weights and an adapter's A and B matrices.
+template <class H> struct Tensors;
+template <> struct Tensors<pg_model> {
+    static constexpr const char* kind = "Model";
+    static pg_status count(const pg_model* h, int32_t* n) { return pg_model_num_tensors(h, n); }
+    static pg_status info(const pg_model* h, int32_t i, pg_tensor_info* t) { return pg_model_tensor_info(h, i, t); }
+    static pg_status find(const pg_model* h, const char* name, int32_t* i) { return pg_model_find_tensor(h, name, i); }
+    static pg_status data(pg_model* h, int32_t i, float** d) { return pg_model_tensor_data_mutable(h, i, d); }
+};
+template <> struct Tensors<pg_lora_adapter> {
+    static constexpr const char* kind = "LoraAdapter";
+    static pg_status count(const pg_lora_adapter* h, int32_t* n) { return pg_lora_adapter_num_tensors(h, n); }
+    static pg_status info(const pg_lora_adapter* h, int32_t i, pg_tensor_info* t) {
+        return pg_lora_adapter_tensor_info(h, i, t);
+    }
+    static pg_status find(const pg_lora_adapter* h, const char* name, int32_t* i) {
+        return pg_lora_adapter_find_tensor(h, name, i);
+    }
+    static pg_status data(pg_lora_adapter* h, int32_t i, float** d) { return pg_lora_adapter_tensor_data_mutable(h, i, d); }
+};
+
+template <class H>
+bool tensor_info(JNIEnv* env, H* h, jint index, pg_tensor_info* info) {
+    std::memset(info, 0, sizeof *info);
+    info->struct_size = sizeof *info;
+    return !failed(env, Tensors<H>::info(h, index, info));
+}
+
+template <class H>
+jint n_num_tensors(JNIEnv* env, jclass, jlong handle) {
+    auto* h = handle_of<H>(env, handle, Tensors<H>::kind);
+    int32_t n = 0;
+    if (!h || failed(env, Tensors<H>::count(h, &n))) return 0;
+    return n;
+}
+
+template <class H>
+jstring n_tensor_name(JNIEnv* env, jclass, jlong handle, jint index) {
+    auto* h = handle_of<H>(env, handle, Tensors<H>::kind);
+    pg_tensor_info info;
+    if (!h || !tensor_info(env, h, index, &info)) return nullptr;
+    return env->NewStringUTF(info.name);
+}
+
+template <class H>
+jlongArray n_tensor_shape(JNIEnv* env, jclass, jlong handle, jint index) {
+    auto* h = handle_of<H>(env, handle, Tensors<H>::kind);
+    pg_tensor_info info;
+    if (!h || !tensor_info(env, h, index, &info)) return nullptr;
+    return new_longs(env, std::vector<jlong>(info.shape, info.shape + info.n_dims));
+}
+
+template <class H>
+jint n_find_tensor(JNIEnv* env, jclass, jlong handle, jstring jname) {
+    auto* h = handle_of<H>(env, handle, Tensors<H>::kind);
+    std::string name;
+    if (!h || !get_string(env, jname, "tensor name", &name)) return -1;
+    int32_t index = -1;
+    if (failed(env, Tensors<H>::find(h, name.c_str(), &index))) return -1;
+    return index;
+}
+
+// Copies `n` floats from `src` into the array or buffer region, which must hold exactly n.
+void copy_out(JNIEnv* env, const float* src, int64_t n, jfloatArray a, jobject b, jint offset, jint length,
+              const char* what) {
+    if (int64_t(length) != n) {
+        throw_status(env, PG_ERR_GEOMETRY,
+                     (std::string(what) + ": the destination holds " + std::to_string(length) +
+                      " floats, the tensor has " + std::to_string(n)).c_str());
+        return;
+    }
+    FloatBulk dst;
+    if (!dst.open(env, a, b, offset, length, what, false)) return;
+    if (n > 0) std::memcpy(dst.data(), src, std::size_t(n) * sizeof(float));
+    dst.commit(std::size_t(n));
+}
+
+template <class H>
+void n_read_tensor(JNIEnv* env, jclass, jlong handle, jint index, jfloatArray a, jobject b, jint offset, jint length) {
+    auto* h = handle_of<H>(env, handle, Tensors<H>::kind);
+    pg_tensor_info info;
+    if (!h || !tensor_info(env, h, index, &info)) return;
+    copy_out(env, info.data, info.numel, a, b, offset, length, "readTensor");
+}
+
+template <class H>
+void n_write_tensor(JNIEnv* env, jclass, jlong handle, jint index, jfloatArray a, jobject b, jint offset, jint length) {
+    auto* h = handle_of<H>(env, handle, Tensors<H>::kind);
+    pg_tensor_info info;
+    if (!h || !tensor_info(env, h, index, &info)) return;
+    if (int64_t(length) != info.numel) {
+        throw_status(env, PG_ERR_GEOMETRY, ("writeTensor: " + std::string(info.name) + " has " +
+                                            std::to_string(info.numel) + " floats, got " +
+                                            std::to_string(length)).c_str());
+        return;
+    }
+    FloatBulk src;
+    if (!src.open(env, a, b, offset, length, "writeTensor", true)) return;
+    float* data = nullptr;
+    if (failed(env, Tensors<H>::data(h, index, &data))) return;
+    if (length > 0) std::memcpy(data, src.data(), std::size_t(length) * sizeof(float));
+}
+
+void n_model_read_params(JNIEnv* env, jclass, jlong h, jfloatArray a, jobject b, jint offset, jint length) {
+    auto* m = handle_of<pg_model>(env, h, "Model");
+    const float* data = nullptr;
+    int64_t n = 0;
+    if (!m || failed(env, pg_model_params(m, &data, &n))) return;
+    copy_out(env, data, n, a, b, offset, length, "readParameters");
+}
+
+// Returns the mean loss when targets are given (NaN otherwise); logits go to the logits region
+// when one is given (it must hold B*T*vocab_size floats).
+jfloat n_model_forward(JNIEnv* env, jclass, jlong h, jintArray tok_a, jobject tok_b, jint tok_off,
+                       jintArray tgt_a, jobject tgt_b, jint tgt_off, jint B, jint T, jfloatArray log_a,
+                       jobject log_b, jint log_off, jint log_len, jint n_threads) {
+    auto* m = handle_of<pg_model>(env, h, "Model");
+    if (!m) return 0;
+    if (B < 1 || T < 1) {
+        throw_invalid(env, "forward: B and T must be >= 1, got " + std::to_string(B) + " and " + std::to_string(T));
+        return 0;
+    }
+    const int64_t bt = int64_t(B) * int64_t(T);
+    if (bt > INT32_MAX) {
+        throw_invalid(env, "forward: B*T is too large");
+        return 0;
+    }
+    IntBulk tokens, targets;
+    if (!tokens.open(env, tok_a, tok_b, tok_off, jint(bt), "tokens", true)) return 0;
+    const bool with_targets = tgt_a || tgt_b;
+    if (with_targets && !targets.open(env, tgt_a, tgt_b, tgt_off, jint(bt), "targets", true)) return 0;
+    const bool with_logits = log_a || log_b;
+    FloatBulk logits;
+    if (with_logits) {
+        pg_model_config c;
+        pg_model_config_default(&c);
+        if (failed(env, pg_model_get_config(m, &c))) return 0;
+        if (int64_t(log_len) != bt * c.vocab_size) {
+            throw_status(env, PG_ERR_GEOMETRY, ("forward: logits must hold B*T*vocab_size = " +
+                                                std::to_string(bt * c.vocab_size) + " floats, got " +
+                                                std::to_string(log_len)).c_str());
+            return 0;
+        }
+        if (!logits.open(env, log_a, log_b, log_off, log_len, "logits", false)) return 0;
+    }
+    float loss = 0.0f;
+    if (failed(env, pg_model_forward(m, tokens.data(), B, T, with_targets ? targets.data() : nullptr,
+                                     with_logits ? logits.data() : nullptr, with_targets ? &loss : nullptr,
+                                     n_threads)))
+        return 0;
+    if (with_logits) logits.commit(logits.size());
+    return with_targets ? loss : std::numeric_limits<float>::quiet_NaN();
+}
+
+// --- checkpoints and interop ---------------------------------------------------------------
+
+pg_save_options save_options(jint level) {
+    pg_save_options o;
+    pg_save_options_default(&o);
+    o.compression_level = level;
+    return o;
+}
+
+void n_model_save(JNIEnv* env, jclass, jlong h, jstring jpath, jint level) {
+    auto* m = handle_of<pg_model>(env, h, "Model");
+    std::string path;
+    if (!m || !get_string(env, jpath, "path", &path)) return;
+    pg_save_options o = save_options(level);
+    failed(env, pg_model_save(m, path.c_str(), &o));
+}
+
+jlong n_model_load(JNIEnv* env, jclass, jstring jpath) {
+    std::string path;
+    if (!get_string(env, jpath, "path", &path)) return 0;
+    pg_model* m = nullptr;
+    if (failed(env, pg_model_load(path.c_str(), &m))) return 0;
+    return to_handle(m);
+}
+
+void n_model_export(JNIEnv* env, jclass, jlong h, jint format, jstring jpath) {
+    auto* m = handle_of<pg_model>(env, h, "Model");
+    std::string path;
+    if (!m || !get_string(env, jpath, "path", &path)) return;
+    failed(env, pg_model_export(m, pg_interop_format(format), path.c_str()));
+}
+
+jlong n_model_import(JNIEnv* env, jclass, jint format, jstring jpath) {
+    std::string path;
+    if (!get_string(env, jpath, "path", &path)) return 0;
+    pg_model* m = nullptr;
+    if (failed(env, pg_model_import(pg_interop_format(format), path.c_str(), &m))) return 0;
+    return to_handle(m);
+}
+
+// --- evaluation and sampling ---------------------------------------------------------------
+
+jintArray n_eval_config_default(JNIEnv* env, jclass) {
+    pg_eval_config c;
+    pg_eval_config_default(&c);
+    const jint f[4] = {c.window, c.stride, c.batch_size, c.n_threads};
+    jintArray a = env->NewIntArray(4);
+    if (a) env->SetIntArrayRegion(a, 0, 4, f);
+    return a;
+}
+
+jlongArray n_sample_config_default(JNIEnv* env, jclass) {
+    pg_sample_config c;
+    pg_sample_config_default(&c);
+    return new_longs(env, {float_to_bits(c.temperature), c.top_k, float_to_bits(c.top_p), jlong(c.seed),
+                           c.max_tokens, c.n_threads, c.slide_keep});
+}
+
+// config: window, stride, batch_size, n_threads. `bridge` (a ProgressBridge) may be null.
+jdoubleArray n_evaluate(JNIEnv* env, jclass, jlong h, jintArray tok_a, jobject tok_b, jint offset, jint length,
+                        jintArray jconfig, jobject bridge) {
+    auto* m = handle_of<pg_model>(env, h, "Model");
+    IntBulk tokens;
+    if (!m || !tokens.open(env, tok_a, tok_b, offset, length, "tokens", true)) return nullptr;
+    if (!jconfig || env->GetArrayLength(jconfig) != 4) {
+        throw_invalid(env, "EvalConfig must have 4 fields");
+        return nullptr;
+    }
+    jint f[4];
+    env->GetIntArrayRegion(jconfig, 0, 4, f);
+    pg_eval_config c;
+    pg_eval_config_default(&c);
+    c.window = f[0];
+    c.stride = f[1];
+    c.batch_size = f[2];
+    c.n_threads = f[3];
+    Callback cb;
+    cb.bridge = bridge;
+    if (bridge) {
+        c.progress = progress_trampoline;
+        c.progress_user = &cb;
+    }
+    pg_eval_result r;
+    std::memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    pg_status s = pg_evaluate(m, tokens.data(), tokens.size(), &c, &r);
+    if (cb.rethrow(env) || failed(env, s)) return nullptr;
+    return eval_result_fields(env, r);
+}
+
+jdoubleArray n_evaluate_sampled(JNIEnv* env, jclass, jlong h, jintArray tok_a, jobject tok_b, jint offset,
+                                jint length, jint n_batches, jint batch_size, jlong seed, jint n_threads) {
+    auto* m = handle_of<pg_model>(env, h, "Model");
+    IntBulk tokens;
+    if (!m || !tokens.open(env, tok_a, tok_b, offset, length, "tokens", true)) return nullptr;
+    pg_eval_result r;
+    std::memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    if (failed(env, pg_evaluate_sampled(m, tokens.data(), tokens.size(), n_batches, batch_size, uint64_t(seed),
+                                        n_threads, &r)))
+        return nullptr;
+    return eval_result_fields(env, r);
+}
+
+// config: temperature (float bits), top_k, top_p (float bits), seed, max_tokens, n_threads,
+// slide_keep. Generated tokens go to the bridge (a TokenBridge, may be null) and the first
+// `capacity` of them to the output region (may be absent). Returns how many were written.
+jint n_generate(JNIEnv* env, jclass, jlong h, jintArray p_a, jobject p_b, jint p_off, jint p_len,
+                jlongArray jconfig, jobjectArray jstops, jobject bridge, jintArray out_a, jobject out_b,
+                jint out_off, jint out_cap) {
+    auto* m = handle_of<pg_model>(env, h, "Model");
+    IntBulk prompt;
+    if (!m || !prompt.open(env, p_a, p_b, p_off, p_len, "prompt", true)) return 0;
+    std::vector<jlong> f;
+    if (!get_longs(env, jconfig, 7, "SampleConfig", &f)) return 0;
+    for (std::size_t i : {1, 4, 5, 6}) {
+        if (f[i] < INT32_MIN || f[i] > INT32_MAX) {
+            throw_invalid(env, "SampleConfig: field " + std::to_string(i) + " is outside int32");
+            return 0;
+        }
+    }
+    pg_sample_config c;
+    pg_sample_config_default(&c);
+    c.temperature = bits_to_float(f[0]);
+    c.top_k = int32_t(f[1]);
+    c.top_p = bits_to_float(f[2]);
+    c.seed = uint64_t(f[3]);
+    c.max_tokens = int32_t(f[4]);
+    c.n_threads = int32_t(f[5]);
+    c.slide_keep = int32_t(f[6]);
+    std::vector<std::string> stops;
+    std::vector<const char*> stop_ptrs;
+    if (jstops) {
+        const jsize n = env->GetArrayLength(jstops);
+        for (jsize i = 0; i < n; ++i) {
+            auto s = static_cast<jstring>(env->GetObjectArrayElement(jstops, i));
+            std::string value;
+            const bool ok = get_string(env, s, "stop string", &value);
+            env->DeleteLocalRef(s);
+            if (!ok) return 0;
+            stops.push_back(std::move(value));
+        }
+        for (const std::string& s : stops) stop_ptrs.push_back(s.c_str());
+        c.stop_strings = stop_ptrs.data();
+        c.n_stop_strings = int32_t(stop_ptrs.size());
+    }
+    IntBulk out;
+    const bool with_out = out_a || out_b;
+    if (with_out && !out.open(env, out_a, out_b, out_off, out_cap, "output", false)) return 0;
+    Callback cb;
+    cb.bridge = bridge;
+    if (bridge) {
+        c.on_token = token_trampoline;
+        c.on_token_user = &cb;
+    }
+    size_t n_out = 0;
+    pg_status s = pg_generate(m, prompt.data(), prompt.size(), &c, with_out ? out.data() : nullptr,
+                              with_out ? out.size() : 0, &n_out);
+    if (cb.rethrow(env) || failed(env, s)) return 0;
+    if (with_out) out.commit(n_out);
+    return jint(n_out);
+}
+
+// --- training ------------------------------------------------------------------------------
+
+jlongArray n_train_config_default(JNIEnv* env, jclass) {
+    pg_train_config c;
+    pg_train_config_default(&c);
+    return new_longs(env, train_config_fields(c));
+}
+
+jlong n_trainer_create(JNIEnv* env, jclass, jlong mh, jlongArray jc) {
+    auto* m = handle_of<pg_model>(env, mh, "Model");
+    pg_train_config c;
+    if (!m || !train_config_from(env, jc, &c)) return 0;
+    pg_trainer* t = nullptr;
+    if (failed(env, pg_trainer_create(m, &c, &t))) return 0;
+    return to_handle(t);
+}
+
+void n_trainer_free(JNIEnv*, jclass, jlong h) { pg_trainer_free(reinterpret_cast<pg_trainer*>(intptr_t(h))); }
+
+jlongArray n_trainer_get_config(JNIEnv* env, jclass, jlong h) {
+    auto* t = handle_of<pg_trainer>(env, h, "Trainer");
+    pg_train_config c;
+    pg_train_config_default(&c);
+    if (!t || failed(env, pg_trainer_get_config(t, &c))) return nullptr;
+    return new_longs(env, train_config_fields(c));
+}
+
+void n_trainer_set_data(JNIEnv* env, jclass, jlong h, jintArray a, jobject b, jint offset, jint length) {
+    auto* t = handle_of<pg_trainer>(env, h, "Trainer");
+    IntBulk tokens;
+    if (!t || !tokens.open(env, a, b, offset, length, "tokens", true)) return;
+    failed(env, pg_trainer_set_data(t, tokens.data(), tokens.size()));
+}
+
+pg_step_result blank_step_result() {
+    pg_step_result r;
+    std::memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    return r;
+}
+
+jlongArray n_trainer_step(JNIEnv* env, jclass, jlong h) {
+    auto* t = handle_of<pg_trainer>(env, h, "Trainer");
+    pg_step_result r = blank_step_result();
+    if (!t || failed(env, pg_trainer_step(t, &r))) return nullptr;
+    return step_result_fields(env, r);
+}
+
+// Opens the [B, T] inputs and targets of a caller-given batch.
+bool open_batch(JNIEnv* env, jint B, jint T, IntBulk* in, jintArray in_a, jobject in_b, jint in_off,
+                IntBulk* tgt, jintArray tgt_a, jobject tgt_b, jint tgt_off) {
+    if (B < 1 || T < 1 || int64_t(B) * int64_t(T) > INT32_MAX) {
+        throw_invalid(env, "B and T must be >= 1 with B*T in int32, got " + std::to_string(B) + " and " +
+                               std::to_string(T));
+        return false;
+    }
+    const jint n = B * T;
+    return in->open(env, in_a, in_b, in_off, n, "inputs", true) &&
+           tgt->open(env, tgt_a, tgt_b, tgt_off, n, "targets", true);
+}
+
+jlongArray n_trainer_step_batch(JNIEnv* env, jclass, jlong h, jintArray in_a, jobject in_b, jint in_off,
+                                jintArray tgt_a, jobject tgt_b, jint tgt_off, jint B, jint T) {
+    auto* t = handle_of<pg_trainer>(env, h, "Trainer");
+    IntBulk in, tgt;
+    if (!t || !open_batch(env, B, T, &in, in_a, in_b, in_off, &tgt, tgt_a, tgt_b, tgt_off)) return nullptr;
+    pg_step_result r = blank_step_result();
+    if (failed(env, pg_trainer_step_batch(t, in.data(), tgt.data(), B, T, &r))) return nullptr;
+    return step_result_fields(env, r);
+}
+
+jfloat n_trainer_compute_gradients(JNIEnv* env, jclass, jlong h, jintArray in_a, jobject in_b, jint in_off,
+                                   jintArray tgt_a, jobject tgt_b, jint tgt_off, jint B, jint T) {
+    auto* t = handle_of<pg_trainer>(env, h, "Trainer");
+    IntBulk in, tgt;
+    if (!t || !open_batch(env, B, T, &in, in_a, in_b, in_off, &tgt, tgt_a, tgt_b, tgt_off)) return 0;
+    float loss = 0.0f;
+    if (failed(env, pg_trainer_compute_gradients(t, in.data(), tgt.data(), B, T, &loss))) return 0;
+    return loss;
+}
+
+// Copies the gradient of tensor `index` (numel floats; Kotlin knows the shape from the model).
+void n_trainer_read_grad(JNIEnv* env, jclass, jlong h, jint index, jfloatArray a, jobject b, jint offset,
+                         jint length) {
+    auto* t = handle_of<pg_trainer>(env, h, "Trainer");
+    const float* data = nullptr;
+    if (!t || failed(env, pg_trainer_grad(t, index, &data))) return;
+    FloatBulk dst;
+    if (!dst.open(env, a, b, offset, length, "readGrad", false)) return;
+    if (length > 0) std::memcpy(dst.data(), data, std::size_t(length) * sizeof(float));
+    dst.commit(std::size_t(length));
+}
+
+jlong n_trainer_step_count(JNIEnv* env, jclass, jlong h) {
+    auto* t = handle_of<pg_trainer>(env, h, "Trainer");
+    int64_t step = 0;
+    if (!t || failed(env, pg_trainer_step_count(t, &step))) return 0;
+    return jlong(step);
+}
+
+jfloat n_trainer_lr_at(JNIEnv* env, jclass, jlong h, jlong step) {
+    auto* t = handle_of<pg_trainer>(env, h, "Trainer");
+    float lr = 0.0f;
+    if (!t || failed(env, pg_trainer_lr_at(t, step, &lr))) return 0;
+    return lr;
+}
+
+void n_trainer_save(JNIEnv* env, jclass, jlong h, jstring jpath, jint level) {
+    auto* t = handle_of<pg_trainer>(env, h, "Trainer");
+    std::string path;
+    if (!t || !get_string(env, jpath, "path", &path)) return;
+    pg_save_options o = save_options(level);
+    failed(env, pg_trainer_save(t, path.c_str(), &o));
+}
+
+// Returns {model handle, trainer handle}.
+jlongArray n_trainer_resume(JNIEnv* env, jclass, jstring jpath) {
+    std::string path;
+    if (!get_string(env, jpath, "path", &path)) return nullptr;
+    pg_model* m = nullptr;
+    pg_trainer* t = nullptr;
+    if (failed(env, pg_trainer_resume(path.c_str(), &m, &t))) return nullptr;
+    jlongArray out = new_longs(env, {to_handle(m), to_handle(t)});
+    if (!out) {
+        pg_trainer_free(t);
+        pg_model_free(m);
+    }
+    return out;
+}
+
+// --- LoRA adapters -------------------------------------------------------------------------
+
+// fields: rank, alpha (bits), use_rslora, dropout (bits), target_modules, init_seed, freeze_a;
+// the layer list travels as its own int array (null = every layer).
+constexpr std::size_t kLoraConfigFields = 7;
+
+std::vector<jlong> lora_config_fields(const pg_lora_config& c) {
+    return {c.rank, float_to_bits(c.alpha), c.use_rslora, float_to_bits(c.dropout), jlong(c.target_modules),
+            jlong(c.init_seed), c.freeze_a};
+}
+
+// Fills `c` from the fields and layers; `layers` keeps the list alive for the call.
+bool lora_config_from(JNIEnv* env, jlongArray jc, jintArray jlayers, pg_lora_config* c, std::vector<int32_t>* layers) {
+    std::vector<jlong> f;
+    if (!get_longs(env, jc, kLoraConfigFields, "LoraConfig", &f)) return false;
+    for (std::size_t i : {0, 2, 6}) {
+        if (f[i] < INT32_MIN || f[i] > INT32_MAX) {
+            throw_invalid(env, "LoraConfig: field " + std::to_string(i) + " is outside int32");
+            return false;
+        }
+    }
+    if (f[4] < 0 || f[4] > jlong(UINT32_MAX)) {
+        throw_invalid(env, "LoraConfig: target_modules is outside uint32");
+        return false;
+    }
+    pg_lora_config_default(c);
+    c->rank = int32_t(f[0]);
+    c->alpha = bits_to_float(f[1]);
+    c->use_rslora = int32_t(f[2]);
+    c->dropout = bits_to_float(f[3]);
+    c->target_modules = uint32_t(f[4]);
+    c->init_seed = uint64_t(f[5]);
+    c->freeze_a = int32_t(f[6]);
+    if (jlayers) {
+        layers->resize(std::size_t(env->GetArrayLength(jlayers)));
+        if (!layers->empty())
+            env->GetIntArrayRegion(jlayers, 0, jsize(layers->size()), reinterpret_cast<jint*>(layers->data()));
+        c->layers = layers->empty() ? nullptr : layers->data();
+        c->n_layers = int32_t(layers->size());
+    }
+    return !env->ExceptionCheck();
+}
+
+jlongArray n_lora_config_default(JNIEnv* env, jclass) {
+    pg_lora_config c;
+    pg_lora_config_default(&c);
+    return new_longs(env, lora_config_fields(c));
+}
+
+void n_lora_config_validate(JNIEnv* env, jclass, jlongArray jc, jintArray jlayers) {
+    pg_lora_config c;
+    std::vector<int32_t> layers;
+    if (lora_config_from(env, jc, jlayers, &c, &layers)) failed(env, pg_lora_config_validate(&c));
+}
+
+jlong n_lora_adapter_create(JNIEnv* env, jclass, jlong mh, jlongArray jc, jintArray jlayers) {
+    auto* m = handle_of<pg_model>(env, mh, "Model");
+    pg_lora_config c;
+    std::vector<int32_t> layers;
+    if (!m || !lora_config_from(env, jc, jlayers, &c, &layers)) return 0;
+    pg_lora_adapter* a = nullptr;
+    if (failed(env, pg_lora_adapter_create(m, &c, &a))) return 0;
+    return to_handle(a);
+}
+
+void n_lora_adapter_free(JNIEnv*, jclass, jlong h) {
+    pg_lora_adapter_free(reinterpret_cast<pg_lora_adapter*>(intptr_t(h)));
+}
+
+bool lora_config_of(JNIEnv* env, jlong h, pg_lora_config* c) {
+    auto* a = handle_of<pg_lora_adapter>(env, h, "LoraAdapter");
+    pg_lora_config_default(c);
+    return a && !failed(env, pg_lora_adapter_get_config(a, c));
+}
+
+jlongArray n_lora_adapter_get_config(JNIEnv* env, jclass, jlong h) {
+    pg_lora_config c;
+    if (!lora_config_of(env, h, &c)) return nullptr;
+    return new_longs(env, lora_config_fields(c));
+}
+
+// The adapted layers, or null when every layer is adapted.
+jintArray n_lora_adapter_get_layers(JNIEnv* env, jclass, jlong h) {
+    pg_lora_config c;
+    if (!lora_config_of(env, h, &c) || !c.layers || c.n_layers <= 0) return nullptr;
+    jintArray a = env->NewIntArray(c.n_layers);
+    if (a) env->SetIntArrayRegion(a, 0, c.n_layers, reinterpret_cast<const jint*>(c.layers));
+    return a;
+}
+
+jfloat n_lora_adapter_scale(JNIEnv* env, jclass, jlong h) {
+    auto* a = handle_of<pg_lora_adapter>(env, h, "LoraAdapter");
+    float scale = 0.0f;
+    if (!a || failed(env, pg_lora_adapter_scale(a, &scale))) return 0;
+    return scale;
+}
+
+jlong n_lora_adapter_num_params(JNIEnv* env, jclass, jlong h) {
+    auto* a = handle_of<pg_lora_adapter>(env, h, "LoraAdapter");
+    int64_t n = 0;
+    if (!a || failed(env, pg_lora_adapter_num_params(a, &n))) return 0;
+    return jlong(n);
+}
+
+// =============================================================================================
+// Registration
+// =============================================================================================
+
+#define PG_NATIVE(name, signature, fn) {const_cast<char*>(name), const_cast<char*>(signature), reinterpret_cast<void*>(fn)}
+#define PG_INTS "[ILjava/nio/IntBuffer;II"    // (int[] array, IntBuffer buffer, int offset, int length)
+#define PG_FLOATS "[FLjava/nio/FloatBuffer;II"
+
+const JNINativeMethod kNatives[] = {
+    PG_NATIVE("versionNumber", "()I", n_version_number),
+    PG_NATIVE("headerVersionNumber", "()I", n_header_version_number),
+    PG_NATIVE("versionString", "()Ljava/lang/String;", n_version_string),
+    PG_NATIVE("simdArch", "()Ljava/lang/String;", n_simd_arch),
+    PG_NATIVE("statusName", "(I)Ljava/lang/String;", n_status_name),
+    PG_NATIVE("lastError", "()Ljava/lang/String;", n_last_error),
+    PG_NATIVE("splitIndex", "(JD)J", n_split_index),
+    PG_NATIVE("readFile", "(Ljava/lang/String;)[B", n_read_file),
+
+    PG_NATIVE("tokenizerCreateChar", "([B)J", n_tokenizer_create_char),
+    PG_NATIVE("tokenizerDeserialize", "([B)J", n_tokenizer_deserialize),
+    PG_NATIVE("tokenizerFree", "(J)V", n_tokenizer_free),
+    PG_NATIVE("tokenizerKind", "(J)I", n_tokenizer_kind),
+    PG_NATIVE("tokenizerVocabSize", "(J)I", n_tokenizer_vocab_size),
+    PG_NATIVE("tokenizerEncode", "(J[B" PG_INTS ")J", n_tokenizer_encode),
+    PG_NATIVE("tokenizerDecode", "(J" PG_INTS ")[B", n_tokenizer_decode),
+    PG_NATIVE("tokenizerSerialize", "(J)[B", n_tokenizer_serialize),
+
+    PG_NATIVE("modelConfigDefault", "()[J", n_model_config_default),
+    PG_NATIVE("modelConfigPreset", "(Ljava/lang/String;)[J", n_model_config_preset),
+    PG_NATIVE("modelConfigValidate", "([J)V", n_model_config_validate),
+    PG_NATIVE("modelConfigNumParams", "([J)J", n_model_config_num_params),
+
+    PG_NATIVE("modelCreate", "([JJ)J", n_model_create),
+    PG_NATIVE("modelFree", "(J)V", n_model_free),
+    PG_NATIVE("modelGetConfig", "(J)[J", n_model_get_config),
+    PG_NATIVE("modelNumParams", "(J)J", n_model_num_params),
+    PG_NATIVE("modelSetTokenizer", "(JJ)V", n_model_set_tokenizer),
+    PG_NATIVE("modelGetTokenizer", "(J)J", n_model_get_tokenizer),
+    PG_NATIVE("modelNumTensors", "(J)I", n_num_tensors<pg_model>),
+    PG_NATIVE("modelTensorName", "(JI)Ljava/lang/String;", n_tensor_name<pg_model>),
+    PG_NATIVE("modelTensorShape", "(JI)[J", n_tensor_shape<pg_model>),
+    PG_NATIVE("modelFindTensor", "(JLjava/lang/String;)I", n_find_tensor<pg_model>),
+    PG_NATIVE("modelReadTensor", "(JI" PG_FLOATS ")V", n_read_tensor<pg_model>),
+    PG_NATIVE("modelWriteTensor", "(JI" PG_FLOATS ")V", n_write_tensor<pg_model>),
+    PG_NATIVE("modelReadParams", "(J" PG_FLOATS ")V", n_model_read_params),
+    PG_NATIVE("modelForward", "(J[ILjava/nio/IntBuffer;I[ILjava/nio/IntBuffer;III" PG_FLOATS "I)F", n_model_forward),
+    PG_NATIVE("modelSave", "(JLjava/lang/String;I)V", n_model_save),
+    PG_NATIVE("modelLoad", "(Ljava/lang/String;)J", n_model_load),
+    PG_NATIVE("modelExport", "(JILjava/lang/String;)V", n_model_export),
+    PG_NATIVE("modelImport", "(ILjava/lang/String;)J", n_model_import),
+
+    PG_NATIVE("evalConfigDefault", "()[I", n_eval_config_default),
+    PG_NATIVE("sampleConfigDefault", "()[J", n_sample_config_default),
+    PG_NATIVE("evaluate", "(J" PG_INTS "[ILphonegpt/ProgressBridge;)[D", n_evaluate),
+    PG_NATIVE("evaluateSampled", "(J" PG_INTS "IIJI)[D", n_evaluate_sampled),
+    PG_NATIVE("generate", "(J" PG_INTS "[J[Ljava/lang/String;Lphonegpt/TokenBridge;" PG_INTS ")I", n_generate),
+
+    PG_NATIVE("trainConfigDefault", "()[J", n_train_config_default),
+    PG_NATIVE("trainerCreate", "(J[J)J", n_trainer_create),
+    PG_NATIVE("trainerFree", "(J)V", n_trainer_free),
+    PG_NATIVE("trainerGetConfig", "(J)[J", n_trainer_get_config),
+    PG_NATIVE("trainerSetData", "(J" PG_INTS ")V", n_trainer_set_data),
+    PG_NATIVE("trainerStep", "(J)[J", n_trainer_step),
+    PG_NATIVE("trainerStepBatch", "(J[ILjava/nio/IntBuffer;I[ILjava/nio/IntBuffer;III)[J", n_trainer_step_batch),
+    PG_NATIVE("trainerComputeGradients", "(J[ILjava/nio/IntBuffer;I[ILjava/nio/IntBuffer;III)F",
+              n_trainer_compute_gradients),
+    PG_NATIVE("trainerReadGrad", "(JI" PG_FLOATS ")V", n_trainer_read_grad),
+    PG_NATIVE("trainerStepCount", "(J)J", n_trainer_step_count),
+    PG_NATIVE("trainerLrAt", "(JJ)F", n_trainer_lr_at),
+    PG_NATIVE("trainerSave", "(JLjava/lang/String;I)V", n_trainer_save),
+    PG_NATIVE("trainerResume", "(Ljava/lang/String;)[J", n_trainer_resume),
+
+    PG_NATIVE("loraConfigDefault", "()[J", n_lora_config_default),
+    PG_NATIVE("loraConfigValidate", "([J[I)V", n_lora_config_validate),
+    PG_NATIVE("loraAdapterCreate", "(J[J[I)J", n_lora_adapter_create),
+    PG_NATIVE("loraAdapterFree", "(J)V", n_lora_adapter_free),
+    PG_NATIVE("loraAdapterGetConfig", "(J)[J", n_lora_adapter_get_config),
+    PG_NATIVE("loraAdapterGetLayers", "(J)[I", n_lora_adapter_get_layers),
+    PG_NATIVE("loraAdapterScale", "(J)F", n_lora_adapter_scale),
+    PG_NATIVE("loraAdapterNumParams", "(J)J", n_lora_adapter_num_params),
+    PG_NATIVE("loraAdapterNumTensors", "(J)I", n_num_tensors<pg_lora_adapter>),
+    PG_NATIVE("loraAdapterTensorName", "(JI)Ljava/lang/String;", n_tensor_name<pg_lora_adapter>),
+    PG_NATIVE("loraAdapterTensorShape", "(JI)[J", n_tensor_shape<pg_lora_adapter>),
+    PG_NATIVE("loraAdapterFindTensor", "(JLjava/lang/String;)I", n_find_tensor<pg_lora_adapter>),
+    PG_NATIVE("loraAdapterReadTensor", "(JI" PG_FLOATS ")V", n_read_tensor<pg_lora_adapter>),
+    PG_NATIVE("loraAdapterWriteTensor", "(JI" PG_FLOATS ")V", n_write_tensor<pg_lora_adapter>),
+};
+
+#undef PG_NATIVE
+
+jclass global_class(JNIEnv* env, const char* name) {
+    jclass local = env->FindClass(name);
+    if (!local) return nullptr;
+    auto global = static_cast<jclass>(env->NewGlobalRef(local));
+    env->DeleteLocalRef(local);
+    return global;
+}
+
+}  // namespace
+
+extern "C" JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void*) {
+    g_vm = vm;
+    JNIEnv* env = nullptr;
+    if (vm->GetEnv(reinterpret_cast<void**>(&env), JNI_VERSION_1_6) != JNI_OK) return JNI_ERR;
+    g_exception_class = global_class(env, "phonegpt/PhoneGptException");
+    if (!g_exception_class) return JNI_ERR;
+    g_exception_from_status = env->GetStaticMethodID(g_exception_class, "fromStatus",
+                                                     "(ILjava/lang/String;)Lphonegpt/PhoneGptException;");
+    jclass progress = env->FindClass("phonegpt/ProgressBridge");
+    jclass token = progress ? env->FindClass("phonegpt/TokenBridge") : nullptr;
+    jclass natives = token ? env->FindClass("phonegpt/Native") : nullptr;
+    if (!g_exception_from_status || !natives) return JNI_ERR;
+    g_progress_method = env->GetMethodID(progress, "onProgress", "(JJ)Z");
+    g_token_method = env->GetMethodID(token, "onToken", "(I)Z");
+    if (!g_progress_method || !g_token_method) return JNI_ERR;
+    // A signature mismatch between this table and Native.kt fails here, at load time, with
+    // NoSuchMethodError naming the method (tested by the JUnit suite loading the library).
+    if (env->RegisterNatives(natives, kNatives, jint(sizeof kNatives / sizeof kNatives[0])) != JNI_OK)
+        return JNI_ERR;
+    return JNI_VERSION_1_6;
+}

@@ -1,0 +1,85 @@
+package phonegpt
+
+import java.nio.FloatBuffer
+
+/** The block linears a LoRA adapter can target (pg_lora_target; Hugging Face GPT-2 names). */
+enum class LoraTarget(val bit: Int, val moduleName: String) {
+    ATTN_C_ATTN(1, "attn.c_attn"), ATTN_C_PROJ(2, "attn.c_proj"), MLP_C_FC(4, "mlp.c_fc"), MLP_C_PROJ(8, "mlp.c_proj");
+
+    companion object {
+        @JvmStatic val ALL: Set<LoraTarget> = values().toSet()
+        internal fun bits(targets: Set<LoraTarget>): Long = targets.fold(0L) { a, t -> a or t.bit.toLong() }
+        internal fun of(bits: Long): Set<LoraTarget> = values().filter { bits and it.bit.toLong() != 0L }.toSet()
+    }
+}
+
+/** pg_lora_config (phonegpt.h documents every field; PEFT's semantics). */
+data class LoraConfig(
+    val rank: Int, val alpha: Float, val useRslora: Boolean, val dropout: Float, val targets: Set<LoraTarget>,
+    /** The layers to adapt; null = every layer. */
+    val layers: List<Int>?,
+    val initSeed: Long,
+    /** FFA-LoRA: A keeps its initialisation, only B trains. */
+    val freezeA: Boolean
+) {
+    companion object {
+        @JvmStatic fun default(): LoraConfig = fromFields(Native.loraConfigDefault(), null)
+
+        internal fun fromFields(f: LongArray, layers: IntArray?) = LoraConfig(
+            f[0].toInt(), Float.fromBits(f[1].toInt()), f[2] != 0L, Float.fromBits(f[3].toInt()), LoraTarget.of(f[4]),
+            layers?.toList()?.takeIf { it.isNotEmpty() }, f[5], f[6] != 0L)
+    }
+
+    internal fun fields() = longArrayOf(rank.toLong(), alpha.toRawBits().toLong(), if (useRslora) 1 else 0,
+                                        dropout.toRawBits().toLong(), LoraTarget.bits(targets), initSeed,
+                                        if (freezeA) 1 else 0)
+
+    internal fun layerArray(): IntArray? = layers?.toIntArray()
+
+    /** Throws [InvalidArgumentException] naming the first bad field (layers against a base are checked at creation). */
+    fun validate() = Native.loraConfigValidate(fields(), layerArray())
+}
+
+/**
+ * A LoRA adapter (pg_lora_adapter) for a base model's geometry: its A and B tensors, which it
+ * owns (the base is not kept). Reading shares the adapter's lock; writing tensors holds it alone.
+ */
+class LoraAdapter internal constructor(handle: Long) : NativeHandle(handle, "LoraAdapter") {
+    /** A fresh adapter for [base] (B = 0, so it leaves the base's outputs unchanged). */
+    constructor(base: Model, config: LoraConfig = LoraConfig.default()) :
+        this(base.reading { Native.loraAdapterCreate(it, config.fields(), config.layerArray()) })
+
+    override fun free(handle: Long) = Native.loraAdapterFree(handle)
+
+    val config: LoraConfig get() = reading { LoraConfig.fromFields(Native.loraAdapterGetConfig(it), Native.loraAdapterGetLayers(it)) }
+
+    /** alpha / rank, or alpha / sqrt(rank) with rsLoRA. */
+    val scale: Float get() = reading { Native.loraAdapterScale(it) }
+    val numParams: Long get() = reading { Native.loraAdapterNumParams(it) }
+
+    /** "h.0.attn.c_attn.lora_A.weight", "h.0.attn.c_attn.lora_B.weight", ... */
+    val tensorNames: List<String>
+        get() = reading { h -> (0 until Native.loraAdapterNumTensors(h)).map { Native.loraAdapterTensorName(h, it) } }
+
+    fun tensorShape(name: String): LongArray = reading { h -> Native.loraAdapterTensorShape(h, Native.loraAdapterFindTensor(h, name)) }
+
+    /** A copy of one tensor. */
+    fun parameter(name: String): FloatArray = reading { h ->
+        val index = Native.loraAdapterFindTensor(h, name)
+        val out = FloatArray(numel(Native.loraAdapterTensorShape(h, index)))
+        Native.loraAdapterReadTensor(h, index, out, null, 0, out.size)
+        out
+    }
+
+    fun readParameter(name: String, out: FloatBuffer) = reading { h ->
+        val r = floats(out, "readParameter", output = true)
+        Native.loraAdapterReadTensor(h, Native.loraAdapterFindTensor(h, name), r.array, r.buffer, r.offset, r.length)
+    }
+
+    fun setParameter(name: String, values: FloatArray) = setParameter(name, floats(values))
+    fun setParameter(name: String, values: FloatBuffer) = setParameter(name, floats(values, "setParameter"))
+
+    private fun setParameter(name: String, r: Floats) = writing { h ->
+        Native.loraAdapterWriteTensor(h, Native.loraAdapterFindTensor(h, name), r.array, r.buffer, r.offset, r.length)
+    }
+}

@@ -1,0 +1,199 @@
+package phonegpt
+
+import java.nio.FloatBuffer
+import java.nio.IntBuffer
+
+/**
+ * A model (pg_model): configuration, weights and its tokenizer. Evaluation, generation, the
+ * forward pass, saving and exporting only read it and may run on several threads at once;
+ * changing weights or the tokenizer, and a [Trainer]'s steps, hold it alone (see [NativeHandle]).
+ */
+class Model internal constructor(handle: Long) : NativeHandle(handle, "Model") {
+    /** A new model with GPT-2 initialisation from [seed] (same seed, same weights everywhere). */
+    @JvmOverloads constructor(config: ModelConfig = ModelConfig.default(), seed: Long = 0) :
+        this(Native.modelCreate(config.fields(), seed))
+
+    companion object {
+        /** A new model of a named preset ("phonegpt", "tiny"). */
+        @JvmStatic @JvmOverloads fun preset(name: String, seed: Long = 0): Model = Model(ModelConfig.preset(name), seed)
+        /** Loads a native checkpoint (pg_model_load). */
+        @JvmStatic fun load(path: String): Model = Model(Native.modelLoad(path))
+        /** Imports an llm.c or safetensors file (pg_model_import). */
+        @JvmStatic fun importFrom(path: String, format: InteropFormat): Model = Model(Native.modelImport(format.code, path))
+    }
+
+    override fun free(handle: Long) = Native.modelFree(handle)
+
+    /** Saves atomically; [compressionLevel] 0 = raw, 1..19 = zstd. */
+    @JvmOverloads fun save(path: String, compressionLevel: Int = 0) = reading { Native.modelSave(it, path, compressionLevel) }
+
+    fun export(path: String, format: InteropFormat) = reading { Native.modelExport(it, format.code, path) }
+
+    val config: ModelConfig get() = reading { ModelConfig.fromFields(Native.modelGetConfig(it)) }
+    val numParams: Long get() = reading { Native.modelNumParams(it) }
+
+    /**
+     * The model's tokenizer: get returns a new [Tokenizer] holding a copy (close it when done), or
+     * null if the model has none; set stores a copy (its vocabulary must equal the model's).
+     */
+    var tokenizer: Tokenizer?
+        get() = reading { h -> Native.modelGetTokenizer(h).let { if (it == 0L) null else Tokenizer(it) } }
+        set(value) {
+            if (value == null) throw InvalidArgumentException("Model.tokenizer: cannot be set to null")
+            writing { h -> value.writing { t -> Native.modelSetTokenizer(h, t) } }
+        }
+
+    /** Tensor names in the model's order ("wte", "wpe", "h.0.ln_1.weight", ...). */
+    val tensorNames: List<String>
+        get() = reading { h -> (0 until Native.modelNumTensors(h)).map { Native.modelTensorName(h, it) } }
+
+    fun tensorShape(name: String): LongArray = reading { h -> Native.modelTensorShape(h, Native.modelFindTensor(h, name)) }
+
+    /** A copy of one tensor's weights. */
+    fun parameter(name: String): FloatArray = reading(true) { h ->
+        val index = Native.modelFindTensor(h, name)
+        val out = FloatArray(numel(Native.modelTensorShape(h, index)))
+        Native.modelReadTensor(h, index, out, null, 0, out.size)
+        out
+    }
+
+    /** Copies one tensor's weights into [out] (from its position; remaining() must equal the tensor's size). */
+    fun readParameter(name: String, out: FloatBuffer) = reading { h ->
+        val r = floats(out, "readParameter", output = true)
+        Native.modelReadTensor(h, Native.modelFindTensor(h, name), r.array, r.buffer, r.offset, r.length)
+    }
+
+    /** Replaces one tensor's weights (the sizes must be equal). */
+    fun setParameter(name: String, values: FloatArray) = setParameter(name, floats(values))
+    fun setParameter(name: String, values: FloatBuffer) = setParameter(name, floats(values, "setParameter"))
+
+    private fun setParameter(name: String, r: Floats) = writing { h ->
+        Native.modelWriteTensor(h, Native.modelFindTensor(h, name), r.array, r.buffer, r.offset, r.length)
+    }
+
+    /** All weights in one array (numParams floats, llm.c's order). */
+    fun flatParameters(): FloatArray = reading { h ->
+        val n = Native.modelNumParams(h)
+        if (n > Int.MAX_VALUE) throw UnsupportedException("flatParameters: $n floats do not fit a Java array")
+        val out = FloatArray(n.toInt())
+        Native.modelReadParams(h, out, null, 0, out.size)
+        out
+    }
+
+    fun readFlatParameters(out: FloatBuffer) = reading { h ->
+        val r = floats(out, "readFlatParameters", output = true)
+        Native.modelReadParams(h, r.array, r.buffer, r.offset, r.length)
+    }
+
+    /** Logits [batch, seqLen, vocabSize] and, with targets, the mean loss. */
+    class ForwardResult(val logits: FloatArray, val loss: Float?)
+
+    /** The forward pass on [batch] sequences of [seqLen] tokens (arrays of batch*seqLen ids). */
+    @JvmOverloads fun forward(tokens: IntArray, batch: Int, seqLen: Int, targets: IntArray? = null,
+                              nThreads: Int = 0): ForwardResult = reading { h ->
+        val vocab = ModelConfig.fromFields(Native.modelGetConfig(h)).vocabSize
+        val size = batch.toLong() * seqLen * vocab
+        if (batch < 1 || seqLen < 1 || size > Int.MAX_VALUE)
+            throw InvalidArgumentException("forward: batch $batch x seqLen $seqLen does not give a valid logits array")
+        val logits = FloatArray(size.toInt())
+        val loss = Native.modelForward(h, tokens, null, 0, targets, null, 0, batch, seqLen, logits, null, 0,
+                                       logits.size, nThreads)
+        ForwardResult(logits, if (targets != null) loss else null)
+    }
+
+    /**
+     * The forward pass on direct buffers, without copies: tokens (and targets, may be null) hold
+     * batch*seqLen ids from their position; logits (may be null) receive batch*seqLen*vocabSize
+     * floats at its position. Returns the mean loss, or NaN without targets.
+     */
+    @JvmOverloads fun forward(tokens: IntBuffer, batch: Int, seqLen: Int, targets: IntBuffer?, logits: FloatBuffer?,
+                              nThreads: Int = 0): Float = reading { h ->
+        val t = ints(tokens, "tokens")
+        val g = targets?.let { ints(it, "targets") }
+        val l = logits?.let { floats(it, "logits", output = true) }
+        Native.modelForward(h, t.array, t.buffer, t.offset, g?.array, g?.buffer, g?.offset ?: 0, batch, seqLen,
+                            l?.array, l?.buffer, l?.offset ?: 0, l?.length ?: 0, nThreads)
+    }
+
+    /**
+     * Whole-split evaluation (pg_evaluate). [progress] gets (scored, total) positions after each
+     * batch; [cancel] stops it from another thread ([CancelledException]). An exception thrown by
+     * [progress] stops the evaluation and is re-thrown here.
+     */
+    @JvmOverloads fun evaluate(tokens: IntArray, config: EvalConfig = EvalConfig.default(),
+                               cancel: CancellationToken? = null, progress: ((Long, Long) -> Unit)? = null): EvalResult =
+        evaluate(ints(tokens), config, cancel, progress)
+
+    @JvmOverloads fun evaluate(tokens: IntBuffer, config: EvalConfig = EvalConfig.default(),
+                               cancel: CancellationToken? = null, progress: ((Long, Long) -> Unit)? = null): EvalResult =
+        evaluate(ints(tokens, "tokens"), config, cancel, progress)
+
+    private fun evaluate(r: Ints, config: EvalConfig, cancel: CancellationToken?,
+                         progress: ((Long, Long) -> Unit)?): EvalResult = reading { h ->
+        val bridge = if (progress != null || cancel != null) ProgressBridge(progress, cancel) else null
+        EvalResult.fromFields(Native.evaluate(h, r.array, r.buffer, r.offset, r.length, config.fields(), bridge))
+    }
+
+    /** nanoGPT-style estimate over random windows (pg_evaluate_sampled). */
+    @JvmOverloads fun evaluateSampled(tokens: IntArray, nBatches: Int, batchSize: Int, seed: Long = 1337,
+                                      nThreads: Int = 0): EvalResult = evaluateSampled(ints(tokens), nBatches, batchSize, seed, nThreads)
+
+    @JvmOverloads fun evaluateSampled(tokens: IntBuffer, nBatches: Int, batchSize: Int, seed: Long = 1337,
+                                      nThreads: Int = 0): EvalResult =
+        evaluateSampled(ints(tokens, "tokens"), nBatches, batchSize, seed, nThreads)
+
+    private fun evaluateSampled(r: Ints, nBatches: Int, batchSize: Int, seed: Long, nThreads: Int): EvalResult = reading { h ->
+        EvalResult.fromFields(Native.evaluateSampled(h, r.array, r.buffer, r.offset, r.length, nBatches, batchSize,
+                                                     seed, nThreads))
+    }
+
+    /**
+     * Generates up to config.maxTokens tokens after [prompt] and returns them; [onToken] sees each
+     * one as it is made (streaming). [cancel], from any thread or from [onToken], stops generation
+     * early (not an error: the tokens so far are returned). An exception thrown by [onToken] stops
+     * generation and is re-thrown here.
+     */
+    @JvmOverloads fun generate(prompt: IntArray, config: SampleConfig = SampleConfig.default(),
+                               cancel: CancellationToken? = null, onToken: ((Int) -> Unit)? = null): IntArray {
+        val out = IntArray(maxOf(config.maxTokens, 0))
+        val n = generate(ints(prompt), config, cancel, onToken, ints(out))
+        return if (n == out.size) out else out.copyOf(n)
+    }
+
+    /** Generation from a direct buffer prompt into [out] (the first remaining() tokens); returns how many were written. */
+    @JvmOverloads fun generate(prompt: IntBuffer, out: IntBuffer?, config: SampleConfig = SampleConfig.default(),
+                               cancel: CancellationToken? = null, onToken: ((Int) -> Unit)? = null): Int =
+        generate(ints(prompt, "prompt"), config, cancel, onToken, out?.let { ints(it, "output", output = true) })
+
+    /**
+     * Text in, text out through the model's tokenizer ([StateException] without one). [onText]
+     * streams each token's text.
+     */
+    @JvmOverloads fun generate(prompt: String, config: SampleConfig = SampleConfig.default(),
+                               cancel: CancellationToken? = null, onText: ((String) -> Unit)? = null): String {
+        val tok = tokenizer ?: throw StateException("Model.generate(String): the model has no tokenizer")
+        return tok.use { t ->
+            val onToken: ((Int) -> Unit)? = onText?.let { f -> { id: Int -> f(t.decode(intArrayOf(id))) } }
+            t.decode(generate(t.encode(prompt), config, cancel, onToken))
+        }
+    }
+
+    private fun generate(prompt: Ints, config: SampleConfig, cancel: CancellationToken?, onToken: ((Int) -> Unit)?,
+                         out: Ints?): Int = reading { h ->
+        val bridge = if (onToken != null || cancel != null) TokenBridge(onToken, cancel) else null
+        Native.generate(h, prompt.array, prompt.buffer, prompt.offset, prompt.length, config.fields(),
+                        config.stopStrings.toTypedArray(), bridge, out?.array, out?.buffer, out?.offset ?: 0,
+                        out?.length ?: 0)
+    }
+
+    internal fun tensorIndex(name: String): Pair<Int, Int> = reading(true) { h ->
+        val index = Native.modelFindTensor(h, name)
+        Pair(index, numel(Native.modelTensorShape(h, index)))
+    }
+}
+
+internal fun numel(shape: LongArray): Int {
+    val n = shape.fold(1L) { a, b -> a * b }
+    if (n > Int.MAX_VALUE) throw UnsupportedException("a tensor of $n floats does not fit a Java array")
+    return n.toInt()
+}

@@ -1,0 +1,118 @@
+package phonegpt
+
+import java.nio.FloatBuffer
+import java.nio.IntBuffer
+
+/**
+ * The JNI shim's functions (bindings/kotlin/jni/phonegpt_jni.cpp registers them with
+ * RegisterNatives when the library loads; a signature that does not match fails the load).
+ * Handles are the C pointers as Long; the public classes own them and serialise their use.
+ * Bulk arguments come as (array, buffer, offset, length) with exactly one of array/buffer set.
+ */
+internal object Native {
+    init {
+        // -Dphonegpt.jni.library=/path/libphonegpt_jni.so loads that file; otherwise the usual
+        // search (java.library.path on the JVM, the APK's lib/<abi>/ on Android).
+        val path = System.getProperty("phonegpt.jni.library")
+        if (path != null && path.isNotEmpty()) System.load(path) else System.loadLibrary("phonegpt_jni")
+    }
+
+    @JvmStatic external fun versionNumber(): Int
+    @JvmStatic external fun headerVersionNumber(): Int
+    @JvmStatic external fun versionString(): String
+    @JvmStatic external fun simdArch(): String
+    @JvmStatic external fun statusName(status: Int): String
+    @JvmStatic external fun lastError(): String
+    @JvmStatic external fun splitIndex(n: Long, trainFraction: Double): Long
+    @JvmStatic external fun readFile(path: String?): ByteArray
+
+    @JvmStatic external fun tokenizerCreateChar(text: ByteArray?): Long
+    @JvmStatic external fun tokenizerDeserialize(data: ByteArray?): Long
+    @JvmStatic external fun tokenizerFree(handle: Long)
+    @JvmStatic external fun tokenizerKind(handle: Long): Int
+    @JvmStatic external fun tokenizerVocabSize(handle: Long): Int
+    @JvmStatic external fun tokenizerEncode(handle: Long, text: ByteArray?, out: IntArray?, outBuffer: IntBuffer?,
+                                            offset: Int, capacity: Int): Long
+    @JvmStatic external fun tokenizerDecode(handle: Long, ids: IntArray?, idsBuffer: IntBuffer?, offset: Int,
+                                            length: Int): ByteArray
+    @JvmStatic external fun tokenizerSerialize(handle: Long): ByteArray
+
+    @JvmStatic external fun modelConfigDefault(): LongArray
+    @JvmStatic external fun modelConfigPreset(name: String?): LongArray
+    @JvmStatic external fun modelConfigValidate(fields: LongArray?)
+    @JvmStatic external fun modelConfigNumParams(fields: LongArray?): Long
+
+    @JvmStatic external fun modelCreate(config: LongArray?, seed: Long): Long
+    @JvmStatic external fun modelFree(handle: Long)
+    @JvmStatic external fun modelGetConfig(handle: Long): LongArray
+    @JvmStatic external fun modelNumParams(handle: Long): Long
+    @JvmStatic external fun modelSetTokenizer(handle: Long, tokenizer: Long)
+    @JvmStatic external fun modelGetTokenizer(handle: Long): Long
+    @JvmStatic external fun modelNumTensors(handle: Long): Int
+    @JvmStatic external fun modelTensorName(handle: Long, index: Int): String
+    @JvmStatic external fun modelTensorShape(handle: Long, index: Int): LongArray
+    @JvmStatic external fun modelFindTensor(handle: Long, name: String?): Int
+    @JvmStatic external fun modelReadTensor(handle: Long, index: Int, out: FloatArray?, outBuffer: FloatBuffer?,
+                                            offset: Int, length: Int)
+    @JvmStatic external fun modelWriteTensor(handle: Long, index: Int, src: FloatArray?, srcBuffer: FloatBuffer?,
+                                             offset: Int, length: Int)
+    @JvmStatic external fun modelReadParams(handle: Long, out: FloatArray?, outBuffer: FloatBuffer?, offset: Int,
+                                            length: Int)
+    @JvmStatic external fun modelForward(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?, tokensOffset: Int,
+                                         targets: IntArray?, targetsBuffer: IntBuffer?, targetsOffset: Int,
+                                         batch: Int, seqLen: Int, logits: FloatArray?, logitsBuffer: FloatBuffer?,
+                                         logitsOffset: Int, logitsLength: Int, nThreads: Int): Float
+    @JvmStatic external fun modelSave(handle: Long, path: String?, compressionLevel: Int)
+    @JvmStatic external fun modelLoad(path: String?): Long
+    @JvmStatic external fun modelExport(handle: Long, format: Int, path: String?)
+    @JvmStatic external fun modelImport(format: Int, path: String?): Long
+
+    @JvmStatic external fun evalConfigDefault(): IntArray
+    @JvmStatic external fun sampleConfigDefault(): LongArray
+    @JvmStatic external fun evaluate(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?, offset: Int,
+                                     length: Int, config: IntArray?, progress: ProgressBridge?): DoubleArray
+    @JvmStatic external fun evaluateSampled(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?, offset: Int,
+                                            length: Int, nBatches: Int, batchSize: Int, seed: Long,
+                                            nThreads: Int): DoubleArray
+    @JvmStatic external fun generate(handle: Long, prompt: IntArray?, promptBuffer: IntBuffer?, promptOffset: Int,
+                                     promptLength: Int, config: LongArray?, stopStrings: Array<String>?,
+                                     onToken: TokenBridge?, out: IntArray?, outBuffer: IntBuffer?, outOffset: Int,
+                                     capacity: Int): Int
+
+    @JvmStatic external fun trainConfigDefault(): LongArray
+    @JvmStatic external fun trainerCreate(model: Long, config: LongArray?): Long
+    @JvmStatic external fun trainerFree(handle: Long)
+    @JvmStatic external fun trainerGetConfig(handle: Long): LongArray
+    @JvmStatic external fun trainerSetData(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?, offset: Int,
+                                           length: Int)
+    @JvmStatic external fun trainerStep(handle: Long): LongArray
+    @JvmStatic external fun trainerStepBatch(handle: Long, inputs: IntArray?, inputsBuffer: IntBuffer?,
+                                             inputsOffset: Int, targets: IntArray?, targetsBuffer: IntBuffer?,
+                                             targetsOffset: Int, batch: Int, seqLen: Int): LongArray
+    @JvmStatic external fun trainerComputeGradients(handle: Long, inputs: IntArray?, inputsBuffer: IntBuffer?,
+                                                    inputsOffset: Int, targets: IntArray?, targetsBuffer: IntBuffer?,
+                                                    targetsOffset: Int, batch: Int, seqLen: Int): Float
+    @JvmStatic external fun trainerReadGrad(handle: Long, index: Int, out: FloatArray?, outBuffer: FloatBuffer?,
+                                            offset: Int, length: Int)
+    @JvmStatic external fun trainerStepCount(handle: Long): Long
+    @JvmStatic external fun trainerLrAt(handle: Long, step: Long): Float
+    @JvmStatic external fun trainerSave(handle: Long, path: String?, compressionLevel: Int)
+    @JvmStatic external fun trainerResume(path: String?): LongArray
+
+    @JvmStatic external fun loraConfigDefault(): LongArray
+    @JvmStatic external fun loraConfigValidate(fields: LongArray?, layers: IntArray?)
+    @JvmStatic external fun loraAdapterCreate(model: Long, fields: LongArray?, layers: IntArray?): Long
+    @JvmStatic external fun loraAdapterFree(handle: Long)
+    @JvmStatic external fun loraAdapterGetConfig(handle: Long): LongArray
+    @JvmStatic external fun loraAdapterGetLayers(handle: Long): IntArray?
+    @JvmStatic external fun loraAdapterScale(handle: Long): Float
+    @JvmStatic external fun loraAdapterNumParams(handle: Long): Long
+    @JvmStatic external fun loraAdapterNumTensors(handle: Long): Int
+    @JvmStatic external fun loraAdapterTensorName(handle: Long, index: Int): String
+    @JvmStatic external fun loraAdapterTensorShape(handle: Long, index: Int): LongArray
+    @JvmStatic external fun loraAdapterFindTensor(handle: Long, name: String?): Int
+    @JvmStatic external fun loraAdapterReadTensor(handle: Long, index: Int, out: FloatArray?, outBuffer: FloatBuffer?,
+                                                  offset: Int, length: Int)
+    @JvmStatic external fun loraAdapterWriteTensor(handle: Long, index: Int, src: FloatArray?, srcBuffer: FloatBuffer?,
+                                                   offset: Int, length: Int)
+}
