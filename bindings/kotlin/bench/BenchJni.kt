@@ -14,7 +14,19 @@ import phonegpt.directIntBuffer
 external fun cSetup(preset: String, batch: Int, threads: Int, nData: Int): Long
 external fun cSteps(handle: Long, steps: Int): Double
 external fun cGenerate(handle: Long, tokens: Int, stream: Boolean, seed: Long): Double
+external fun cStepCount(handle: Long, calls: Int): Double
+external fun cUpcalls(sink: Any, calls: Int): Double
 external fun cFree(handle: Long)
+
+/** What phonegpt.TokenBridge does per token: a cancellation check and the user's lambda. */
+class Sink(private val listener: (Int) -> Unit) {
+    @Volatile var cancelled = false
+    fun onToken(token: Int): Boolean {
+        if (cancelled) return false
+        listener(token)
+        return !cancelled
+    }
+}
 
 private fun median(v: List<Double>): Double {
     val s = v.sorted()
@@ -56,6 +68,25 @@ fun main(args: Array<String>) {
             val cStep = ArrayList<Double>(); val kStep = ArrayList<Double>(); val stepRatio = ArrayList<Double>()
             val cTok = ArrayList<Double>(); val kTok = ArrayList<Double>()
             val cStream = ArrayList<Double>(); val kStream = ArrayList<Double>(); val streamDiff = ArrayList<Double>()
+            // The binding's fixed cost per call: the cheapest trainer call, a million times each side.
+            val calls = 1_000_000
+            fun kStepCount(): Double {
+                var sum = 0L
+                val t0 = System.nanoTime()
+                repeat(calls) { sum += trainer.stepCount }
+                return if (sum < 0) 0.0 else (System.nanoTime() - t0).toDouble() / calls
+            }
+            kStepCount(); cStepCount(c, calls)
+            val callDiff = ArrayList<Double>()
+            val cCall = ArrayList<Double>(); val kCall = ArrayList<Double>()
+            repeat(5) { val x = cStepCount(c, calls); val y = kStepCount(); cCall.add(x); kCall.add(y); callDiff.add(y - x) }
+
+            var sunk = 0L
+            val sink = Sink { sunk += it }
+            cUpcalls(sink, calls)
+            val upcall = ArrayList<Double>()
+            repeat(5) { upcall.add(cUpcalls(sink, calls)) }
+
             for (b in 0 until blocks) {
                 val cFirst = b % 2 == 0
                 val (cs, ks) = if (cFirst) { val x = cSteps(c, steps); Pair(x, kSteps()) } else { val y = kSteps(); Pair(cSteps(c, steps), y) }
@@ -73,9 +104,12 @@ fun main(args: Array<String>) {
                      "\"c_ms_per_step\": %.4f, \"kotlin_ms_per_step\": %.4f, \"step_ratio_median\": %.4f, " +
                      "\"c_us_per_token\": %.3f, \"kotlin_us_per_token\": %.3f, " +
                      "\"c_us_per_token_streamed\": %.3f, \"kotlin_us_per_token_streamed\": %.3f, " +
-                     "\"streaming_overhead_us_per_token_median\": %.3f, \"streamed\": %d}").format(
+                     "\"streaming_overhead_us_per_token_median\": %.3f, \"streamed\": %d, " +
+                     "\"c_ns_per_step_count_call\": %.1f, \"kotlin_ns_per_step_count_call\": %.1f, " +
+                     "\"binding_ns_per_call_median\": %.1f, \"upcall_ns_per_token_median\": %.1f}").format(
                 median(cStep), median(kStep), median(stepRatio), median(cTok), median(kTok),
-                median(cStream), median(kStream), median(streamDiff), streamed))
+                median(cStream), median(kStream), median(streamDiff), streamed, median(cCall), median(kCall),
+                median(callDiff), median(upcall)))
         }
     }
     cFree(c)

@@ -99,6 +99,42 @@ JNIEXPORT jdouble JNICALL Java_BenchJniKt_cGenerate(JNIEnv* env, jclass cls, jlo
     return (now_ms() - t0) * 1e3 / tokens;
 }
 
+/* ns per pg_trainer_step_count call over `calls` calls: the cheapest trainer call, so that the
+ * Kotlin side's time for the same call is the binding's fixed cost (lock, JNI, checks). */
+JNIEXPORT jdouble JNICALL Java_BenchJniKt_cStepCount(JNIEnv* env, jclass cls, jlong h, jint calls) {
+    bench* b = (bench*)(intptr_t)h;
+    int64_t step = 0, sum = 0;
+    double t0 = now_ms();
+    jint i;
+    (void)cls;
+    for (i = 0; i < calls; ++i) {
+        if (fail(env, pg_trainer_step_count(b->trainer, &step))) return 0;
+        sum += step;
+    }
+    return sum < 0 ? 0 : (now_ms() - t0) * 1e6 / calls;
+}
+
+/* ns per call of sink.onToken(int) from C over `calls` calls, made as the binding's token
+ * trampoline makes them (GetEnv, CallBooleanMethod, ExceptionCheck): the JNI up-call cost that
+ * streaming adds to every generated token. */
+JNIEXPORT jdouble JNICALL Java_BenchJniKt_cUpcalls(JNIEnv* env, jclass cls, jobject sink, jint calls) {
+    JavaVM* vm = NULL;
+    jmethodID on_token = (*env)->GetMethodID(env, (*env)->GetObjectClass(env, sink), "onToken", "(I)Z");
+    double t0;
+    jint i;
+    long go_on = 0;
+    (void)cls;
+    if (!on_token || (*env)->GetJavaVM(env, &vm) != 0) return 0;
+    t0 = now_ms();
+    for (i = 0; i < calls; ++i) {
+        JNIEnv* e = NULL;
+        (*vm)->GetEnv(vm, (void**)&e, JNI_VERSION_1_6);
+        go_on += (*e)->CallBooleanMethod(e, sink, on_token, i);
+        if ((*e)->ExceptionCheck(e)) return 0;
+    }
+    return go_on < 0 ? 0 : (now_ms() - t0) * 1e6 / calls;
+}
+
 JNIEXPORT void JNICALL Java_BenchJniKt_cFree(JNIEnv* env, jclass cls, jlong h) {
     bench* b = (bench*)(intptr_t)h;
     (void)env;
