@@ -6,7 +6,9 @@
 #include "capi/handles.hpp"
 #include "capi/lora_handles.hpp"
 #include "lora/adapter.hpp"
+#include "lora/adapter_file.hpp"
 #include "lora/config.hpp"
+#include "lora/merge.hpp"
 
 namespace {
 
@@ -145,6 +147,70 @@ pg_status pg_lora_adapter_tensor_data_mutable(pg_lora_adapter* adapter, int32_t 
         PG_REQUIRE_NOT_NULL(fn, data);
         check_index(adapter, index, fn);
         *data = adapter->impl.params() + adapter->impl.tensors()[static_cast<std::size_t>(index)].offset;
+    });
+}
+
+pg_status pg_lora_merge(const pg_model* base, const pg_lora_adapter* adapter, int32_t n_threads,
+                        pg_model** merged) {
+    return pg::guarded(err(adapter), [&] {
+        const char* fn = "pg_lora_merge";
+        PG_REQUIRE_NOT_NULL(fn, merged);
+        *merged = nullptr;
+        PG_REQUIRE_NOT_NULL(fn, base);
+        PG_REQUIRE_NOT_NULL(fn, adapter);
+        auto out = std::make_unique<pg_model>(base->impl.config());
+        named(fn, [&] { pg::lora::merge_into_copy(base->impl, adapter->impl, out->impl, n_threads); });
+        *merged = out.release();
+    });
+}
+
+pg_status pg_lora_merge_in_place(pg_model* model, const pg_lora_adapter* adapter, int32_t n_threads) {
+    return pg::guarded(err(adapter), [&] {
+        const char* fn = "pg_lora_merge_in_place";
+        PG_REQUIRE_NOT_NULL(fn, model);
+        PG_REQUIRE_NOT_NULL(fn, adapter);
+        named(fn, [&] { pg::lora::merge_in_place(model->impl, adapter->impl, n_threads); });
+    });
+}
+
+pg_status pg_lora_unmerge_in_place(pg_model* model, const pg_lora_adapter* adapter, int32_t n_threads) {
+    return pg::guarded(err(adapter), [&] {
+        const char* fn = "pg_lora_unmerge_in_place";
+        PG_REQUIRE_NOT_NULL(fn, model);
+        PG_REQUIRE_NOT_NULL(fn, adapter);
+        named(fn, [&] { pg::lora::unmerge_in_place(model->impl, adapter->impl, n_threads); });
+    });
+}
+
+pg_status pg_lora_adapter_save(const pg_lora_adapter* adapter, const char* path) {
+    return pg::guarded(err(adapter), [&] {
+        const char* fn = "pg_lora_adapter_save";
+        PG_REQUIRE_NOT_NULL(fn, adapter);
+        PG_REQUIRE_NOT_NULL(fn, path);
+        named(fn, [&] { pg::lora::save_adapter(adapter->impl, path); });
+    });
+}
+
+pg_status pg_lora_adapter_load(const char* path, const pg_model* base, pg_lora_adapter** out) {
+    return pg::guarded(nullptr, [&] {
+        const char* fn = "pg_lora_adapter_load";
+        PG_REQUIRE_NOT_NULL(fn, out);
+        *out = nullptr;
+        PG_REQUIRE_NOT_NULL(fn, path);
+        named(fn, [&] {
+            auto loaded = std::make_unique<pg_lora_adapter>(pg::lora::load_adapter(path));
+            if (base) pg::lora::check_adapter_matches_base(loaded->impl, base->impl);
+            *out = loaded.release();
+        });
+    });
+}
+
+pg_status pg_lora_adapter_check_base(const pg_lora_adapter* adapter, const pg_model* base) {
+    return pg::guarded(err(adapter), [&] {
+        const char* fn = "pg_lora_adapter_check_base";
+        PG_REQUIRE_NOT_NULL(fn, adapter);
+        PG_REQUIRE_NOT_NULL(fn, base);
+        named(fn, [&] { pg::lora::check_adapter_matches_base(adapter->impl, base->impl); });
     });
 }
 

@@ -69,11 +69,11 @@ Adapter::Adapter(const LoraConfig& cfg, const BaseIdentity& base) : config_(cfg)
     check_lora_config_against(config_, base_.config);
     const int L = base_.config.n_layer;
     const int64_t C = base_.config.n_embd, r = config_.rank;
-    by_layer_target_.assign(static_cast<std::size_t>(L) * kNumTargets, -1);
+    by_layer_target_.assign(static_cast<std::size_t>(L) * kNumLinearKinds, -1);
     int64_t offset = 0;
     for (int32_t layer : adapted_layers(config_, L)) {
-        for (int t = 0; t < kNumTargets; ++t) {
-            const Target target = static_cast<Target>(t);
+        for (int t = 0; t < kNumLinearKinds; ++t) {
+            const LinearKind target = static_cast<LinearKind>(t);
             if (!config_.targets(target)) continue;
             AdaptedLinear m;
             m.layer = layer;
@@ -84,8 +84,8 @@ Adapter::Adapter(const LoraConfig& cfg, const BaseIdentity& base) : config_(cfg)
             m.b_offset = offset + r * m.in;
             offset = m.b_offset + m.out * r;
             const int index = static_cast<int>(linears_.size());
-            by_layer_target_[static_cast<std::size_t>(layer) * kNumTargets + t] = index;
-            const std::string stem = "h." + std::to_string(layer) + "." + target_module_name(target);
+            by_layer_target_[static_cast<std::size_t>(layer) * kNumLinearKinds + t] = index;
+            const std::string stem = "h." + std::to_string(layer) + "." + linear_kind_name(target);
             tensors_.push_back({stem + ".lora_A.weight", {r, m.in}, r * m.in, m.a_offset, index, true});
             tensors_.push_back({stem + ".lora_B.weight", {m.out, r}, m.out * r, m.b_offset, index, false});
             linears_.push_back(m);
@@ -115,9 +115,9 @@ void Adapter::init_peft() {
     }
 }
 
-const AdaptedLinear* Adapter::find(int layer, Target target) const {
+const AdaptedLinear* Adapter::find(int layer, LinearKind target) const {
     if (layer < 0 || layer >= base_.config.n_layer) return nullptr;
-    const int index = by_layer_target_[static_cast<std::size_t>(layer) * kNumTargets + static_cast<int>(target)];
+    const int index = by_layer_target_[static_cast<std::size_t>(layer) * kNumLinearKinds + static_cast<int>(target)];
     return index < 0 ? nullptr : &linears_[static_cast<std::size_t>(index)];
 }
 
@@ -128,8 +128,10 @@ int Adapter::find_tensor(const std::string& name) const {
 }
 
 void check_adapter_matches_base(const Adapter& adapter, const Model& base) {
-    const BaseIdentity& want = adapter.base();
-    const BaseIdentity have = identify_base(base);
+    check_base_identity(adapter.base(), identify_base(base), true);
+}
+
+void check_base_identity(const BaseIdentity& want, const BaseIdentity& have, bool compare_weights) {
     const ModelConfig &a = want.config, &b = have.config;
     auto field = [&](const char* name, long long expected, long long found) {
         require(expected == found, PG_ERR_GEOMETRY,
@@ -154,7 +156,7 @@ void check_adapter_matches_base(const Adapter& adapter, const Model& base) {
             "adapter does not fit the base: its tokenizer differs (adapter's base: " +
                 want.describe() + " tokenizer " + hex64(want.tokenizer_hash) + "; base: " +
                 have.describe() + " tokenizer " + hex64(have.tokenizer_hash) + ")");
-    require(want.weights_hash == have.weights_hash, PG_ERR_GEOMETRY,
+    require(!compare_weights || want.weights_hash == have.weights_hash, PG_ERR_GEOMETRY,
             "adapter does not fit the base: the base's weights differ from the ones the adapter "
             "was made for (weights " + hex64(want.weights_hash) + " expected, " +
                 hex64(have.weights_hash) + " found)");

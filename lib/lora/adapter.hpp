@@ -46,7 +46,7 @@ struct TrainingRecord {
 // One adapted linear: where its factors live in the adapter's allocation.
 struct AdaptedLinear {
     int layer = 0;
-    Target target = Target::kAttnQkv;
+    LinearKind target = LinearKind::attn_qkv;
     int64_t in = 0, out = 0;
     int64_t a_offset = 0;  // floats; A is [rank, in], row-major
     int64_t b_offset = 0;  // floats; B is [out, rank], row-major
@@ -85,7 +85,7 @@ public:
     const float* params() const { return params_.data(); }
 
     // The adapted linear for (layer, target), or nullptr if that one is not adapted.
-    const AdaptedLinear* find(int layer, Target target) const;
+    const AdaptedLinear* find(int layer, LinearKind target) const;
     float* a(const AdaptedLinear& m) { return params_.data() + m.a_offset; }
     float* b(const AdaptedLinear& m) { return params_.data() + m.b_offset; }
     const float* a(const AdaptedLinear& m) const { return params_.data() + m.a_offset; }
@@ -101,7 +101,7 @@ private:
     BaseIdentity base_;
     std::vector<AdaptedLinear> linears_;
     std::vector<AdapterTensor> tensors_;
-    std::vector<int> by_layer_target_;  // [n_layer * kNumTargets] -> linears_ index or -1
+    std::vector<int> by_layer_target_;  // [n_layer * kNumLinearKinds] -> linears_ index or -1
     AlignedBuffer<float> params_;
     TrainingRecord record_;
 };
@@ -109,5 +109,8 @@ private:
 // Throws PG_ERR_GEOMETRY, naming both sides, unless `base` is the base the adapter was made
 // for: the same geometry, tokenizer (kind, vocabulary, bytes) and weights.
 void check_adapter_matches_base(const Adapter& adapter, const Model& base);
+// The same comparison of two identities; compare_weights = false checks geometry and tokenizer
+// only (for a model the adapter is merged into).
+void check_base_identity(const BaseIdentity& expected, const BaseIdentity& found, bool compare_weights);
 
 }  // namespace pg::lora

@@ -29,22 +29,12 @@ void int_range(const char* field, long long v, long long lo, long long hi) {
 
 }  // namespace
 
-const char* target_module_name(Target t) {
-    switch (t) {
-        case Target::kAttnQkv: return "attn.c_attn";
-        case Target::kAttnProj: return "attn.c_proj";
-        case Target::kMlpFc: return "mlp.c_fc";
-        case Target::kMlpProj: return "mlp.c_proj";
-    }
-    return "?";
-}
+int64_t target_in(LinearKind t, int64_t C) { return t == LinearKind::mlp_proj ? 4 * C : C; }
 
-int64_t target_in(Target t, int64_t C) { return t == Target::kMlpProj ? 4 * C : C; }
-
-int64_t target_out(Target t, int64_t C) {
+int64_t target_out(LinearKind t, int64_t C) {
     switch (t) {
-        case Target::kAttnQkv: return 3 * C;
-        case Target::kMlpFc: return 4 * C;
+        case LinearKind::attn_qkv: return 3 * C;
+        case LinearKind::mlp_fc: return 4 * C;
         default: return C;
     }
 }
@@ -119,13 +109,13 @@ void check_lora_config_against(const LoraConfig& cfg, const ModelConfig& base) {
         require(l < base.n_layer, PG_ERR_GEOMETRY,
                 "lora config: layer " + std::to_string(l) + " is outside the base's n_layer = " +
                     std::to_string(base.n_layer));
-    for (int t = 0; t < kNumTargets; ++t) {
-        const Target target = static_cast<Target>(t);
+    for (int t = 0; t < kNumLinearKinds; ++t) {
+        const LinearKind target = static_cast<LinearKind>(t);
         if (!cfg.targets(target)) continue;
         const int64_t in = target_in(target, base.n_embd), out = target_out(target, base.n_embd);
         require(cfg.rank <= std::min(in, out), PG_ERR_GEOMETRY,
                 "lora config: rank = " + std::to_string(cfg.rank) + " is above " +
-                    target_module_name(target) + "'s smaller side (in " + std::to_string(in) +
+                    linear_kind_name(target) + "'s smaller side (in " + std::to_string(in) +
                     ", out " + std::to_string(out) + " for the base's n_embd = " +
                     std::to_string(base.n_embd) + ")");
     }

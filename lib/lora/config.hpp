@@ -9,21 +9,22 @@
 #include <vector>
 
 #include "model/config.hpp"
+#include "model/linear_hook.hpp"
 #include "phonegpt/phonegpt.h"
 
 namespace pg::lora {
 
-// The four block linears, in the order of a layer's forward pass and of pg_lora_target's bits.
-enum class Target : int { kAttnQkv = 0, kAttnProj, kMlpFc, kMlpProj };
-constexpr int kNumTargets = 4;
-
-// Hugging Face GPT-2 module name: "attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj".
-const char* target_module_name(Target t);
-// The pg_lora_target bit of a target.
-inline uint32_t target_bit(Target t) { return 1u << static_cast<int>(t); }
+// The targets are the engine's block linears (model/linear_hook.hpp); a target's pg_lora_target
+// bit is 1 << its LinearKind, so the public bits and the hook's kinds are one numbering.
+inline uint32_t target_bit(LinearKind t) { return 1u << static_cast<int>(t); }
+static_assert(PG_LORA_ATTN_C_ATTN == 1 << int(LinearKind::attn_qkv) &&
+                  PG_LORA_ATTN_C_PROJ == 1 << int(LinearKind::attn_proj) &&
+                  PG_LORA_MLP_C_FC == 1 << int(LinearKind::mlp_fc) &&
+                  PG_LORA_MLP_C_PROJ == 1 << int(LinearKind::mlp_proj),
+              "pg_lora_target bits follow LinearKind");
 // Input and output widths of a target in a base of width C.
-int64_t target_in(Target t, int64_t n_embd);
-int64_t target_out(Target t, int64_t n_embd);
+int64_t target_in(LinearKind t, int64_t n_embd);
+int64_t target_out(LinearKind t, int64_t n_embd);
 
 struct LoraConfig {
     int rank = 8;
@@ -35,7 +36,7 @@ struct LoraConfig {
     uint64_t init_seed = 1337;
     bool freeze_a = false;
 
-    bool targets(Target t) const { return (target_modules & target_bit(t)) != 0; }
+    bool targets(LinearKind t) const { return (target_modules & target_bit(t)) != 0; }
     // alpha / rank, or alpha / sqrt(rank) with rsLoRA (double, rounded once).
     float scale() const;
 };

@@ -141,7 +141,7 @@ TEST_CASE("lora adapter: the tensor table follows the configuration and the base
             CHECK(A.offset == offset);
             CHECK(B.offset == offset + r * in[t]);
             offset += r * in[t] + out[t] * r;
-            const pg::lora::AdaptedLinear* m = a.find(layer, static_cast<pg::lora::Target>(t));
+            const pg::lora::AdaptedLinear* m = a.find(layer, static_cast<pg::LinearKind>(t));
             REQUIRE(m != nullptr);
             CHECK(m->a_offset == A.offset);
             CHECK(a.find_tensor(B.name) == (layer * 4 + t) * 2 + 1);
@@ -159,9 +159,9 @@ TEST_CASE("lora adapter: layers and targets select what is adapted", "[lora]") {
     const pg::lora::Adapter a = pg::lora::Adapter::create(base, cfg);
     REQUIRE(a.tensors().size() == 2);
     CHECK(a.tensors()[0].name == "h.1.mlp.c_proj.lora_A.weight");
-    CHECK(a.find(0, pg::lora::Target::kMlpProj) == nullptr);
-    CHECK(a.find(1, pg::lora::Target::kAttnQkv) == nullptr);
-    CHECK(a.find(1, pg::lora::Target::kMlpProj) != nullptr);
+    CHECK(a.find(0, pg::LinearKind::mlp_proj) == nullptr);
+    CHECK(a.find(1, pg::LinearKind::attn_qkv) == nullptr);
+    CHECK(a.find(1, pg::LinearKind::mlp_proj) != nullptr);
     CHECK(a.num_params() == 3 * 64 + 16 * 3);
 }
 

@@ -1,0 +1,370 @@
+#include "lora/adapter_file.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "core/error.hpp"
+#include "io/checksum.hpp"
+#include "io/json.hpp"
+#include "io/safetensors.hpp"
+
+namespace pg::lora {
+
+namespace {
+
+constexpr const char* kPeftPrefix = "base_model.model.transformer.";
+// Metadata keys, in the order the metadata checksum covers them.
+constexpr const char* kKeyFormat = "phonegpt.adapter_format";
+constexpr const char* kKeyConfig = "phonegpt.lora_config";
+constexpr const char* kKeyBase = "phonegpt.base";
+constexpr const char* kKeyTraining = "phonegpt.training";
+constexpr const char* kKeyChecksums = "phonegpt.checksums";
+constexpr const char* kKeyMetaSum = "phonegpt.metadata_xxh64";
+constexpr const char* kCoveredKeys[] = {kKeyFormat, kKeyConfig, kKeyBase, kKeyTraining, kKeyChecksums};
+
+std::string hex64(uint64_t v) {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+uint64_t parse_hex64(const std::string& s, const std::string& what) {
+    require(s.size() == 16, PG_ERR_FORMAT, what + ": \"" + s + "\" is not 16 hex digits");
+    uint64_t v = 0;
+    for (char c : s) {
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        require(d >= 0, PG_ERR_FORMAT, what + ": \"" + s + "\" is not 16 lower-case hex digits");
+        v = v << 4 | uint64_t(d);
+    }
+    return v;
+}
+
+uint64_t parse_u64_text(const std::string& s, const std::string& what) {
+    require(!s.empty() && s.size() <= 20, PG_ERR_FORMAT, what + ": \"" + s + "\" is not a decimal integer");
+    uint64_t v = 0;
+    for (char c : s) {
+        require(c >= '0' && c <= '9', PG_ERR_FORMAT, what + ": \"" + s + "\" is not a decimal integer");
+        const uint64_t d = uint64_t(c - '0');
+        require(v <= (UINT64_MAX - d) / 10, PG_ERR_FORMAT, what + ": \"" + s + "\" does not fit 64 bits");
+        v = v * 10 + d;
+    }
+    return v;
+}
+
+uint64_t metadata_checksum(const std::map<std::string, std::string>& meta) {
+    io::Xxh64 h;
+    for (const char* key : kCoveredKeys) {
+        auto it = meta.find(key);
+        const std::string& v = it == meta.end() ? std::string() : it->second;
+        h.update(key, std::strlen(key) + 1);
+        h.update(v.data(), v.size());
+        h.update("", 1);
+    }
+    return h.digest();
+}
+
+std::string config_json(const LoraConfig& c) {
+    io::JsonObject o;
+    o.integer("rank", c.rank).num("alpha", double(c.alpha)).boolean("use_rslora", c.use_rslora);
+    o.num("dropout", double(c.dropout)).integer("target_modules", c.target_modules);
+    if (c.layers.empty()) {
+        o.null("layers");
+    } else {
+        std::vector<long long> layers(c.layers.begin(), c.layers.end());
+        o.integers("layers", layers);
+    }
+    o.str("init_seed", std::to_string(c.init_seed)).boolean("freeze_a", c.freeze_a);
+    return o.text();
+}
+
+std::string base_json(const BaseIdentity& b) {
+    const ModelConfig& m = b.config;
+    io::JsonObject o;
+    o.integer("n_layer", m.n_layer).integer("n_head", m.n_head).integer("n_embd", m.n_embd);
+    o.integer("n_ctx", m.n_ctx).integer("vocab_size", m.vocab_size).integer("padded_vocab_size", m.padded_vocab_size);
+    o.num("layernorm_eps", double(m.layernorm_eps)).str("weights_xxh64", hex64(b.weights_hash));
+    if (b.has_tokenizer) {
+        io::JsonObject t;
+        t.integer("kind", b.tokenizer_kind).integer("vocab_size", b.tokenizer_vocab).str("xxh64", hex64(b.tokenizer_hash));
+        o.object("tokenizer", t);
+    } else {
+        o.null("tokenizer");
+    }
+    o.str("fingerprint", hex64(b.fingerprint())).str("description", b.describe());
+    return o.text();
+}
+
+std::string training_json(const TrainingRecord& r) {
+    io::JsonObject o;
+    o.integer("steps", r.steps).integer("tokens", r.tokens).str("seed", std::to_string(r.seed));
+    o.numbers("losses", std::vector<double>(r.losses.begin(), r.losses.end()));
+    o.numbers("learning_rates", std::vector<double>(r.learning_rates.begin(), r.learning_rates.end()));
+    return o.text();
+}
+
+// Readers of the metadata's JSON values: each names the key and field on failure.
+struct Fields {
+    const io::JsonValue& v;
+    std::string what;
+    const io::JsonValue& get(const char* key) const {
+        const io::JsonValue* f = v.find(key);
+        require(f != nullptr, PG_ERR_FORMAT, what + ": field \"" + key + "\" is missing");
+        return *f;
+    }
+    std::string at(const char* key) const { return what + " " + key; }
+    long long integer(const char* key, long long lo, long long hi) const {
+        const uint64_t x = get(key).as_u64(at(key));
+        require(x >= uint64_t(lo) && x <= uint64_t(hi), PG_ERR_FORMAT,
+                at(key) + " = " + std::to_string(x) + " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+        return static_cast<long long>(x);
+    }
+    float real(const char* key) const {
+        const double d = get(key).as_double(at(key));
+        const float f = static_cast<float>(d);
+        require(double(f) == d, PG_ERR_FORMAT, at(key) + " is not a float32 value");
+        return f;
+    }
+    bool flag(const char* key) const { return get(key).as_bool(at(key)); }
+    std::string text(const char* key) const { return get(key).as_string(at(key)); }
+    void only(std::initializer_list<const char*> keys) const {
+        for (const auto& [k, _] : v.as_object(what)) {
+            bool known = false;
+            for (const char* key : keys) known = known || k == key;
+            require(known, PG_ERR_FORMAT, what + ": unknown field \"" + k + "\"");
+        }
+    }
+};
+
+io::JsonValue parse_value(const std::map<std::string, std::string>& meta, const char* key, const std::string& name) {
+    auto it = meta.find(key);
+    require(it != meta.end(), PG_ERR_FORMAT, name + ": the metadata has no \"" + std::string(key) + "\"");
+    io::JsonValue v = io::parse_json(it->second.data(), it->second.size(), name + ": " + key);
+    v.as_object(name + ": " + key);
+    return v;
+}
+
+LoraConfig decode_config(const io::JsonValue& v, const std::string& what) {
+    Fields f{v, what};
+    f.only({"rank", "alpha", "use_rslora", "dropout", "target_modules", "layers", "init_seed", "freeze_a"});
+    LoraConfig c;
+    c.rank = int(f.integer("rank", 1, PG_LORA_MAX_RANK));
+    c.alpha = f.real("alpha");
+    c.use_rslora = f.flag("use_rslora");
+    c.dropout = f.real("dropout");
+    c.target_modules = uint32_t(f.integer("target_modules", 1, PG_LORA_ALL_LINEARS));
+    const io::JsonValue& layers = f.get("layers");
+    if (!layers.is_null())
+        for (const io::JsonValue& l : layers.as_array(f.at("layers"))) {
+            const uint64_t layer = l.as_u64(f.at("layers entry"));
+            require(layer < uint64_t(kMaxLayers), PG_ERR_FORMAT, f.at("layers") + " holds " + std::to_string(layer));
+            c.layers.push_back(int32_t(layer));
+        }
+    c.init_seed = parse_u64_text(f.text("init_seed"), f.at("init_seed"));
+    c.freeze_a = f.flag("freeze_a");
+    try {
+        validate_lora_config(c);
+    } catch (const Error& e) {
+        throw Error(PG_ERR_FORMAT, what + ": " + e.what());
+    }
+    require(layers.is_null() || !c.layers.empty(), PG_ERR_FORMAT, f.at("layers") + " is empty (null means every layer)");
+    return c;
+}
+
+BaseIdentity decode_base(const io::JsonValue& v, const std::string& what) {
+    Fields f{v, what};
+    f.only({"n_layer", "n_head", "n_embd", "n_ctx", "vocab_size", "padded_vocab_size", "layernorm_eps",
+            "weights_xxh64", "tokenizer", "fingerprint", "description"});
+    BaseIdentity b;
+    ModelConfig& m = b.config;
+    m.n_layer = int(f.integer("n_layer", 1, kMaxLayers));
+    m.n_head = int(f.integer("n_head", 1, kMaxEmbd));
+    m.n_embd = int(f.integer("n_embd", 1, kMaxEmbd));
+    m.n_ctx = int(f.integer("n_ctx", 1, kMaxCtx));
+    m.vocab_size = int(f.integer("vocab_size", 1, kMaxVocab));
+    m.padded_vocab_size = int(f.integer("padded_vocab_size", 1, kMaxVocab));
+    m.layernorm_eps = f.real("layernorm_eps");
+    try {
+        validate_model_config(m);
+    } catch (const Error& e) {
+        throw Error(PG_ERR_FORMAT, what + ": " + e.what());
+    }
+    b.weights_hash = parse_hex64(f.text("weights_xxh64"), f.at("weights_xxh64"));
+    const io::JsonValue& tok = f.get("tokenizer");
+    if (!tok.is_null()) {
+        Fields t{tok, what + " tokenizer"};
+        t.only({"kind", "vocab_size", "xxh64"});
+        b.has_tokenizer = true;
+        b.tokenizer_kind = static_cast<pg_tokenizer_kind>(t.integer("kind", 1, 255));
+        b.tokenizer_vocab = int32_t(t.integer("vocab_size", 1, kMaxVocab));
+        b.tokenizer_hash = parse_hex64(t.text("xxh64"), t.at("xxh64"));
+    }
+    const uint64_t stored = parse_hex64(f.text("fingerprint"), f.at("fingerprint"));
+    require(stored == b.fingerprint(), PG_ERR_CHECKSUM,
+            what + ": fingerprint " + hex64(stored) + " does not match the base identity it summarises (" +
+                hex64(b.fingerprint()) + ")");
+    f.text("description");  // for people; the identity above is what is compared
+    return b;
+}
+
+TrainingRecord decode_training(const io::JsonValue& v, const std::string& what) {
+    Fields f{v, what};
+    f.only({"steps", "tokens", "seed", "losses", "learning_rates"});
+    TrainingRecord r;
+    r.steps = f.integer("steps", 0, int64_t(1) << 50);
+    r.tokens = f.integer("tokens", 0, int64_t(1) << 62);
+    r.seed = parse_u64_text(f.text("seed"), f.at("seed"));
+    auto floats = [&](const char* key, std::vector<float>& out) {
+        const auto& items = f.get(key).as_array(f.at(key));
+        require(int64_t(items.size()) == r.steps, PG_ERR_FORMAT,
+                f.at(key) + " has " + std::to_string(items.size()) + " entries for " + std::to_string(r.steps) + " steps");
+        for (const io::JsonValue& x : items) {
+            const double d = x.as_double(f.at(key));
+            require(double(float(d)) == d, PG_ERR_FORMAT, f.at(key) + " holds a value that is not a float32");
+            out.push_back(float(d));
+        }
+    };
+    floats("losses", r.losses);
+    floats("learning_rates", r.learning_rates);
+    return r;
+}
+
+}  // namespace
+
+std::string peft_tensor_name(const AdapterTensor& t) { return kPeftPrefix + t.name; }
+
+void write_adapter(const Adapter& adapter, io::ByteSink& sink) {
+    std::map<std::string, std::string> meta;
+    meta[kKeyFormat] = std::to_string(kAdapterFormatMajor) + "." + std::to_string(kAdapterFormatMinor);
+    meta[kKeyConfig] = config_json(adapter.config());
+    meta[kKeyBase] = base_json(adapter.base());
+    meta[kKeyTraining] = training_json(adapter.record());
+    io::JsonObject sums;
+    for (const AdapterTensor& t : adapter.tensors())
+        sums.str(peft_tensor_name(t), hex64(io::xxh64(adapter.params() + t.offset, std::size_t(t.numel) * 4)));
+    meta[kKeyChecksums] = sums.text();
+    const uint64_t meta_sum = metadata_checksum(meta);
+
+    std::string json = "{\"__metadata__\":{\"format\":\"pt\"";
+    for (const char* key : kCoveredKeys) json += "," + io::json_quote(key) + ":" + io::json_quote(meta[key]);
+    json += "," + io::json_quote(kKeyMetaSum) + ":\"" + hex64(meta_sum) + "\"}";
+    for (const AdapterTensor& t : adapter.tensors()) {
+        const uint64_t begin = uint64_t(t.offset) * 4, end = begin + uint64_t(t.numel) * 4;
+        json += "," + io::json_quote(peft_tensor_name(t)) + ":{\"dtype\":\"F32\",\"shape\":[" +
+                std::to_string(t.shape[0]) + "," + std::to_string(t.shape[1]) + "],\"data_offsets\":[" +
+                std::to_string(begin) + "," + std::to_string(end) + "]}";
+    }
+    json += "}";
+    while (json.size() % 8 != 0) json += ' ';  // data aligned to 8 bytes, as Hugging Face writes it
+    const uint64_t n = json.size();
+    sink.write(&n, 8);
+    sink.write(json.data(), json.size());
+    // The allocation is the tensors back to back in table order: one write.
+    sink.write(adapter.params(), std::size_t(adapter.num_params()) * 4);
+}
+
+Adapter read_adapter(const io::ByteSource& src) {
+    const std::string& name = src.name();
+    const io::SafetensorsHeader file = io::read_safetensors_header(src);
+    std::map<std::string, std::string> meta(file.metadata.begin(), file.metadata.end());
+    const auto version = meta.find(kKeyFormat);
+    require(version != meta.end(), PG_ERR_FORMAT,
+            name + ": not a phonegpt adapter file (no \"" + std::string(kKeyFormat) +
+                "\" in the safetensors metadata; a PEFT adapter is imported with pg_lora_import_peft)");
+    int major = 0, minor = 0;
+    char tail = 0;
+    require(std::sscanf(version->second.c_str(), "%d.%d%c", &major, &minor, &tail) == 2 && major >= 0 && minor >= 0,
+            PG_ERR_FORMAT, name + ": adapter format version \"" + version->second + "\" is not MAJOR.MINOR");
+    require(major != 0, PG_ERR_FORMAT, name + ": adapter format version " + version->second + " was never written");
+    require(major <= kAdapterFormatMajor, PG_ERR_VERSION,
+            name + ": adapter format version " + version->second + " is newer than this library reads (majors up to " +
+                std::to_string(kAdapterFormatMajor) + "); use a newer libphonegpt");
+    const auto stored_sum = meta.find(kKeyMetaSum);
+    require(stored_sum != meta.end(), PG_ERR_FORMAT, name + ": the metadata has no \"" + std::string(kKeyMetaSum) + "\"");
+    const uint64_t sum = metadata_checksum(meta);
+    require(parse_hex64(stored_sum->second, name + ": " + kKeyMetaSum) == sum, PG_ERR_CHECKSUM,
+            name + ": metadata checksum mismatch (stored " + stored_sum->second + ", computed " + hex64(sum) +
+                "): the file is corrupt");
+
+    const LoraConfig cfg = decode_config(parse_value(meta, kKeyConfig, name), name + ": " + kKeyConfig);
+    const BaseIdentity base = decode_base(parse_value(meta, kKeyBase, name), name + ": " + kKeyBase);
+    Adapter adapter = [&] {
+        try {
+            return Adapter(cfg, base);
+        } catch (const Error& e) {
+            throw Error(PG_ERR_FORMAT, name + ": the configuration does not fit the base it names: " + e.what());
+        }
+    }();
+    adapter.record() = decode_training(parse_value(meta, kKeyTraining, name), name + ": " + kKeyTraining);
+    const io::JsonValue sums = parse_value(meta, kKeyChecksums, name);
+
+    // The configuration and the base geometry decide the tensors; the file must hold exactly those.
+    const auto& expected = adapter.tensors();
+    const std::string geometry = "its configuration (rank " + std::to_string(cfg.rank) + ", target_modules " +
+                                 std::to_string(cfg.target_modules) + ", " +
+                                 (cfg.layers.empty() ? std::string("every layer") : std::to_string(cfg.layers.size()) + " layers") +
+                                 " of a base with n_layer " + std::to_string(base.config.n_layer) + ", n_embd " +
+                                 std::to_string(base.config.n_embd) + ")";
+    require(file.tensors.size() == expected.size(), PG_ERR_FORMAT,
+            name + ": the file holds " + std::to_string(file.tensors.size()) + " tensors but " + geometry + " has " +
+                std::to_string(expected.size()));
+    require(sums.as_object(name + ": checksums").size() == expected.size(), PG_ERR_FORMAT,
+            name + ": " + kKeyChecksums + " has " + std::to_string(sums.as_object("").size()) + " entries for " +
+                std::to_string(expected.size()) + " tensors");
+    for (const AdapterTensor& t : expected) {
+        const std::string peft = peft_tensor_name(t);
+        const io::SafetensorsTensor* ft = file.find(peft);
+        require(ft != nullptr, PG_ERR_FORMAT, name + ": " + geometry + " needs tensor \"" + peft + "\", which the file lacks");
+        require(ft->dtype == "F32", PG_ERR_FORMAT, name + ": tensor \"" + peft + "\" is " + ft->dtype + ", not F32");
+        require(ft->shape.size() == 2 && ft->shape[0] == uint64_t(t.shape[0]) && ft->shape[1] == uint64_t(t.shape[1]),
+                PG_ERR_FORMAT,
+                name + ": tensor \"" + peft + "\" does not have the shape [" + std::to_string(t.shape[0]) + ", " +
+                    std::to_string(t.shape[1]) + "] that " + geometry + " gives it");
+        const io::JsonValue* stored = sums.find(peft);
+        require(stored != nullptr, PG_ERR_FORMAT, name + ": no checksum for tensor \"" + peft + "\"");
+        float* dst = adapter.params() + t.offset;
+        src.read_at(file.data_start + ft->begin, dst, std::size_t(t.numel) * 4, "adapter tensor data");
+        const uint64_t computed = io::xxh64(dst, std::size_t(t.numel) * 4);
+        const uint64_t want = parse_hex64(stored->as_string(name + ": checksum"), name + ": checksum of " + peft);
+        require(computed == want, PG_ERR_CHECKSUM,
+                name + ": tensor \"" + peft + "\" checksum mismatch (stored " + hex64(want) + ", computed " +
+                    hex64(computed) + "): the file is corrupt");
+        for (int64_t i = 0; i < t.numel; ++i)
+            require(std::isfinite(dst[i]), PG_ERR_FORMAT,
+                    name + ": tensor \"" + peft + "\" holds a non-finite value at element " + std::to_string(i));
+    }
+    return adapter;
+}
+
+bool same_adapter(const Adapter& a, const Adapter& b) {
+    const LoraConfig &x = a.config(), &y = b.config();
+    const bool same_config = x.rank == y.rank && x.alpha == y.alpha && x.use_rslora == y.use_rslora &&
+                             x.dropout == y.dropout && x.target_modules == y.target_modules && x.layers == y.layers &&
+                             x.init_seed == y.init_seed && x.freeze_a == y.freeze_a;
+    const TrainingRecord &r = a.record(), &s = b.record();
+    const bool same_record = r.steps == s.steps && r.tokens == s.tokens && r.seed == s.seed &&
+                             r.losses == s.losses && r.learning_rates == s.learning_rates;
+    return same_config && same_record && a.base().fingerprint() == b.base().fingerprint() &&
+           a.num_params() == b.num_params() &&
+           std::memcmp(a.params(), b.params(), std::size_t(a.num_params()) * 4) == 0;
+}
+
+void save_adapter(const Adapter& adapter, const std::string& path) {
+    {
+        io::AtomicFileWriter out(path);
+        write_adapter(adapter, out);
+        out.commit();
+    }
+    // Read back what is now on disk: the field's exporter wrote a file that was never checked.
+    const Adapter back = load_adapter(path);
+    require(same_adapter(adapter, back), PG_ERR_IO,
+            path + ": the adapter read back from the saved file differs from the one saved");
+}
+
+Adapter load_adapter(const std::string& path) {
+    io::FileSource src(path);
+    return read_adapter(src);
+}
+
+}  // namespace pg::lora

@@ -1,0 +1,40 @@
+// The adapter file (docs/formats.md §4): a safetensors file whose tensors are the adapter's A
+// and B under PEFT's names (base_model.model.transformer.h.{i}.{module}.lora_{A,B}.weight, F32,
+// A [r, in], B [out, r]), so PEFT reads it as an adapter_model.safetensors, and whose
+// __metadata__ makes it self-describing: the format version, the LoRA configuration, the base's
+// identity and description, the training record, every tensor's XXH64 and an XXH64 over the
+// metadata itself. Nothing about the geometry is assumed by the reader: the configuration and
+// the base geometry in the file decide which tensors must be there and their shapes.
+#pragma once
+
+#include <string>
+
+#include "io/file_io.hpp"
+#include "lora/adapter.hpp"
+
+namespace pg::lora {
+
+// The version this library writes. A reader accepts every major <= this one that was ever
+// written (fixtures in tests/fixtures/) and any minor of a known major (minors only add keys).
+constexpr int kAdapterFormatMajor = 1;
+constexpr int kAdapterFormatMinor = 0;
+
+// PEFT's name of an adapter tensor ("base_model.model.transformer." + the table's name).
+std::string peft_tensor_name(const AdapterTensor& t);
+
+void write_adapter(const Adapter& adapter, io::ByteSink& sink);
+
+// Reads and validates everything (PG_ERR_FORMAT / VERSION / CHECKSUM naming what is wrong). The
+// adapter is complete on its own; check_adapter_matches_base says whether it fits a base.
+Adapter read_adapter(const io::ByteSource& src);
+
+// Writes `path` atomically, then reads the file back and checks it equals `adapter` (every
+// factor bit for bit, the configuration, the base identity and the record) before returning:
+// a save that does not read back as what was saved is PG_ERR_IO, never a success.
+void save_adapter(const Adapter& adapter, const std::string& path);
+Adapter load_adapter(const std::string& path);
+
+// True when two adapters are the same bits: configuration, base identity, record, factors.
+bool same_adapter(const Adapter& a, const Adapter& b);
+
+}  // namespace pg::lora

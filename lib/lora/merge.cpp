@@ -1,0 +1,60 @@
+#include "lora/merge.hpp"
+
+#include <cstring>
+
+#include "core/error.hpp"
+#include "core/thread_pool.hpp"
+#include "kernels/dispatch.hpp"
+#include "model/params.hpp"
+
+namespace pg::lora {
+
+namespace {
+
+// The stacked base tensor of each linear kind.
+ParamKind weight_of(LinearKind kind) {
+    switch (kind) {
+        case LinearKind::attn_qkv: return kQkvw;
+        case LinearKind::attn_proj: return kAttprojw;
+        case LinearKind::mlp_fc: return kFcw;
+        case LinearKind::mlp_proj: return kFcprojw;
+    }
+    return kQkvw;
+}
+
+// W += sign * scale * B A for every adapted linear.
+void add_update(Model& model, const Adapter& adapter, float sign, int n_threads) {
+    ThreadPool pool(n_threads);
+    const ParamLayout& layout = model.layout();
+    const int r = adapter.config().rank;
+    for (const AdaptedLinear& m : adapter.linears()) {
+        const int64_t per_layer = m.out * m.in;
+        float* W = model.params() + layout.offset[weight_of(m.target)] + m.layer * per_layer;
+        const int out = static_cast<int>(m.out), in = static_cast<int>(m.in);
+        kernels::sgemm_parallel(kernels::gemm_args(false, false, out, in, r, adapter.b(m), r, adapter.a(m), in,
+                                                   W, in, sign * adapter.scale(), 1.0f),
+                                pool);
+    }
+}
+
+}  // namespace
+
+void merge_into_copy(const Model& base, const Adapter& adapter, Model& out, int n_threads) {
+    check_adapter_matches_base(adapter, base);
+    require(out.num_params() == base.num_params(), PG_ERR_INTERNAL, "merge: the copy has another geometry");
+    std::memcpy(out.params(), base.params(), sizeof(float) * static_cast<std::size_t>(base.num_params()));
+    out.set_tokenizer(base.tokenizer() ? base.tokenizer()->clone() : nullptr);
+    add_update(out, adapter, 1.0f, n_threads);
+}
+
+void merge_in_place(Model& model, const Adapter& adapter, int n_threads) {
+    check_adapter_matches_base(adapter, model);
+    add_update(model, adapter, 1.0f, n_threads);
+}
+
+void unmerge_in_place(Model& model, const Adapter& adapter, int n_threads) {
+    check_base_identity(adapter.base(), identify_base(model), false);
+    add_update(model, adapter, -1.0f, n_threads);
+}
+
+}  // namespace pg::lora

@@ -1,0 +1,278 @@
+// Adapter files: round trip, self-description (the "expected 64 tensors, found 80" bug: the
+// geometry is read from the file, and a base of other geometry is refused naming both sides),
+// the committed v1.0 fixture, a corruption matrix with exact statuses, and every truncation and
+// single-byte flip giving a clean error or the identical adapter.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "io/checksum.hpp"
+#include "io/file_io.hpp"
+#include "io/safetensors.hpp"
+#include "lora/adapter.hpp"
+#include "lora/adapter_file.hpp"
+#include "model/params.hpp"
+#include "phonegpt/phonegpt.h"
+#include "test_support.hpp"
+#include "tokenizer/char_tokenizer.hpp"
+
+namespace {
+
+pg::ModelConfig small_config(int n_layer = 2) {
+    pg::ModelConfig c;
+    c.n_layer = n_layer;
+    c.n_head = 2;
+    c.n_embd = 16;
+    c.n_ctx = 16;
+    c.vocab_size = 11;
+    c.padded_vocab_size = 12;
+    return c;
+}
+
+pg::Model base_model(int n_layer = 2) {
+    pg::Model m(small_config(n_layer));
+    pg::init_gpt2_params(m.config(), m.params(), 1234);
+    m.set_tokenizer(pg::CharTokenizer::from_text("abcdefghijk"));
+    return m;
+}
+
+// The adapter of the v1.0 fixture (and of most tests): c_attn and mlp.c_proj of both layers,
+// rank 2, alpha 4, init seed 77, B ~ 0.01 N(0, 1) from seed 5, a three-step record.
+pg::lora::Adapter fixture_adapter() {
+    const pg::Model base = base_model();
+    pg::lora::LoraConfig cfg;
+    cfg.rank = 2;
+    cfg.alpha = 4.0f;
+    cfg.dropout = 0.05f;
+    cfg.target_modules = PG_LORA_ATTN_C_ATTN | PG_LORA_MLP_C_PROJ;
+    cfg.init_seed = 77;
+    pg::lora::Adapter a = pg::lora::Adapter::create(base, cfg);
+    pg::Rng rng(5);
+    for (const auto& m : a.linears())
+        for (int64_t i = 0; i < m.out * cfg.rank; ++i) a.b(m)[i] = float(0.01 * rng.normal());
+    a.record().steps = 3;
+    a.record().tokens = 96;
+    a.record().seed = 42;
+    a.record().losses = {2.5f, 2.25f, 2.0f};
+    a.record().learning_rates = {1e-3f, 1e-3f, 5e-4f};
+    return a;
+}
+
+std::vector<uint8_t> encode(const pg::lora::Adapter& a) {
+    pg::io::VectorSink sink;
+    pg::lora::write_adapter(a, sink);
+    return sink.bytes;
+}
+
+pg::lora::Adapter decode(const std::vector<uint8_t>& bytes) {
+    pg::io::MemorySource src(bytes.data(), bytes.size(), "adapter.safetensors");
+    return pg::lora::read_adapter(src);
+}
+
+// The status decode() ends with (PG_OK when it loads).
+pg_status status_of(const std::vector<uint8_t>& bytes, std::string* message = nullptr) {
+    try {
+        decode(bytes);
+        return PG_OK;
+    } catch (const pg::Error& e) {
+        if (message) *message = e.what();
+        return e.status();
+    }
+}
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// The bytes with the JSON header text edited (the header length adjusted, data kept).
+std::vector<uint8_t> edit_header(const std::vector<uint8_t>& bytes, const std::string& from, const std::string& to) {
+    uint64_t n = 0;
+    std::memcpy(&n, bytes.data(), 8);
+    std::string json(bytes.begin() + 8, bytes.begin() + 8 + long(n));
+    const auto at = json.find(from);
+    REQUIRE(at != std::string::npos);
+    json.replace(at, from.size(), to);
+    std::vector<uint8_t> out(8);
+    const uint64_t m = json.size();
+    std::memcpy(out.data(), &m, 8);
+    out.insert(out.end(), json.begin(), json.end());
+    out.insert(out.end(), bytes.begin() + 8 + long(n), bytes.end());
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("lora file: round trip, PEFT names, read back on save", "[lora][lora_file]") {
+    const pg::lora::Adapter a = fixture_adapter();
+    const std::vector<uint8_t> bytes = encode(a);
+    const pg::lora::Adapter b = decode(bytes);
+    CHECK(pg::lora::same_adapter(a, b));
+    CHECK(b.record().losses == std::vector<float>{2.5f, 2.25f, 2.0f});
+    CHECK(b.config().dropout == 0.05f);
+    CHECK(b.base().describe() == a.base().describe());
+    // A plain safetensors file with PEFT's names and shapes.
+    pg::io::MemorySource src(bytes.data(), bytes.size());
+    const pg::io::SafetensorsHeader h = pg::io::read_safetensors_header(src);
+    const auto* t = h.find("base_model.model.transformer.h.1.mlp.c_proj.lora_A.weight");
+    REQUIRE(t != nullptr);
+    CHECK(t->shape == std::vector<uint64_t>{2, 64});
+    CHECK(h.find("base_model.model.transformer.h.0.attn.c_attn.lora_B.weight")->shape == std::vector<uint64_t>{48, 2});
+    CHECK(h.data_start % 8 == 0);
+
+    const std::string path = pg_test::tmp_dir() + "/lora_adapter_roundtrip.safetensors";
+    pg::lora::save_adapter(a, path);
+    CHECK(pg::lora::same_adapter(a, pg::lora::load_adapter(path)));
+    std::remove(path.c_str());
+}
+
+TEST_CASE("lora file: geometry comes from the file (expected 64 tensors, found 80)", "[lora][lora_file]") {
+    // 20 layers x 2 targets x (A, B) = 80 tensors; the field's trainer expected 64 (16 layers).
+    const pg::Model base20 = base_model(20);
+    pg::lora::LoraConfig cfg;
+    cfg.rank = 2;
+    cfg.target_modules = PG_LORA_ATTN_C_ATTN | PG_LORA_ATTN_C_PROJ;
+    const pg::lora::Adapter a = pg::lora::Adapter::create(base20, cfg);
+    const pg::lora::Adapter back = decode(encode(a));
+    CHECK(back.tensors().size() == 80);
+    CHECK(back.base().config.n_layer == 20);
+    CHECK_NOTHROW(pg::lora::check_adapter_matches_base(back, base20));
+    const pg::Model base16 = base_model(16);
+    try {
+        pg::lora::check_adapter_matches_base(back, base16);
+        FAIL("an adapter for 20 layers was accepted by a 16-layer base");
+    } catch (const pg::Error& e) {
+        CHECK(e.status() == PG_ERR_GEOMETRY);
+        CHECK(std::string(e.what()).find("made for n_layer = 20, the base has n_layer = 16") != std::string::npos);
+    }
+    // Through the C API, loading against the wrong base names both sides too.
+    const std::string path = pg_test::tmp_dir() + "/lora_adapter80.safetensors";
+    pg::lora::save_adapter(a, path);
+    pg_model_config mc;
+    pg_model_config_default(&mc);
+    pg_model* other = nullptr;
+    REQUIRE(pg_model_create(&mc, 1, &other) == PG_OK);
+    pg_lora_adapter* loaded = nullptr;
+    CHECK(pg_lora_adapter_load(path.c_str(), other, &loaded) == PG_ERR_GEOMETRY);
+    CHECK(loaded == nullptr);
+    CHECK(std::string(pg_last_error()).find("n_layer = 20, the base has n_layer = 6") != std::string::npos);
+    REQUIRE(pg_lora_adapter_load(path.c_str(), nullptr, &loaded) == PG_OK);
+    int32_t n = 0;
+    REQUIRE(pg_lora_adapter_num_tensors(loaded, &n) == PG_OK);
+    CHECK(n == 80);
+    CHECK(pg_lora_adapter_check_base(loaded, other) == PG_ERR_GEOMETRY);
+    pg_lora_adapter_free(loaded);
+    pg_model_free(other);
+    std::remove(path.c_str());
+}
+
+TEST_CASE("lora file: every adapter version ever written still loads (fixtures)", "[lora][lora_file][fixtures]") {
+    struct Fixture {
+        const char* file;
+        bool current;  // written by this version: the writer must still produce it byte for byte
+    };
+    const Fixture fixtures[] = {{"lora_adapter_v1.0.safetensors", true}};
+    const pg::lora::Adapter expected = fixture_adapter();
+    for (const Fixture& f : fixtures) {
+        INFO(f.file);
+        const std::vector<uint8_t> bytes = read_bytes(pg_test::fixtures_dir() + "/" + f.file);
+        REQUIRE(!bytes.empty());
+        const pg::lora::Adapter a = decode(bytes);
+        CHECK(pg::lora::same_adapter(a, expected));
+        CHECK(pg::io::xxh64(a.params(), size_t(a.num_params()) * 4) ==
+              pg::io::xxh64(expected.params(), size_t(expected.num_params()) * 4));
+        if (f.current) CHECK(bytes == encode(expected));
+    }
+}
+
+TEST_CASE("lora file: write the fixtures of the current version", "[.write-fixtures]") {
+    const std::vector<uint8_t> bytes = encode(fixture_adapter());
+    const std::string path = pg_test::fixtures_dir() + "/lora_adapter_v" + std::to_string(pg::lora::kAdapterFormatMajor) +
+                             "." + std::to_string(pg::lora::kAdapterFormatMinor) + ".safetensors";
+    pg::io::write_file_atomically(path, bytes.data(), bytes.size());
+}
+
+TEST_CASE("lora file: corruption matrix, exact statuses", "[lora][lora_file]") {
+    const std::vector<uint8_t> good = encode(fixture_adapter());
+    uint64_t n = 0;
+    std::memcpy(&n, good.data(), 8);
+    struct Case {
+        const char* what;
+        std::vector<uint8_t> bytes;
+        pg_status want;
+        const char* says;
+    };
+    std::vector<Case> cases;
+    auto flipped = [&](std::size_t at) {
+        auto b = good;
+        b[at] ^= 0x01;
+        return b;
+    };
+    auto truncated = [&](std::size_t size) { return std::vector<uint8_t>(good.begin(), good.begin() + long(size)); };
+    auto trailing = good;
+    trailing.push_back(0);
+    cases.push_back({"empty", {}, PG_ERR_FORMAT, "too short"});
+    cases.push_back({"header length only", truncated(8), PG_ERR_FORMAT, "runs past the end"});
+    cases.push_back({"truncated data", truncated(good.size() - 4), PG_ERR_FORMAT, "truncated"});
+    cases.push_back({"trailing byte", trailing, PG_ERR_FORMAT, "trailing bytes"});
+    cases.push_back({"tensor data flipped", flipped(good.size() - 1), PG_ERR_CHECKSUM, "checksum mismatch"});
+    cases.push_back({"not an adapter", edit_header(good, "phonegpt.adapter_format", "phonegpt.adapter_formal"),
+                     PG_ERR_FORMAT, "not a phonegpt adapter file"});
+    cases.push_back({"newer major", edit_header(good, "\"1.0\"", "\"2.0\""), PG_ERR_VERSION, "newer than this library"});
+    cases.push_back({"major 0", edit_header(good, "\"1.0\"", "\"0.9\""), PG_ERR_FORMAT, "never written"});
+    cases.push_back({"bad version text", edit_header(good, "\"1.0\"", "\"1.x\""), PG_ERR_FORMAT, "MAJOR.MINOR"});
+    cases.push_back({"metadata edited", edit_header(good, "\\\"rank\\\":2", "\\\"rank\\\":3"), PG_ERR_CHECKSUM,
+                     "metadata checksum mismatch"});
+    cases.push_back({"tensor renamed", edit_header(good, "h.1.mlp.c_proj.lora_A.weight\":{", "h.1.mlp.c_proj.lora_C.weight\":{"),
+                     PG_ERR_FORMAT, "needs tensor"});
+    cases.push_back({"tensor dtype", edit_header(good, "\"F32\"", "\"I32\""), PG_ERR_FORMAT, "not F32"});
+    cases.push_back({"bad JSON", edit_header(good, "{\"__metadata__\"", "[\"__metadata__\""), PG_ERR_FORMAT, "'{'"});
+    cases.push_back({"no metadata checksum", edit_header(good, "phonegpt.metadata_xxh64", "phonegpt.metadata_xxh65"),
+                     PG_ERR_FORMAT, "metadata_xxh64"});
+    // Statuses pinned per case and the number of cases pinned, so none is dropped silently.
+    REQUIRE(cases.size() == 14);
+    for (const Case& c : cases) {
+        std::string message;
+        const pg_status s = status_of(c.bytes, &message);
+        INFO(c.what << ": " << pg_status_name(s) << ": " << message);
+        CHECK(s == c.want);
+        CHECK(message.find(c.says) != std::string::npos);
+    }
+}
+
+TEST_CASE("lora file: every truncation and every single-byte flip: a clean error or the identical adapter",
+          "[lora][lora_file]") {
+    const pg::lora::Adapter a = fixture_adapter();
+    const std::vector<uint8_t> good = encode(a);
+    int loaded_same = 0, refused = 0;
+    for (std::size_t size = 0; size < good.size(); ++size) {
+        const std::vector<uint8_t> cut(good.begin(), good.begin() + long(size));
+        REQUIRE(status_of(cut) != PG_OK);
+    }
+    for (std::size_t at = 0; at < good.size(); ++at) {
+        auto bytes = good;
+        bytes[at] ^= uint8_t(1u << (at % 8));
+        try {
+            const pg::lora::Adapter b = decode(bytes);
+            INFO("flip at byte " << at << " loaded a different adapter");
+            REQUIRE(pg::lora::same_adapter(a, b));
+            ++loaded_same;
+        } catch (const pg::Error& e) {
+            INFO("flip at byte " << at << ": " << e.what());
+            REQUIRE(e.status() != PG_ERR_INTERNAL);
+            REQUIRE(e.status() != PG_OK);
+            ++refused;
+        }
+    }
+    // Only the header's padding spaces may flip into other JSON whitespace and still load.
+    CHECK(refused > int(good.size()) * 9 / 10);
+    CHECK(loaded_same + refused == int(good.size()));
+}
