@@ -11,7 +11,9 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "io/file_io.hpp"
 #include "lora/adapter.hpp"
+#include "lora/adapter_file.hpp"
 #include "lora/average.hpp"
 #include "model/params.hpp"
 #include "phonegpt/phonegpt.h"
@@ -126,6 +128,14 @@ TEST_CASE("average: exact methods equal the weighted mean update; FedAvg of fact
         CHECK(out->record().tokens == 6000);
         CHECK(out->record().steps == 0);
         CHECK(out->tensors().size() == a1.tensors().size());
+        // Self-describing: written in the adapter file format and read back, with nothing
+        // supplied but the bytes, it is the same adapter (the averaged-adapter field bug).
+        pg::io::VectorSink sink;
+        write_adapter(*out, sink);
+        const Adapter back = read_adapter(pg::io::MemorySource(sink.bytes.data(), sink.bytes.size()));
+        CHECK(same_adapter(back, *out));
+        CHECK(back.config().rank == out->config().rank);
+        CHECK_NOTHROW(check_adapter_matches_base(back, base));
     }
 }
 

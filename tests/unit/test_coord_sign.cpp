@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/file_io.hpp"
 #include "lora/adapter.hpp"
+#include "lora/adapter_file.hpp"
 #include "lora/sign.hpp"
 #include "model/params.hpp"
 #include "test_support.hpp"
@@ -24,7 +26,7 @@ pg::Model tiny_model(uint64_t seed) {
     return m;
 }
 
-// A trained-looking adapter and the bytes that stand for its file.
+// A trained-looking adapter and its file's bytes (the adapter file format).
 struct Upload {
     Adapter adapter;
     std::vector<uint8_t> bytes;
@@ -40,9 +42,9 @@ Upload make_upload(const pg::Model& base, uint64_t init_seed) {
     a.record().seed = init_seed;
     a.record().losses = {4.2f, 4.0f, 3.9f};
     a.record().learning_rates = {1e-3f, 1e-3f, 1e-3f};
-    std::vector<uint8_t> bytes(sizeof(float) * std::size_t(a.num_params()));
-    std::memcpy(bytes.data(), a.params(), bytes.size());
-    return {std::move(a), std::move(bytes)};
+    pg::io::VectorSink sink;
+    write_adapter(a, sink);
+    return {std::move(a), std::move(sink.bytes)};
 }
 
 SigningKey key_from(uint8_t fill) {
