@@ -602,6 +602,43 @@ PG_API pg_status pg_lora_adapter_load(const char* path, const pg_model* base,
                                       pg_lora_adapter** out);
 /* PG_OK when `base` is the adapter's base; PG_ERR_GEOMETRY naming the difference otherwise. */
 PG_API pg_status pg_lora_adapter_check_base(const pg_lora_adapter* adapter, const pg_model* base);
+/* Exports for PEFT into `folder` (which must exist): adapter_config.json (peft_type LORA, r,
+ * lora_alpha, lora_dropout, target_modules "c_attn" / "attn.c_proj" / "c_fc" / "mlp.c_proj",
+ * fan_in_fan_out true as GPT-2's Conv1D needs, use_rslora, layers_to_transform with
+ * layers_pattern "h") and adapter_model.safetensors (the adapter file: its tensors carry PEFT's
+ * names base_model.model.transformer.h.{i}.{module}.lora_A.weight [r, in] / lora_B.weight
+ * [out, r]). For a base exported with pg_model_export(PG_FORMAT_SAFETENSORS). Both files are
+ * written atomically and read back and checked before success. */
+PG_API pg_status pg_lora_export_peft(const pg_lora_adapter* adapter, const char* folder);
+
+/* The adapter's training record: *n_steps optimizer steps, with one loss and one learning rate
+ * each (borrowed arrays, valid until the adapter is trained further or freed; NULL when there
+ * are no steps), *tokens tokens processed. Any output pointer may be NULL. */
+PG_API pg_status pg_lora_adapter_training_record(const pg_lora_adapter* adapter, int64_t* n_steps,
+                                                 int64_t* tokens, const float** losses,
+                                                 const float** learning_rates);
+
+/* Training an adapter over a frozen base. A step is pg_trainer_step's (sampled micro-batches,
+ * grad_accum_steps, the schedule, clipping, AdamW with bias correction, the configuration's
+ * dropout in the base) with the base frozen: no base gradient or optimizer memory and no base
+ * weight-gradient products; only the adapter's A and B are updated (only B with freeze_a;
+ * weight_decay applies to every trained factor), the LoRA branch's dropout is the adapter's.
+ * Each step appends its loss and learning rate to the adapter's training record. The trainer
+ * borrows the base (never written) and the adapter (written only by this trainer while it
+ * lives); the adapter must be the base's (PG_ERR_GEOMETRY otherwise). Same configuration,
+ * data, seed and n_threads give the same bits. */
+typedef struct pg_lora_trainer pg_lora_trainer;
+PG_API pg_status pg_lora_trainer_create(const pg_model* base, pg_lora_adapter* adapter,
+                                        const pg_train_config* config, pg_lora_trainer** out);
+PG_API void pg_lora_trainer_free(pg_lora_trainer* trainer);
+PG_API const char* pg_lora_trainer_last_error(const pg_lora_trainer* trainer);
+/* As pg_trainer_set_data / pg_trainer_step / pg_trainer_step_batch. */
+PG_API pg_status pg_lora_trainer_set_data(pg_lora_trainer* trainer, const int32_t* tokens,
+                                          size_t n);
+PG_API pg_status pg_lora_trainer_step(pg_lora_trainer* trainer, pg_step_result* result);
+PG_API pg_status pg_lora_trainer_step_batch(pg_lora_trainer* trainer, const int32_t* inputs,
+                                            const int32_t* targets, int32_t B, int32_t T,
+                                            pg_step_result* result);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Coordinator and data privacy (issue 13): the data filter                                   */

@@ -9,10 +9,30 @@
 #include "lora/adapter_file.hpp"
 #include "lora/config.hpp"
 #include "lora/merge.hpp"
+#include "lora/peft.hpp"
+#include "train/train_config.hpp"
 
 namespace {
 
 std::string* err(const pg_lora_adapter* a) { return a ? &a->last_error : nullptr; }
+std::string* err(const pg_lora_trainer* t) { return t ? &t->last_error : nullptr; }
+
+pg::lora::LoraTrainer& impl(pg_lora_trainer* t, const char* fn) {
+    PG_REQUIRE_NOT_NULL(fn, t);
+    pg::require_arg(t->impl != nullptr, fn, "trainer has no state");
+    return *t->impl;
+}
+
+void write_step(const pg::lora::LoraStepResult& s, pg_step_result* out, const char* fn) {
+    if (!out) return;
+    pg_step_result full = pg::blank_c_struct<pg_step_result>();
+    full.step = s.step;
+    full.loss = s.loss;
+    full.lr = s.lr;
+    full.grad_norm = s.grad_norm;
+    full.tokens = s.tokens;
+    pg::write_result(full, out, fn);
+}
 
 void check_index(const pg_lora_adapter* adapter, int32_t index, const char* fn) {
     const auto n = adapter->impl.tensors().size();
@@ -211,6 +231,79 @@ pg_status pg_lora_adapter_check_base(const pg_lora_adapter* adapter, const pg_mo
         PG_REQUIRE_NOT_NULL(fn, adapter);
         PG_REQUIRE_NOT_NULL(fn, base);
         named(fn, [&] { pg::lora::check_adapter_matches_base(adapter->impl, base->impl); });
+    });
+}
+
+pg_status pg_lora_adapter_training_record(const pg_lora_adapter* adapter, int64_t* n_steps, int64_t* tokens,
+                                          const float** losses, const float** learning_rates) {
+    return pg::guarded(err(adapter), [&] {
+        PG_REQUIRE_NOT_NULL("pg_lora_adapter_training_record", adapter);
+        const pg::lora::TrainingRecord& r = adapter->impl.record();
+        if (n_steps) *n_steps = r.steps;
+        if (tokens) *tokens = r.tokens;
+        if (losses) *losses = r.losses.empty() ? nullptr : r.losses.data();
+        if (learning_rates) *learning_rates = r.learning_rates.empty() ? nullptr : r.learning_rates.data();
+    });
+}
+
+pg_status pg_lora_trainer_create(const pg_model* base, pg_lora_adapter* adapter, const pg_train_config* config,
+                                 pg_lora_trainer** out) {
+    return pg::guarded(nullptr, [&] {
+        const char* fn = "pg_lora_trainer_create";
+        PG_REQUIRE_NOT_NULL(fn, out);
+        *out = nullptr;
+        PG_REQUIRE_NOT_NULL(fn, base);
+        PG_REQUIRE_NOT_NULL(fn, adapter);
+        PG_REQUIRE_NOT_NULL(fn, config);
+        auto handle = std::make_unique<pg_lora_trainer>();
+        handle->adapter = adapter;
+        named(fn, [&] {
+            handle->impl = std::make_unique<pg::lora::LoraTrainer>(base->impl, adapter->impl,
+                                                                   pg::train_config_from_c(*config));
+        });
+        *out = handle.release();
+    });
+}
+
+void pg_lora_trainer_free(pg_lora_trainer* trainer) { delete trainer; }
+
+const char* pg_lora_trainer_last_error(const pg_lora_trainer* trainer) {
+    return trainer ? trainer->last_error.c_str() : "trainer is NULL";
+}
+
+pg_status pg_lora_trainer_set_data(pg_lora_trainer* trainer, const int32_t* tokens, size_t n) {
+    return pg::guarded(err(trainer), [&] {
+        const char* fn = "pg_lora_trainer_set_data";
+        pg::lora::LoraTrainer& t = impl(trainer, fn);
+        named(fn, [&] { t.set_data(tokens, n); });
+    });
+}
+
+pg_status pg_lora_trainer_step(pg_lora_trainer* trainer, pg_step_result* result) {
+    return pg::guarded(err(trainer), [&] {
+        const char* fn = "pg_lora_trainer_step";
+        pg::lora::LoraTrainer& t = impl(trainer, fn);
+        if (result) pg::check_struct_size(*result, fn);
+        named(fn, [&] { write_step(t.step(), result, fn); });
+    });
+}
+
+pg_status pg_lora_trainer_step_batch(pg_lora_trainer* trainer, const int32_t* inputs, const int32_t* targets,
+                                     int32_t B, int32_t T, pg_step_result* result) {
+    return pg::guarded(err(trainer), [&] {
+        const char* fn = "pg_lora_trainer_step_batch";
+        pg::lora::LoraTrainer& t = impl(trainer, fn);
+        if (result) pg::check_struct_size(*result, fn);
+        named(fn, [&] { write_step(t.step_batch(inputs, targets, B, T), result, fn); });
+    });
+}
+
+pg_status pg_lora_export_peft(const pg_lora_adapter* adapter, const char* folder) {
+    return pg::guarded(err(adapter), [&] {
+        const char* fn = "pg_lora_export_peft";
+        PG_REQUIRE_NOT_NULL(fn, adapter);
+        PG_REQUIRE_NOT_NULL(fn, folder);
+        named(fn, [&] { pg::lora::export_peft(adapter->impl, folder); });
     });
 }
 

@@ -18,7 +18,9 @@
 #include "io/file_io.hpp"
 #include "io/safetensors.hpp"
 #include "lora/adapter.hpp"
+#include "io/json.hpp"
 #include "lora/adapter_file.hpp"
+#include "lora/peft.hpp"
 #include "model/params.hpp"
 #include "phonegpt/phonegpt.h"
 #include "test_support.hpp"
@@ -275,4 +277,46 @@ TEST_CASE("lora file: every truncation and every single-byte flip: a clean error
     // Only the header's padding spaces may flip into other JSON whitespace and still load.
     CHECK(refused > int(good.size()) * 9 / 10);
     CHECK(loaded_same + refused == int(good.size()));
+}
+
+TEST_CASE("lora peft: export writes adapter_config.json and PEFT-named safetensors", "[lora][lora_file]") {
+    const pg::Model base = base_model();
+    pg::lora::LoraConfig cfg;
+    cfg.rank = 4;
+    cfg.alpha = 16.0f;
+    cfg.use_rslora = true;
+    cfg.layers = {1};
+    cfg.target_modules = PG_LORA_ATTN_C_ATTN | PG_LORA_MLP_C_PROJ;
+    const pg::lora::Adapter a = pg::lora::Adapter::create(base, cfg);
+    pg_lora_adapter* handle = nullptr;
+    pg_model_config mc;
+    REQUIRE(pg_model_config_preset("tiny", &mc) == PG_OK);
+    pg_model* tiny = nullptr;
+    REQUIRE(pg_model_create(&mc, 1, &tiny) == PG_OK);
+    pg_lora_config c;
+    pg_lora_config_default(&c);
+    REQUIRE(pg_lora_adapter_create(tiny, &c, &handle) == PG_OK);
+    const std::string folder = pg_test::tmp_dir();
+    REQUIRE(pg_lora_export_peft(handle, folder.c_str()) == PG_OK);
+    CHECK(pg_lora_export_peft(handle, (folder + "/no/such/folder").c_str()) == PG_ERR_IO);
+    pg_lora_adapter_free(handle);
+    pg_model_free(tiny);
+
+    const std::string json = pg::lora::peft_adapter_config_json(a.config());
+    const pg::io::JsonValue v = pg::io::parse_json(json.data(), json.size(), "adapter_config.json");
+    CHECK(v.find("peft_type")->as_string("") == "LORA");
+    CHECK(v.find("r")->as_u64("") == 4);
+    CHECK(v.find("lora_alpha")->as_double("") == 16.0);
+    CHECK(v.find("use_rslora")->as_bool(""));
+    CHECK(v.find("fan_in_fan_out")->as_bool(""));
+    const auto& targets = v.find("target_modules")->as_array("");
+    REQUIRE(targets.size() == 2);
+    CHECK(targets[0].as_string("") == "c_attn");
+    CHECK(targets[1].as_string("") == "mlp.c_proj");
+    CHECK(v.find("layers_to_transform")->as_array("")[0].as_u64("") == 1);
+    CHECK(v.find("layers_pattern")->as_string("") == "h");
+    const auto file = pg::lora::load_adapter(folder + "/adapter_model.safetensors");
+    CHECK(file.config().rank == 8);  // the handle's default configuration was exported
+    std::remove((folder + "/adapter_model.safetensors").c_str());
+    std::remove((folder + "/adapter_config.json").c_str());
 }

@@ -1128,6 +1128,77 @@ jlong n_lora_adapter_num_params(JNIEnv* env, jclass, jlong h) {
     return jlong(n);
 }
 
+// Merging an adapter into a model, and adapter files.
+jlong n_lora_merge(JNIEnv* env, jclass, jlong mh, jlong ah, jint n_threads) {
+    auto* m = handle_of<pg_model>(env, mh, "Model");
+    auto* a = m ? handle_of<pg_lora_adapter>(env, ah, "LoraAdapter") : nullptr;
+    pg_model* merged = nullptr;
+    if (!a || failed(env, pg_lora_merge(m, a, n_threads, &merged))) return 0;
+    return to_handle(merged);
+}
+
+void n_lora_merge_in_place(JNIEnv* env, jclass, jlong mh, jlong ah, jint n_threads, jboolean unmerge) {
+    auto* m = handle_of<pg_model>(env, mh, "Model");
+    auto* a = m ? handle_of<pg_lora_adapter>(env, ah, "LoraAdapter") : nullptr;
+    if (a) failed(env, unmerge ? pg_lora_unmerge_in_place(m, a, n_threads) : pg_lora_merge_in_place(m, a, n_threads));
+}
+
+void n_lora_adapter_save(JNIEnv* env, jclass, jlong h, jstring jpath) {
+    auto* a = handle_of<pg_lora_adapter>(env, h, "LoraAdapter");
+    std::string path;
+    if (a && get_string(env, jpath, "path", &path)) failed(env, pg_lora_adapter_save(a, path.c_str()));
+}
+
+// `base` 0: no base check.
+jlong n_lora_adapter_load(JNIEnv* env, jclass, jstring jpath, jlong mh) {
+    std::string path;
+    if (!get_string(env, jpath, "path", &path)) return 0;
+    auto* m = mh ? handle_of<pg_model>(env, mh, "Model") : nullptr;
+    pg_lora_adapter* a = nullptr;
+    if (failed(env, pg_lora_adapter_load(path.c_str(), m, &a))) return 0;
+    return to_handle(a);
+}
+
+void n_lora_adapter_check_base(JNIEnv* env, jclass, jlong h, jlong mh) {
+    auto* a = handle_of<pg_lora_adapter>(env, h, "LoraAdapter");
+    auto* m = a ? handle_of<pg_model>(env, mh, "Model") : nullptr;
+    if (m) failed(env, pg_lora_adapter_check_base(a, m));
+}
+
+// --- the struct field list ------------------------------------------------------------------
+
+// The value fields (numbers, flags, enumerations) of every size-prefixed struct, in declaration
+// order, from the one list that the library and the Python binding read too
+// (lib/core/c_struct_fields.def: it names only what phonegpt.h declares). The Kotlin classes
+// carry these fields in this order through the long arrays above; the JUnit suite compares
+// each class's order with this list, so a field added to a C struct fails the suite until the
+// Kotlin side has it. Returns null for a struct the list does not have.
+jobjectArray n_struct_value_fields(JNIEnv* env, jclass, jstring jname) {
+    std::string name;
+    if (!get_string(env, jname, "struct name", &name)) return nullptr;
+    std::vector<std::string> fields;
+    bool found = false;
+    auto add = [&](const char* s, const char* field, const char* kind) {
+        const std::string k = kind;
+        if (name == s && (k == "PG_VALUE" || k == "PG_FLAG" || k == "PG_ENUM")) fields.push_back(field);
+    };
+#define PG_STRUCT(S, binding_name, role) found = found || name == #S;
+#define PG_FIELD(S, field, kind) add(#S, #field, #kind);
+#define PG_STRUCT_END(S)
+#include "../../../lib/core/c_struct_fields.def"
+    if (!found) return nullptr;
+    jclass string_class = env->FindClass("java/lang/String");
+    if (!string_class) return nullptr;
+    jobjectArray out = env->NewObjectArray(jsize(fields.size()), string_class, nullptr);
+    for (std::size_t i = 0; out && i < fields.size(); ++i) {
+        jstring f = env->NewStringUTF(fields[i].c_str());
+        if (!f) return nullptr;
+        env->SetObjectArrayElement(out, jsize(i), f);
+        env->DeleteLocalRef(f);
+    }
+    return out;
+}
+
 // =============================================================================================
 // Registration
 // =============================================================================================
@@ -1143,6 +1214,7 @@ const JNINativeMethod kNatives[] = {
     PG_NATIVE("simdArch", "()Ljava/lang/String;", n_simd_arch),
     PG_NATIVE("statusName", "(I)Ljava/lang/String;", n_status_name),
     PG_NATIVE("lastError", "()Ljava/lang/String;", n_last_error),
+    PG_NATIVE("structValueFields", "(Ljava/lang/String;)[Ljava/lang/String;", n_struct_value_fields),
     PG_NATIVE("splitIndex", "(JD)J", n_split_index),
     PG_NATIVE("readFile", "(Ljava/lang/String;)[B", n_read_file),
 
@@ -1214,6 +1286,11 @@ const JNINativeMethod kNatives[] = {
     PG_NATIVE("loraAdapterFindTensor", "(JLjava/lang/String;)I", n_find_tensor<pg_lora_adapter>),
     PG_NATIVE("loraAdapterReadTensor", "(JI" PG_FLOATS ")V", n_read_tensor<pg_lora_adapter>),
     PG_NATIVE("loraAdapterWriteTensor", "(JI" PG_FLOATS ")V", n_write_tensor<pg_lora_adapter>),
+    PG_NATIVE("loraMerge", "(JJI)J", n_lora_merge),
+    PG_NATIVE("loraMergeInPlace", "(JJIZ)V", n_lora_merge_in_place),
+    PG_NATIVE("loraAdapterSave", "(JLjava/lang/String;)V", n_lora_adapter_save),
+    PG_NATIVE("loraAdapterLoad", "(Ljava/lang/String;J)J", n_lora_adapter_load),
+    PG_NATIVE("loraAdapterCheckBase", "(JJ)V", n_lora_adapter_check_base),
 };
 
 #undef PG_NATIVE

@@ -3,7 +3,9 @@ package phonegpt
 // The option structs as immutable data classes. Start from default() or preset() and change
 // fields with copy(...): the defaults come from the library's *_default() functions, so they are
 // never duplicated here. Fields cross the JNI boundary as long arrays in the struct's field order
-// (floats as their raw bits); bindings/kotlin/jni/phonegpt_jni.cpp reads the same order.
+// (floats as their raw bits); bindings/kotlin/jni/phonegpt_jni.cpp reads the same order. Each
+// class's C_FIELDS names that order; the JUnit suite checks it against the library's one list of
+// struct fields (lib/core/c_struct_fields.def), so a C field added without its Kotlin side fails.
 
 /** pg_model_config. */
 data class ModelConfig(
@@ -17,6 +19,8 @@ data class ModelConfig(
         @JvmStatic fun default(): ModelConfig = fromFields(Native.modelConfigDefault())
         /** "phonegpt" or "tiny"; another name is an [InvalidArgumentException]. */
         @JvmStatic fun preset(name: String): ModelConfig = fromFields(Native.modelConfigPreset(name))
+        internal val C_FIELDS = listOf("n_layer", "n_head", "n_embd", "n_ctx", "vocab_size", "padded_vocab_size",
+                                       "layernorm_eps")
         internal fun fromFields(f: LongArray) = ModelConfig(f[0].toInt(), f[1].toInt(), f[2].toInt(), f[3].toInt(),
                                                             f[4].toInt(), f[5].toInt(), Float.fromBits(f[6].toInt()))
     }
@@ -42,6 +46,10 @@ data class TrainConfig(
 ) {
     companion object {
         @JvmStatic fun default(): TrainConfig = fromFields(Native.trainConfigDefault())
+        internal val C_FIELDS = listOf("batch_size", "seq_len", "grad_accum_steps", "schedule", "lr_max", "lr_min",
+                                       "warmup_steps", "total_steps", "beta1", "beta2", "eps", "weight_decay",
+                                       "decay_embeddings", "grad_clip", "dropout", "seed", "n_threads",
+                                       "recompute_activations")
 
         internal fun fromFields(f: LongArray): TrainConfig {
             fun float(i: Int) = Float.fromBits(f[i].toInt())
@@ -66,6 +74,7 @@ data class TrainConfig(
 data class EvalConfig(val window: Int, val stride: Int, val batchSize: Int, val nThreads: Int) {
     companion object {
         @JvmStatic fun default(): EvalConfig = Native.evalConfigDefault().let { EvalConfig(it[0], it[1], it[2], it[3]) }
+        internal val C_FIELDS = listOf("window", "stride", "batch_size", "n_threads")
     }
 
     internal fun fields() = intArrayOf(window, stride, batchSize, nThreads)
@@ -78,6 +87,7 @@ data class SampleConfig(
     val stopStrings: List<String>, val slideKeep: Int
 ) {
     companion object {
+        internal val C_FIELDS = listOf("temperature", "top_k", "top_p", "seed", "max_tokens", "n_threads", "slide_keep")
         @JvmStatic fun default(): SampleConfig = Native.sampleConfigDefault().let {
             SampleConfig(Float.fromBits(it[0].toInt()), it[1].toInt(), Float.fromBits(it[2].toInt()), it[3],
                          it[4].toInt(), it[5].toInt(), emptyList(), it[6].toInt())
@@ -91,6 +101,7 @@ data class SampleConfig(
 /** pg_step_result. */
 data class StepResult(val step: Long, val loss: Float, val lr: Float, val gradNorm: Float, val tokens: Long) {
     internal companion object {
+        val C_FIELDS = listOf("step", "loss", "lr", "grad_norm", "tokens")
         fun fromFields(f: LongArray) = StepResult(f[0], Float.fromBits(f[1].toInt()), Float.fromBits(f[2].toInt()),
                                                   Float.fromBits(f[3].toInt()), f[4])
     }
@@ -99,6 +110,7 @@ data class StepResult(val step: Long, val loss: Float, val lr: Float, val gradNo
 /** pg_eval_result. */
 data class EvalResult(val meanLoss: Double, val bitsPerToken: Double, val nScored: Long, val nWindows: Long) {
     internal companion object {
+        val C_FIELDS = listOf("mean_loss", "bits_per_token", "n_scored", "n_windows")
         fun fromFields(f: DoubleArray) = EvalResult(f[0], f[1], f[2].toLong(), f[3].toLong())
     }
 }

@@ -24,6 +24,8 @@ data class LoraConfig(
 ) {
     companion object {
         @JvmStatic fun default(): LoraConfig = fromFields(Native.loraConfigDefault(), null)
+        /** The order of fields() (the layer list travels separately). */
+        internal val C_FIELDS = listOf("rank", "alpha", "use_rslora", "dropout", "target_modules", "init_seed", "freeze_a")
 
         internal fun fromFields(f: LongArray, layers: IntArray?) = LoraConfig(
             f[0].toInt(), Float.fromBits(f[1].toInt()), f[2] != 0L, Float.fromBits(f[3].toInt()), LoraTarget.of(f[4]),
@@ -49,7 +51,34 @@ class LoraAdapter internal constructor(handle: Long) : NativeHandle(handle, "Lor
     constructor(base: Model, config: LoraConfig = LoraConfig.default()) :
         this(base.reading { Native.loraAdapterCreate(it, config.fields(), config.layerArray()) })
 
+    companion object {
+        /**
+         * Loads an adapter file (docs/formats.md); with [base], also checks that it was made for
+         * that base ([GeometryException] naming both sides otherwise).
+         */
+        @JvmStatic @JvmOverloads fun load(path: String, base: Model? = null): LoraAdapter =
+            LoraAdapter(if (base == null) Native.loraAdapterLoad(path, 0) else base.reading { Native.loraAdapterLoad(path, it) })
+    }
+
     override fun free(handle: Long) = Native.loraAdapterFree(handle)
+
+    /** Saves atomically (the file is read back and compared before this returns). */
+    fun save(path: String) = reading { Native.loraAdapterSave(it, path) }
+
+    /** Throws [GeometryException] naming the difference unless [base] is this adapter's base. */
+    fun checkBase(base: Model) = reading { a -> base.reading { m -> Native.loraAdapterCheckBase(a, m) } }
+
+    /** A new model: [base] with W += scale * B A in every adapted linear. */
+    @JvmOverloads fun merge(base: Model, nThreads: Int = 0): Model =
+        Model(reading { a -> base.reading { m -> Native.loraMerge(m, a, nThreads) } })
+
+    /** Merges into [model] in place (it must be this adapter's base: merging twice is refused). */
+    @JvmOverloads fun mergeInto(model: Model, nThreads: Int = 0) =
+        reading { a -> model.writing { m -> Native.loraMergeInPlace(m, a, nThreads, false) } }
+
+    /** Undoes [mergeInto] (within fp32 rounding, not bit for bit). */
+    @JvmOverloads fun unmergeFrom(model: Model, nThreads: Int = 0) =
+        reading { a -> model.writing { m -> Native.loraMergeInPlace(m, a, nThreads, true) } }
 
     val config: LoraConfig get() = reading { LoraConfig.fromFields(Native.loraAdapterGetConfig(it), Native.loraAdapterGetLayers(it)) }
 

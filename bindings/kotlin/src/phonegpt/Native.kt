@@ -23,6 +23,8 @@ internal object Native {
     @JvmStatic external fun simdArch(): String
     @JvmStatic external fun statusName(status: Int): String
     @JvmStatic external fun lastError(): String
+    /** The value fields of a C struct in declaration order (lib/core/c_struct_fields.def), or null. */
+    @JvmStatic external fun structValueFields(struct: String?): Array<String>?
     @JvmStatic external fun splitIndex(n: Long, trainFraction: Double): Long
     @JvmStatic external fun readFile(path: String?): ByteArray
 
@@ -115,4 +117,9 @@ internal object Native {
                                                   offset: Int, length: Int)
     @JvmStatic external fun loraAdapterWriteTensor(handle: Long, index: Int, src: FloatArray?, srcBuffer: FloatBuffer?,
                                                    offset: Int, length: Int)
+    @JvmStatic external fun loraMerge(model: Long, adapter: Long, nThreads: Int): Long
+    @JvmStatic external fun loraMergeInPlace(model: Long, adapter: Long, nThreads: Int, unmerge: Boolean)
+    @JvmStatic external fun loraAdapterSave(handle: Long, path: String?)
+    @JvmStatic external fun loraAdapterLoad(path: String?, base: Long): Long
+    @JvmStatic external fun loraAdapterCheckBase(handle: Long, base: Long)
 }

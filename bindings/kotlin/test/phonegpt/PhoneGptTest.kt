@@ -100,6 +100,21 @@ class PhoneGptTest {
         assertTrue(PhoneGptException.fromStatus(99, "x") is InternalException)
     }
 
+    @Test fun fieldOrderMatchesTheLibrarysStructList() {
+        val kotlin = mapOf("pg_model_config" to ModelConfig.C_FIELDS, "pg_train_config" to TrainConfig.C_FIELDS,
+                           "pg_eval_config" to EvalConfig.C_FIELDS, "pg_sample_config" to SampleConfig.C_FIELDS,
+                           "pg_step_result" to StepResult.C_FIELDS, "pg_eval_result" to EvalResult.C_FIELDS,
+                           "pg_lora_config" to LoraConfig.C_FIELDS)
+        for ((struct, fields) in kotlin) assertEquals(struct, Native.structValueFields(struct)?.toList(), fields)
+        assertNull(Native.structValueFields("pg_no_such_struct"))
+        // the field arrays have exactly that many entries
+        assertEquals(ModelConfig.C_FIELDS.size, ModelConfig.default().fields().size)
+        assertEquals(TrainConfig.C_FIELDS.size, TrainConfig.default().fields().size)
+        assertEquals(EvalConfig.C_FIELDS.size, EvalConfig.default().fields().size)
+        assertEquals(SampleConfig.C_FIELDS.size, SampleConfig.default().fields().size)
+        assertEquals(LoraConfig.C_FIELDS.size, LoraConfig.default().fields().size)
+    }
+
     @Test fun splitIndexAndReadFile() {
         assertEquals(1_003_854L, PhoneGpt.splitIndex(1_115_394))
         assertEquals(5L, PhoneGpt.splitIndex(10, 0.5))
@@ -669,6 +684,44 @@ class PhoneGptTest {
             closed.close()
             closed.close()
             assertThrows<StateException>(Status.STATE) { closed.scale }
+        }
+    }
+
+    @Test fun loraMergeAndFiles() {
+        tinyModel().use { base ->
+            val want = base.evaluate(ids).meanLoss
+            LoraAdapter(base, LoraConfig.default().copy(rank = 2, targets = LoraTarget.ALL)).use { a ->
+                a.checkBase(base)
+                a.merge(base, 1).use { merged -> assertEquals(want, merged.evaluate(ids).meanLoss, 0.0) }  // B = 0
+                for (name in a.tensorNames.filter { it.contains("lora_B") })
+                    a.setParameter(name, FloatArray(numel(a.tensorShape(name))) { 0.05f })
+                val mergedLoss = a.merge(base, 1).use { it.evaluate(ids).meanLoss }
+                assertTrue(mergedLoss != want)
+                // files: save, load with and without the base, a wrong base, a damaged file
+                val path = File(tmp, "adapter.safetensors").path
+                a.save(path)
+                LoraAdapter.load(path).use { l ->
+                    assertEquals(a.config, l.config)
+                    for (name in a.tensorNames) assertArrayEquals(a.parameter(name), l.parameter(name), 0f)
+                }
+                LoraAdapter.load(path, base).use { l -> assertEquals(mergedLoss, l.merge(base, 1).use { it.evaluate(ids).meanLoss }, 0.0) }
+                tinyModel(seed = 8).use { other ->
+                    assertThrows<GeometryException>(Status.GEOMETRY) { a.checkBase(other) }
+                    assertThrows<GeometryException>(Status.GEOMETRY) { LoraAdapter.load(path, other) }
+                }
+                assertThrows<IoException>(Status.IO) { LoraAdapter.load(File(tmp, "none.safetensors").path) }
+                val bytes = File(path).readBytes()
+                File(tmp, "cut.safetensors").writeBytes(bytes.copyOf(bytes.size / 2))
+                assertThrows<PhoneGptException>(Status.FORMAT) { LoraAdapter.load(File(tmp, "cut.safetensors").path) }
+                // in place: merge, a second merge is refused, unmerge restores within rounding
+                val w = base.parameter("h.0.attn.c_attn.weight")
+                a.mergeInto(base, 1)
+                assertEquals(mergedLoss, base.evaluate(ids).meanLoss, 1e-6)
+                assertThrows<GeometryException>(Status.GEOMETRY) { a.mergeInto(base, 1) }
+                a.unmergeFrom(base, 1)
+                val back = base.parameter("h.0.attn.c_attn.weight")
+                for (i in w.indices) assertEquals(w[i], back[i], 1e-6f)
+            }
         }
     }
 
