@@ -378,6 +378,12 @@ struct EnumNames<pg_lr_schedule> {
     static constexpr std::pair<pg_lr_schedule, const char*> items[] = {
         {PG_LR_CONSTANT, "constant"}, {PG_LR_COSINE, "cosine"}, {PG_LR_LINEAR, "linear"}};
 };
+template <>
+struct EnumNames<pg_lora_average_method> {  // the names lib/lora/average.cpp gives them
+    static constexpr std::pair<pg_lora_average_method, const char*> items[] = {
+        {PG_LORA_AVERAGE_FEDAVG_FACTORS, "fedavg_factors"}, {PG_LORA_AVERAGE_CAT, "cat"},
+        {PG_LORA_AVERAGE_SVD, "svd"}, {PG_LORA_AVERAGE_FROZEN_A, "frozen_a"}};
+};
 template <class E>
 std::string enum_name(E v) {
     for (const auto& item : EnumNames<E>::items)

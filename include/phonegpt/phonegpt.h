@@ -794,6 +794,173 @@ PG_API pg_status pg_lora_trainer_step_batch(pg_lora_trainer* trainer, const int3
                                             const int32_t* targets, int32_t B, int32_t T,
                                             pg_step_result* result);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Coordinator and data privacy (issue 13): the data filter                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* What the data filter removes. The built-in detectors (docs/federated.md states each rule):
+ * e-mail addresses; phone numbers (7-15 digits in groups, optional +country code); payment
+ * card numbers (13-19 digits, Luhn-checked); IBANs (country length table, mod-97 checked);
+ * IPv4 and IPv6 addresses. PG_PII_CUSTOM marks spans reported by the caller's rule. */
+typedef enum pg_pii_kind {
+    PG_PII_EMAIL = 0,
+    PG_PII_PHONE = 1,
+    PG_PII_PAYMENT_CARD = 2,
+    PG_PII_IBAN = 3,
+    PG_PII_IPV4 = 4,
+    PG_PII_IPV6 = 5,
+    PG_PII_CUSTOM = 6,
+    PG_PII_KIND_COUNT = 7
+} pg_pii_kind;
+#define PG_PII_ALL_BUILTIN 0x3Fu   /* (1u << kind) for every built-in kind */
+
+/* "email", "phone", "payment_card", "iban", "ipv4", "ipv6", "custom"; "unknown" otherwise. */
+PG_API const char* pg_pii_kind_name(pg_pii_kind kind);
+
+/* The caller's rule reports each span [begin, end) (bytes of `text`) with add(sink, begin,
+ * end); add returns PG_ERR_INVALID_ARGUMENT for a span that is empty, out of range or not on
+ * UTF-8 character boundaries (the filter call then fails with that status). The rule returns 0
+ * to go on, non-zero to cancel (the filter call returns PG_ERR_CANCELLED). It sees the
+ * original text, before the built-in detectors. */
+typedef pg_status (*pg_pii_add_fn)(void* sink, size_t begin, size_t end);
+typedef int (*pg_pii_rule_fn)(void* user, const char* text, size_t len, pg_pii_add_fn add,
+                              void* sink);
+
+typedef struct pg_data_filter_config {
+    uint32_t struct_size;
+    uint32_t kinds;                /* bit (1u << kind) per built-in detector; default all */
+    const char* replacement;       /* UTF-8 written in place of every removed span; NULL or ""
+                                      (default): the span is removed */
+    pg_pii_rule_fn custom_rule;    /* optional: the app's own rule (PG_PII_CUSTOM spans) */
+    void* custom_user;
+} pg_data_filter_config;
+PG_API void pg_data_filter_config_default(pg_data_filter_config* config);
+
+/* What the last pg_data_filter_apply removed: counts and sizes, never the removed text. */
+typedef struct pg_data_filter_report {
+    uint32_t struct_size;
+    uint64_t bytes_in;
+    uint64_t bytes_out;
+    uint64_t bytes_removed;        /* sum of the spans' lengths */
+    uint64_t n_spans;
+    uint64_t n_email;              /* spans by kind */
+    uint64_t n_phone;
+    uint64_t n_payment_card;
+    uint64_t n_iban;
+    uint64_t n_ipv4;
+    uint64_t n_ipv6;
+    uint64_t n_custom;
+} pg_data_filter_report;
+
+/* One removed range of the input: bytes [begin, end). */
+typedef struct pg_pii_span {
+    uint64_t begin;
+    uint64_t end;
+    int32_t kind;                  /* a pg_pii_kind */
+} pg_pii_span;
+
+typedef struct pg_data_filter pg_data_filter;
+PG_API pg_status pg_data_filter_create(const pg_data_filter_config* config, pg_data_filter** out);
+PG_API void pg_data_filter_free(pg_data_filter* filter);
+/* Filters `text` (UTF-8, `len` bytes; invalid UTF-8 is PG_ERR_INVALID_ARGUMENT with the byte
+ * offset, and nothing is kept). Spans found by several detectors or overlapping are unioned
+ * (the earliest-starting span keeps its kind). The filtered text and the spans stay in the
+ * handle until the next apply; `report` (optional) gets the summary. Linear in len. */
+PG_API pg_status pg_data_filter_apply(pg_data_filter* filter, const char* text, size_t len,
+                                      pg_data_filter_report* report);
+/* The last apply's filtered text into `text` (NUL-terminated when it fits; *len without the
+ * NUL); sizing as for pg_tokenizer_decode. */
+PG_API pg_status pg_data_filter_output(const pg_data_filter* filter, char* text, size_t capacity,
+                                       size_t* len);
+/* The last apply's spans, sorted by begin; sizing as for pg_tokenizer_encode. */
+PG_API pg_status pg_data_filter_spans(const pg_data_filter* filter, pg_pii_span* spans,
+                                      size_t capacity, size_t* n_spans);
+PG_API const char* pg_data_filter_last_error(const pg_data_filter* filter);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Coordinator (issue 13): adapter signatures and averaging                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Ed25519 keys (libsodium). The key id is the first 8 bytes of SHA-256(public key) as 16
+ * lower-case hex digits. A key file holds the 32-byte seed in hex after a header line and is
+ * written atomically with mode 0600. */
+typedef struct pg_signing_key pg_signing_key;
+PG_API pg_status pg_signing_key_generate(pg_signing_key** out);
+/* The same seed gives the same key (tests, keys kept in a hardware store). */
+PG_API pg_status pg_signing_key_from_seed(const uint8_t seed[32], pg_signing_key** out);
+PG_API pg_status pg_signing_key_save(const pg_signing_key* key, const char* path);
+PG_API pg_status pg_signing_key_load(const char* path, pg_signing_key** out);
+PG_API pg_status pg_signing_key_public(const pg_signing_key* key, uint8_t public_key[32]);
+PG_API void pg_signing_key_free(pg_signing_key* key);
+/* Writes the key id and a NUL into id[17]. */
+PG_API pg_status pg_key_id(const uint8_t public_key[32], char id[17]);
+
+/* Signs an adapter file: `file_bytes` are the file's exact bytes, `adapter` the adapter they
+ * hold (its base fingerprint and training record go into the signed manifest). Writes the
+ * signature file's text (JSON, docs/formats.md "Adapter signatures"; kept beside the adapter
+ * file) into `signature`; sizing as for pg_tokenizer_decode. */
+PG_API pg_status pg_lora_adapter_sign(const pg_signing_key* key, const pg_lora_adapter* adapter,
+                                      const void* file_bytes, size_t n, char* signature,
+                                      size_t capacity, size_t* len);
+
+/* The public keys a coordinator accepts. */
+typedef struct pg_trusted_keys pg_trusted_keys;
+PG_API pg_status pg_trusted_keys_create(pg_trusted_keys** out);
+PG_API pg_status pg_trusted_keys_add(pg_trusted_keys* keys, const uint8_t public_key[32]);
+PG_API void pg_trusted_keys_free(pg_trusted_keys* keys);
+
+/* Verifies a signature file (`signature`, `sig_len` bytes) for the adapter file `file_bytes`
+ * holding `adapter`: parseable, key id consistent, key trusted, Ed25519 signature valid over
+ * the manifest, file bytes (SHA-256 and size), base fingerprint and training record as signed.
+ * Every check runs. Returns PG_OK when the verification ran (whatever its outcome): *valid is 1
+ * when every check passed, else 0 and `reason` (if capacity > 0) gets "check: detail" of the
+ * first failed check, NUL-terminated and cut to fit. */
+PG_API pg_status pg_lora_signature_verify(const pg_trusted_keys* trusted, const pg_lora_adapter* adapter,
+                                          const void* file_bytes, size_t n, const char* signature,
+                                          size_t sig_len, int32_t* valid, char* reason,
+                                          size_t reason_capacity);
+
+/* Averaging adapters of one base into one (the update of adapter i is s_i B_i A_i, weights are
+ * normalised to sum 1; docs/federated.md):
+ *   FEDAVG_FACTORS  A and B averaged separately (what coordinators usually do): NOT the mean
+ *                   update; the report gives its relative error against it. One rank and scale.
+ *   CAT             factors stacked (PEFT's "cat"): exact; the ranks add up (and must stay
+ *                   within the base's widths).
+ *   SVD             the exact mean update re-compressed to svd_rank by a truncated SVD; the
+ *                   report gives the relative Frobenius residual.
+ *   FROZEN_A        FFA-LoRA: every adapter trained with freeze_a and the same A; averaging B
+ *                   is exact. */
+typedef enum pg_lora_average_method {
+    PG_LORA_AVERAGE_FEDAVG_FACTORS = 0,
+    PG_LORA_AVERAGE_CAT = 1,
+    PG_LORA_AVERAGE_SVD = 2,
+    PG_LORA_AVERAGE_FROZEN_A = 3
+} pg_lora_average_method;
+
+typedef struct pg_lora_average_config {
+    uint32_t struct_size;
+    pg_lora_average_method method;   /* default PG_LORA_AVERAGE_FEDAVG_FACTORS */
+    int32_t svd_rank;                /* SVD: the result's rank; 0 (default) = largest input rank */
+} pg_lora_average_config;
+PG_API void pg_lora_average_config_default(pg_lora_average_config* config);
+
+typedef struct pg_lora_average_report {
+    uint32_t struct_size;
+    int32_t rank;                    /* the result's rank */
+    double relative_error;           /* ||result's update - mean update||_F / ||mean update||_F,
+                                        over every adapted linear (fp32; ~1e-7 when exact) */
+    double svd_residual;             /* SVD: the truncation's relative residual; else 0 */
+} pg_lora_average_report;
+
+/* Averages n >= 1 adapters; weights NULL = equal, else n finite weights >= 0 with a positive
+ * sum (e.g. example counts). The result is a new, complete adapter of the same base (its
+ * configuration, base identity, and a training record with the inputs' total tokens and no
+ * steps). Different bases, targets or layers (any method), or ranks/scales (FEDAVG_FACTORS,
+ * FROZEN_A), or A factors (FROZEN_A) are PG_ERR_GEOMETRY naming the adapter and both sides. */
+PG_API pg_status pg_lora_average(const pg_lora_adapter* const* adapters, size_t n,
+                                 const double* weights, const pg_lora_average_config* config,
+                                 pg_lora_adapter** out, pg_lora_average_report* report);
+
 #ifdef __cplusplus
 }
 #endif

@@ -829,6 +829,7 @@ def _has_parameter(fn, name):
 NOT_YET_BOUND = {
     "pg_lora_config": "the LoRA C API (issue 12) has no Python binding yet",
     "pg_encode_options": "Tokenizer.encode_special takes allowed_special itself; EncodeOptions is not exported yet",
+    "pg_data_filter_config": "the data filter (issue 13) has no Python binding yet",
 }
 
 

@@ -25,6 +25,7 @@ from ._phonegpt import (  # noqa: F401  (re-exported API)
     NotFinite, OutOfMemory, SampleConfig, SaveOptions, Session, SessionConfig, StateError, StepResult, TensorInfo,
     TokenizeError, Tokenizer, TrainConfig, Trainer, Unsupported, VersionError, __version__,
     read_file, simd_arch, split_index, status_name, version, version_number,
+    DataFilterReport, LoraAverageConfig, LoraAverageReport,
 )
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "Unsupported", "VersionError", "__version__", "read_file",
     "simd_arch", "split_index", "status_name", "version", "version_number", "version_info",
     "evaluate", "generate",
+    "DataFilterReport", "LoraAverageConfig", "LoraAverageReport",
 ]
 
 

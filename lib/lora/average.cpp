@@ -1,0 +1,214 @@
+// Adapter averaging. Per adapted linear: the exact weighted mean update M = sum_i w_i s_i B_i A_i
+// is formed once as one product of the stacked factors ([out, R] x [R, in], R = sum of ranks),
+// then each method builds its factors and is measured against M.
+#include "lora/average.hpp"
+
+#include <Eigen/Dense>
+#include <Eigen/SVD>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace pg::lora {
+namespace {
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MapConst = Eigen::Map<const RowMat>;
+using MapMut = Eigen::Map<RowMat>;
+
+std::string which(std::size_t i) { return "adapter " + std::to_string(i); }
+
+std::string layers_text(const LoraConfig& c) {
+    if (c.layers.empty()) return "all layers";
+    std::string s = "layers";
+    for (int32_t l : c.layers) s += " " + std::to_string(l);
+    return s;
+}
+
+void check_compatible(const std::vector<const Adapter*>& in, AverageMethod method) {
+    const Adapter& first = *in[0];
+    for (std::size_t i = 1; i < in.size(); ++i) {
+        const Adapter& a = *in[i];
+        require(a.base().fingerprint() == first.base().fingerprint(), PG_ERR_GEOMETRY,
+                "average: " + which(i) + " was made for another base (" + a.base().describe() + ") than adapter 0 (" +
+                    first.base().describe() + "): base fingerprints differ");
+        require(a.config().target_modules == first.config().target_modules, PG_ERR_GEOMETRY,
+                "average: " + which(i) + " targets modules " + std::to_string(a.config().target_modules) +
+                    ", adapter 0 targets " + std::to_string(first.config().target_modules));
+        require(a.config().layers == first.config().layers, PG_ERR_GEOMETRY,
+                "average: " + which(i) + " adapts " + layers_text(a.config()) + ", adapter 0 adapts " +
+                    layers_text(first.config()));
+        if (method == AverageMethod::kFedAvgFactors || method == AverageMethod::kFrozenA) {
+            require(a.config().rank == first.config().rank, PG_ERR_GEOMETRY,
+                    std::string("average: ") + average_method_name(method) + " needs one rank: " + which(i) +
+                        " has rank " + std::to_string(a.config().rank) + ", adapter 0 rank " +
+                        std::to_string(first.config().rank) + " (cat and svd average different ranks)");
+            require(a.scale() == first.scale(), PG_ERR_GEOMETRY,
+                    std::string("average: ") + average_method_name(method) + " needs one scale: " + which(i) +
+                        " has scale " + std::to_string(a.scale()) + ", adapter 0 " + std::to_string(first.scale()));
+        }
+        if (method == AverageMethod::kFrozenA) {
+            for (std::size_t k = 0; k < first.linears().size(); ++k) {
+                const AdaptedLinear& m = first.linears()[k];
+                const std::size_t n = std::size_t(first.config().rank * m.in);
+                require(std::equal(first.a(m), first.a(m) + n, a.a(a.linears()[k])), PG_ERR_GEOMETRY,
+                        "average: frozen_a needs one shared A: " + which(i) + "'s A of layer " +
+                            std::to_string(m.layer) + " " + linear_kind_name(m.target) +
+                            " differs from adapter 0's (train every client with freeze_a and the same init_seed)");
+            }
+        }
+    }
+    if (method == AverageMethod::kFrozenA)
+        require(first.config().freeze_a, PG_ERR_GEOMETRY,
+                "average: frozen_a needs adapters trained with freeze_a (adapter 0 trained its A)");
+}
+
+std::vector<double> normalised(const std::vector<double>& weights, std::size_t n) {
+    if (weights.empty()) return std::vector<double>(n, 1.0 / double(n));
+    require(weights.size() == n, PG_ERR_INVALID_ARGUMENT,
+            "average: " + std::to_string(weights.size()) + " weights for " + std::to_string(n) + " adapters");
+    double sum = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+        require(std::isfinite(weights[i]) && weights[i] >= 0.0, PG_ERR_INVALID_ARGUMENT,
+                "average: weight " + std::to_string(i) + " is " + std::to_string(weights[i]) +
+                    " (finite and >= 0 needed)");
+        sum += weights[i];
+    }
+    require(sum > 0.0 && std::isfinite(sum), PG_ERR_INVALID_ARGUMENT, "average: the weights sum to 0");
+    std::vector<double> w(weights);
+    for (double& x : w) x /= sum;
+    return w;
+}
+
+// The exact weighted mean update of linear k: sum_i w_i s_i B_i A_i, [out, in].
+RowMat exact_mean(const std::vector<const Adapter*>& in, const std::vector<double>& w, std::size_t k) {
+    const AdaptedLinear& m0 = in[0]->linears()[k];
+    int64_t total_rank = 0;
+    for (const Adapter* a : in) total_rank += a->config().rank;
+    RowMat b_cat(m0.out, total_rank), a_cat(total_rank, m0.in);
+    int64_t at = 0;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        const Adapter& a = *in[i];
+        const AdaptedLinear& m = a.linears()[k];
+        const int r = a.config().rank;
+        b_cat.middleCols(at, r) = MapConst(a.b(m), m.out, r) * float(w[i] * double(a.scale()));
+        a_cat.middleRows(at, r) = MapConst(a.a(m), r, m.in);
+        at += r;
+    }
+    return b_cat * a_cat;
+}
+
+LoraConfig result_config(const Adapter& first, int rank, AverageMethod method) {
+    LoraConfig cfg = first.config();
+    cfg.rank = rank;
+    cfg.freeze_a = method == AverageMethod::kFrozenA;
+    return cfg;
+}
+
+}  // namespace
+
+const char* average_method_name(AverageMethod m) {
+    switch (m) {
+        case AverageMethod::kFedAvgFactors: return "fedavg_factors";
+        case AverageMethod::kConcat: return "cat";
+        case AverageMethod::kSvd: return "svd";
+        case AverageMethod::kFrozenA: return "frozen_a";
+    }
+    return "unknown";
+}
+
+std::vector<float> dense_update(const Adapter& adapter, const AdaptedLinear& m) {
+    const int r = adapter.config().rank;
+    std::vector<float> out(std::size_t(m.out * m.in));
+    MapMut(out.data(), m.out, m.in) = (MapConst(adapter.b(m), m.out, r) * MapConst(adapter.a(m), r, m.in)) * adapter.scale();
+    return out;
+}
+
+Adapter average_adapters(const std::vector<const Adapter*>& in, const std::vector<double>& weights,
+                         const AverageOptions& options, AverageReport* report) {
+    require(!in.empty(), PG_ERR_INVALID_ARGUMENT, "average: no adapters");
+    for (std::size_t i = 0; i < in.size(); ++i)
+        require(in[i] != nullptr, PG_ERR_INVALID_ARGUMENT, "average: " + which(i) + " is NULL");
+    const AverageMethod method = options.method;
+    check_compatible(in, method);
+    const std::vector<double> w = normalised(weights, in.size());
+    const Adapter& first = *in[0];
+
+    int rank = first.config().rank;
+    int max_rank = 0, sum_rank = 0;
+    for (const Adapter* a : in) max_rank = std::max(max_rank, a->config().rank), sum_rank += a->config().rank;
+    if (method == AverageMethod::kConcat) rank = sum_rank;
+    if (method == AverageMethod::kSvd) {
+        rank = options.svd_rank > 0 ? options.svd_rank : max_rank;
+        require(options.svd_rank >= 0, PG_ERR_INVALID_ARGUMENT,
+                "average: svd_rank " + std::to_string(options.svd_rank) + " is negative");
+    }
+    // The Adapter constructor checks the result's rank against the base (<= min(in, out)).
+    Adapter out(result_config(first, rank, method), first.base());
+    const float s_out = out.scale();
+
+    double err2 = 0.0, ref2 = 0.0, dropped2 = 0.0, total2 = 0.0;
+    for (std::size_t k = 0; k < first.linears().size(); ++k) {
+        const AdaptedLinear& mo = out.linears()[k];
+        const RowMat mean = exact_mean(in, w, k);
+        MapMut a_out(out.a(mo), rank, mo.in), b_out(out.b(mo), mo.out, rank);
+        switch (method) {
+            case AverageMethod::kFedAvgFactors:
+            case AverageMethod::kFrozenA: {
+                a_out.setZero(), b_out.setZero();
+                for (std::size_t i = 0; i < in.size(); ++i) {
+                    const Adapter& a = *in[i];
+                    const AdaptedLinear& m = a.linears()[k];
+                    // Same scale for every input (checked), so s_i / s_out = 1.
+                    a_out += MapConst(a.a(m), rank, m.in) * float(w[i]);
+                    b_out += MapConst(a.b(m), m.out, rank) * float(w[i]);
+                }
+                if (method == AverageMethod::kFrozenA) a_out = MapConst(first.a(first.linears()[k]), rank, mo.in);
+                break;
+            }
+            case AverageMethod::kConcat: {
+                int64_t at = 0;
+                for (std::size_t i = 0; i < in.size(); ++i) {
+                    const Adapter& a = *in[i];
+                    const AdaptedLinear& m = a.linears()[k];
+                    const int r = a.config().rank;
+                    a_out.middleRows(at, r) = MapConst(a.a(m), r, m.in);
+                    b_out.middleCols(at, r) = MapConst(a.b(m), m.out, r) * float(w[i] * double(a.scale()) / double(s_out));
+                    at += r;
+                }
+                break;
+            }
+            case AverageMethod::kSvd: {
+                const Eigen::MatrixXd md = mean.cast<double>();
+                Eigen::BDCSVD<Eigen::MatrixXd> svd(md, Eigen::ComputeThinU | Eigen::ComputeThinV);
+                const Eigen::VectorXd& sigma = svd.singularValues();
+                const int keep = std::min<int>(rank, int(sigma.size()));
+                for (int j = 0; j < int(sigma.size()); ++j) {
+                    total2 += sigma[j] * sigma[j];
+                    if (j >= keep) dropped2 += sigma[j] * sigma[j];
+                }
+                a_out.setZero(), b_out.setZero();
+                a_out.topRows(keep) = svd.matrixV().leftCols(keep).transpose().cast<float>();
+                b_out.leftCols(keep) =
+                    (svd.matrixU().leftCols(keep) * sigma.head(keep).asDiagonal() / double(s_out)).cast<float>();
+                break;
+            }
+        }
+        const RowMat got = (b_out * a_out) * s_out;
+        err2 += double((got - mean).squaredNorm());
+        ref2 += double(mean.squaredNorm());
+    }
+    TrainingRecord& rec = out.record();
+    for (const Adapter* a : in) rec.tokens += a->record().tokens;
+    if (report) {
+        report->rank = rank;
+        report->relative_error = ref2 > 0.0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+        report->svd_residual = total2 > 0.0 ? std::sqrt(dropped2 / total2) : 0.0;
+    }
+    return out;
+}
+
+}  // namespace pg::lora

@@ -1,0 +1,299 @@
+// Adapter signatures: libsodium's Ed25519 (crypto_sign_*) and SHA-256 (crypto_hash_sha256).
+#include "lora/sign.hpp"
+
+#include <sodium.h>
+
+#include <cmath>
+#include <cstring>
+#include <sys/stat.h>
+
+#include "core/error.hpp"
+#include "io/file_io.hpp"
+#include "io/json.hpp"
+
+namespace pg::lora {
+namespace {
+
+constexpr const char* kFormat = "phonegpt-adapter-signature";
+constexpr int kVersion = 1;
+constexpr const char* kDomain = "phonegpt adapter manifest v1\n";
+constexpr const char* kKeyFileHeader = "phonegpt-ed25519-secret-key v1\n";
+
+void ensure_sodium() {
+    static const int ok = sodium_init();  // thread-safe, idempotent
+    require(ok >= 0, PG_ERR_INTERNAL, "libsodium failed to initialise");
+}
+
+bool from_hex(const std::string& hex, uint8_t* out, std::size_t n) {
+    if (hex.size() != 2 * n) return false;
+    for (std::size_t i = 0; i < n; ++i) {
+        int v = 0;
+        for (int k = 0; k < 2; ++k) {
+            const char c = hex[2 * i + k];
+            const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+            if (d < 0) return false;  // lower-case only: one spelling per key
+            v = v * 16 + d;
+        }
+        out[i] = uint8_t(v);
+    }
+    return true;
+}
+
+std::string sha256_hex(const void* data, std::size_t n) {
+    ensure_sodium();
+    uint8_t h[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256(h, static_cast<const unsigned char*>(data), n);
+    return to_hex(h, sizeof h);
+}
+
+std::string hex64(uint64_t v) {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+// Losses as JSON: the shortest decimal that reads back exactly, or "nan" / "inf" / "-inf" as
+// strings (a NaN trajectory must still be signable so that a coordinator can refuse it by name).
+std::string loss_json(float v) {
+    if (std::isnan(v)) return "\"nan\"";
+    if (std::isinf(v)) return v > 0 ? "\"inf\"" : "\"-inf\"";
+    return io::json_float(v);
+}
+
+float loss_from_json(const io::JsonValue& v, const std::string& what) {
+    if (v.is_string()) {
+        const std::string& s = v.as_string(what);
+        if (s == "nan") return std::nanf("");
+        if (s == "inf") return INFINITY;
+        if (s == "-inf") return -INFINITY;
+        throw Error(PG_ERR_FORMAT, what + " is the string \"" + s + "\", not a number, \"nan\" or \"inf\"");
+    }
+    return static_cast<float>(v.as_double(what));
+}
+
+bool same_float(float a, float b) {
+    uint32_t x, y;
+    std::memcpy(&x, &a, 4), std::memcpy(&y, &b, 4);
+    return x == y || (std::isnan(a) && std::isnan(b));
+}
+
+struct ParsedSignature {
+    Manifest manifest;
+    PublicKey public_key{};
+    std::array<uint8_t, 64> signature{};
+};
+
+// Strict: exactly the members this version writes, each of its type.
+ParsedSignature parse_signature(const std::string& text) {
+    const io::JsonValue root = io::parse_json(text.data(), text.size(), "adapter signature");
+    const auto& members = root.as_object("adapter signature");
+    auto get = [](const io::JsonValue& obj, const std::string& key, const std::string& where) -> const io::JsonValue& {
+        const io::JsonValue* v = obj.find(key);
+        require(v != nullptr, PG_ERR_FORMAT, where + " has no \"" + key + "\"");
+        return *v;
+    };
+    require(members.size() == 5, PG_ERR_FORMAT,
+            "adapter signature has " + std::to_string(members.size()) + " members, expected 5 "
+            "(format, version, manifest, public_key, signature)");
+    require(get(root, "format", "adapter signature").as_string("format") == kFormat, PG_ERR_FORMAT,
+            std::string("adapter signature: format is not \"") + kFormat + "\"");
+    const uint64_t version = get(root, "version", "adapter signature").as_u64("version");
+    require(version <= uint64_t(kVersion), PG_ERR_VERSION,
+            "adapter signature version " + std::to_string(version) + " is newer than this library reads (" +
+                std::to_string(kVersion) + ")");
+    require(version == uint64_t(kVersion), PG_ERR_FORMAT, "adapter signature version 0 does not exist");
+    ParsedSignature p;
+    require(from_hex(get(root, "public_key", "adapter signature").as_string("public_key"), p.public_key.data(), 32),
+            PG_ERR_FORMAT, "adapter signature: public_key is not 64 lower-case hex digits");
+    require(from_hex(get(root, "signature", "adapter signature").as_string("signature"), p.signature.data(), 64),
+            PG_ERR_FORMAT, "adapter signature: signature is not 128 lower-case hex digits");
+    const io::JsonValue& m = get(root, "manifest", "adapter signature");
+    require(m.as_object("manifest").size() == 9, PG_ERR_FORMAT, "adapter signature: manifest does not have its 9 members");
+    Manifest& mf = p.manifest;
+    mf.adapter_sha256 = get(m, "adapter_sha256", "manifest").as_string("manifest.adapter_sha256");
+    uint8_t digest[32];
+    require(from_hex(mf.adapter_sha256, digest, 32), PG_ERR_FORMAT, "manifest.adapter_sha256 is not 64 lower-case hex digits");
+    mf.adapter_bytes = get(m, "adapter_bytes", "manifest").as_u64("manifest.adapter_bytes");
+    uint8_t fp[8];
+    const std::string& fp_hex = get(m, "base_fingerprint", "manifest").as_string("manifest.base_fingerprint");
+    require(from_hex(fp_hex, fp, 8), PG_ERR_FORMAT, "manifest.base_fingerprint is not 16 lower-case hex digits");
+    for (uint8_t b : fp) mf.base_fingerprint = (mf.base_fingerprint << 8) | b;
+    mf.steps = static_cast<int64_t>(get(m, "steps", "manifest").as_u64("manifest.steps"));
+    mf.tokens = static_cast<int64_t>(get(m, "tokens", "manifest").as_u64("manifest.tokens"));
+    mf.seed = get(m, "seed", "manifest").as_u64("manifest.seed");
+    mf.first_loss = loss_from_json(get(m, "first_loss", "manifest"), "manifest.first_loss");
+    mf.last_loss = loss_from_json(get(m, "last_loss", "manifest"), "manifest.last_loss");
+    mf.key_id = get(m, "key_id", "manifest").as_string("manifest.key_id");
+    return p;
+}
+
+}  // namespace
+
+std::string to_hex(const uint8_t* data, std::size_t n) {
+    static const char* digits = "0123456789abcdef";
+    std::string s(2 * n, '0');
+    for (std::size_t i = 0; i < n; ++i) s[2 * i] = digits[data[i] >> 4], s[2 * i + 1] = digits[data[i] & 15];
+    return s;
+}
+
+std::string key_id_of(const PublicKey& key) {
+    ensure_sodium();
+    uint8_t h[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256(h, key.data(), key.size());
+    return to_hex(h, 8);
+}
+
+// ---- keys ----------------------------------------------------------------------------------
+
+SigningKey SigningKey::generate() {
+    ensure_sodium();
+    SigningKey k;
+    crypto_sign_keypair(k.public_.data(), k.secret_.data());
+    return k;
+}
+
+SigningKey SigningKey::from_seed(const std::array<uint8_t, 32>& seed) {
+    ensure_sodium();
+    SigningKey k;
+    crypto_sign_seed_keypair(k.public_.data(), k.secret_.data(), seed.data());
+    return k;
+}
+
+SigningKey::~SigningKey() { sodium_memzero(secret_.data(), secret_.size()); }
+SigningKey::SigningKey(const SigningKey&) = default;
+SigningKey& SigningKey::operator=(const SigningKey&) = default;
+
+void SigningKey::save(const std::string& path) const {
+    uint8_t seed[32];
+    crypto_sign_ed25519_sk_to_seed(seed, secret_.data());
+    std::string text = std::string(kKeyFileHeader) + to_hex(seed, 32) + "\n";
+    sodium_memzero(seed, sizeof seed);
+    io::write_file_atomically(path, text.data(), text.size());
+    sodium_memzero(&text[0], text.size());
+    if (::chmod(path.c_str(), 0600) != 0)
+        throw Error(PG_ERR_IO, "signing key " + path + ": chmod 0600 failed: " + std::strerror(errno));
+}
+
+SigningKey SigningKey::load(const std::string& path) {
+    const std::vector<uint8_t> bytes = io::read_small_file(path, 4096);
+    std::string text(bytes.begin(), bytes.end());
+    const std::string header = kKeyFileHeader;
+    std::array<uint8_t, 32> seed{};
+    const bool ok = text.size() == header.size() + 65 && text.compare(0, header.size(), header) == 0 &&
+                    text.back() == '\n' && from_hex(text.substr(header.size(), 64), seed.data(), 32);
+    sodium_memzero(&text[0], text.size());
+    require(ok, PG_ERR_FORMAT, "signing key " + path + " is not a phonegpt Ed25519 key file (\"" +
+                                   header.substr(0, header.size() - 1) + "\" then 64 hex digits)");
+    SigningKey k = from_seed(seed);
+    sodium_memzero(seed.data(), seed.size());
+    return k;
+}
+
+std::string SigningKey::key_id() const { return key_id_of(public_); }
+
+std::array<uint8_t, 64> SigningKey::sign(const std::string& message) const {
+    ensure_sodium();
+    std::array<uint8_t, 64> sig{};
+    crypto_sign_detached(sig.data(), nullptr, reinterpret_cast<const unsigned char*>(message.data()),
+                         message.size(), secret_.data());
+    return sig;
+}
+
+// ---- manifests and signature files ---------------------------------------------------------
+
+Manifest make_manifest(const void* file_bytes, std::size_t n, const BaseIdentity& base,
+                       const TrainingRecord& record, const std::string& key_id) {
+    Manifest m;
+    m.adapter_sha256 = sha256_hex(file_bytes, n);
+    m.adapter_bytes = n;
+    m.base_fingerprint = base.fingerprint();
+    m.steps = record.steps;
+    m.tokens = record.tokens;
+    m.seed = record.seed;
+    if (!record.losses.empty()) m.first_loss = record.losses.front(), m.last_loss = record.losses.back();
+    m.key_id = key_id;
+    return m;
+}
+
+std::string canonical_manifest(const Manifest& m) {
+    return std::string(kDomain) + "{\"adapter_sha256\":" + io::json_quote(m.adapter_sha256) +
+           ",\"adapter_bytes\":" + std::to_string(m.adapter_bytes) +
+           ",\"base_fingerprint\":\"" + hex64(m.base_fingerprint) + "\"" +
+           ",\"steps\":" + std::to_string(m.steps) + ",\"tokens\":" + std::to_string(m.tokens) +
+           ",\"seed\":" + std::to_string(m.seed) + ",\"first_loss\":" + loss_json(m.first_loss) +
+           ",\"last_loss\":" + loss_json(m.last_loss) + ",\"key_id\":" + io::json_quote(m.key_id) + "}";
+}
+
+std::string sign_adapter(const SigningKey& key, const void* file_bytes, std::size_t n,
+                         const BaseIdentity& base, const TrainingRecord& record) {
+    const Manifest m = make_manifest(file_bytes, n, base, record, key.key_id());
+    const std::string canonical = canonical_manifest(m);
+    const auto sig = key.sign(canonical);
+    const std::string manifest_json = canonical.substr(std::strlen(kDomain));
+    return std::string("{\"format\":\"") + kFormat + "\",\"version\":" + std::to_string(kVersion) +
+           ",\"manifest\":" + manifest_json + ",\"public_key\":\"" + to_hex(key.public_key().data(), 32) +
+           "\",\"signature\":\"" + to_hex(sig.data(), 64) + "\"}\n";
+}
+
+const PublicKey* TrustedKeys::find(const std::string& key_id) const {
+    auto it = keys_.find(key_id);
+    return it == keys_.end() ? nullptr : &it->second;
+}
+
+std::string Verification::first_failure() const {
+    for (const auto& c : checks)
+        if (!c.passed) return c.name + ": " + c.detail;
+    return "";
+}
+
+Verification verify_adapter_signature(const std::string& signature_text, const void* file_bytes,
+                                      std::size_t n, const BaseIdentity& base,
+                                      const TrainingRecord& record, const TrustedKeys& trusted) {
+    Verification v;
+    auto check = [&](const char* name, bool passed, std::string detail) {
+        v.checks.push_back({name, passed, passed ? std::string() : std::move(detail)});
+    };
+    static const char* kLater[] = {"key id", "trusted key", "signature", "adapter bytes", "base fingerprint",
+                                   "training record"};
+    ParsedSignature p;
+    try {
+        p = parse_signature(signature_text);
+        check("signature file", true, "");
+    } catch (const std::exception& e) {
+        check("signature file", false, e.what());
+        for (const char* name : kLater) check(name, false, "not checked: the signature file is unreadable");
+        return v;
+    }
+    const Manifest& m = p.manifest;
+    v.key_id = m.key_id;
+    check("key id", key_id_of(p.public_key) == m.key_id,
+          "the manifest names key " + m.key_id + " but the public key's id is " + key_id_of(p.public_key));
+    const PublicKey* known = trusted.find(key_id_of(p.public_key));
+    check("trusted key", known != nullptr && *known == p.public_key,
+          "key " + key_id_of(p.public_key) + " is not among the " + std::to_string(trusted.size()) + " trusted keys");
+    ensure_sodium();
+    const std::string canonical = canonical_manifest(m);
+    const bool sig_ok = crypto_sign_verify_detached(p.signature.data(), reinterpret_cast<const unsigned char*>(canonical.data()),
+                                                    canonical.size(), p.public_key.data()) == 0;
+    check("signature", sig_ok, "the Ed25519 signature does not verify over the manifest with key " + key_id_of(p.public_key));
+    const std::string digest = sha256_hex(file_bytes, n);
+    check("adapter bytes", digest == m.adapter_sha256 && n == m.adapter_bytes,
+          "the adapter's " + std::to_string(n) + " bytes hash to " + digest + ", the manifest signed " +
+              std::to_string(m.adapter_bytes) + " bytes hashing to " + m.adapter_sha256);
+    check("base fingerprint", base.fingerprint() == m.base_fingerprint,
+          "the adapter's base fingerprint is " + hex64(base.fingerprint()) + ", the manifest signed " +
+              hex64(m.base_fingerprint));
+    const Manifest own = make_manifest(nullptr, 0, base, record, m.key_id);
+    const bool record_ok = own.steps == m.steps && own.tokens == m.tokens && own.seed == m.seed &&
+                           same_float(own.first_loss, m.first_loss) && same_float(own.last_loss, m.last_loss);
+    check("training record", record_ok,
+          "the adapter records " + std::to_string(own.steps) + " steps, " + std::to_string(own.tokens) +
+              " tokens, losses " + loss_json(own.first_loss) + " .. " + loss_json(own.last_loss) +
+              "; the manifest signed " + std::to_string(m.steps) + " steps, " + std::to_string(m.tokens) +
+              " tokens, losses " + loss_json(m.first_loss) + " .. " + loss_json(m.last_loss));
+    v.valid = true;
+    for (const auto& c : v.checks) v.valid = v.valid && c.passed;
+    return v;
+}
+
+}  // namespace pg::lora
