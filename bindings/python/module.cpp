@@ -384,6 +384,11 @@ struct EnumNames<pg_lora_average_method> {  // the names lib/lora/average.cpp gi
         {PG_LORA_AVERAGE_FEDAVG_FACTORS, "fedavg_factors"}, {PG_LORA_AVERAGE_CAT, "cat"},
         {PG_LORA_AVERAGE_SVD, "svd"}, {PG_LORA_AVERAGE_FROZEN_A, "frozen_a"}};
 };
+template <>
+struct EnumNames<pg_bpe_pattern> {  // bpe::pattern_name's names
+    static constexpr std::pair<pg_bpe_pattern, const char*> items[] = {
+        {PG_BPE_PATTERN_GPT2, "gpt2"}, {PG_BPE_PATTERN_CL100K, "cl100k"}, {PG_BPE_PATTERN_O200K, "o200k"}};
+};
 template <class E>
 std::string enum_name(E v) {
     for (const auto& item : EnumNames<E>::items)
