@@ -26,6 +26,7 @@ from ._phonegpt import (  # noqa: F401  (re-exported API)
     TokenizeError, Tokenizer, TrainConfig, Trainer, Unsupported, VersionError, __version__,
     read_file, simd_arch, split_index, status_name, version, version_number,
     DataFilterReport, LoraAverageConfig, LoraAverageReport,
+    BpeTrainOptions,
 )
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "simd_arch", "split_index", "status_name", "version", "version_number", "version_info",
     "evaluate", "generate",
     "DataFilterReport", "LoraAverageConfig", "LoraAverageReport",
+    "BpeTrainOptions",
 ]
 
 
