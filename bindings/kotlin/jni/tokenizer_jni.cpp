@@ -60,6 +60,67 @@ jlong n_tokenizer_create_hf(JNIEnv* env, jclass, jbyteArray jjson) {
     });
 }
 
+// --- BPE training -----------------------------------------------------------------------------
+
+// BpeTrainOptions.fields() = (min_frequency, pattern, n_threads).
+jlongArray n_bpe_train_options_default(JNIEnv* env, jclass) {
+    pg_bpe_train_options o;
+    pg_bpe_train_options_default(&o);
+    return new_longs(env, {jlong(o.min_frequency), jlong(o.pattern), o.n_threads});
+}
+
+// Trains on `jtexts` (byte arrays, one text each); progress (a ProgressBridge, may be null) gets
+// (tokens so far, vocab_size) after each merge and can cancel.
+jlong n_tokenizer_train_bpe(JNIEnv* env, jclass, jobjectArray jtexts, jint vocab_size, jlongArray jfields,
+                            jobjectArray jspecial, jobject bridge) {
+    if (!jtexts) {
+        throw_invalid(env, "trainBpe: texts is null");
+        return 0;
+    }
+    std::vector<jlong> f;
+    if (!get_longs(env, jfields, 3, "BpeTrainOptions", &f)) return 0;
+    if (f[1] < INT32_MIN || f[1] > INT32_MAX || f[2] < INT32_MIN || f[2] > INT32_MAX) {
+        throw_invalid(env, "BpeTrainOptions: pattern or nThreads is outside int32");
+        return 0;
+    }
+    const jsize n = env->GetArrayLength(jtexts);
+    std::vector<std::vector<char>> texts(static_cast<std::size_t>(n));
+    std::vector<const char*> ptrs;
+    std::vector<size_t> lens;
+    for (jsize i = 0; i < n; ++i) {
+        auto a = static_cast<jbyteArray>(env->GetObjectArrayElement(jtexts, i));
+        const bool ok = get_bytes(env, a, "a training text", &texts[std::size_t(i)]);
+        env->DeleteLocalRef(a);
+        if (!ok) return 0;
+        ptrs.push_back(bytes_of(texts[std::size_t(i)]));
+        lens.push_back(texts[std::size_t(i)].size());
+    }
+    std::vector<std::string> special;
+    if (!get_strings(env, jspecial, "special token", &special)) return 0;
+    std::vector<const char*> special_ptrs;
+    for (const std::string& t : special) special_ptrs.push_back(t.c_str());
+    pg_bpe_train_options o;
+    pg_bpe_train_options_default(&o);
+    o.min_frequency = int64_t(f[0]);
+    o.pattern = pg_bpe_pattern(int32_t(f[1]));
+    o.n_threads = int32_t(f[2]);
+    o.special_tokens = special_ptrs.data();
+    o.n_special_tokens = int32_t(special_ptrs.size());
+    Callback cb;
+    cb.bridge = bridge;
+    if (bridge) {
+        o.progress = progress_trampoline;
+        o.progress_user = &cb;
+    }
+    pg_tokenizer* tok = nullptr;
+    const pg_status status = pg_bpe_train(ptrs.data(), lens.data(), ptrs.size(), vocab_size, &o, &tok);
+    if (cb.rethrow(env) || failed(env, status)) {
+        pg_tokenizer_free(tok);
+        return 0;
+    }
+    return to_handle(tok);
+}
+
 void n_tokenizer_free(JNIEnv*, jclass, jlong h) { pg_tokenizer_free(reinterpret_cast<pg_tokenizer*>(intptr_t(h))); }
 
 // --- queries -------------------------------------------------------------------------------
@@ -182,6 +243,8 @@ const JNINativeMethod kTokenizerNatives[] = {
     PG_NATIVE("tokenizerCreateTiktoken", "([BLjava/lang/String;)J", n_tokenizer_create_tiktoken),
     PG_NATIVE("tokenizerCreateGpt2", "([B[B)J", n_tokenizer_create_gpt2),
     PG_NATIVE("tokenizerCreateHf", "([B)J", n_tokenizer_create_hf),
+    PG_NATIVE("bpeTrainOptionsDefault", "()[J", n_bpe_train_options_default),
+    PG_NATIVE("tokenizerTrainBpe", "([[BI[J[Ljava/lang/String;Lphonegpt/ProgressBridge;)J", n_tokenizer_train_bpe),
     PG_NATIVE("tokenizerFree", "(J)V", n_tokenizer_free),
     PG_NATIVE("tokenizerKind", "(J)I", n_tokenizer_kind),
     PG_NATIVE("tokenizerVocabSize", "(J)I", n_tokenizer_vocab_size),

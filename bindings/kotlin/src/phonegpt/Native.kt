@@ -34,6 +34,9 @@ internal object Native {
     @JvmStatic external fun tokenizerCreateTiktoken(ranks: ByteArray?, encoding: String?): Long
     @JvmStatic external fun tokenizerCreateGpt2(encoderJson: ByteArray?, vocabBpe: ByteArray?): Long
     @JvmStatic external fun tokenizerCreateHf(tokenizerJson: ByteArray?): Long
+    @JvmStatic external fun bpeTrainOptionsDefault(): LongArray
+    @JvmStatic external fun tokenizerTrainBpe(texts: Array<ByteArray>?, vocabSize: Int, options: LongArray?,
+                                              specialTokens: Array<String>?, progress: ProgressBridge?): Long
     @JvmStatic external fun tokenizerFree(handle: Long)
     @JvmStatic external fun tokenizerKind(handle: Long): Int
     @JvmStatic external fun tokenizerVocabSize(handle: Long): Int

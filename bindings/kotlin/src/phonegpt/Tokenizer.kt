@@ -33,6 +33,30 @@ data class EncodeOptions(
     }
 }
 
+/** The pre-split patterns a BPE tokenizer can be trained with (pg_bpe_pattern). */
+enum class BpePattern(val code: Int) { GPT2(1), CL100K(2), O200K(3) }
+
+/** pg_bpe_train_options without its callback (progress and cancellation are arguments of [Tokenizer.trainBpe]). */
+data class BpeTrainOptions(
+    /** Pairs rarer than this never merge (>= 0). */
+    val minFrequency: Long,
+    val pattern: BpePattern,
+    /** Get ids 0.. in order; ordinary text while training. */
+    val specialTokens: List<String>,
+    /** <= 0: all cores (the result does not depend on it). */
+    val nThreads: Int
+) {
+    companion object {
+        @JvmStatic fun default(): BpeTrainOptions = Native.bpeTrainOptionsDefault().let { f ->
+            BpeTrainOptions(f[0], BpePattern.values().firstOrNull { it.code.toLong() == f[1] }
+                ?: throw InternalException("unknown BPE pattern ${f[1]}"), emptyList(), f[2].toInt())
+        }
+        internal val C_FIELDS = listOf("min_frequency", "pattern", "n_threads")
+    }
+
+    internal fun fields() = longArrayOf(minFrequency, pattern.code.toLong(), nThreads.toLong())
+}
+
 /**
  * A tokenizer handle (pg_tokenizer): a character tokenizer, or byte-level BPE (GPT-2, cl100k,
  * o200k) loaded from a tiktoken rank file, GPT-2's encoder.json + vocab.bpe or a Hugging Face
@@ -69,6 +93,28 @@ class Tokenizer internal constructor(handle: Long) : NativeHandle(handle, "Token
          */
         @JvmStatic fun huggingFace(tokenizerJson: ByteArray): Tokenizer = Tokenizer(Native.tokenizerCreateHf(tokenizerJson))
         @JvmStatic fun huggingFaceFile(path: String): Tokenizer = huggingFace(PhoneGpt.readFile(path))
+
+        /**
+         * Trains a byte-level BPE tokenizer of at most [vocabSize] tokens (special tokens, the 256
+         * bytes, the merges) on [texts] (pg_bpe_train: Hugging Face BpeTrainer's merges).
+         * [progress] gets (tokens so far, vocabSize) after each merge; [cancel] stops it from any
+         * thread ([CancelledException]); an exception thrown by [progress] is re-thrown here.
+         */
+        @JvmStatic @JvmOverloads fun trainBpe(texts: List<String>, vocabSize: Int,
+                                              options: BpeTrainOptions = BpeTrainOptions.default(),
+                                              cancel: CancellationToken? = null,
+                                              progress: ((Long, Long) -> Unit)? = null): Tokenizer =
+            trainBpeBytes(texts.map { it.toByteArray(Charsets.UTF_8) }, vocabSize, options, cancel, progress)
+
+        /** [trainBpe] on texts given as bytes (any bytes). */
+        @JvmStatic @JvmOverloads fun trainBpeBytes(texts: List<ByteArray>, vocabSize: Int,
+                                                   options: BpeTrainOptions = BpeTrainOptions.default(),
+                                                   cancel: CancellationToken? = null,
+                                                   progress: ((Long, Long) -> Unit)? = null): Tokenizer {
+            val bridge = if (progress != null || cancel != null) ProgressBridge(progress, cancel) else null
+            return Tokenizer(Native.tokenizerTrainBpe(texts.toTypedArray(), vocabSize, options.fields(),
+                                                      options.specialTokens.toTypedArray(), bridge))
+        }
     }
 
     override fun free(handle: Long) = Native.tokenizerFree(handle)

@@ -145,6 +145,57 @@ class BpeTest {
         }
     }
 
+    @Test fun trainedMergesEqualHuggingFaceBpeTrainers() {
+        val dir = File(System.getenv("PG_KOTLIN_BPE_REFERENCE")).parentFile
+        val input = File(dir, "train_input.txt").readText()
+        // HF trains on a file line by line, each line with its '\n': so do we
+        val lines = Regex("[^\n]*\n|[^\n]+$").findAll(input).map { it.value }.toList()
+        assertEquals(input, lines.joinToString(""))
+        val options = BpeTrainOptions.default().copy(minFrequency = 0, nThreads = 1)
+        assertEquals(BpeTrainOptions(2, BpePattern.GPT2, emptyList(), 0), BpeTrainOptions.default())
+        assertEquals(Native.structValueFields("pg_bpe_train_options")!!.toList(), BpeTrainOptions.C_FIELDS)
+        val progress = ArrayList<Long>()
+        Tokenizer.trainBpe(lines, 30000, options) { done, total -> assertEquals(30000L, total); progress.add(done) }.use { ours ->
+            Tokenizer.huggingFaceFile(File(dir, "hf_trained.json").path).use { hf ->
+                // HF's default trainer stopped when pairs ran out (its vocabulary is far below
+                // 30000), so both merge lists are complete: equal, merge for merge
+                assertTrue(hf.vocabSize < 30000)
+                val hfMerges = String(hf.writeFile(TokenizerFile.GPT2_MERGES), Charsets.UTF_8)
+                val ourMerges = String(ours.writeFile(TokenizerFile.GPT2_MERGES), Charsets.UTF_8)
+                assertTrue(hfMerges.lines().size > 150)
+                assertEquals(hfMerges, ourMerges)
+                assertEquals(256 + hfMerges.lines().count { it.isNotEmpty() && !it.startsWith("#") }, ours.vocabSize)
+            }
+            assertEquals(ours.vocabSize.toLong(), progress.last())
+            assertTrue(progress.zipWithNext().all { (a, b) -> a < b })
+            assertEquals(input, ours.decode(ours.encode(input)))
+            // the result does not depend on the threads
+            Tokenizer.trainBpe(lines, 30000, options.copy(nThreads = 2)).use { assertArrayEquals(ours.toBytes(), it.toBytes()) }
+        }
+        // special tokens get ids 0.. in order
+        Tokenizer.trainBpe(lines, 300, options.copy(specialTokens = listOf("<|endoftext|>", "<|pad|>"))).use { t ->
+            assertEquals(0, t.specialId("<|endoftext|>"))
+            assertEquals(1, t.specialId("<|pad|>"))
+            assertEquals(300, t.vocabSize)
+        }
+        // cancelled from the progress callback, a throwing callback, bad arguments
+        val cancel = CancellationToken()
+        assertThrows<CancelledException>(Status.CANCELLED) {
+            Tokenizer.trainBpe(lines, 30000, options, cancel) { _, _ -> cancel.cancel() }
+        }
+        try {
+            Tokenizer.trainBpe(lines, 30000, options) { _, _ -> throw IllegalStateException("stop") }
+            throw AssertionError("not re-thrown")
+        } catch (e: IllegalStateException) {
+            assertEquals("stop", e.message)
+        }
+        assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { Tokenizer.trainBpe(lines, 100, options) }
+        assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) {
+            Tokenizer.trainBpe(lines, 1000, options.copy(minFrequency = -1))
+        }
+        assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { Native.tokenizerTrainBpe(null, 1000, options.fields(), null, null) }
+    }
+
     @Test fun badFilesAreRefusedNamingWhatIsWrong() {
         assertThrows<FormatException>(Status.FORMAT) { Tokenizer.tiktoken("not base64 at all\n".toByteArray(), "gpt2") }
         assertThrows<FormatException>(Status.FORMAT) { Tokenizer.huggingFace("{".toByteArray()) }
