@@ -76,6 +76,22 @@ inline bool get_string(JNIEnv* env, jstring s, const char* what, std::string* ou
     return true;
 }
 
+// A String[] (null = none) as std::strings; a null element is refused naming `what`.
+inline bool get_strings(JNIEnv* env, jobjectArray a, const char* what, std::vector<std::string>* out) {
+    out->clear();
+    if (!a) return true;
+    const jsize n = env->GetArrayLength(a);
+    for (jsize i = 0; i < n; ++i) {
+        auto s = static_cast<jstring>(env->GetObjectArrayElement(a, i));
+        std::string value;
+        const bool ok = get_string(env, s, what, &value);
+        env->DeleteLocalRef(s);
+        if (!ok) return false;
+        out->push_back(std::move(value));
+    }
+    return true;
+}
+
 inline bool get_bytes(JNIEnv* env, jbyteArray a, const char* what, std::vector<char>* out) {
     if (!a) {
         throw_invalid(env, std::string(what) + " is null");
@@ -97,6 +113,29 @@ inline jbyteArray new_bytes(JNIEnv* env, const void* data, std::size_t n) {
     jbyteArray a = env->NewByteArray(jsize(n));
     if (a && n) env->SetByteArrayRegion(a, 0, jsize(n), static_cast<const jbyte*>(data));
     return a;
+}
+
+// Bytes from a C call with the library's sizing convention (`fill(data, capacity, &len)`: on
+// PG_ERR_BUFFER_TOO_SMALL nothing changed and len is what is needed, a NUL not counted): a
+// small buffer first, then one of the size asked for. Returns false with an exception pending.
+template <class Fill>
+bool fill_bytes(JNIEnv* env, Fill fill, std::vector<char>* out) {
+    out->resize(256);
+    size_t len = 0;
+    pg_status s = fill(out->data(), out->size(), &len);
+    if (s == PG_ERR_BUFFER_TOO_SMALL) {
+        out->resize(len + 1);
+        s = fill(out->data(), out->size(), &len);
+    }
+    if (failed(env, s)) return false;
+    out->resize(len);
+    return true;
+}
+
+template <class Fill>
+jbyteArray filled_bytes(JNIEnv* env, Fill fill) {
+    std::vector<char> data;
+    return fill_bytes(env, fill, &data) ? new_bytes(env, data.data(), data.size()) : nullptr;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -351,16 +390,8 @@ inline bool sample_config_from(JNIEnv* env, jlongArray jconfig, jobjectArray jst
     c.max_tokens = int32_t(f[4]);
     c.n_threads = int32_t(f[5]);
     c.slide_keep = int32_t(f[6]);
-    if (jstops) {
-        const jsize n = env->GetArrayLength(jstops);
-        for (jsize i = 0; i < n; ++i) {
-            auto s = static_cast<jstring>(env->GetObjectArrayElement(jstops, i));
-            std::string value;
-            const bool ok = get_string(env, s, "stop string", &value);
-            env->DeleteLocalRef(s);
-            if (!ok) return false;
-            args->stops.push_back(std::move(value));
-        }
+    if (!get_strings(env, jstops, "stop string", &args->stops)) return false;
+    if (!args->stops.empty()) {
         for (const std::string& s : args->stops) args->stop_ptrs.push_back(s.c_str());
         c.stop_strings = args->stop_ptrs.data();
         c.n_stop_strings = int32_t(args->stop_ptrs.size());
@@ -450,6 +481,7 @@ bool register_natives(JNIEnv* env, jclass natives, const JNINativeMethod (&metho
     return env->RegisterNatives(natives, methods, jint(N)) == JNI_OK;
 }
 
-bool register_session_natives(JNIEnv* env, jclass natives);  // session_jni.cpp
+bool register_session_natives(JNIEnv* env, jclass natives);    // session_jni.cpp
+bool register_tokenizer_natives(JNIEnv* env, jclass natives);  // tokenizer_jni.cpp
 
 }  // namespace pg_jni
