@@ -172,4 +172,12 @@ internal object Native {
     @JvmStatic external fun loraTrainerStepBatch(handle: Long, inputs: IntArray?, inputsBuffer: IntBuffer?,
                                                  inputsOffset: Int, targets: IntArray?, targetsBuffer: IntBuffer?,
                                                  targetsOffset: Int, batch: Int, seqLen: Int): LongArray
+
+    // DataFilter.kt (bindings/kotlin/jni/privacy_jni.cpp)
+    @JvmStatic external fun dataFilterKindsDefault(): Int
+    @JvmStatic external fun dataFilterCreate(kinds: Int, replacement: ByteArray?): Long
+    @JvmStatic external fun dataFilterFree(handle: Long)
+    @JvmStatic external fun dataFilterApply(handle: Long, text: ByteArray?): LongArray
+    @JvmStatic external fun dataFilterOutput(handle: Long): ByteArray
+    @JvmStatic external fun dataFilterSpans(handle: Long): LongArray
 }
