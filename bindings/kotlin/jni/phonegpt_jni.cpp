@@ -1,8 +1,9 @@
 // The JNI shim of the Kotlin binding: a thin layer over the public C API (phonegpt.h is the only
 // libphonegpt header included; the shim links the shared library), registered with
 // RegisterNatives in JNI_OnLoad so that JNI_OnLoad is its only exported symbol. This file has
-// the library, model, trainer and LoRA natives and JNI_OnLoad; other areas have their own file
-// (session_jni.cpp, tokenizer_jni.cpp) with its registration function; all share jni_support.hpp.
+// the library, model, trainer and LoRA adapter natives and JNI_OnLoad; other areas have their
+// own file (session_jni.cpp, tokenizer_jni.cpp, lora_jni.cpp) with its registration function;
+// all share jni_support.hpp.
 //
 // What the Kotlin side (bindings/kotlin/src/phonegpt/Native.kt) guarantees and what the shim
 // still checks: Kotlin passes live handles (it serialises use and close with a per-handle lock),
@@ -55,49 +56,6 @@ bool model_config_from(JNIEnv* env, jlongArray a, pg_model_config* c) {
     c->padded_vocab_size = int32_t(f[5]);
     c->layernorm_eps = bits_to_float(f[6]);
     return true;
-}
-
-constexpr std::size_t kTrainConfigFields = 18;
-std::vector<jlong> train_config_fields(const pg_train_config& c) {
-    return {c.batch_size,         c.seq_len,           c.grad_accum_steps,   jlong(c.schedule),
-            float_to_bits(c.lr_max), float_to_bits(c.lr_min), c.warmup_steps, c.total_steps,
-            float_to_bits(c.beta1), float_to_bits(c.beta2), float_to_bits(c.eps),
-            float_to_bits(c.weight_decay), c.decay_embeddings, float_to_bits(c.grad_clip),
-            float_to_bits(c.dropout), jlong(c.seed), c.n_threads, c.recompute_activations};
-}
-bool train_config_from(JNIEnv* env, jlongArray a, pg_train_config* c) {
-    std::vector<jlong> f;
-    if (!get_longs(env, a, kTrainConfigFields, "TrainConfig", &f)) return false;
-    for (std::size_t i : {0, 1, 2, 3, 6, 12, 16, 17}) {
-        if (f[i] < INT32_MIN || f[i] > INT32_MAX) {
-            throw_invalid(env, "TrainConfig: field " + std::to_string(i) + " is outside int32");
-            return false;
-        }
-    }
-    pg_train_config_default(c);
-    c->batch_size = int32_t(f[0]);
-    c->seq_len = int32_t(f[1]);
-    c->grad_accum_steps = int32_t(f[2]);
-    c->schedule = pg_lr_schedule(int32_t(f[3]));
-    c->lr_max = bits_to_float(f[4]);
-    c->lr_min = bits_to_float(f[5]);
-    c->warmup_steps = int32_t(f[6]);
-    c->total_steps = int64_t(f[7]);
-    c->beta1 = bits_to_float(f[8]);
-    c->beta2 = bits_to_float(f[9]);
-    c->eps = bits_to_float(f[10]);
-    c->weight_decay = bits_to_float(f[11]);
-    c->decay_embeddings = int32_t(f[12]);
-    c->grad_clip = bits_to_float(f[13]);
-    c->dropout = bits_to_float(f[14]);
-    c->seed = uint64_t(f[15]);
-    c->n_threads = int32_t(f[16]);
-    c->recompute_activations = int32_t(f[17]);
-    return true;
-}
-
-jlongArray step_result_fields(JNIEnv* env, const pg_step_result& r) {
-    return new_longs(env, {r.step, float_to_bits(r.loss), float_to_bits(r.lr), float_to_bits(r.grad_norm), r.tokens});
 }
 
 // =============================================================================================
@@ -488,13 +446,6 @@ void n_trainer_set_data(JNIEnv* env, jclass, jlong h, jintArray a, jobject b, ji
     failed(env, pg_trainer_set_data(t, tokens.data(), tokens.size()));
 }
 
-pg_step_result blank_step_result() {
-    pg_step_result r;
-    std::memset(&r, 0, sizeof r);
-    r.struct_size = sizeof r;
-    return r;
-}
-
 jlongArray n_trainer_step(JNIEnv* env, jclass, jlong h) {
     auto* t = handle_of<pg_trainer>(env, h, "Trainer");
     pg_step_result r = blank_step_result();
@@ -503,18 +454,6 @@ jlongArray n_trainer_step(JNIEnv* env, jclass, jlong h) {
 }
 
 // Opens the [B, T] inputs and targets of a caller-given batch.
-bool open_batch(JNIEnv* env, jint B, jint T, IntBulk* in, jintArray in_a, jobject in_b, jint in_off,
-                IntBulk* tgt, jintArray tgt_a, jobject tgt_b, jint tgt_off) {
-    if (B < 1 || T < 1 || int64_t(B) * int64_t(T) > INT32_MAX) {
-        throw_invalid(env, "B and T must be >= 1 with B*T in int32, got " + std::to_string(B) + " and " +
-                               std::to_string(T));
-        return false;
-    }
-    const jint n = B * T;
-    return in->open(env, in_a, in_b, in_off, n, "inputs", true) &&
-           tgt->open(env, tgt_a, tgt_b, tgt_off, n, "targets", true);
-}
-
 jlongArray n_trainer_step_batch(JNIEnv* env, jclass, jlong h, jintArray in_a, jobject in_b, jint in_off,
                                 jintArray tgt_a, jobject tgt_b, jint tgt_off, jint B, jint T) {
     auto* t = handle_of<pg_trainer>(env, h, "Trainer");
@@ -868,7 +807,7 @@ extern "C" JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void*) {
     // A signature mismatch between this table and Native.kt fails here, at load time, with
     // NoSuchMethodError naming the method (tested by the JUnit suite loading the library).
     if (!register_natives(env, natives, kNatives) || !register_session_natives(env, natives) ||
-        !register_tokenizer_natives(env, natives))
+        !register_tokenizer_natives(env, natives) || !register_lora_trainer_natives(env, natives))
         return JNI_ERR;
     return JNI_VERSION_1_6;
 }

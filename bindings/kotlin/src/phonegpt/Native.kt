@@ -162,4 +162,14 @@ internal object Native {
     @JvmStatic external fun sessionGenerate(handle: Long, config: LongArray?, stopStrings: Array<String>?,
                                             onToken: TokenBridge?, out: IntArray?, outBuffer: IntBuffer?,
                                             outOffset: Int, capacity: Int): Int
+
+    // LoraTrainer in Lora.kt (bindings/kotlin/jni/lora_jni.cpp)
+    @JvmStatic external fun loraTrainerCreate(base: Long, adapter: Long, config: LongArray?): Long
+    @JvmStatic external fun loraTrainerFree(handle: Long)
+    @JvmStatic external fun loraTrainerSetData(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?, offset: Int,
+                                               length: Int)
+    @JvmStatic external fun loraTrainerStep(handle: Long): LongArray
+    @JvmStatic external fun loraTrainerStepBatch(handle: Long, inputs: IntArray?, inputsBuffer: IntBuffer?,
+                                                 inputsOffset: Int, targets: IntArray?, targetsBuffer: IntBuffer?,
+                                                 targetsOffset: Int, batch: Int, seqLen: Int): LongArray
 }
