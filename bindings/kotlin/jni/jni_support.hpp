@@ -560,5 +560,6 @@ bool register_session_natives(JNIEnv* env, jclass natives);    // session_jni.cp
 bool register_tokenizer_natives(JNIEnv* env, jclass natives);  // tokenizer_jni.cpp
 bool register_lora_trainer_natives(JNIEnv* env, jclass natives);  // lora_jni.cpp
 bool register_privacy_natives(JNIEnv* env, jclass natives);       // privacy_jni.cpp
+bool register_signing_natives(JNIEnv* env, jclass natives);       // signing_jni.cpp
 
 }  // namespace pg_jni
