@@ -23,7 +23,7 @@ if(TARGET phonegpt_jni AND NOT CMAKE_CROSSCOMPILING)
   add_test(NAME kotlin_c_reference COMMAND kotlin_c_reference ${PG_KT_TEST_DIR}/reference)
   set_tests_properties(kotlin_c_reference PROPERTIES FIXTURES_SETUP pg_kotlin_reference)
 
-  set(PG_KT_JUNIT_CLASSES phonegpt.PhoneGptTest phonegpt.SessionTest)
+  set(PG_KT_JUNIT_CLASSES phonegpt.PhoneGptTest phonegpt.SessionTest phonegpt.PrivacyTest phonegpt.SigningTest)
   set(PG_KT_JUNIT_ENV "PG_KOTLIN_REFERENCE=${PG_KT_TEST_DIR}/reference" "PG_TEST_TMPDIR=${CMAKE_CURRENT_BINARY_DIR}/tmp")
   # BPE against npm tiktoken: the peer files bpe.cmake exports, and tiktoken's ids for the test
   # texts written in the same ctest run (defined where the peers are; PG_REQUIRE_TOKENIZER_PEERS

@@ -559,5 +559,7 @@ bool register_natives(JNIEnv* env, jclass natives, const JNINativeMethod (&metho
 bool register_session_natives(JNIEnv* env, jclass natives);    // session_jni.cpp
 bool register_tokenizer_natives(JNIEnv* env, jclass natives);  // tokenizer_jni.cpp
 bool register_lora_trainer_natives(JNIEnv* env, jclass natives);  // lora_jni.cpp
+bool register_privacy_natives(JNIEnv* env, jclass natives);       // privacy_jni.cpp
+bool register_signing_natives(JNIEnv* env, jclass natives);       // signing_jni.cpp
 
 }  // namespace pg_jni

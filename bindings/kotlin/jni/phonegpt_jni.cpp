@@ -2,8 +2,8 @@
 // libphonegpt header included; the shim links the shared library), registered with
 // RegisterNatives in JNI_OnLoad so that JNI_OnLoad is its only exported symbol. This file has
 // the library, model, trainer and LoRA adapter natives and JNI_OnLoad; other areas have their
-// own file (session_jni.cpp, tokenizer_jni.cpp, lora_jni.cpp) with its registration function;
-// all share jni_support.hpp.
+// own file (session_jni.cpp, tokenizer_jni.cpp, lora_jni.cpp, privacy_jni.cpp, signing_jni.cpp)
+// with its registration function; all share jni_support.hpp.
 //
 // What the Kotlin side (bindings/kotlin/src/phonegpt/Native.kt) guarantees and what the shim
 // still checks: Kotlin passes live handles (it serialises use and close with a per-handle lock),
@@ -807,7 +807,8 @@ extern "C" JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void*) {
     // A signature mismatch between this table and Native.kt fails here, at load time, with
     // NoSuchMethodError naming the method (tested by the JUnit suite loading the library).
     if (!register_natives(env, natives, kNatives) || !register_session_natives(env, natives) ||
-        !register_tokenizer_natives(env, natives) || !register_lora_trainer_natives(env, natives))
+        !register_tokenizer_natives(env, natives) || !register_lora_trainer_natives(env, natives) ||
+        !register_privacy_natives(env, natives) || !register_signing_natives(env, natives))
         return JNI_ERR;
     return JNI_VERSION_1_6;
 }

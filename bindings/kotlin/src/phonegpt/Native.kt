@@ -172,4 +172,28 @@ internal object Native {
     @JvmStatic external fun loraTrainerStepBatch(handle: Long, inputs: IntArray?, inputsBuffer: IntBuffer?,
                                                  inputsOffset: Int, targets: IntArray?, targetsBuffer: IntBuffer?,
                                                  targetsOffset: Int, batch: Int, seqLen: Int): LongArray
+
+    // DataFilter.kt (bindings/kotlin/jni/privacy_jni.cpp)
+    @JvmStatic external fun dataFilterKindsDefault(): Int
+    @JvmStatic external fun dataFilterCreate(kinds: Int, replacement: ByteArray?): Long
+    @JvmStatic external fun dataFilterFree(handle: Long)
+    @JvmStatic external fun dataFilterApply(handle: Long, text: ByteArray?): LongArray
+    @JvmStatic external fun dataFilterOutput(handle: Long): ByteArray
+    @JvmStatic external fun dataFilterSpans(handle: Long): LongArray
+
+    // Signing.kt (bindings/kotlin/jni/signing_jni.cpp)
+    @JvmStatic external fun signingKeyGenerate(): Long
+    @JvmStatic external fun signingKeyFromSeed(seed: ByteArray?): Long
+    @JvmStatic external fun signingKeySave(handle: Long, path: String?)
+    @JvmStatic external fun signingKeyLoad(path: String?): Long
+    @JvmStatic external fun signingKeyPublic(handle: Long): ByteArray
+    @JvmStatic external fun signingKeyFree(handle: Long)
+    @JvmStatic external fun keyId(publicKey: ByteArray?): String
+    @JvmStatic external fun loraAdapterSign(key: Long, adapter: Long, fileBytes: ByteArray?): ByteArray
+    @JvmStatic external fun trustedKeysCreate(): Long
+    @JvmStatic external fun trustedKeysAdd(handle: Long, publicKey: ByteArray?)
+    @JvmStatic external fun trustedKeysFree(handle: Long)
+    /** null when the signature is valid, else the first failed check. */
+    @JvmStatic external fun loraSignatureVerify(trusted: Long, adapter: Long, fileBytes: ByteArray?,
+                                                signature: ByteArray?): String?
 }
