@@ -28,7 +28,7 @@ pg::lora::PublicKey public_key_from(const uint8_t* bytes) {
     return k;
 }
 
-std::string* adapter_err(const pg_lora_adapter* a) { return a ? &a->last_error : nullptr; }
+pg::ErrorTarget adapter_err(const pg_lora_adapter* a) { return pg::shared_errors(a); }
 
 void copy_text_out(const std::string& s, char* out, std::size_t capacity, std::size_t* len, const char* fn) {
     *len = s.size();

@@ -9,7 +9,8 @@
 
 namespace {
 
-std::string* err(const pg_trainer* t) { return t ? &t->last_error : nullptr; }
+pg::ErrorTarget err(const pg_trainer* t) { return pg::shared_errors(t); }
+pg::ErrorTarget err(pg_trainer* t) { return pg::owned_errors(t); }
 
 // The trainer handle must be one that pg_trainer_create or pg_trainer_resume filled.
 pg::Trainer& impl(pg_trainer* t, const char* fn) {
@@ -23,12 +24,7 @@ const pg::Trainer& impl(const pg_trainer* t, const char* fn) {
 
 void check_batch_args(const int32_t* inputs, const int32_t* targets, int32_t B, int32_t T,
                       const pg::Trainer& tr, const char* fn) {
-    PG_REQUIRE_NOT_NULL(fn, inputs);
-    PG_REQUIRE_NOT_NULL(fn, targets);
-    pg::require_arg(B >= 1, fn, ("B = " + std::to_string(B) + " must be >= 1").c_str());
-    const int n_ctx = tr.model().config().n_ctx;
-    pg::require_arg(T >= 1 && T <= n_ctx, fn,
-                    ("T = " + std::to_string(T) + " is outside [1, n_ctx = " + std::to_string(n_ctx) + "]").c_str());
+    pg::capi::require_training_batch(inputs, targets, B, T, tr.model().config(), fn);
 }
 
 // Runs a trainer call, prefixing the function name to internal argument messages.
@@ -80,7 +76,7 @@ pg_status pg_trainer_create(pg_model* model, const pg_train_config* config, pg_t
 void pg_trainer_free(pg_trainer* trainer) { delete trainer; }
 
 const char* pg_trainer_last_error(const pg_trainer* trainer) {
-    return trainer ? trainer->last_error.c_str() : "trainer is NULL";
+    return trainer ? pg::handle_last_error(trainer->id, &trainer->last_error) : "trainer is NULL";
 }
 
 pg_status pg_trainer_get_config(const pg_trainer* trainer, pg_train_config* config) {

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "train/schedule.hpp"
+#include "train/trainer.hpp"
 
 namespace pg::lora {
 
@@ -62,27 +63,6 @@ void LoraTrainer::set_data(const int32_t* tokens, std::size_t n) {
                 "lora trainer: token " + std::to_string(i) + " = " + std::to_string(tokens[i]) + " is outside [0, " +
                     std::to_string(V) + ")");
     data_.assign(tokens, tokens + n);
-}
-
-int64_t LoraTrainer::check_batch(const int32_t* inputs, const int32_t* targets, int B, int T) const {
-    require(inputs != nullptr && targets != nullptr, PG_ERR_INVALID_ARGUMENT, "batch: inputs or targets is NULL");
-    const int n_ctx = base_.config().n_ctx;
-    require(B >= 1 && B <= (1 << 16), PG_ERR_INVALID_ARGUMENT, "batch: B = " + std::to_string(B) + " is outside [1, 65536]");
-    require(T >= 1 && T <= n_ctx, PG_ERR_INVALID_ARGUMENT,
-            "batch: T = " + std::to_string(T) + " is outside [1, n_ctx = " + std::to_string(n_ctx) + "]");
-    const int32_t V = base_.config().vocab_size;
-    int64_t scored = 0;
-    for (std::size_t i = 0; i < std::size_t(B) * std::size_t(T); ++i) {
-        require(inputs[i] >= 0 && inputs[i] < V, PG_ERR_INVALID_ARGUMENT,
-                "batch: input " + std::to_string(i) + " = " + std::to_string(inputs[i]) + " is outside [0, " +
-                    std::to_string(V) + ")");
-        require(targets[i] >= -1 && targets[i] < V, PG_ERR_INVALID_ARGUMENT,
-                "batch: target " + std::to_string(i) + " = " + std::to_string(targets[i]) + " is outside [-1, " +
-                    std::to_string(V) + ")");
-        scored += targets[i] >= 0;
-    }
-    require(scored > 0, PG_ERR_INVALID_ARGUMENT, "batch: every target is -1, nothing to learn from");
-    return scored;
 }
 
 Engine& LoraTrainer::engine_for(int B, int T) {
@@ -163,7 +143,8 @@ LoraStepResult LoraTrainer::step() {
 }
 
 LoraStepResult LoraTrainer::step_batch(const int32_t* inputs, const int32_t* targets, int B, int T) {
-    const int64_t scored = check_batch(inputs, targets, B, T);
+    // Precondition (capi::require_training_batch): see pg::count_scored.
+    const int64_t scored = count_scored(targets, std::size_t(B) * std::size_t(T));
     uint64_t sampler_before[4];
     sampler_.get_state(sampler_before);
     const uint64_t micro_before = micro_batches_;

@@ -42,11 +42,11 @@ public:
     LoraStepResult step();
     LoraStepResult step_batch(const int32_t* inputs, const int32_t* targets, int B, int T);
     int64_t step_count() const { return step_; }
+    const Model& base() const { return base_; }
     const TrainConfig& config() const { return cfg_; }
     const float* grads() const { return grads_.data(); }
 
 private:
-    int64_t check_batch(const int32_t* inputs, const int32_t* targets, int B, int T) const;
     Engine& engine_for(int B, int T);
     LossSum micro_batch(const int32_t* inputs, const int32_t* targets, int B, int T, float grad_scale);
     void apply_update(LoraStepResult& r, const uint64_t sampler_before[4], uint64_t micro_before);
