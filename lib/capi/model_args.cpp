@@ -1,7 +1,7 @@
 #include "capi/model_args.hpp"
 
 #include "capi/boundary.hpp"
-#include "train/trainer.hpp"
+#include "train/step_driver.hpp"
 
 namespace pg {
 namespace capi {
