@@ -26,7 +26,7 @@ if(TARGET phonegpt_jni AND NOT CMAKE_CROSSCOMPILING)
   set(PG_KT_JAVA ${Java_JAVA_EXECUTABLE} -Xmx256m -Djava.library.path=$<TARGET_FILE_DIR:phonegpt_jni>)
   add_test(NAME kotlin_junit
     COMMAND ${PG_KT_JAVA} -cp ${PG_KT_TEST_JAR}:${PG_KT_RUNTIME_CP}:${PG_KT_JUNIT_CP}
-            org.junit.runner.JUnitCore phonegpt.PhoneGptTest)
+            org.junit.runner.JUnitCore phonegpt.PhoneGptTest phonegpt.SessionTest)
   set_tests_properties(kotlin_junit PROPERTIES FIXTURES_REQUIRED pg_kotlin_reference TIMEOUT 300
     ENVIRONMENT "PG_KOTLIN_REFERENCE=${PG_KT_TEST_DIR}/reference;PG_TEST_TMPDIR=${CMAKE_CURRENT_BINARY_DIR}/tmp")
 

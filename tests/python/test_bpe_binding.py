@@ -50,3 +50,36 @@ def test_bad_files_raise_format_errors():
         phonegpt.Tokenizer.from_hf("{")
     with pytest.raises(phonegpt.Unsupported):
         phonegpt.Tokenizer.from_tiktoken(small_ranks(), "cl200k")
+
+
+def test_train_gives_the_merges_of_hf_bpe_trainers_example_and_takes_options():
+    # HF tokenizers' own BpeTrainer unit example (trainer.rs, test_train), min_frequency 2.
+    words = "roses are are red voilets blue BERT is is big and so GPT-2".split()
+    tok = phonegpt.Tokenizer.train(words, 30000, min_frequency=2)
+    assert tok.kind == "bpe" and tok.vocab_size == 256 + 3
+    merges = [m.split(" ") if isinstance(m, str) else m for m in json.loads(tok.write_file("hf_json"))["model"]["merges"]]
+    assert merges == [["r", "e"], ["a", "re"], ["i", "s"]]
+    assert tok.decode_bytes(tok.encode(b"\xff are")) == b"\xff are"
+
+    text = "the cat sat on the mat; the rat sat on the hat.\n" * 50
+    config = phonegpt.BpeTrainOptions(pattern="cl100k", n_threads=2)
+    a = phonegpt.Tokenizer.train(text, 270, config, special_tokens=["<|endoftext|>"])
+    b = phonegpt.Tokenizer.train([text.encode()], 270, config, special_tokens=["<|endoftext|>"], n_threads=1)
+    assert a.to_bytes() == b.to_bytes() and a.vocab_size == 270
+    assert a.encode_special("<|endoftext|>").tolist() == [0]
+    assert config.min_frequency == 2 and config.pattern == "cl100k"
+    with pytest.raises(phonegpt.InvalidArgument, match="vocab_size"):
+        phonegpt.Tokenizer.train(text, 100)
+    with pytest.raises(phonegpt.InvalidArgument):
+        phonegpt.BpeTrainOptions(pattern="llama")
+
+
+def test_train_progress_sees_each_merge_and_cancels():
+    text = "abcabcabd abcd " * 200
+    seen = []
+    phonegpt.Tokenizer.train(text, 262, progress=lambda done, total: seen.append((done, total)))
+    assert seen and seen[-1] == (262, 262) and all(t == 262 for _, t in seen)
+    with pytest.raises(phonegpt.Cancelled):
+        phonegpt.Tokenizer.train(text, 262, progress=lambda done, total: True)
+    with pytest.raises(ZeroDivisionError):
+        phonegpt.Tokenizer.train(text, 262, progress=lambda done, total: 1 / 0)

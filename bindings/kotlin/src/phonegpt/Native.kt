@@ -122,4 +122,29 @@ internal object Native {
     @JvmStatic external fun loraAdapterSave(handle: Long, path: String?)
     @JvmStatic external fun loraAdapterLoad(path: String?, base: Long): Long
     @JvmStatic external fun loraAdapterCheckBase(handle: Long, base: Long)
+
+    // Session.kt (bindings/kotlin/jni/session_jni.cpp)
+    @JvmStatic external fun sessionConfigDefault(): LongArray
+    @JvmStatic external fun evalSampledConfigDefault(): LongArray
+    @JvmStatic external fun sessionCreate(model: Long, config: LongArray?): Long
+    @JvmStatic external fun sessionFree(handle: Long)
+    @JvmStatic external fun sessionLastError(handle: Long): String
+    @JvmStatic external fun sessionNThreads(handle: Long): Int
+    @JvmStatic external fun sessionForward(handle: Long, model: Long, tokens: IntArray?, tokensBuffer: IntBuffer?,
+                                           tokensOffset: Int, targets: IntArray?, targetsBuffer: IntBuffer?,
+                                           targetsOffset: Int, batch: Int, seqLen: Int, logits: FloatArray?,
+                                           logitsBuffer: FloatBuffer?, logitsOffset: Int, logitsLength: Int): Float
+    @JvmStatic external fun sessionEvaluate(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?, offset: Int,
+                                            length: Int, config: IntArray?, progress: ProgressBridge?): DoubleArray
+    @JvmStatic external fun sessionEvaluateSampled(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?,
+                                                   offset: Int, length: Int, config: LongArray?): DoubleArray
+    @JvmStatic external fun sessionAppend(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?, offset: Int,
+                                          length: Int)
+    @JvmStatic external fun sessionLogits(handle: Long, out: FloatArray?, outBuffer: FloatBuffer?, offset: Int,
+                                          length: Int)
+    @JvmStatic external fun sessionReset(handle: Long)
+    @JvmStatic external fun sessionPosition(handle: Long): Long
+    @JvmStatic external fun sessionGenerate(handle: Long, config: LongArray?, stopStrings: Array<String>?,
+                                            onToken: TokenBridge?, out: IntArray?, outBuffer: IntBuffer?,
+                                            outOffset: Int, capacity: Int): Int
 }
