@@ -281,14 +281,14 @@ public:
         call_nogil([&] { return pg_tokenizer_create_hf(tokenizer_json.data(), tokenizer_json.size(), &t); });
         return Tokenizer(own_tokenizer(t));
     }
-    // text: str or bytes; allowed_special: "all" or a list of special-token texts.
-    py::array_t<int32_t> encode_special(const std::string& text, const py::object& allowed) const {
+    // text: str or bytes; allowed_special: "all", a list of special-token texts, or None (the
+    // options `o` alone decide).
+    py::array_t<int32_t> encode_special(const std::string& text, const py::object& allowed, pg_encode_options o) const {
         pg_tokenizer* t = get();
         auto keep = p_;
-        pg_encode_options o;
-        pg_encode_options_default(&o);
         std::vector<std::string> names;
-        if (py::isinstance<py::str>(allowed)) {
+        if (allowed.is_none()) {
+        } else if (py::isinstance<py::str>(allowed)) {
             if (allowed.cast<std::string>() != "all") throw py::value_error("allowed_special is \"all\" or a list of texts");
             o.allow_all_special = 1;
         } else {
@@ -432,6 +432,7 @@ const CallRoute kCallRoutes[] = {
     {"pg_eval_config", nullptr, "Model.evaluate"},
     {"pg_sample_config", nullptr, "Model.generate"},
     {"pg_bpe_train_options", nullptr, "Tokenizer.train"},
+    {"pg_encode_options", nullptr, "Tokenizer.encode_special"},
     {"pg_tensor_info", "name", "Model.tensor_info"},  // the struct holds a model-owned string
     {"pg_tensor_info", "data", "Model.parameter"},    // a numpy view instead of the pointer
     // bindings/python/coord_bindings.cpp
@@ -455,6 +456,9 @@ const char* struct_doc(const std::string& c_struct) {
         return "Whole-split evaluation options: Model.evaluate(tokens, config, progress=..., **fields).";
     if (c_struct == "pg_sample_config")
         return "Sampling options: Model.generate(prompt, max_tokens, config=..., stop=..., on_token=..., **fields).";
+    if (c_struct == "pg_encode_options")
+        return "Encoding options: Tokenizer.encode_special(text, allowed_special, config, **fields);\n"
+               "allow_all_special recognises every special token.";
     if (c_struct == "pg_bpe_train_options")
         return "BPE training options: Tokenizer.train(texts, vocab_size, config, special_tokens=..., progress=...,\n"
                "**fields); min_frequency 2, pattern 'gpt2', all cores by default.";
@@ -702,6 +706,15 @@ pg_eval_result run_evaluation(pg_eval_config c, const py::object& progress, Call
     cb.error.raise_if_set();
     if (s != PG_OK) raise_status(s, message);
     return r;
+}
+
+// Tokenizer.encode_special (owner: bpe): allowed_special None takes the options as they are,
+// except that with neither config nor fields it means "all" (the call's default).
+py::array_t<int32_t> tokenizer_encode_special(const Tokenizer& tok, const std::string& text, const py::object& allowed,
+                                              const py::object& config, const py::kwargs& fields) {
+    const bool options_given = !config.is_none() || fields.size() > 0;
+    const py::object which = allowed.is_none() && !options_given ? py::object(py::str("all")) : allowed;
+    return tok.encode_special(text, which, options_from<pg_encode_options>(config, fields));
 }
 
 // Tokenizer.train (owner: bpe): texts is one str/bytes or a sequence of them; the GIL is released
@@ -1400,8 +1413,11 @@ PYBIND11_MODULE(_phonegpt, m) {
                     "0.., then the 256 bytes, then the merges. config: BpeTrainOptions (or its fields as\n"
                     "keywords: min_frequency, pattern 'gpt2'/'cl100k'/'o200k', n_threads).\n"
                     "progress(done, total) is called after each merge; a truthy return cancels.")
-        .def("encode_special", &Tokenizer::encode_special, py::arg("text"), py::arg("allowed_special") = "all",
-             "Encodes text (str or bytes) recognising special tokens: \"all\" or a list of their texts.")
+        .def("encode_special", &tokenizer_encode_special, py::arg("text"), py::arg("allowed_special") = py::none(),
+             py::arg("config") = py::none(),
+             "Encodes text (str or bytes) recognising special tokens: allowed_special \"all\" or a list of\n"
+             "their texts; config: EncodeOptions (or allow_all_special=... as a keyword). With neither\n"
+             "allowed_special nor options every special token is recognised.")
         .def("write_file", &Tokenizer::write_file, py::arg("file"),
              "A BPE tokenizer as file bytes: \"tiktoken\", \"gpt2_encoder\", \"gpt2_merges\" or \"hf_json\".")
         .def("__repr__", [](const Tokenizer& t) {

@@ -16,8 +16,8 @@ import phonegpt  # noqa: E402
 SHAPES = {
     "small": dict(model=dict(n_layer=2, n_head=2, n_embd=48, n_ctx=64), pretrain_steps=200, pretrain_batch=16,
                   lora_rank=8, phone_steps=30, phone_batch=16, lr=5e-3, heldout_tokens=8192),
-    "phonegpt": dict(model=None, pretrain_steps=2000, pretrain_batch=32, lora_rank=8, phone_steps=200,
-                     phone_batch=16, lr=2e-3, heldout_tokens=65536),
+    "phonegpt": dict(model=None, pretrain_steps=1000, pretrain_batch=32, lora_rank=8, phone_steps=100,
+                     phone_batch=16, lr=5e-3, heldout_tokens=32768),
 }
 
 

@@ -80,7 +80,7 @@ class Coordinator:
                                             divergence_tolerance=0.2, heldout_tolerance=0.5)
         self.validator.set_reference(self.val, resumed_from=self.adapter)
         self.validator.set_heldout(self.val)
-        self.accepted, self.refused = {}, {}
+        self.accepted, self.refused, self.refused_loss = {}, {}, {}
 
     # ---- requests ----
 
@@ -105,7 +105,8 @@ class Coordinator:
         data = base64.b64decode(up.get("adapter", ""))
         sig = up.get("signature")
         report = self.validator.validate(data, sig)
-        s["last_step"] = report.summary.steps   # from the adapter it sent, not from a schedule
+        # From the adapter it sent, not from a schedule (None when the file did not even read).
+        s["last_step"] = report.summary.steps if report.checks[0]["outcome"] == "passed" else None
         if not report.accepted:
             return self.refuse(phone, s, 422, report.first_failure, report)
         self.accepted[phone] = (report.adapter(), report.summary)
@@ -120,6 +121,8 @@ class Coordinator:
         s["refused"] += 1
         s["last_refusal"] = reason
         self.refused[phone] = reason
+        loss = report.summary.heldout_adapter_loss if report is not None else float("nan")
+        self.refused_loss[phone] = None if loss != loss else loss   # NaN: not measured
         answer = {"accepted": False, "round": self.round, "reason": reason}
         if report is not None:
             answer["report"] = json.loads(report.json())
@@ -138,14 +141,16 @@ class Coordinator:
         avg_loss = avg.evaluate(self.base, self.val).mean_loss
         figures = {"round": self.round, "base_val_loss": self.base_val_loss,
                    "phones": {p: self.accepted[p][1].heldout_adapter_loss for p in phones},
-                   "refused": dict(self.refused), "average_val_loss": avg_loss, "method": self.args.method,
+                   "refused": dict(self.refused), "refused_val_loss": dict(self.refused_loss), "average_val_loss": avg_loss, "method": self.args.method,
                    "average_relative_error": report.relative_error, "svd_residual": report.svd_residual}
         print(f"round {self.round}: base val loss {self.base_val_loss:.4f}", flush=True)
         for p in phones:
             print(f"  {p}: val loss {figures['phones'][p]:.4f} (accepted, "
                   f"{self.status[p]['verified_tokens'][str(self.round)]} tokens)", flush=True)
         for p, why in sorted(self.refused.items()):
-            print(f"  {p}: refused: {why}", flush=True)
+            loss = self.refused_loss[p]
+            measured = f"val loss {loss:.4f}, " if loss is not None else ""
+            print(f"  {p}: {measured}refused: {why}", flush=True)
         print(f"  average of {len(phones)} ({self.args.method}, residual {report.svd_residual:.2e}): "
               f"val loss {avg_loss:.4f}", flush=True)
         self.results["rounds"].append(figures)

@@ -3,7 +3,6 @@
 #include "tokenizer/bpe_trainer.hpp"
 
 #include <algorithm>
-#include <queue>
 #include <unordered_map>
 
 #include "core/error.hpp"
@@ -91,7 +90,7 @@ struct Candidate {
     uint64_t seq;  // queueing order: equal count and pair pop first-queued first
     std::vector<uint32_t> words;
 };
-struct PopsBefore {  // std::priority_queue puts the "largest" on top
+struct PopsBefore {  // std heaps put the "largest" on top
     bool operator()(const Candidate& a, const Candidate& b) const {
         if (a.count != b.count) return a.count < b.count;
         if (a.pair != b.pair) return a.pair > b.pair;
@@ -228,7 +227,12 @@ std::unique_ptr<BpeTokenizer> train_bpe(const std::vector<std::string_view>& tex
             if (in.empty() || in.back() != w) in.push_back(w);
         }
     }
-    std::priority_queue<Candidate, std::vector<Candidate>, PopsBefore> queue;
+    std::vector<Candidate> queue;  // a heap by PopsBefore
+    const PopsBefore pops_before;
+    const auto push = [&](Candidate c) {
+        queue.push_back(std::move(c));
+        std::push_heap(queue.begin(), queue.end(), pops_before);
+    };
     uint64_t seq = 0;
     const auto enqueue_where = [&] {
         // In pair order, so that the sequence numbers do not depend on hash order.
@@ -238,7 +242,7 @@ std::unique_ptr<BpeTokenizer> train_bpe(const std::vector<std::string_view>& tex
         std::sort(fresh.begin(), fresh.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
         for (auto& [pair, in] : fresh) {
             const int64_t count = pair_count[pair];
-            if (count > 0) queue.push(Candidate{count, pair, seq++, std::move(in)});
+            if (count > 0) push(Candidate{count, pair, seq++, std::move(in)});
         }
     };
     enqueue_where();
@@ -248,13 +252,14 @@ std::unique_ptr<BpeTokenizer> train_bpe(const std::vector<std::string_view>& tex
     std::vector<Change> changes;
     constexpr std::size_t kParallelWords = 2048;  // below this a merge runs on the calling thread
     while (n_tokens < options.vocab_size && !queue.empty()) {
-        Candidate top = std::move(const_cast<Candidate&>(queue.top()));
-        queue.pop();
+        std::pop_heap(queue.begin(), queue.end(), pops_before);
+        Candidate top = std::move(queue.back());
+        queue.pop_back();
         const int64_t current = pair_count[top.pair];
         if (top.count != current) {  // stale: queue again with the count it has now
             top.count = current;
             top.seq = seq++;
-            queue.push(std::move(top));
+            push(std::move(top));
             continue;
         }
         if (top.count < 1 || top.count < options.min_frequency) break;

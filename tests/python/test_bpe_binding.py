@@ -83,3 +83,16 @@ def test_train_progress_sees_each_merge_and_cancels():
         phonegpt.Tokenizer.train(text, 262, progress=lambda done, total: True)
     with pytest.raises(ZeroDivisionError):
         phonegpt.Tokenizer.train(text, 262, progress=lambda done, total: 1 / 0)
+
+
+def test_encode_options_choose_which_special_tokens_are_recognised():
+    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "cl100k_base")
+    text = "hello<|endoftext|><|fim_prefix|>"
+    eot, fim = 100257, 100258
+    assert tok.encode_special(text).tolist()[-2:] == [eot, fim]  # no options: all of them
+    plain = tok.encode(text).tolist()
+    assert tok.encode_special(text, config=phonegpt.EncodeOptions()).tolist() == plain
+    assert tok.encode_special(text, allow_all_special=True).tolist()[-2:] == [eot, fim]
+    only_eot = tok.encode_special(text, ["<|endoftext|>"], phonegpt.EncodeOptions(allow_all_special=False)).tolist()
+    assert eot in only_eot and fim not in only_eot
+    assert phonegpt.EncodeOptions(allow_all_special=True).allow_all_special is True

@@ -190,3 +190,23 @@ def test_validator_reports_every_check_by_name(tmp_path):
         assert lax.validate(path.read_bytes()).accepted
         with pytest.raises(phonegpt.InvalidArgument):
             phonegpt.Validator(base, heldout_tolerance=-1.0)
+
+
+def test_adapter_client_has_numpy_client_shapes():
+    from phonegpt.federated import AdapterClient
+    with tiny_model() as base:
+        tokens = pattern(base, 4096)
+        a = phonegpt.Adapter.create(base, rank=2)
+        client = AdapterClient(base, a, tokens[:3072], tokens[3072:], steps=10, batch_size=4, lr_max=1e-2,
+                               lr_min=1e-2, warmup_steps=0)
+        params = client.get_parameters({})
+        assert isinstance(params, list) and all(isinstance(p, np.ndarray) for p in params)
+        loss0, n0, _ = client.evaluate(params, {})
+        assert n0 == 1023 and loss0 == base.evaluate(tokens[3072:]).mean_loss
+        new, n_examples, metrics = client.fit(params, {"round": 1})
+        assert n_examples == 10 * 4 * base.config.n_ctx and np.isfinite(metrics["loss"])
+        loss1, _, _ = client.evaluate(new, {})
+        assert loss1 < loss0
+        # The server's parameters are what the client trains from: sending back the old ones
+        # restores the old loss exactly.
+        assert client.evaluate(params, {})[0] == loss0

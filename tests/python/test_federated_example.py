@@ -45,4 +45,5 @@ def test_federated_loop_small(tmp_path):
     assert status["phone0"]["accepted"] == 2 and status["phone0"]["refused"] == 0
     assert status["phone0"]["verified_tokens"]["1"] == 30 * 16 * 64
     assert status["phone7_no_secret"]["last_step"] is None and status["phone7_no_secret"]["refused"] == 2
-    assert status["phone3_tampered"]["verified_tokens"] == {}
+    assert status["phone3_tampered"]["verified_tokens"] == {} and status["phone3_tampered"]["last_step"] is None
+    assert status["phone6_unknown_key"]["last_step"] == 30   # it read; only its key is unknown

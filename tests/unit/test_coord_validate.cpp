@@ -462,3 +462,41 @@ TEST_CASE("validate: the C API, the report's JSON and bad arguments", "[coord][v
     pg_lora_adapter_free(adapter);
     pg_model_free(base);
 }
+
+TEST_CASE("validate: every single-byte change of a signed upload is refused, by a named check", "[coord][validate]") {
+    const pg::Model base = tiny_model(1);
+    ValidationPolicy p;
+    p.n_threads = 1;
+    Validator v(base, p);
+    TrustedKeys keys;
+    keys.add(key_from(1).public_key());
+    v.set_trusted_keys(keys);
+    LoraConfig cfg;
+    cfg.rank = 2;
+    Adapter a = Adapter::create(base, cfg);
+    a.record().steps = 2;
+    a.record().tokens = 64;
+    a.record().losses = {4.0f, 3.9f};
+    a.record().learning_rates = {1e-3f, 1e-3f};
+    Upload u = signed_upload(a, key_from(1));
+    REQUIRE(v.validate(u.bytes.data(), u.bytes.size(), &u.signature).accepted);
+    for (std::size_t i = 0; i < u.bytes.size(); ++i) {
+        u.bytes[i] ^= 0x01;
+        const ValidationReport r = v.validate(u.bytes.data(), u.bytes.size(), &u.signature);
+        u.bytes[i] ^= 0x01;
+        INFO("byte " << i);
+        REQUIRE_FALSE(r.accepted);
+        REQUIRE(r.checks.size() == std::size(kAllChecks));
+        const std::string why = r.first_failure();
+        REQUIRE((why.rfind("format: ", 0) == 0 || why.rfind("signature: ", 0) == 0));
+    }
+    // And of the signature file.
+    for (std::size_t i = 0; i < u.signature.size(); ++i) {
+        std::string sig = u.signature;
+        sig[i] = char(sig[i] ^ 0x01);
+        const ValidationReport r = v.validate(u.bytes.data(), u.bytes.size(), &sig);
+        INFO("signature byte " << i);
+        REQUIRE_FALSE(r.accepted);
+        REQUIRE(r.find("signature")->outcome == CheckOutcome::kFailed);
+    }
+}

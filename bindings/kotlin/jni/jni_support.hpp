@@ -46,6 +46,15 @@ inline bool failed(JNIEnv* env, pg_status status) {
     return true;
 }
 
+// The same with a handle's own message (`message` = pg_session_last_error, ...), read only
+// after the call has returned its status.
+template <class H>
+bool failed(JNIEnv* env, pg_status status, const H* handle, const char* (*message)(const H*)) {
+    if (status == PG_OK) return false;
+    throw_status(env, status, message(handle));
+    return true;
+}
+
 // A handle value from Kotlin: 0 means closed (Kotlin throws before, this is the second line).
 template <class T>
 inline T* handle_of(JNIEnv* env, jlong handle, const char* what) {
@@ -76,6 +85,22 @@ inline bool get_string(JNIEnv* env, jstring s, const char* what, std::string* ou
     return true;
 }
 
+// A String[] (null = none) as std::strings; a null element is refused naming `what`.
+inline bool get_strings(JNIEnv* env, jobjectArray a, const char* what, std::vector<std::string>* out) {
+    out->clear();
+    if (!a) return true;
+    const jsize n = env->GetArrayLength(a);
+    for (jsize i = 0; i < n; ++i) {
+        auto s = static_cast<jstring>(env->GetObjectArrayElement(a, i));
+        std::string value;
+        const bool ok = get_string(env, s, what, &value);
+        env->DeleteLocalRef(s);
+        if (!ok) return false;
+        out->push_back(std::move(value));
+    }
+    return true;
+}
+
 inline bool get_bytes(JNIEnv* env, jbyteArray a, const char* what, std::vector<char>* out) {
     if (!a) {
         throw_invalid(env, std::string(what) + " is null");
@@ -97,6 +122,29 @@ inline jbyteArray new_bytes(JNIEnv* env, const void* data, std::size_t n) {
     jbyteArray a = env->NewByteArray(jsize(n));
     if (a && n) env->SetByteArrayRegion(a, 0, jsize(n), static_cast<const jbyte*>(data));
     return a;
+}
+
+// Bytes from a C call with the library's sizing convention (`fill(data, capacity, &len)`: on
+// PG_ERR_BUFFER_TOO_SMALL nothing changed and len is what is needed, a NUL not counted): a
+// small buffer first, then one of the size asked for. Returns false with an exception pending.
+template <class Fill>
+bool fill_bytes(JNIEnv* env, Fill fill, std::vector<char>* out) {
+    out->resize(256);
+    size_t len = 0;
+    pg_status s = fill(out->data(), out->size(), &len);
+    if (s == PG_ERR_BUFFER_TOO_SMALL) {
+        out->resize(len + 1);
+        s = fill(out->data(), out->size(), &len);
+    }
+    if (failed(env, s)) return false;
+    out->resize(len);
+    return true;
+}
+
+template <class Fill>
+jbyteArray filled_bytes(JNIEnv* env, Fill fill) {
+    std::vector<char> data;
+    return fill_bytes(env, fill, &data) ? new_bytes(env, data.data(), data.size()) : nullptr;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -351,16 +399,8 @@ inline bool sample_config_from(JNIEnv* env, jlongArray jconfig, jobjectArray jst
     c.max_tokens = int32_t(f[4]);
     c.n_threads = int32_t(f[5]);
     c.slide_keep = int32_t(f[6]);
-    if (jstops) {
-        const jsize n = env->GetArrayLength(jstops);
-        for (jsize i = 0; i < n; ++i) {
-            auto s = static_cast<jstring>(env->GetObjectArrayElement(jstops, i));
-            std::string value;
-            const bool ok = get_string(env, s, "stop string", &value);
-            env->DeleteLocalRef(s);
-            if (!ok) return false;
-            args->stops.push_back(std::move(value));
-        }
+    if (!get_strings(env, jstops, "stop string", &args->stops)) return false;
+    if (!args->stops.empty()) {
         for (const std::string& s : args->stops) args->stop_ptrs.push_back(s.c_str());
         c.stop_strings = args->stop_ptrs.data();
         c.n_stop_strings = int32_t(args->stop_ptrs.size());
@@ -440,6 +480,72 @@ struct ForwardArgs {
     }
 };
 
+// ---------------------------------------------------------------------------------------------
+// Training arguments that the full and the LoRA trainer share
+// ---------------------------------------------------------------------------------------------
+
+constexpr std::size_t kTrainConfigFields = 18;
+inline std::vector<jlong> train_config_fields(const pg_train_config& c) {
+    return {c.batch_size,         c.seq_len,           c.grad_accum_steps,   jlong(c.schedule),
+            float_to_bits(c.lr_max), float_to_bits(c.lr_min), c.warmup_steps, c.total_steps,
+            float_to_bits(c.beta1), float_to_bits(c.beta2), float_to_bits(c.eps),
+            float_to_bits(c.weight_decay), c.decay_embeddings, float_to_bits(c.grad_clip),
+            float_to_bits(c.dropout), jlong(c.seed), c.n_threads, c.recompute_activations};
+}
+inline bool train_config_from(JNIEnv* env, jlongArray a, pg_train_config* c) {
+    std::vector<jlong> f;
+    if (!get_longs(env, a, kTrainConfigFields, "TrainConfig", &f)) return false;
+    for (std::size_t i : {0, 1, 2, 3, 6, 12, 16, 17}) {
+        if (f[i] < INT32_MIN || f[i] > INT32_MAX) {
+            throw_invalid(env, "TrainConfig: field " + std::to_string(i) + " is outside int32");
+            return false;
+        }
+    }
+    pg_train_config_default(c);
+    c->batch_size = int32_t(f[0]);
+    c->seq_len = int32_t(f[1]);
+    c->grad_accum_steps = int32_t(f[2]);
+    c->schedule = pg_lr_schedule(int32_t(f[3]));
+    c->lr_max = bits_to_float(f[4]);
+    c->lr_min = bits_to_float(f[5]);
+    c->warmup_steps = int32_t(f[6]);
+    c->total_steps = int64_t(f[7]);
+    c->beta1 = bits_to_float(f[8]);
+    c->beta2 = bits_to_float(f[9]);
+    c->eps = bits_to_float(f[10]);
+    c->weight_decay = bits_to_float(f[11]);
+    c->decay_embeddings = int32_t(f[12]);
+    c->grad_clip = bits_to_float(f[13]);
+    c->dropout = bits_to_float(f[14]);
+    c->seed = uint64_t(f[15]);
+    c->n_threads = int32_t(f[16]);
+    c->recompute_activations = int32_t(f[17]);
+    return true;
+}
+
+inline jlongArray step_result_fields(JNIEnv* env, const pg_step_result& r) {
+    return new_longs(env, {r.step, float_to_bits(r.loss), float_to_bits(r.lr), float_to_bits(r.grad_norm), r.tokens});
+}
+
+inline pg_step_result blank_step_result() {
+    pg_step_result r;
+    std::memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    return r;
+}
+
+inline bool open_batch(JNIEnv* env, jint B, jint T, IntBulk* in, jintArray in_a, jobject in_b, jint in_off,
+                IntBulk* tgt, jintArray tgt_a, jobject tgt_b, jint tgt_off) {
+    if (B < 1 || T < 1 || int64_t(B) * int64_t(T) > INT32_MAX) {
+        throw_invalid(env, "B and T must be >= 1 with B*T in int32, got " + std::to_string(B) + " and " +
+                               std::to_string(T));
+        return false;
+    }
+    const jint n = B * T;
+    return in->open(env, in_a, in_b, in_off, n, "inputs", true) &&
+           tgt->open(env, tgt_a, tgt_b, tgt_off, n, "targets", true);
+}
+
 // Registration: each file of natives has one of these, called from JNI_OnLoad.
 #define PG_NATIVE(name, signature, fn) {const_cast<char*>(name), const_cast<char*>(signature), reinterpret_cast<void*>(fn)}
 #define PG_INTS "[ILjava/nio/IntBuffer;II"    // (int[] array, IntBuffer buffer, int offset, int length)
@@ -450,6 +556,8 @@ bool register_natives(JNIEnv* env, jclass natives, const JNINativeMethod (&metho
     return env->RegisterNatives(natives, methods, jint(N)) == JNI_OK;
 }
 
-bool register_session_natives(JNIEnv* env, jclass natives);  // session_jni.cpp
+bool register_session_natives(JNIEnv* env, jclass natives);    // session_jni.cpp
+bool register_tokenizer_natives(JNIEnv* env, jclass natives);  // tokenizer_jni.cpp
+bool register_lora_trainer_natives(JNIEnv* env, jclass natives);  // lora_jni.cpp
 
 }  // namespace pg_jni

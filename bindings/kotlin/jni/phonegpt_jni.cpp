@@ -1,8 +1,9 @@
 // The JNI shim of the Kotlin binding: a thin layer over the public C API (phonegpt.h is the only
 // libphonegpt header included; the shim links the shared library), registered with
 // RegisterNatives in JNI_OnLoad so that JNI_OnLoad is its only exported symbol. This file has
-// the library, tokenizer, model, trainer and LoRA natives and JNI_OnLoad; other areas have their
-// own file (session_jni.cpp) with its registration function, and all share jni_support.hpp.
+// the library, model, trainer and LoRA adapter natives and JNI_OnLoad; other areas have their
+// own file (session_jni.cpp, tokenizer_jni.cpp, lora_jni.cpp) with its registration function;
+// all share jni_support.hpp.
 //
 // What the Kotlin side (bindings/kotlin/src/phonegpt/Native.kt) guarantees and what the shim
 // still checks: Kotlin passes live handles (it serialises use and close with a per-handle lock),
@@ -57,49 +58,6 @@ bool model_config_from(JNIEnv* env, jlongArray a, pg_model_config* c) {
     return true;
 }
 
-constexpr std::size_t kTrainConfigFields = 18;
-std::vector<jlong> train_config_fields(const pg_train_config& c) {
-    return {c.batch_size,         c.seq_len,           c.grad_accum_steps,   jlong(c.schedule),
-            float_to_bits(c.lr_max), float_to_bits(c.lr_min), c.warmup_steps, c.total_steps,
-            float_to_bits(c.beta1), float_to_bits(c.beta2), float_to_bits(c.eps),
-            float_to_bits(c.weight_decay), c.decay_embeddings, float_to_bits(c.grad_clip),
-            float_to_bits(c.dropout), jlong(c.seed), c.n_threads, c.recompute_activations};
-}
-bool train_config_from(JNIEnv* env, jlongArray a, pg_train_config* c) {
-    std::vector<jlong> f;
-    if (!get_longs(env, a, kTrainConfigFields, "TrainConfig", &f)) return false;
-    for (std::size_t i : {0, 1, 2, 3, 6, 12, 16, 17}) {
-        if (f[i] < INT32_MIN || f[i] > INT32_MAX) {
-            throw_invalid(env, "TrainConfig: field " + std::to_string(i) + " is outside int32");
-            return false;
-        }
-    }
-    pg_train_config_default(c);
-    c->batch_size = int32_t(f[0]);
-    c->seq_len = int32_t(f[1]);
-    c->grad_accum_steps = int32_t(f[2]);
-    c->schedule = pg_lr_schedule(int32_t(f[3]));
-    c->lr_max = bits_to_float(f[4]);
-    c->lr_min = bits_to_float(f[5]);
-    c->warmup_steps = int32_t(f[6]);
-    c->total_steps = int64_t(f[7]);
-    c->beta1 = bits_to_float(f[8]);
-    c->beta2 = bits_to_float(f[9]);
-    c->eps = bits_to_float(f[10]);
-    c->weight_decay = bits_to_float(f[11]);
-    c->decay_embeddings = int32_t(f[12]);
-    c->grad_clip = bits_to_float(f[13]);
-    c->dropout = bits_to_float(f[14]);
-    c->seed = uint64_t(f[15]);
-    c->n_threads = int32_t(f[16]);
-    c->recompute_activations = int32_t(f[17]);
-    return true;
-}
-
-jlongArray step_result_fields(JNIEnv* env, const pg_step_result& r) {
-    return new_longs(env, {r.step, float_to_bits(r.loss), float_to_bits(r.lr), float_to_bits(r.grad_norm), r.tokens});
-}
-
 // =============================================================================================
 // The natives (phonegpt.Native, one static method each; registered in JNI_OnLoad)
 // =============================================================================================
@@ -141,95 +99,15 @@ jbyteArray n_read_file(JNIEnv* env, jclass, jstring jpath) {
     return out;
 }
 
-// --- tokenizers ----------------------------------------------------------------------------
-
-jlong n_tokenizer_create_char(JNIEnv* env, jclass, jbyteArray jtext) {
-    std::vector<char> text;
-    if (!get_bytes(env, jtext, "text", &text)) return 0;
-    pg_tokenizer* tok = nullptr;
-    if (failed(env, pg_tokenizer_create_char(bytes_of(text), text.size(), &tok))) return 0;
-    return to_handle(tok);
-}
-
-jlong n_tokenizer_deserialize(JNIEnv* env, jclass, jbyteArray jdata) {
-    std::vector<char> data;
-    if (!get_bytes(env, jdata, "data", &data)) return 0;
-    pg_tokenizer* tok = nullptr;
-    if (failed(env, pg_tokenizer_deserialize(bytes_of(data), data.size(), &tok))) return 0;
-    return to_handle(tok);
-}
-
-void n_tokenizer_free(JNIEnv*, jclass, jlong h) { pg_tokenizer_free(reinterpret_cast<pg_tokenizer*>(intptr_t(h))); }
-
-jint n_tokenizer_kind(JNIEnv* env, jclass, jlong h) {
-    auto* tok = handle_of<pg_tokenizer>(env, h, "Tokenizer");
-    pg_tokenizer_kind kind{};
-    if (!tok || failed(env, pg_tokenizer_kind_of(tok, &kind))) return 0;
-    return jint(kind);
-}
-
-jint n_tokenizer_vocab_size(JNIEnv* env, jclass, jlong h) {
-    auto* tok = handle_of<pg_tokenizer>(env, h, "Tokenizer");
-    int32_t n = 0;
-    if (!tok || failed(env, pg_tokenizer_vocab_size(tok, &n))) return 0;
-    return n;
-}
-
-// Encodes into `out` (array or direct buffer, `capacity` elements at `offset`), or only sizes
-// when both are null. Returns the number of ids the text needs (written if they fit; otherwise
-// BufferTooSmallException).
-jlong n_tokenizer_encode(JNIEnv* env, jclass, jlong h, jbyteArray jtext, jintArray out_array,
-                         jobject out_buffer, jint offset, jint capacity) {
-    auto* tok = handle_of<pg_tokenizer>(env, h, "Tokenizer");
-    std::vector<char> text;
-    if (!tok || !get_bytes(env, jtext, "text", &text)) return 0;
-    size_t n = 0;
-    if (!out_array && !out_buffer) {
-        pg_status s = pg_tokenizer_encode(tok, bytes_of(text), text.size(), nullptr, 0, &n);
-        if (s != PG_ERR_BUFFER_TOO_SMALL && failed(env, s)) return 0;
-        return jlong(n);
-    }
-    IntBulk out;
-    if (!out.open(env, out_array, out_buffer, offset, capacity, "encode output", false)) return 0;
-    if (failed(env, pg_tokenizer_encode(tok, bytes_of(text), text.size(), out.data(), out.size(), &n))) return 0;
-    out.commit(n);
-    return jlong(n);
-}
-
-jbyteArray n_tokenizer_decode(JNIEnv* env, jclass, jlong h, jintArray ids_array, jobject ids_buffer,
-                              jint offset, jint length) {
-    auto* tok = handle_of<pg_tokenizer>(env, h, "Tokenizer");
-    IntBulk ids;
-    if (!tok || !ids.open(env, ids_array, ids_buffer, offset, length, "ids", true)) return nullptr;
-    size_t len = 0;
-    pg_status s = pg_tokenizer_decode(tok, ids.data(), ids.size(), nullptr, 0, &len);
-    if (s != PG_ERR_BUFFER_TOO_SMALL && failed(env, s)) return nullptr;
-    std::vector<char> text(len + 1);
-    if (failed(env, pg_tokenizer_decode(tok, ids.data(), ids.size(), text.data(), text.size(), &len))) return nullptr;
-    return new_bytes(env, text.data(), len);
-}
-
-jbyteArray n_tokenizer_serialize(JNIEnv* env, jclass, jlong h) {
-    auto* tok = handle_of<pg_tokenizer>(env, h, "Tokenizer");
-    if (!tok) return nullptr;
-    size_t len = 0;
-    pg_status s = pg_tokenizer_serialize(tok, nullptr, 0, &len);
-    if (s != PG_ERR_BUFFER_TOO_SMALL && failed(env, s)) return nullptr;
-    std::vector<char> data(len);
-    if (failed(env, pg_tokenizer_serialize(tok, data.data(), data.size(), &len))) return nullptr;
-    return new_bytes(env, data.data(), len);
-}
-
 // A tokenizer's copy through its serialised form (so that a Kotlin Tokenizer never borrows a
 // pointer whose owner could free it).
 pg_tokenizer* copy_tokenizer(JNIEnv* env, pg_tokenizer* tok) {
-    size_t len = 0;
-    pg_status s = pg_tokenizer_serialize(tok, nullptr, 0, &len);
-    if (s != PG_ERR_BUFFER_TOO_SMALL && failed(env, s)) return nullptr;
-    std::vector<char> data(len);
-    if (failed(env, pg_tokenizer_serialize(tok, data.data(), data.size(), &len))) return nullptr;
+    std::vector<char> data;
+    if (!fill_bytes(env, [&](char* d, size_t cap, size_t* len) { return pg_tokenizer_serialize(tok, d, cap, len); },
+                    &data))
+        return nullptr;
     pg_tokenizer* copy = nullptr;
-    if (failed(env, pg_tokenizer_deserialize(data.data(), len, &copy))) return nullptr;
+    if (failed(env, pg_tokenizer_deserialize(data.data(), data.size(), &copy))) return nullptr;
     return copy;
 }
 
@@ -568,13 +446,6 @@ void n_trainer_set_data(JNIEnv* env, jclass, jlong h, jintArray a, jobject b, ji
     failed(env, pg_trainer_set_data(t, tokens.data(), tokens.size()));
 }
 
-pg_step_result blank_step_result() {
-    pg_step_result r;
-    std::memset(&r, 0, sizeof r);
-    r.struct_size = sizeof r;
-    return r;
-}
-
 jlongArray n_trainer_step(JNIEnv* env, jclass, jlong h) {
     auto* t = handle_of<pg_trainer>(env, h, "Trainer");
     pg_step_result r = blank_step_result();
@@ -583,18 +454,6 @@ jlongArray n_trainer_step(JNIEnv* env, jclass, jlong h) {
 }
 
 // Opens the [B, T] inputs and targets of a caller-given batch.
-bool open_batch(JNIEnv* env, jint B, jint T, IntBulk* in, jintArray in_a, jobject in_b, jint in_off,
-                IntBulk* tgt, jintArray tgt_a, jobject tgt_b, jint tgt_off) {
-    if (B < 1 || T < 1 || int64_t(B) * int64_t(T) > INT32_MAX) {
-        throw_invalid(env, "B and T must be >= 1 with B*T in int32, got " + std::to_string(B) + " and " +
-                               std::to_string(T));
-        return false;
-    }
-    const jint n = B * T;
-    return in->open(env, in_a, in_b, in_off, n, "inputs", true) &&
-           tgt->open(env, tgt_a, tgt_b, tgt_off, n, "targets", true);
-}
-
 jlongArray n_trainer_step_batch(JNIEnv* env, jclass, jlong h, jintArray in_a, jobject in_b, jint in_off,
                                 jintArray tgt_a, jobject tgt_b, jint tgt_off, jint B, jint T) {
     auto* t = handle_of<pg_trainer>(env, h, "Trainer");
@@ -854,15 +713,6 @@ const JNINativeMethod kNatives[] = {
     PG_NATIVE("splitIndex", "(JD)J", n_split_index),
     PG_NATIVE("readFile", "(Ljava/lang/String;)[B", n_read_file),
 
-    PG_NATIVE("tokenizerCreateChar", "([B)J", n_tokenizer_create_char),
-    PG_NATIVE("tokenizerDeserialize", "([B)J", n_tokenizer_deserialize),
-    PG_NATIVE("tokenizerFree", "(J)V", n_tokenizer_free),
-    PG_NATIVE("tokenizerKind", "(J)I", n_tokenizer_kind),
-    PG_NATIVE("tokenizerVocabSize", "(J)I", n_tokenizer_vocab_size),
-    PG_NATIVE("tokenizerEncode", "(J[B" PG_INTS ")J", n_tokenizer_encode),
-    PG_NATIVE("tokenizerDecode", "(J" PG_INTS ")[B", n_tokenizer_decode),
-    PG_NATIVE("tokenizerSerialize", "(J)[B", n_tokenizer_serialize),
-
     PG_NATIVE("modelConfigDefault", "()[J", n_model_config_default),
     PG_NATIVE("modelConfigPreset", "(Ljava/lang/String;)[J", n_model_config_preset),
     PG_NATIVE("modelConfigValidate", "([J)V", n_model_config_validate),
@@ -956,6 +806,8 @@ extern "C" JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void*) {
     if (!g_progress_method || !g_token_method) return JNI_ERR;
     // A signature mismatch between this table and Native.kt fails here, at load time, with
     // NoSuchMethodError naming the method (tested by the JUnit suite loading the library).
-    if (!register_natives(env, natives, kNatives) || !register_session_natives(env, natives)) return JNI_ERR;
+    if (!register_natives(env, natives, kNatives) || !register_session_natives(env, natives) ||
+        !register_tokenizer_natives(env, natives) || !register_lora_trainer_natives(env, natives))
+        return JNI_ERR;
     return JNI_VERSION_1_6;
 }

@@ -9,13 +9,6 @@ namespace {
 
 pg_session* session_of(JNIEnv* env, jlong h) { return handle_of<pg_session>(env, h, "Session"); }
 
-// A failed session call: the session's own message (it equals the thread's, but names the call).
-bool session_failed(JNIEnv* env, const pg_session* s, pg_status status) {
-    if (status == PG_OK) return false;
-    throw_status(env, status, pg_session_last_error(s));
-    return true;
-}
-
 // --- configurations: SessionConfig.fields() = (n_threads, slide_keep), EvalSampledConfig's =
 // (n_batches, batch_size, seed) ----------------------------------------------------------------
 
@@ -81,7 +74,7 @@ jstring n_session_last_error(JNIEnv* env, jclass, jlong h) {
 jint n_session_n_threads(JNIEnv* env, jclass, jlong h) {
     auto* s = session_of(env, h);
     int32_t n = 0;
-    if (!s || session_failed(env, s, pg_session_n_threads(s, &n))) return 0;
+    if (!s || failed(env, pg_session_n_threads(s, &n), s, pg_session_last_error)) return 0;
     return n;
 }
 
@@ -97,8 +90,8 @@ jfloat n_session_forward(JNIEnv* env, jclass, jlong h, jlong model, jintArray to
     if (!m || !a.open(env, m, B, T, tok_a, tok_b, tok_off, tgt_a, tgt_b, tgt_off, log_a, log_b, log_off, log_len))
         return 0;
     float loss = 0.0f;
-    if (session_failed(env, s, pg_session_forward(s, a.tokens.data(), B, T, a.targets_data(), a.logits_data(),
-                                                  a.loss_out(&loss))))
+    if (failed(env, pg_session_forward(s, a.tokens.data(), B, T, a.targets_data(), a.logits_data(), a.loss_out(&loss)),
+               s, pg_session_last_error))
         return 0;
     return a.finish(loss);
 }
@@ -114,7 +107,7 @@ jdoubleArray n_session_evaluate(JNIEnv* env, jclass, jlong h, jintArray tok_a, j
         return nullptr;
     pg_eval_result r = new_eval_result();
     pg_status status = pg_session_evaluate(s, tokens.data(), tokens.size(), &c, &r);
-    if (cb.rethrow(env) || session_failed(env, s, status)) return nullptr;
+    if (cb.rethrow(env) || failed(env, status, s, pg_session_last_error)) return nullptr;
     return eval_result_fields(env, r);
 }
 
@@ -127,7 +120,8 @@ jdoubleArray n_session_evaluate_sampled(JNIEnv* env, jclass, jlong h, jintArray 
         !eval_sampled_config_from(env, jconfig, &c))
         return nullptr;
     pg_eval_result r = new_eval_result();
-    if (session_failed(env, s, pg_session_evaluate_sampled(s, tokens.data(), tokens.size(), &c, &r))) return nullptr;
+    if (failed(env, pg_session_evaluate_sampled(s, tokens.data(), tokens.size(), &c, &r), s, pg_session_last_error))
+        return nullptr;
     return eval_result_fields(env, r);
 }
 
@@ -137,25 +131,25 @@ void n_session_append(JNIEnv* env, jclass, jlong h, jintArray tok_a, jobject tok
     auto* s = session_of(env, h);
     IntBulk tokens;
     if (!s || !tokens.open(env, tok_a, tok_b, offset, length, "tokens", true)) return;
-    session_failed(env, s, pg_session_append(s, tokens.data(), tokens.size()));
+    failed(env, pg_session_append(s, tokens.data(), tokens.size()), s, pg_session_last_error);
 }
 
 void n_session_logits(JNIEnv* env, jclass, jlong h, jfloatArray out_a, jobject out_b, jint offset, jint length) {
     auto* s = session_of(env, h);
     FloatBulk out;
     if (!s || !out.open(env, out_a, out_b, offset, length, "logits", false)) return;
-    if (!session_failed(env, s, pg_session_logits(s, out.data(), out.size()))) out.commit(out.size());
+    if (!failed(env, pg_session_logits(s, out.data(), out.size()), s, pg_session_last_error)) out.commit(out.size());
 }
 
 void n_session_reset(JNIEnv* env, jclass, jlong h) {
     auto* s = session_of(env, h);
-    if (s) session_failed(env, s, pg_session_reset(s));
+    if (s) failed(env, pg_session_reset(s), s, pg_session_last_error);
 }
 
 jlong n_session_position(JNIEnv* env, jclass, jlong h) {
     auto* s = session_of(env, h);
     int64_t position = 0;
-    if (!s || session_failed(env, s, pg_session_position(s, &position))) return 0;
+    if (!s || failed(env, pg_session_position(s, &position), s, pg_session_last_error)) return 0;
     return jlong(position);
 }
 
@@ -169,7 +163,7 @@ jint n_session_generate(JNIEnv* env, jclass, jlong h, jlongArray jconfig, jobjec
         return 0;
     size_t n_out = 0;
     pg_status status = pg_session_generate(s, &args.config, out.data(), out.capacity(), &n_out);
-    if (args.cb.rethrow(env) || session_failed(env, s, status)) return 0;
+    if (args.cb.rethrow(env) || failed(env, status, s, pg_session_last_error)) return 0;
     return out.commit(n_out);
 }
 

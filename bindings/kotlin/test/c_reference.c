@@ -1,5 +1,5 @@
 /* The C side of the Kotlin binding's bit-for-bit check: a short training run, a whole-split
- * evaluation and a sampled continuation through the public C API, written to
+ * evaluation, a sampled continuation and a LoRA training run through the public C API, written to
  * <dir>/reference.txt (one "key value" line each: floats and doubles as their bit patterns in
  * hex) together with the text it trained on (<dir>/text.txt). The JUnit test
  * (PhoneGptTest.trainingMatchesTheCApiBitForBit) repeats the same calls from Kotlin and
@@ -49,6 +49,9 @@ int main(int argc, char** argv) {
     pg_eval_config ec;
     pg_eval_result er;
     pg_sample_config sc;
+    pg_lora_config lc;
+    pg_lora_adapter* adapter = NULL;
+    pg_lora_trainer* lora = NULL;
     if (argc != 2) {
         fprintf(stderr, "usage: kotlin_c_reference DIR\n");
         return 2;
@@ -112,7 +115,23 @@ int main(int argc, char** argv) {
     fprintf(f, "generate");
     for (i = 0; i < n_out; ++i) fprintf(f, " %d", out[i]);
     fprintf(f, "\n");
+
+    /* LoRA: a fresh adapter (default configuration) over the trained model, trained with the
+     * same configuration (LoraTest.loraTrainingMatchesTheCApiBitForBit). */
+    pg_lora_config_default(&lc);
+    check(pg_lora_adapter_create(model, &lc, &adapter), "lora adapter");
+    check(pg_lora_trainer_create(model, adapter, &tc, &lora), "lora trainer");
+    check(pg_lora_trainer_set_data(lora, ids, n_ids), "lora set data");
+    for (i = 0; i < STEPS; ++i) {
+        pg_step_result r;
+        r.struct_size = sizeof r;
+        check(pg_lora_trainer_step(lora, &r), "lora step");
+        fprintf(f, "lora %08x %08x %08x\n", float_bits(r.loss), float_bits(r.lr), float_bits(r.grad_norm));
+    }
     if (fclose(f) != 0) return 1;
+
+    pg_lora_trainer_free(lora);
+    pg_lora_adapter_free(adapter);
 
     pg_trainer_free(trainer);
     pg_model_free(model);

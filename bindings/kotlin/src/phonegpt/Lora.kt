@@ -1,6 +1,7 @@
 package phonegpt
 
 import java.nio.FloatBuffer
+import java.nio.IntBuffer
 
 /** The block linears a LoRA adapter can target (pg_lora_target; Hugging Face GPT-2 names). */
 enum class LoraTarget(val bit: Int, val moduleName: String) {
@@ -110,5 +111,64 @@ class LoraAdapter internal constructor(handle: Long) : NativeHandle(handle, "Lor
 
     private fun setParameter(name: String, r: Floats) = writing { h ->
         Native.loraAdapterWriteTensor(h, Native.loraAdapterFindTensor(h, name), r.array, r.buffer, r.offset, r.length)
+    }
+}
+
+/**
+ * Trains a [LoraAdapter] over a frozen [base] (pg_lora_trainer): a step is [Trainer.step]'s with
+ * the base's weights fixed and only the adapter's A and B updated (only B with freezeA). It
+ * keeps the base's and the adapter's native memory alive until it is closed. A step holds this
+ * trainer's and the adapter's locks alone and the base's shared (the base is never written), so
+ * other threads may evaluate the base meanwhile; the adapter waits. Same configuration, data,
+ * seed and nThreads give the same bits.
+ */
+class LoraTrainer private constructor(handle: Long, val base: Model, val adapter: LoraAdapter) :
+    NativeHandle(handle, "LoraTrainer") {
+    /** A trainer of [adapter], which must be [base]'s ([GeometryException] otherwise). */
+    @JvmOverloads constructor(base: Model, adapter: LoraAdapter, config: TrainConfig = TrainConfig.default()) :
+        this(create(base, adapter, config), base, adapter)
+
+    private companion object {
+        fun create(base: Model, adapter: LoraAdapter, config: TrainConfig): Long {
+            val fields = config.fields()
+            return base.writing { m ->
+                adapter.writing { a ->
+                    val t = Native.loraTrainerCreate(m, a, fields)
+                    base.retain()
+                    adapter.retain()
+                    t
+                }
+            }
+        }
+    }
+
+    override fun free(handle: Long) {
+        Native.loraTrainerFree(handle)
+        adapter.releaseReference()
+        base.releaseReference()
+    }
+
+    private inline fun <R> stepping(block: (Long) -> R): R = writing { t ->
+        base.reading(allowClosedByUser = true) { adapter.writing(allowClosedByUser = true) { block(t) } }
+    }
+
+    /** The training tokens (copied by the library). */
+    fun setData(tokens: IntArray) = setData(ints(tokens))
+    fun setData(tokens: IntBuffer) = setData(ints(tokens, "tokens"))
+    private fun setData(r: Ints) = writing { Native.loraTrainerSetData(it, r.array, r.buffer, r.offset, r.length) }
+
+    /** One optimizer step on batches drawn from the data ([StateException] without data). */
+    fun step(): StepResult = stepping { StepResult.fromFields(Native.loraTrainerStep(it)) }
+
+    /** One step on a given batch: inputs and targets of batch*seqLen ids (a target of -1 is not scored). */
+    fun stepBatch(inputs: IntArray, targets: IntArray, batch: Int, seqLen: Int): StepResult =
+        stepBatch(ints(inputs), ints(targets), batch, seqLen)
+
+    fun stepBatch(inputs: IntBuffer, targets: IntBuffer, batch: Int, seqLen: Int): StepResult =
+        stepBatch(ints(inputs, "inputs"), ints(targets, "targets"), batch, seqLen)
+
+    private fun stepBatch(i: Ints, g: Ints, batch: Int, seqLen: Int): StepResult = stepping { h ->
+        StepResult.fromFields(Native.loraTrainerStepBatch(h, i.array, i.buffer, i.offset, g.array, g.buffer, g.offset,
+                                                          batch, seqLen))
     }
 }

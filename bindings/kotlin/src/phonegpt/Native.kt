@@ -28,16 +28,31 @@ internal object Native {
     @JvmStatic external fun splitIndex(n: Long, trainFraction: Double): Long
     @JvmStatic external fun readFile(path: String?): ByteArray
 
+    // Tokenizer.kt (bindings/kotlin/jni/tokenizer_jni.cpp)
     @JvmStatic external fun tokenizerCreateChar(text: ByteArray?): Long
     @JvmStatic external fun tokenizerDeserialize(data: ByteArray?): Long
+    @JvmStatic external fun tokenizerCreateTiktoken(ranks: ByteArray?, encoding: String?): Long
+    @JvmStatic external fun tokenizerCreateGpt2(encoderJson: ByteArray?, vocabBpe: ByteArray?): Long
+    @JvmStatic external fun tokenizerCreateHf(tokenizerJson: ByteArray?): Long
+    @JvmStatic external fun bpeTrainOptionsDefault(): LongArray
+    @JvmStatic external fun tokenizerTrainBpe(texts: Array<ByteArray>?, vocabSize: Int, options: LongArray?,
+                                              specialTokens: Array<String>?, progress: ProgressBridge?): Long
     @JvmStatic external fun tokenizerFree(handle: Long)
     @JvmStatic external fun tokenizerKind(handle: Long): Int
     @JvmStatic external fun tokenizerVocabSize(handle: Long): Int
-    @JvmStatic external fun tokenizerEncode(handle: Long, text: ByteArray?, out: IntArray?, outBuffer: IntBuffer?,
+    @JvmStatic external fun tokenizerSpecialId(handle: Long, text: String?): Int
+    /** Sizes only when out and outBuffer are null; allowedSpecial null = none. */
+    @JvmStatic external fun tokenizerEncode(handle: Long, text: ByteArray?, allowAllSpecial: Boolean,
+                                            allowedSpecial: Array<String>?, out: IntArray?, outBuffer: IntBuffer?,
                                             offset: Int, capacity: Int): Long
     @JvmStatic external fun tokenizerDecode(handle: Long, ids: IntArray?, idsBuffer: IntBuffer?, offset: Int,
                                             length: Int): ByteArray
     @JvmStatic external fun tokenizerSerialize(handle: Long): ByteArray
+    @JvmStatic external fun tokenizerWriteFile(handle: Long, file: Int): ByteArray
+    @JvmStatic external fun tokenStreamCreate(tokenizer: Long): Long
+    @JvmStatic external fun tokenStreamFree(handle: Long)
+    @JvmStatic external fun tokenStreamPush(handle: Long, id: Int): ByteArray
+    @JvmStatic external fun tokenStreamFinish(handle: Long): ByteArray
 
     @JvmStatic external fun modelConfigDefault(): LongArray
     @JvmStatic external fun modelConfigPreset(name: String?): LongArray
@@ -147,4 +162,14 @@ internal object Native {
     @JvmStatic external fun sessionGenerate(handle: Long, config: LongArray?, stopStrings: Array<String>?,
                                             onToken: TokenBridge?, out: IntArray?, outBuffer: IntBuffer?,
                                             outOffset: Int, capacity: Int): Int
+
+    // LoraTrainer in Lora.kt (bindings/kotlin/jni/lora_jni.cpp)
+    @JvmStatic external fun loraTrainerCreate(base: Long, adapter: Long, config: LongArray?): Long
+    @JvmStatic external fun loraTrainerFree(handle: Long)
+    @JvmStatic external fun loraTrainerSetData(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?, offset: Int,
+                                               length: Int)
+    @JvmStatic external fun loraTrainerStep(handle: Long): LongArray
+    @JvmStatic external fun loraTrainerStepBatch(handle: Long, inputs: IntArray?, inputsBuffer: IntBuffer?,
+                                                 inputsOffset: Int, targets: IntArray?, targetsBuffer: IntBuffer?,
+                                                 targetsOffset: Int, batch: Int, seqLen: Int): LongArray
 }

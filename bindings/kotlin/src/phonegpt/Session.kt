@@ -179,11 +179,10 @@ class Session private constructor(handle: Long, val model: Model) : NativeHandle
                                cancel: CancellationToken? = null, onToken: ((Int) -> Unit)? = null): Int =
         generate(config, cancel, onToken, out?.let { ints(it, "output", output = true) })
 
-    /** [generate] decoded by the model's tokenizer; [onText] streams each token's text. */
+    /** [generate] decoded by the model's tokenizer; [onText] streams the text as it becomes complete UTF-8. */
     @JvmOverloads fun generateText(config: SampleConfig = SampleConfig.default(), cancel: CancellationToken? = null,
                                    onText: ((String) -> Unit)? = null): String = withTokenizer("generateText") { t ->
-        val onToken: ((Int) -> Unit)? = onText?.let { f -> { id: Int -> f(t.decode(intArrayOf(id))) } }
-        t.decode(generate(config, cancel, onToken))
+        t.generateText(onText) { onToken -> generate(config, cancel, onToken) }
     }
 
     private fun generate(config: SampleConfig, cancel: CancellationToken?, onToken: ((Int) -> Unit)?, out: Ints?): Int =

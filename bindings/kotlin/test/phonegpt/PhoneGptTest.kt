@@ -521,6 +521,66 @@ class PhoneGptTest {
             val gen = lines.first { it[0] == "generate" }.drop(1).map { it.toInt() }
             assertEquals(gen, m.generate(ids.copyOf(5), SampleConfig.default().copy(temperature = 0.8f, topK = 10,
                                                                                      seed = 5, maxTokens = 32)).toList())
+
+            // LoRA: a fresh adapter over the trained model, the same configuration
+            val loraSteps = lines.filter { it[0] == "lora" }
+            assertEquals(12, loraSteps.size)
+            val before = m.flatParameters()
+            LoraAdapter(m).use { adapter ->
+                LoraTrainer(m, adapter, trainConfig()).use { t ->
+                    t.setData(ids)
+                    for (i in loraSteps.indices) {
+                        val r = t.step()
+                        assertEquals("LoRA loss of step ${i + 1}", hex32(loraSteps[i][1]), r.loss.toRawBits())
+                        assertEquals("LoRA lr of step ${i + 1}", hex32(loraSteps[i][2]), r.lr.toRawBits())
+                        assertEquals("LoRA grad norm of step ${i + 1}", hex32(loraSteps[i][3]), r.gradNorm.toRawBits())
+                    }
+                }
+            }
+            assertArrayEquals(before, m.flatParameters(), 0f)            // the base is never written
+        }
+    }
+
+    @Test fun loraTrainerApiAndErrors() {
+        tinyModel().use { m ->
+            LoraAdapter(m, LoraConfig.default().copy(rank = 2, freezeA = true)).use { adapter ->
+                val nameA = adapter.tensorNames.first { it.contains("lora_A") }
+                val nameB = adapter.tensorNames.first { it.contains("lora_B") }
+                val a0 = adapter.parameter(nameA)
+                assertTrue(adapter.parameter(nameB).all { it == 0f })
+                LoraTrainer(m, adapter, trainConfig()).use { t ->
+                    assertThrows<StateException>(Status.STATE) { t.step() }                 // no data yet
+                    val r = t.stepBatch(ids.copyOf(32), ids.copyOfRange(1, 33), 2, 16)
+                    assertEquals(1L, r.step)
+                    assertEquals(32L, r.tokens)
+                    assertEquals(r.loss, m.forward(ids.copyOf(32), 2, 16, ids.copyOfRange(1, 33), 1).loss!!, 1e-5f)
+                    t.setData(nativeInts(ids))
+                    assertEquals(2L, t.step().step)
+                    // freezeA: A keeps its initialisation, only B trains
+                    assertArrayEquals(a0, adapter.parameter(nameA), 0f)
+                    assertTrue(adapter.parameter(nameB).any { it != 0f })
+                    assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { t.stepBatch(ids.copyOf(4), ids.copyOf(4), 2, 16) }
+                    assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { t.setData(intArrayOf(9999, 1, 2)) }
+                    // closing the adapter first: its memory stays until the trainer closes
+                    adapter.close()
+                    assertEquals(3L, t.step().step)
+                }
+                assertThrows<StateException>(Status.STATE) { adapter.numParams }
+            }
+            LoraAdapter(m).use { adapter ->
+                LoraAdapter(m).use { other ->
+                    val t = LoraTrainer(m, other)
+                    t.close()
+                    t.close()
+                    assertThrows<StateException>(Status.STATE) { t.step() }
+                }
+                Model(tinyConfig().copy(nEmbd = 32), 1).use { wrong ->
+                    assertThrows<GeometryException>(Status.GEOMETRY) { LoraTrainer(wrong, adapter) }
+                }
+                assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) {
+                    LoraTrainer(m, adapter, trainConfig().copy(batchSize = 0))
+                }
+            }
         }
     }
 
@@ -746,7 +806,7 @@ class PhoneGptTest {
                     m.tokenizer = tok
                     m.tokenizer!!.close()
                     Trainer(m, tc).use { t -> t.setData(small) }
-                    LoraAdapter(m).close()
+                    LoraAdapter(m).use { a -> LoraTrainer(m, a, tc).use { t -> t.setData(small) } }
                     m.generate(small.copyOf(3), SampleConfig.default().copy(maxTokens = 2, nThreads = 1))
                     Session(m, SessionConfig(1, 0)).use { s ->
                         s.append(small.copyOf(3))
