@@ -38,6 +38,17 @@ check_test_count "$build-fuzz" fuzz -L fuzz
 (cd "$build-fuzz" && ctest --output-on-failure -L fuzz --timeout 1800)
 # --- end of the libFuzzer smoke -----------------------------------------------------------------
 
+# --- ThreadSanitizer (owner: arch) ------------------------------------------------------------------
+# A third small clang-14 build, -fsanitize=thread, of only the library and the concurrency test
+# (tests/cmake/tsan.cmake): 8 threads evaluate, forward, sample and tokenize with one model and one
+# tokenizer and must get the serial results; a data race is a report and fails the script here.
+cmake -S . -B "$build-tsan" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-14 \
+  -DCMAKE_CXX_COMPILER=clang++-14 -DPG_TSAN=ON -DPG_BUILD_PYTHON=OFF -DPG_BUILD_KOTLIN=OFF \
+  -DPG_BUILD_BENCHMARKS=OFF -DPG_BUILD_EXAMPLES=OFF -DPG_REQUIRE_ALL_TESTS=ON -DPG_REQUIRE_TOKENIZER_PEERS=ON
+cmake --build "$build-tsan" -j"$(nproc)" --target pg_tsan_all
+(cd "$build-tsan" && ctest --output-on-failure -L tsan --no-tests=error --timeout 600)
+# --- end of ThreadSanitizer -------------------------------------------------------------------------
+
 # aarch64 (owner: kernels): cross-build, then [kernels] under qemu-aarch64 (cortex-a53, max); prints its own summary line.
 scripts/cross_test_aarch64.sh "$build-aarch64"
 

@@ -1356,7 +1356,7 @@ PYBIND11_MODULE(_phonegpt, m) {
     // Versions and small helpers --------------------------------------------------------------
     m.attr("__version__") = pg_version_string();
     m.attr("HEADER_VERSION") = PG_VERSION_NUMBER;
-    m.def("version", [] { return std::string(pg_version_string()); }, "The loaded library's version, e.g. '0.1.0'.");
+    m.def("version", [] { return std::string(pg_version_string()); }, "The loaded library's version, e.g. '0.2.0'.");
     m.def("version_number", [] { return pg_version_number(); }, "major*10000 + minor*100 + patch of the loaded library.");
     m.def("simd_arch", [] { return std::string(pg_simd_arch()); }, "The instruction set the kernels dispatched to.");
     m.def("status_name", [](int s) { return std::string(pg_status_name(pg_status(s))); });

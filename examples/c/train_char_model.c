@@ -28,7 +28,7 @@
 static int print_token(void* user, int32_t token) {
     char text[16];
     size_t len = 0;
-    if (pg_tokenizer_decode((pg_tokenizer*)user, &token, 1, text, sizeof text, &len) == PG_OK)
+    if (pg_tokenizer_decode((const pg_tokenizer*)user, &token, 1, text, sizeof text, &len) == PG_OK)
         fwrite(text, 1, len, stdout);
     return 0; /* go on */
 }

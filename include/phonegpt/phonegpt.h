@@ -6,17 +6,29 @@
  *  - Handles are opaque. Creation functions return the handle through an out-parameter and
  *    a status; every pg_*_free(NULL) is a no-op.
  *  - Every call returns a pg_status. No call aborts, asserts or exits on bad input: a bad
- *    argument, file or text gives a status and a message. The message of the last failed call
- *    is kept per handle (pg_model_last_error, ...) and per thread (pg_last_error), the latter
- *    covering calls that fail before a handle exists.
+ *    argument, file or text gives a status and a message. pg_last_error() is the message of
+ *    the calling thread's last failed call, whatever it was called on (it covers calls that
+ *    fail before a handle exists). A call never writes a handle it takes as const, failures
+ *    included, so the per-handle *_last_error(h) calls mean:
+ *      - for the read-only handles (pg_model, pg_tokenizer, pg_lora_adapter): the calling
+ *        thread's last failure on h; "" if this thread has not failed on h lately (the last
+ *        few handles a thread failed on are remembered);
+ *      - for the handles calls change (pg_session, pg_trainer, pg_lora_trainer,
+ *        pg_token_stream, pg_data_filter, pg_validator): the newer of the last failure of a
+ *        call that took h non-const (from any thread) and the calling thread's last failure
+ *        on h.
+ *    The returned string stays valid until the calling thread's next failing call.
  *  - Option structs are passed by pointer, start with a `struct_size` field and have a
  *    *_default() initialiser. Set struct_size = sizeof(struct) (the initialiser does); the
  *    library reads only the fields that the caller's struct_size covers and uses defaults for
  *    the rest, so adding fields at the end never breaks a compiled caller.
  *  - Strings are UTF-8 and NUL-terminated unless a length is given. Token ids are int32_t.
  *  - Thread-safety: a handle may be used by one thread at a time unless a declaration says
- *    otherwise. A model may be read by many threads at once (evaluation, sampling) as long as
- *    no trainer is stepping it. Distinct handles are independent.
+ *    otherwise. Calls that take a const pg_model*, pg_tokenizer* or pg_lora_adapter* may run on
+ *    many threads at once on one handle (evaluation, forward, sampling, sessions over one
+ *    model; encode and decode on one tokenizer) as long as no call that takes it non-const
+ *    (a trainer step, set_tokenizer, a merge in place) runs at the same time. Distinct handles
+ *    are independent. tests/unit/test_concurrent_readers.cpp checks this under ThreadSanitizer.
  *
  * Model vs trainer: a pg_model holds the configuration and the weights and is read-only to
  * evaluation and sampling. A pg_trainer holds everything that training mutates besides the
@@ -48,14 +60,14 @@ extern "C" {
 /* ------------------------------------------------------------------------------------------ */
 
 #define PG_VERSION_MAJOR 0
-#define PG_VERSION_MINOR 1
+#define PG_VERSION_MINOR 2
 #define PG_VERSION_PATCH 0
 /* major*10000 + minor*100 + patch, comparable with pg_version_number(). */
 #define PG_VERSION_NUMBER (PG_VERSION_MAJOR * 10000 + PG_VERSION_MINOR * 100 + PG_VERSION_PATCH)
 
 /* The version of the library actually loaded (may differ from the header's). */
 PG_API unsigned pg_version_number(void);
-/* "0.1.0"; static storage, never NULL. */
+/* "0.2.0"; static storage, never NULL. */
 PG_API const char* pg_version_string(void);
 /* The instruction set the kernels dispatched to on this CPU: "avx512bw", "fma3+avx2", "sse2",
  * "arm64+neon", ...; static storage, never NULL. */
@@ -126,17 +138,17 @@ PG_API pg_status pg_tokenizer_vocab_size(const pg_tokenizer* tok, int32_t* out);
  * text needs to *n_ids; if capacity is too small returns PG_ERR_BUFFER_TOO_SMALL and writes
  * nothing to `ids` (call with ids = NULL, capacity = 0 to size). A character outside the vocabulary is PG_ERR_TOKENIZE
  * naming the character and its byte offset: never a silent substitution. */
-PG_API pg_status pg_tokenizer_encode(pg_tokenizer* tok, const char* text, size_t len,
-                                     int32_t* ids, size_t capacity, size_t* n_ids);
+PG_API pg_status pg_tokenizer_encode(const pg_tokenizer* tok, const char* text, size_t len,
+                                           int32_t* ids, size_t capacity, size_t* n_ids);
 /* Decodes ids to UTF-8 into `text` (capacity bytes, NUL-terminated when it fits); *len gets
  * the byte length without the NUL. An id outside the vocabulary is PG_ERR_INVALID_ARGUMENT.
  * Sizing works as for encode (the NUL needs one more byte). */
-PG_API pg_status pg_tokenizer_decode(pg_tokenizer* tok, const int32_t* ids, size_t n_ids,
-                                     char* text, size_t capacity, size_t* len);
+PG_API pg_status pg_tokenizer_decode(const pg_tokenizer* tok, const int32_t* ids, size_t n_ids,
+                                           char* text, size_t capacity, size_t* len);
 /* Serialises the tokenizer (kind, version, vocabulary; docs/tokenizer-format.md) into `data`;
  * sizing as for encode. */
-PG_API pg_status pg_tokenizer_serialize(pg_tokenizer* tok, void* data, size_t capacity,
-                                        size_t* len);
+PG_API pg_status pg_tokenizer_serialize(const pg_tokenizer* tok, void* data, size_t capacity,
+                                              size_t* len);
 PG_API const char* pg_tokenizer_last_error(const pg_tokenizer* tok);
 
 /* ---- Byte-level BPE (PG_TOKENIZER_BPE): loading, writing, special tokens, streaming ------ */
@@ -170,7 +182,7 @@ typedef enum pg_tokenizer_file {
 } pg_tokenizer_file;
 /* Writes a BPE tokenizer as `file` into `data` (sizing as for encode; no NUL is added). A
  * format that cannot express the tokenizer is PG_ERR_UNSUPPORTED naming why. */
-PG_API pg_status pg_tokenizer_write_file(pg_tokenizer* tok, pg_tokenizer_file file, void* data,
+PG_API pg_status pg_tokenizer_write_file(const pg_tokenizer* tok, pg_tokenizer_file file, void* data,
                                          size_t capacity, size_t* len);
 
 typedef struct pg_encode_options {
@@ -185,7 +197,7 @@ PG_API void pg_encode_options_default(pg_encode_options* opts);
 /* pg_tokenizer_encode with options (NULL = defaults = pg_tokenizer_encode). Recognised special
  * tokens are matched leftmost first (the longest at one position) and become their ids; the
  * text between them is encoded as ordinary text. */
-PG_API pg_status pg_tokenizer_encode_with(pg_tokenizer* tok, const char* text, size_t len,
+PG_API pg_status pg_tokenizer_encode_with(const pg_tokenizer* tok, const char* text, size_t len,
                                           const pg_encode_options* opts, int32_t* ids,
                                           size_t capacity, size_t* n_ids);
 /* The id of the special token whose text is `text` (NUL-terminated); PG_ERR_INVALID_ARGUMENT

@@ -1,8 +1,21 @@
 // The C boundary: every exported function runs its body through guarded(), which turns any
 // exception into a status and records the message for pg_last_error() and for the handle's
-// own *_last_error(). Argument checks throw pg::Error like everything else.
+// *_last_error(). Argument checks throw pg::Error like everything else.
+//
+// Where a handle's message lives (phonegpt.h, "Errors"): a call never writes a handle it takes
+// as const, so many threads may read one model, tokenizer or adapter at once.
+//  - Every failure sets the calling thread's pg_last_error().
+//  - A failure of a call that takes a handle const is also kept in the calling thread's small
+//    table of recent failures, under the handle's HandleId: pg_model_last_error(m) is the
+//    calling thread's last failure on m.
+//  - The handles that calls change (session, trainer, LoRA trainer, token stream, data filter;
+//    one thread at a time) also keep their own HandleMessage, written by the calls that take
+//    them non-const, whichever thread ran them. Their *_last_error() returns the newer of that
+//    message and the calling thread's table entry.
 #pragma once
 
+#include <cstdint>
+#include <cstddef>
 #include <new>
 #include <string>
 
@@ -11,25 +24,71 @@
 
 namespace pg {
 
-// Records a failure's message for this thread (pg_last_error) and, if given, the handle.
-void record_error(std::string* handle_error, const std::string& message);
+// A handle's identity in the per-thread error tables: a serial number that is never reused,
+// so a handle allocated where a freed one was does not inherit its messages. A copy is a new
+// handle with a new id.
+class HandleId {
+public:
+    HandleId();
+    HandleId(const HandleId&) : HandleId() {}
+    HandleId& operator=(const HandleId&) { return *this; }
+    uint64_t value() const { return value_; }
+
+private:
+    uint64_t value_;
+};
+
+// The message a mutable handle owns, with the library-wide sequence number of the failure that
+// wrote it (to tell which of it and a thread-table entry is newer).
+struct HandleMessage {
+    std::string text;
+    uint64_t sequence = 0;
+};
+
+// Where record_error puts a failure besides pg_last_error(): nothing (NULL), the thread's table
+// under a handle id, or a mutable handle's own message.
+struct ErrorTarget {
+    ErrorTarget() = default;
+    ErrorTarget(std::nullptr_t) {}
+    ErrorTarget(uint64_t id, HandleMessage* owned) : handle(id), owned_message(owned) {}
+    uint64_t handle = 0;                    // 0 = no handle
+    HandleMessage* owned_message = nullptr;  // only for calls that take the handle non-const
+};
+
+// The target of a call that takes `h` const: the thread's table only.
+template <class H>
+ErrorTarget shared_errors(const H* h) {
+    return h ? ErrorTarget(h->id.value(), nullptr) : ErrorTarget();
+}
+// The target of a call that takes a mutable handle non-const: its own message.
+template <class H>
+ErrorTarget owned_errors(H* h) {
+    return h ? ErrorTarget(h->id.value(), &h->last_error) : ErrorTarget();
+}
+
+// Records a failure's message for this thread (pg_last_error) and for the target.
+void record_error(const ErrorTarget& target, const std::string& message);
+
+// What a *_last_error(handle) call returns (see the top of this file); `owned` is NULL for the
+// read-only handles. The pointer stays valid until the calling thread's next failing call.
+const char* handle_last_error(const HandleId& id, const HandleMessage* owned);
 
 template <class F>
-pg_status guarded(std::string* handle_error, F&& body) noexcept {
+pg_status guarded(const ErrorTarget& target, F&& body) noexcept {
     try {
         body();
         return PG_OK;
     } catch (const Error& e) {
-        record_error(handle_error, e.what());
+        record_error(target, e.what());
         return e.status();
     } catch (const std::bad_alloc&) {
-        record_error(handle_error, "out of memory");
+        record_error(target, "out of memory");
         return PG_ERR_OUT_OF_MEMORY;
     } catch (const std::exception& e) {
-        record_error(handle_error, std::string("internal error: ") + e.what());
+        record_error(target, std::string("internal error: ") + e.what());
         return PG_ERR_INTERNAL;
     } catch (...) {
-        record_error(handle_error, "internal error: unknown exception");
+        record_error(target, "internal error: unknown exception");
         return PG_ERR_INTERNAL;
     }
 }

@@ -16,8 +16,8 @@ namespace {
 
 constexpr uint64_t kMaxConfigJsonBytes = uint64_t(1) << 20;
 
-std::string* err(const pg_model* m) { return m ? &m->last_error : nullptr; }
-std::string* err(const pg_trainer* t) { return t ? &t->last_error : nullptr; }
+pg::ErrorTarget err(const pg_model* m) { return pg::shared_errors(m); }
+pg::ErrorTarget err(const pg_trainer* t) { return pg::shared_errors(t); }
 
 pg_save_options full_default_save_options() {
     pg_save_options o = pg::blank_c_struct<pg_save_options>();
@@ -37,12 +37,10 @@ int compression_level(const pg_save_options* options, const char* fn) {
 // A model handle for a validated geometry (the weights are filled by the caller).
 std::unique_ptr<pg_model> new_model(const pg::ModelConfig& cfg) { return std::make_unique<pg_model>(cfg); }
 
-void attach_tokenizer(pg::Model& model, std::unique_ptr<pg::Tokenizer> tok, const std::string& where) {
+// A tokenizer the caller passed beside an imported file: checked at the boundary, then installed.
+void attach_tokenizer(pg_model& model, std::unique_ptr<pg::Tokenizer> tok, const std::string& where) {
     if (!tok) return;
-    if (tok->vocab_size() != model.config().vocab_size)
-        throw pg::Error(PG_ERR_GEOMETRY, where + ": the tokenizer has " + std::to_string(tok->vocab_size()) +
-                                             " tokens but the model's vocab_size is " +
-                                             std::to_string(model.config().vocab_size));
+    pg::capi::require_tokenizer_fits(*tok, model.impl.config(), where);
     model.set_tokenizer(std::move(tok));
 }
 
@@ -81,7 +79,7 @@ pg_status pg_model_load(const char* path, pg_model** out) {
         pg::io::CheckpointHeader header = pg::io::read_checkpoint_header(src);
         auto model = new_model(header.config);
         pg::io::read_checkpoint_data(src, header, model->impl, nullptr);
-        model->impl.set_tokenizer(std::move(header.tokenizer));
+        model->set_tokenizer(std::move(header.tokenizer));  // the reader checked its vocabulary
         *out = model.release();
     });
 }
@@ -114,7 +112,7 @@ pg_status pg_trainer_resume(const char* path, pg_model** model_out, pg_trainer**
         auto model = new_model(header.config);
         pg::TrainerState state;
         pg::io::read_checkpoint_data(src, header, model->impl, &state);
-        model->impl.set_tokenizer(std::move(header.tokenizer));
+        model->set_tokenizer(std::move(header.tokenizer));  // the reader checked its vocabulary
         auto trainer = std::make_unique<pg_trainer>();
         trainer->model = model.get();
         try {
@@ -174,7 +172,7 @@ pg_status pg_model_import(pg_interop_format format, const char* path, pg_model**
             model = new_model(plan.config);
             pg::io::read_hf_gpt2_data(src, plan, model->impl);
             if (!plan.tokenizer_bytes.empty())
-                attach_tokenizer(model->impl,
+                attach_tokenizer(*model,
                                  pg::deserialize_tokenizer(plan.tokenizer_bytes.data(), plan.tokenizer_bytes.size()),
                                  path);
         } else {

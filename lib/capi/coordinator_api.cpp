@@ -21,7 +21,7 @@ pg::lora::PublicKey public_key_from(const uint8_t* bytes) {
     return k;
 }
 
-std::string* adapter_err(const pg_lora_adapter* a) { return a ? &a->last_error : nullptr; }
+pg::ErrorTarget adapter_err(const pg_lora_adapter* a) { return pg::shared_errors(a); }
 
 pg_lora_average_config default_average_config() {
     auto c = pg::blank_c_struct<pg_lora_average_config>();

@@ -66,24 +66,9 @@ pg_sample_config full_default_sample_config() {
 
 void session_forward(Session& session, const int32_t* tokens, int32_t B, int32_t T, const int32_t* targets,
                      float* logits, float* mean_loss, const char* fn) {
-    PG_REQUIRE_NOT_NULL(fn, tokens);
-    const ModelConfig& cfg = session.model().config();
-    require_arg(B >= 1, fn, ("B = " + std::to_string(B) + " must be >= 1").c_str());
-    require_arg(T >= 1 && T <= cfg.n_ctx, fn,
-                ("T = " + std::to_string(T) + " is outside [1, n_ctx = " + std::to_string(cfg.n_ctx) + "]").c_str());
     require_arg(logits || targets, fn, "logits and targets are both NULL: nothing to compute");
     require_arg(!targets || mean_loss, fn, "mean_loss is NULL but targets were given");
-    const int64_t N = int64_t(B) * T;
-    for (int64_t i = 0; i < N; ++i) {  // messages are built only on failure
-        if (tokens[i] < 0 || tokens[i] >= cfg.vocab_size)
-            require_arg(false, fn,
-                        ("tokens[" + std::to_string(i) + "] = " + std::to_string(tokens[i]) +
-                         " is outside [0, vocab_size = " + std::to_string(cfg.vocab_size) + ")").c_str());
-        if (targets && (targets[i] < -1 || targets[i] >= cfg.vocab_size))
-            require_arg(false, fn,
-                        ("targets[" + std::to_string(i) + "] = " + std::to_string(targets[i]) +
-                         " is neither -1 nor in [0, vocab_size = " + std::to_string(cfg.vocab_size) + ")").c_str());
-    }
+    require_forward_batch(tokens, targets, B, T, session.model().config(), fn);
     const LossSum total = forward(session, tokens, B, T, targets, logits);
     // No scored position: the mean is undefined.
     if (targets) *mean_loss = total.count ? float(total.mean()) : NAN;
@@ -92,6 +77,7 @@ void session_forward(Session& session, const int32_t* tokens, int32_t B, int32_t
 void session_evaluate(Session& session, const int32_t* tokens, std::size_t n, const pg_eval_config* config,
                       pg_eval_result* result, const char* fn) {
     PG_REQUIRE_NOT_NULL(fn, tokens);
+    require_token_ids(tokens, n, session.model().config().vocab_size, fn);
     require_result_struct(result, fn);
     pg_eval_config c = full_default_eval_config();
     read_options(config, &c, fn);
@@ -107,6 +93,7 @@ void session_evaluate(Session& session, const int32_t* tokens, std::size_t n, co
 void session_evaluate_sampled(Session& session, const int32_t* tokens, std::size_t n, const SampledEvalOptions& opt,
                               pg_eval_result* result, const char* fn) {
     PG_REQUIRE_NOT_NULL(fn, tokens);
+    require_token_ids(tokens, n, session.model().config().vocab_size, fn);
     require_result_struct(result, fn);
     write_eval_result(evaluate_sampled(session, tokens, n, opt), result, fn);
 }
@@ -148,7 +135,7 @@ void session_generate(Session& session, const pg_sample_config* config, int32_t*
 
 namespace {
 
-std::string* err(const pg_model* m) { return m ? &m->last_error : nullptr; }
+pg::ErrorTarget err(const pg_model* m) { return pg::shared_errors(m); }
 
 }  // namespace
 
@@ -202,7 +189,7 @@ pg_status pg_generate(const pg_model* model, const int32_t* prompt, size_t n_pro
         PG_REQUIRE_NOT_NULL(fn, model);
         PG_REQUIRE_NOT_NULL(fn, prompt);
         pg::require_arg(n_prompt >= 1, fn, "the prompt is empty (n_prompt must be at least 1)");
-        pg::check_token_ids(prompt, n_prompt, model->impl.config().vocab_size, fn);
+        pg::capi::require_token_ids(prompt, n_prompt, model->impl.config().vocab_size, fn);
         pg_sample_config c = pg::capi::full_default_sample_config();
         pg::read_options(config, &c, fn);
         pg::SessionOptions so;  // slide_keep: session_generate applies the config's

@@ -1,10 +1,13 @@
 // The structs behind the opaque C handles. Only lib/capi sees them; they hold the internal
-// objects plus what the C boundary needs (the per-handle last-error message).
+// objects plus what the C boundary needs: the HandleId under which failures are kept per thread
+// and, for the handles that calls change, their own message (capi/boundary.hpp).
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "capi/boundary.hpp"
+#include "capi/model_args.hpp"
 #include "eval/session.hpp"
 #include "model/model.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -13,29 +16,50 @@ namespace pg {
 class Trainer;
 }
 
+// Read-only after creation: encode and decode may run on many threads at once.
 struct pg_tokenizer {
     std::unique_ptr<pg::Tokenizer> impl;
-    mutable std::string last_error;
+    pg::HandleId id;
 };
 
+// Read-only to every call that takes it const (evaluation, sampling, sessions, saving), so many
+// threads may read one model at once.
 struct pg_model {
     explicit pg_model(const pg::ModelConfig& cfg) : impl(cfg) {}
     pg::Model impl;
-    // Handle view of impl.tokenizer(), created on demand by pg_model_get_tokenizer and
-    // dropped when the tokenizer is replaced.
+    // The handle pg_model_get_tokenizer returns: a view of impl.tokenizer() built whenever the
+    // tokenizer changes (set_tokenizer / sync_tokenizer_handle), never by a reader.
     std::unique_ptr<pg_tokenizer> tokenizer_handle;
-    mutable std::string last_error;
+    pg::HandleId id;
+
+    // Installs `tok` (NULL = none). Precondition: its vocabulary equals the model's vocab_size
+    // (checked at the boundary by pg::capi::require_tokenizer_fits, or by the checkpoint
+    // reader for a tokenizer read from a file).
+    void set_tokenizer(std::unique_ptr<pg::Tokenizer> tok) {
+        impl.set_tokenizer(std::move(tok));
+        sync_tokenizer_handle();
+    }
+    // Rebuilds tokenizer_handle after impl's tokenizer was set by internal code (a merge).
+    void sync_tokenizer_handle() {
+        tokenizer_handle.reset();
+        if (!impl.tokenizer()) return;
+        auto h = std::make_unique<pg_tokenizer>();
+        h->impl = impl.tokenizer()->clone();
+        tokenizer_handle = std::move(h);
+    }
 };
 
 struct pg_trainer {
     pg_model* model = nullptr;  // borrowed
     std::unique_ptr<pg::Trainer> impl;
-    mutable std::string last_error;
+    pg::HandleId id;
+    pg::HandleMessage last_error;  // written by the calls that take the trainer non-const
 };
 
 struct pg_session {
     pg_session(const pg_model* m, const pg::SessionOptions& options) : model(m), impl(m->impl, options) {}
     const pg_model* model;  // borrowed
     pg::Session impl;
-    std::string last_error;
+    pg::HandleId id;
+    pg::HandleMessage last_error;  // written by the calls that take the session non-const
 };

@@ -1,5 +1,7 @@
 // Library-wide entry points: versions, status names, the thread's last error, file reading and
 // the train/validation split.
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -12,12 +14,65 @@
 
 namespace pg {
 namespace {
+
 thread_local std::string t_last_error;
+
+// Every recorded failure gets the next number, library-wide, so that a mutable handle's own
+// message and a thread-table entry can be ordered.
+std::atomic<uint64_t> g_failure_sequence{0};
+std::atomic<uint64_t> g_next_handle_id{1};
+
+// The calling thread's last failure on each of the last few handles it failed on (least
+// recently failed entry replaced first). Small on purpose: a caller reads a handle's message
+// right after the failing call.
+struct ThreadHandleError {
+    uint64_t handle = 0;
+    uint64_t sequence = 0;
+    std::string message;
+};
+constexpr std::size_t kThreadHandleErrors = 8;
+thread_local std::array<ThreadHandleError, kThreadHandleErrors> t_handle_errors;
+
+const ThreadHandleError* find_thread_entry(uint64_t handle) {
+    for (const ThreadHandleError& e : t_handle_errors)
+        if (e.handle == handle) return &e;
+    return nullptr;
 }
 
-void record_error(std::string* handle_error, const std::string& message) {
+void remember_for_thread(uint64_t handle, uint64_t sequence, const std::string& message) {
+    ThreadHandleError* slot = &t_handle_errors[0];
+    for (ThreadHandleError& e : t_handle_errors) {
+        if (e.handle == handle) {
+            slot = &e;
+            break;
+        }
+        if (e.sequence < slot->sequence) slot = &e;
+    }
+    slot->handle = handle;
+    slot->sequence = sequence;
+    slot->message = message;
+}
+
+}  // namespace
+
+HandleId::HandleId() : value_(g_next_handle_id.fetch_add(1, std::memory_order_relaxed)) {}
+
+void record_error(const ErrorTarget& target, const std::string& message) {
     t_last_error = message;
-    if (handle_error) *handle_error = message;
+    if (target.handle == 0) return;
+    const uint64_t sequence = g_failure_sequence.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (target.owned_message) {
+        target.owned_message->text = message;
+        target.owned_message->sequence = sequence;
+    } else {
+        remember_for_thread(target.handle, sequence, message);
+    }
+}
+
+const char* handle_last_error(const HandleId& id, const HandleMessage* owned) {
+    const ThreadHandleError* mine = find_thread_entry(id.value());
+    if (owned && (!mine || owned->sequence > mine->sequence)) return owned->text.c_str();
+    return mine ? mine->message.c_str() : "";
 }
 
 }  // namespace pg

@@ -15,8 +15,8 @@
 
 namespace {
 
-std::string* err(const pg_lora_adapter* a) { return a ? &a->last_error : nullptr; }
-std::string* err(const pg_lora_trainer* t) { return t ? &t->last_error : nullptr; }
+pg::ErrorTarget err(const pg_lora_adapter* a) { return pg::shared_errors(a); }
+pg::ErrorTarget err(pg_lora_trainer* t) { return pg::owned_errors(t); }
 
 pg::lora::LoraTrainer& impl(pg_lora_trainer* t, const char* fn) {
     PG_REQUIRE_NOT_NULL(fn, t);
@@ -67,7 +67,7 @@ pg_status pg_lora_adapter_create(const pg_model* base, const pg_lora_config* con
 void pg_lora_adapter_free(pg_lora_adapter* adapter) { delete adapter; }
 
 const char* pg_lora_adapter_last_error(const pg_lora_adapter* adapter) {
-    return adapter ? adapter->last_error.c_str() : "adapter is NULL";
+    return adapter ? pg::handle_last_error(adapter->id, nullptr) : "adapter is NULL";
 }
 
 pg_status pg_lora_adapter_get_config(const pg_lora_adapter* adapter, pg_lora_config* config) {
@@ -248,7 +248,7 @@ pg_status pg_lora_trainer_create(const pg_model* base, pg_lora_adapter* adapter,
 void pg_lora_trainer_free(pg_lora_trainer* trainer) { delete trainer; }
 
 const char* pg_lora_trainer_last_error(const pg_lora_trainer* trainer) {
-    return trainer ? trainer->last_error.c_str() : "trainer is NULL";
+    return trainer ? pg::handle_last_error(trainer->id, &trainer->last_error) : "trainer is NULL";
 }
 
 pg_status pg_lora_trainer_set_data(pg_lora_trainer* trainer, const int32_t* tokens, size_t n) {
@@ -275,7 +275,7 @@ pg_status pg_lora_trainer_step_batch(pg_lora_trainer* trainer, const int32_t* in
     return pg::guarded(err(trainer), [&] {
         const char* fn = "pg_lora_trainer_step_batch";
         pg::lora::LoraTrainer& t = impl(trainer, fn);
-        pg::check_batch_args(inputs, targets, B, T, t.base().config().n_ctx, fn);
+        pg::check_batch_args(inputs, targets, B, T, t.base().config(), fn);
         if (result) pg::check_struct_size(*result, fn);  // before the step, which cannot be undone
         pg::StepResult r;
         pg::named(fn, [&] { r = t.step_batch(inputs, targets, B, T); });

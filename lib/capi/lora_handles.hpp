@@ -1,22 +1,25 @@
-// The structs behind pg_lora_adapter and pg_lora_trainer (beside handles.hpp, which holds the model-side handles):
-// the adapter plus the per-handle last-error message.
+// The structs behind pg_lora_adapter and pg_lora_trainer (beside handles.hpp, which holds the
+// model-side handles): the adapter, its HandleId for the per-thread error table, and the
+// trainer's own message (capi/boundary.hpp).
 #pragma once
 
+#include <memory>
 #include <string>
 
-#include <memory>
-
+#include "capi/boundary.hpp"
 #include "lora/adapter.hpp"
 #include "lora/lora_trainer.hpp"
 
+// Read-only to every call that takes it const (merging, saving, signing, averaging).
 struct pg_lora_adapter {
     explicit pg_lora_adapter(pg::lora::Adapter a) : impl(std::move(a)) {}
     pg::lora::Adapter impl;
-    mutable std::string last_error;
+    pg::HandleId id;
 };
 
 struct pg_lora_trainer {
     pg_lora_adapter* adapter = nullptr;  // borrowed
     std::unique_ptr<pg::lora::LoraTrainer> impl;
-    mutable std::string last_error;
+    pg::HandleId id;
+    pg::HandleMessage last_error;  // written by the calls that take the trainer non-const
 };

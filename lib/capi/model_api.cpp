@@ -11,7 +11,7 @@
 
 namespace {
 
-std::string* err(const pg_model* m) { return m ? &m->last_error : nullptr; }
+pg::ErrorTarget err(const pg_model* m) { return pg::shared_errors(m); }
 
 void check_index(const pg_model* model, int32_t index, const char* fn) {
     pg::require_arg(index >= 0 && index < int32_t(model->impl.tensors().size()), fn,
@@ -65,7 +65,7 @@ pg_status pg_model_create(const pg_model_config* config, uint64_t seed, pg_model
 void pg_model_free(pg_model* model) { delete model; }
 
 const char* pg_model_last_error(const pg_model* model) {
-    return model ? model->last_error.c_str() : "model is NULL";
+    return model ? pg::handle_last_error(model->id, nullptr) : "model is NULL";
 }
 
 pg_status pg_model_get_config(const pg_model* model, pg_model_config* config) {
@@ -89,13 +89,8 @@ pg_status pg_model_set_tokenizer(pg_model* model, const pg_tokenizer* tok) {
         PG_REQUIRE_NOT_NULL("pg_model_set_tokenizer", model);
         PG_REQUIRE_NOT_NULL("pg_model_set_tokenizer", tok);
         pg::require_arg(tok->impl != nullptr, "pg_model_set_tokenizer", "tokenizer is empty");
-        const int32_t v = tok->impl->vocab_size();
-        if (v != model->impl.config().vocab_size)
-            throw pg::Error(PG_ERR_GEOMETRY,
-                            "pg_model_set_tokenizer: tokenizer vocabulary " + std::to_string(v) +
-                                " != model vocab_size " + std::to_string(model->impl.config().vocab_size));
-        model->impl.set_tokenizer(tok->impl->clone());
-        model->tokenizer_handle.reset();
+        pg::capi::require_tokenizer_fits(*tok->impl, model->impl.config(), "pg_model_set_tokenizer");
+        model->set_tokenizer(tok->impl->clone());
     });
 }
 
@@ -103,15 +98,8 @@ pg_status pg_model_get_tokenizer(const pg_model* model, pg_tokenizer** tok) {
     return pg::guarded(err(model), [&] {
         PG_REQUIRE_NOT_NULL("pg_model_get_tokenizer", model);
         PG_REQUIRE_NOT_NULL("pg_model_get_tokenizer", tok);
-        *tok = nullptr;
-        if (!model->impl.tokenizer()) return;
-        auto* m = const_cast<pg_model*>(model);
-        if (!m->tokenizer_handle) {
-            auto h = std::make_unique<pg_tokenizer>();
-            h->impl = model->impl.tokenizer()->clone();
-            m->tokenizer_handle = std::move(h);
-        }
-        *tok = m->tokenizer_handle.get();
+        // Built when the tokenizer was set (pg_model::set_tokenizer): reading writes nothing.
+        *tok = model->tokenizer_handle.get();
     });
 }
 

@@ -12,12 +12,14 @@
 struct pg_data_filter {
     pg::privacy::FilterOptions options;
     pg::privacy::FilterResult last;
-    mutable std::string last_error;
+    pg::HandleId id;
+    pg::HandleMessage last_error;  // written by pg_data_filter_apply
 };
 
 namespace {
 
-std::string* err(const pg_data_filter* f) { return f ? &f->last_error : nullptr; }
+pg::ErrorTarget err(const pg_data_filter* f) { return pg::shared_errors(f); }
+pg::ErrorTarget err(pg_data_filter* f) { return pg::owned_errors(f); }
 
 pg_data_filter_config default_config() {
     auto c = pg::blank_c_struct<pg_data_filter_config>();
@@ -121,7 +123,7 @@ pg_status pg_data_filter_spans(const pg_data_filter* filter, pg_pii_span* spans,
 }
 
 const char* pg_data_filter_last_error(const pg_data_filter* filter) {
-    return filter ? filter->last_error.c_str() : "";
+    return filter ? pg::handle_last_error(filter->id, &filter->last_error) : "";
 }
 
 }  // extern "C"

@@ -11,7 +11,8 @@
 
 namespace {
 
-std::string* err(pg_session* s) { return s ? &s->last_error : nullptr; }
+pg::ErrorTarget err(const pg_session* s) { return pg::shared_errors(s); }
+pg::ErrorTarget err(pg_session* s) { return pg::owned_errors(s); }
 
 pg_session_config full_default_session_config() {
     pg_session_config c = pg::blank_c_struct<pg_session_config>();
@@ -56,11 +57,11 @@ pg_status pg_session_create(const pg_model* model, const pg_session_config* conf
 void pg_session_free(pg_session* session) { delete session; }
 
 const char* pg_session_last_error(const pg_session* session) {
-    return session ? session->last_error.c_str() : "session is NULL";
+    return session ? pg::handle_last_error(session->id, &session->last_error) : "session is NULL";
 }
 
 pg_status pg_session_n_threads(const pg_session* session, int32_t* out) {
-    return pg::guarded(nullptr, [&] {
+    return pg::guarded(err(session), [&] {
         PG_REQUIRE_NOT_NULL("pg_session_n_threads", session);
         PG_REQUIRE_NOT_NULL("pg_session_n_threads", out);
         *out = session->impl.n_threads();
@@ -107,7 +108,7 @@ pg_status pg_session_append(pg_session* session, const int32_t* tokens, size_t n
         const char* fn = "pg_session_append";
         PG_REQUIRE_NOT_NULL(fn, session);
         pg::require_arg(tokens != nullptr || n == 0, fn, "tokens is NULL but n is not 0");
-        pg::check_token_ids(tokens, n, session->model->impl.config().vocab_size, fn);
+        pg::capi::require_token_ids(tokens, n, session->model->impl.config().vocab_size, fn);
         session->impl.append(tokens, n);
     });
 }
@@ -146,7 +147,7 @@ pg_status pg_session_reset(pg_session* session) {
 }
 
 pg_status pg_session_position(const pg_session* session, int64_t* position) {
-    return pg::guarded(nullptr, [&] {
+    return pg::guarded(err(session), [&] {
         PG_REQUIRE_NOT_NULL("pg_session_position", session);
         PG_REQUIRE_NOT_NULL("pg_session_position", position);
         *position = session->impl.position();

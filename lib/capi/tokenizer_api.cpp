@@ -15,7 +15,8 @@
 
 namespace {
 
-std::string* err(const pg_tokenizer* t) { return t ? &t->last_error : nullptr; }
+pg::ErrorTarget err(const pg_tokenizer* t) { return pg::shared_errors(t); }
+pg::ErrorTarget err(pg_token_stream* s) { return pg::owned_errors(s); }
 
 void require_tokenizer(const pg_tokenizer* tok, const char* fn) {
     PG_REQUIRE_NOT_NULL(fn, tok);
@@ -102,7 +103,7 @@ pg_status pg_tokenizer_vocab_size(const pg_tokenizer* tok, int32_t* out) {
     });
 }
 
-pg_status pg_tokenizer_encode(pg_tokenizer* tok, const char* text, size_t len, int32_t* ids,
+pg_status pg_tokenizer_encode(const pg_tokenizer* tok, const char* text, size_t len, int32_t* ids,
                               size_t capacity, size_t* n_ids) {
     return pg::guarded(err(tok), [&] {
         const char* fn = "pg_tokenizer_encode";
@@ -118,7 +119,7 @@ pg_status pg_tokenizer_encode(pg_tokenizer* tok, const char* text, size_t len, i
     });
 }
 
-pg_status pg_tokenizer_decode(pg_tokenizer* tok, const int32_t* ids, size_t n_ids, char* text,
+pg_status pg_tokenizer_decode(const pg_tokenizer* tok, const int32_t* ids, size_t n_ids, char* text,
                               size_t capacity, size_t* len) {
     return pg::guarded(err(tok), [&] {
         const char* fn = "pg_tokenizer_decode";
@@ -131,7 +132,7 @@ pg_status pg_tokenizer_decode(pg_tokenizer* tok, const int32_t* ids, size_t n_id
     });
 }
 
-pg_status pg_tokenizer_serialize(pg_tokenizer* tok, void* data, size_t capacity, size_t* len) {
+pg_status pg_tokenizer_serialize(const pg_tokenizer* tok, void* data, size_t capacity, size_t* len) {
     return pg::guarded(err(tok), [&] {
         const char* fn = "pg_tokenizer_serialize";
         require_tokenizer(tok, fn);
@@ -146,7 +147,7 @@ pg_status pg_tokenizer_serialize(pg_tokenizer* tok, void* data, size_t capacity,
 }
 
 const char* pg_tokenizer_last_error(const pg_tokenizer* tok) {
-    return tok ? tok->last_error.c_str() : "tokenizer is NULL";
+    return tok ? pg::handle_last_error(tok->id, nullptr) : "tokenizer is NULL";
 }
 
 /* ---- byte-level BPE ---------------------------------------------------------------------- */
@@ -185,7 +186,7 @@ pg_status pg_tokenizer_create_hf(const char* tokenizer_json, size_t len, pg_toke
     });
 }
 
-pg_status pg_tokenizer_write_file(pg_tokenizer* tok, pg_tokenizer_file file, void* data, size_t capacity,
+pg_status pg_tokenizer_write_file(const pg_tokenizer* tok, pg_tokenizer_file file, void* data, size_t capacity,
                                   size_t* len) {
     return pg::guarded(err(tok), [&] {
         const char* fn = "pg_tokenizer_write_file";
@@ -211,7 +212,7 @@ void pg_encode_options_default(pg_encode_options* opts) {
     if (opts) *opts = pg::blank_c_struct<pg_encode_options>();
 }
 
-pg_status pg_tokenizer_encode_with(pg_tokenizer* tok, const char* text, size_t len, const pg_encode_options* opts,
+pg_status pg_tokenizer_encode_with(const pg_tokenizer* tok, const char* text, size_t len, const pg_encode_options* opts,
                                    int32_t* ids, size_t capacity, size_t* n_ids) {
     return pg::guarded(err(tok), [&] {
         const char* fn = "pg_tokenizer_encode_with";
@@ -270,7 +271,8 @@ pg_status pg_tokenizer_special_id(const pg_tokenizer* tok, const char* text, int
 struct pg_token_stream {
     const pg_tokenizer* tokenizer = nullptr;  // borrowed
     std::string pending;                      // bytes of an unfinished character
-    std::string last_error;
+    pg::HandleId id;
+    pg::HandleMessage last_error;  // written by push and finish
 };
 
 extern "C" {
@@ -290,7 +292,7 @@ pg_status pg_token_stream_create(const pg_tokenizer* tok, pg_token_stream** out)
 void pg_token_stream_free(pg_token_stream* stream) { delete stream; }
 
 pg_status pg_token_stream_push(pg_token_stream* stream, int32_t id, char* text, size_t capacity, size_t* len) {
-    return pg::guarded(stream ? &stream->last_error : nullptr, [&] {
+    return pg::guarded(err(stream), [&] {
         const char* fn = "pg_token_stream_push";
         PG_REQUIRE_NOT_NULL(fn, stream);
         PG_REQUIRE_NOT_NULL(fn, len);
@@ -304,7 +306,7 @@ pg_status pg_token_stream_push(pg_token_stream* stream, int32_t id, char* text, 
 }
 
 pg_status pg_token_stream_finish(pg_token_stream* stream, char* text, size_t capacity, size_t* len) {
-    return pg::guarded(stream ? &stream->last_error : nullptr, [&] {
+    return pg::guarded(err(stream), [&] {
         const char* fn = "pg_token_stream_finish";
         PG_REQUIRE_NOT_NULL(fn, stream);
         PG_REQUIRE_NOT_NULL(fn, len);
@@ -317,7 +319,7 @@ pg_status pg_token_stream_finish(pg_token_stream* stream, char* text, size_t cap
 }
 
 const char* pg_token_stream_last_error(const pg_token_stream* stream) {
-    return stream ? stream->last_error.c_str() : "token stream is NULL";
+    return stream ? pg::handle_last_error(stream->id, &stream->last_error) : "token stream is NULL";
 }
 
 }  // extern "C"

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "capi/boundary.hpp"
+#include "capi/model_args.hpp"
 #include "train/step_driver.hpp"
 
 namespace pg {
@@ -19,14 +20,11 @@ void named(const char* fn, F&& body) {
     }
 }
 
-// The caller's batch arguments, named after the function, before anything runs.
-inline void check_batch_args(const int32_t* inputs, const int32_t* targets, int32_t B, int32_t T, int n_ctx,
-                             const char* fn) {
-    PG_REQUIRE_NOT_NULL(fn, inputs);
-    PG_REQUIRE_NOT_NULL(fn, targets);
-    require_arg(B >= 1, fn, ("B = " + std::to_string(B) + " must be >= 1").c_str());
-    require_arg(T >= 1 && T <= n_ctx, fn,
-                ("T = " + std::to_string(T) + " is outside [1, n_ctx = " + std::to_string(n_ctx) + "]").c_str());
+// The caller's batch arguments, named after the function, before anything runs: the one check
+// of a training batch (capi::require_training_batch), which the trainers then assume.
+inline void check_batch_args(const int32_t* inputs, const int32_t* targets, int32_t B, int32_t T,
+                             const ModelConfig& cfg, const char* fn) {
+    capi::require_training_batch(inputs, targets, B, T, cfg, fn);
 }
 
 // A step's result into the caller's pg_step_result (NULL: not wanted).

@@ -10,7 +10,8 @@
 
 namespace {
 
-std::string* err(const pg_trainer* t) { return t ? &t->last_error : nullptr; }
+pg::ErrorTarget err(const pg_trainer* t) { return pg::shared_errors(t); }
+pg::ErrorTarget err(pg_trainer* t) { return pg::owned_errors(t); }
 
 // The trainer handle must be one that pg_trainer_create or pg_trainer_resume filled.
 pg::Trainer& impl(pg_trainer* t, const char* fn) {
@@ -50,7 +51,7 @@ pg_status pg_trainer_create(pg_model* model, const pg_train_config* config, pg_t
 void pg_trainer_free(pg_trainer* trainer) { delete trainer; }
 
 const char* pg_trainer_last_error(const pg_trainer* trainer) {
-    return trainer ? trainer->last_error.c_str() : "trainer is NULL";
+    return trainer ? pg::handle_last_error(trainer->id, &trainer->last_error) : "trainer is NULL";
 }
 
 pg_status pg_trainer_get_config(const pg_trainer* trainer, pg_train_config* config) {
@@ -87,7 +88,7 @@ pg_status pg_trainer_step_batch(pg_trainer* trainer, const int32_t* inputs, cons
     return pg::guarded(err(trainer), [&] {
         const char* fn = "pg_trainer_step_batch";
         pg::Trainer& t = impl(trainer, fn);
-        pg::check_batch_args(inputs, targets, B, T, t.model().config().n_ctx, fn);
+        pg::check_batch_args(inputs, targets, B, T, t.model().config(), fn);
         if (result) pg::check_struct_size(*result, fn);  // before the step, which cannot be undone
         pg::StepResult r;
         pg::named(fn, [&] { r = t.step_batch(inputs, targets, B, T); });
@@ -101,7 +102,7 @@ pg_status pg_trainer_compute_gradients(pg_trainer* trainer, const int32_t* input
     return pg::guarded(err(trainer), [&] {
         const char* fn = "pg_trainer_compute_gradients";
         pg::Trainer& t = impl(trainer, fn);
-        pg::check_batch_args(inputs, targets, B, T, t.model().config().n_ctx, fn);
+        pg::check_batch_args(inputs, targets, B, T, t.model().config(), fn);
         float loss = 0.0f;
         pg::named(fn, [&] { loss = t.compute_gradients(inputs, targets, B, T); });
         if (mean_loss) *mean_loss = loss;

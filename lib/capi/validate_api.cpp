@@ -17,7 +17,8 @@
 struct pg_validator {
     explicit pg_validator(const pg::Model& base, const pg::lora::ValidationPolicy& policy) : impl(base, policy) {}
     pg::lora::Validator impl;
-    mutable std::string last_error;
+    pg::HandleId id;
+    pg::HandleMessage last_error;  // written by the set_* calls
 };
 
 struct pg_validation_report {
@@ -27,7 +28,8 @@ struct pg_validation_report {
 
 namespace {
 
-std::string* validator_err(const pg_validator* v) { return v ? &v->last_error : nullptr; }
+pg::ErrorTarget validator_err(const pg_validator* v) { return pg::shared_errors(v); }
+pg::ErrorTarget validator_err(pg_validator* v) { return pg::owned_errors(v); }
 
 pg_validation_policy default_policy() {
     const pg::lora::ValidationPolicy d;
@@ -84,7 +86,7 @@ pg_status pg_validator_create(const pg_model* base, const pg_validation_policy* 
 void pg_validator_free(pg_validator* validator) { delete validator; }
 
 const char* pg_validator_last_error(const pg_validator* validator) {
-    return validator ? validator->last_error.c_str() : "";
+    return validator ? pg::handle_last_error(validator->id, &validator->last_error) : "";
 }
 
 pg_status pg_validator_set_trusted_keys(pg_validator* validator, const pg_trusted_keys* keys) {
@@ -100,6 +102,7 @@ pg_status pg_validator_set_reference(pg_validator* validator, const pg_lora_adap
     return pg::guarded(validator_err(validator), [&] {
         PG_REQUIRE_NOT_NULL("pg_validator_set_reference", validator);
         PG_REQUIRE_NOT_NULL("pg_validator_set_reference", tokens);
+        pg::capi::require_token_ids(tokens, n, validator->impl.base().config().vocab_size, "pg_validator_set_reference");
         validator->impl.set_reference(resumed_from ? &resumed_from->impl : nullptr, tokens, n);
     });
 }
@@ -108,6 +111,7 @@ pg_status pg_validator_set_heldout(pg_validator* validator, const int32_t* token
     return pg::guarded(validator_err(validator), [&] {
         PG_REQUIRE_NOT_NULL("pg_validator_set_heldout", validator);
         PG_REQUIRE_NOT_NULL("pg_validator_set_heldout", tokens);
+        pg::capi::require_token_ids(tokens, n, validator->impl.base().config().vocab_size, "pg_validator_set_heldout");
         validator->impl.set_heldout(tokens, n);
     });
 }

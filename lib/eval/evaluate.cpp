@@ -39,16 +39,6 @@ std::vector<EvalWindow> plan_windows(int64_t n_tokens, int window, int stride) {
     return plan;
 }
 
-void check_token_ids(const int32_t* tokens, std::size_t n, int vocab_size, const char* function) {
-    for (std::size_t i = 0; i < n; ++i) {
-        if (tokens[i] < 0 || tokens[i] >= vocab_size)
-            throw Error(PG_ERR_INVALID_ARGUMENT, std::string(function) + ": token " + std::to_string(i) +
-                                                     " is " + std::to_string(tokens[i]) +
-                                                     ", outside the vocabulary [0, " +
-                                                     std::to_string(vocab_size) + ")");
-    }
-}
-
 namespace {
 
 // A NaN or infinite mean is never returned as a score: PG_ERR_NOT_FINITE instead.
@@ -82,7 +72,6 @@ EvalResult evaluate(Session& session, const int32_t* tokens, std::size_t n, cons
             std::string(fn) + ": batch_size " + std::to_string(opt.batch_size) + " must be at least 1");
     require(n >= 2, PG_ERR_INVALID_ARGUMENT,
             std::string(fn) + ": the split has " + std::to_string(n) + " tokens; at least 2 are needed");
-    check_token_ids(tokens, n, cfg.vocab_size, fn);
 
     const std::vector<EvalWindow> plan = plan_windows(int64_t(n), window, stride);
     const int max_len = plan.front().length;  // every window is at most as long as the first
@@ -138,7 +127,6 @@ EvalResult evaluate_sampled(Session& session, const int32_t* tokens, std::size_t
     require(n >= std::size_t(T) + 1, PG_ERR_INVALID_ARGUMENT,
             std::string(fn) + ": the split has " + std::to_string(n) + " tokens; a window needs n_ctx + 1 = " +
                 std::to_string(T + 1));
-    check_token_ids(tokens, n, cfg.vocab_size, fn);
 
     ThreadPool& pool = session.pool();
     Engine& engine = session.engine(batch_size, T);

@@ -43,12 +43,12 @@ struct EvalResult {
     int64_t n_windows = 0;
 };
 
-// Throws PG_ERR_INVALID_ARGUMENT naming the first token id outside [0, vocab_size).
-void check_token_ids(const int32_t* tokens, std::size_t n, int vocab_size, const char* function);
-
+// Precondition of evaluate and evaluate_sampled: every token id is in [0, vocab_size)
+// (capi::require_token_ids checks it at the C boundary).
+//
 // Whole-split score on the session's threads and scratch (its sequence is untouched); throws
-// PG_ERR_INVALID_ARGUMENT for bad options or tokens and PG_ERR_CANCELLED when the progress
-// callback asks to stop.
+// PG_ERR_INVALID_ARGUMENT for bad options and PG_ERR_CANCELLED when the progress callback asks
+// to stop.
 EvalResult evaluate(Session& session, const int32_t* tokens, std::size_t n, const EvalOptions& options);
 
 struct SampledEvalOptions {

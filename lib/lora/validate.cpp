@@ -1,5 +1,6 @@
 #include "lora/validate.hpp"
 
+#include <cassert>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -51,7 +52,9 @@ double mean_of(const std::vector<float>& v, std::size_t begin, std::size_t end) 
 std::vector<int32_t> checked_tokens(const int32_t* tokens, std::size_t n, const Model& base, const char* what) {
     require(tokens != nullptr && n >= 2, PG_ERR_INVALID_ARGUMENT,
             std::string(what) + ": needs at least 2 tokens, got " + std::to_string(tokens ? n : 0));
-    check_token_ids(tokens, n, base.config().vocab_size, what);
+    // Precondition: ids in [0, vocab_size), checked at the C boundary (capi::require_token_ids).
+    for (std::size_t i = 0; i < n; ++i) assert(tokens[i] >= 0 && tokens[i] < base.config().vocab_size);
+    (void)base;
     return std::vector<int32_t>(tokens, tokens + n);
 }
 

@@ -83,6 +83,7 @@ public:
     void set_reference(const Adapter* resumed_from, const int32_t* tokens, std::size_t n);
     // The held-out split: evaluates the base on it now.
     void set_heldout(const int32_t* tokens, std::size_t n);
+    const Model& base() const { return base_; }
 
     // Validates an adapter file's bytes and its signature file's text (nullptr: no signature).
     // Never throws for anything in the upload; throws only for out-of-memory.

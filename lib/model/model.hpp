@@ -2,6 +2,7 @@
 // the weights in one aligned allocation, and the tokenizer that belongs to the weights.
 #pragma once
 
+#include <cassert>
 #include <memory>
 #include <vector>
 
@@ -29,7 +30,12 @@ public:
     const float* params() const { return params_.data(); }
 
     const Tokenizer* tokenizer() const { return tokenizer_.get(); }
-    void set_tokenizer(std::unique_ptr<Tokenizer> tok) { tokenizer_ = std::move(tok); }
+    // Precondition: tok is NULL or its vocabulary is config().vocab_size (checked at the C
+    // boundary by capi::require_tokenizer_fits, and by the checkpoint reader for a file's).
+    void set_tokenizer(std::unique_ptr<Tokenizer> tok) {
+        assert(!tok || tok->vocab_size() == config_.vocab_size);
+        tokenizer_ = std::move(tok);
+    }
 
 private:
     ModelConfig config_;

@@ -1,6 +1,7 @@
 #include "train/step_driver.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -10,15 +11,18 @@
 
 namespace pg {
 
-namespace {
-
 std::string batch_tokens_message(int64_t B, int64_t T) {
     return std::to_string(B) + " x " + std::to_string(T) + " = " + std::to_string(B * T) +
            " tokens per micro-batch is above the limit of " + std::to_string(kMaxBatchTokens) +
            " (its activations would not fit a phone)";
 }
 
-}  // namespace
+int64_t count_scored(const int32_t* targets, std::size_t n) {
+    int64_t scored = 0;
+    for (std::size_t i = 0; i < n; ++i) scored += targets[i] >= 0;
+    assert(scored > 0);  // capi::require_training_batch refused a batch with nothing to learn
+    return scored;
+}
 
 TrainConfig resolve_train_config(const ModelConfig& model, TrainConfig cfg) {
     validate_train_config(cfg);
@@ -136,32 +140,6 @@ float StepDriver::lr_at(int64_t step) const {
     return learning_rate(cfg_, step);
 }
 
-int64_t StepDriver::check_batch(const int32_t* inputs, const int32_t* targets, int B, int T) const {
-    require(inputs != nullptr && targets != nullptr, PG_ERR_INVALID_ARGUMENT, "batch: inputs or targets is NULL");
-    const int n_ctx = base_.config().n_ctx;
-    require(B >= 1 && B <= (1 << 16), PG_ERR_INVALID_ARGUMENT,
-            "batch: B = " + std::to_string(B) + " is outside [1, 65536]");
-    require(T >= 1 && T <= n_ctx, PG_ERR_INVALID_ARGUMENT,
-            "batch: T = " + std::to_string(T) + " is outside [1, n_ctx = " + std::to_string(n_ctx) + "]");
-    require(int64_t(B) * T <= kMaxBatchTokens, PG_ERR_INVALID_ARGUMENT, "batch: " + batch_tokens_message(B, T));
-    const int32_t V = base_.config().vocab_size;
-    const std::size_t n = std::size_t(B) * std::size_t(T);
-    int64_t scored = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-        if (inputs[i] < 0 || inputs[i] >= V)
-            throw Error(PG_ERR_INVALID_ARGUMENT, "batch: input " + std::to_string(i) + " = " +
-                                                     std::to_string(inputs[i]) + " is outside [0, " +
-                                                     std::to_string(V) + ")");
-        if (targets[i] < -1 || targets[i] >= V)
-            throw Error(PG_ERR_INVALID_ARGUMENT, "batch: target " + std::to_string(i) + " = " +
-                                                     std::to_string(targets[i]) + " is outside [-1, " +
-                                                     std::to_string(V) + ") (-1 = not scored)");
-        scored += targets[i] >= 0;
-    }
-    require(scored > 0, PG_ERR_INVALID_ARGUMENT, "batch: every target is -1, nothing to learn from");
-    return scored;
-}
-
 Engine& StepDriver::engine_for(int B, int T) {
     if (!engine_ || B > engine_->max_B() || T > engine_->max_T()) {
         int max_B = engine_ ? std::max(B, engine_->max_B()) : B;
@@ -260,7 +238,7 @@ StepResult StepDriver::step_batch(const int32_t* inputs, const int32_t* targets,
 }
 
 float StepDriver::gradients_of(const int32_t* inputs, const int32_t* targets, int B, int T) {
-    const int64_t scored = check_batch(inputs, targets, B, T);
+    const int64_t scored = count_scored(targets, std::size_t(B) * std::size_t(T));
     grads_.zero();
     return float(micro_batch(inputs, targets, B, T, float(1.0 / double(scored))).mean());
 }

@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/aligned_buffer.hpp"
@@ -51,6 +52,13 @@ struct StepResult {
 // on the activation memory a configuration can demand, checked before anything is allocated
 // (a training state read from a file is checked against it when its header is read).
 constexpr int64_t kMaxBatchTokens = int64_t(1) << 16;
+// "B x T = N tokens per micro-batch is above the limit of ..." for a refused B x T.
+std::string batch_tokens_message(int64_t B, int64_t T);
+
+// The number of scored positions (targets >= 0) of a caller's batch of n positions.
+// Precondition of step_batch and compute_gradients (StepDriver, Trainer, LoraTrainer): the
+// batch passed capi::require_training_batch (shape, ids in range, at least one scored target).
+int64_t count_scored(const int32_t* targets, std::size_t n);
 
 // cfg validated (validate_train_config) and checked against the model: seq_len 0 becomes n_ctx,
 // seq_len > n_ctx and batch_size x seq_len > kMaxBatchTokens are PG_ERR_INVALID_ARGUMENT.
@@ -104,6 +112,7 @@ public:
     // One optimizer step on sampled micro-batches (needs data: PG_ERR_STATE otherwise).
     StepResult step();
     // One optimizer step on a caller's batch [B, T]; targets of -1 are not scored.
+    // Precondition (checked at the C boundary): see count_scored.
     StepResult step_batch(const int32_t* inputs, const int32_t* targets, int B, int T);
     // Gradients of the mean loss over the batch's scored positions, left in grads(); no update.
     // Returns that mean loss; PG_ERR_NOT_FINITE (micro-batch counter put back) if the loss or
@@ -119,8 +128,6 @@ public:
     float lr_at(int64_t step) const;
 
 private:
-    // Throws PG_ERR_INVALID_ARGUMENT naming the first bad id; returns the scored count.
-    int64_t check_batch(const int32_t* inputs, const int32_t* targets, int B, int T) const;
     Engine& engine_for(int B, int T);
     LossSum micro_batch(const int32_t* inputs, const int32_t* targets, int B, int T, float grad_scale);
     // What a refused call puts back (everything else it touches is scratch).

@@ -4,3 +4,8 @@ if(NOT CMAKE_CROSSCOMPILING)
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/abi/check_exports.sh
             ${PROJECT_SOURCE_DIR}/include/phonegpt/phonegpt.h $<TARGET_FILE:phonegpt>)
 endif()
+
+# docs/api.md names every public function (and none the header lacks).
+add_test(NAME api_doc_names_every_function
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/abi/check_api_doc.sh
+          ${PROJECT_SOURCE_DIR}/include/phonegpt/phonegpt.h ${PROJECT_SOURCE_DIR}/docs/api.md)

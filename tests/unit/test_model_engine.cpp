@@ -9,8 +9,10 @@
 
 #include "core/rng.hpp"
 #include "core/thread_pool.hpp"
+#include "model/config.hpp"
 #include "model/engine.hpp"
 #include "model/params.hpp"
+#include "phonegpt/phonegpt.h"
 #include "reference_model.hpp"
 #include "model_test_params.hpp"
 
@@ -218,12 +220,21 @@ TEST_CASE("engine rejects what it cannot compute", "[model][engine]") {
     CHECK_THROWS_AS(engine.forward_backward(params.data(), grads.data(), batch.inputs.data(), batch.targets.data(),
                                             g.B, g.T, 1.0f, bad, pool),
                     pg::Error);
+    // Ids outside the vocabulary are refused once, at the C boundary (capi/model_args.hpp); the
+    // engine assumes them in range.
+    pg_model_config c = pg::model_config_to_c(g.cfg);
+    pg_model* model = nullptr;
+    REQUIRE(pg_model_create(&c, 1, &model) == PG_OK);
+    std::vector<float> logits(std::size_t(g.B) * g.T * g.cfg.vocab_size);
+    float loss = 0;
     batch.inputs[5] = g.cfg.vocab_size;
-    CHECK_THROWS_AS(engine.forward(params.data(), batch.inputs.data(), nullptr, g.B, g.T, nullptr, nullptr, pool),
-                    pg::Error);
+    CHECK(pg_model_forward(model, batch.inputs.data(), g.B, g.T, nullptr, logits.data(), nullptr, 1) ==
+          PG_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(pg_last_error(), Catch::Contains("tokens[5] = "));
     batch.inputs[5] = 0;
     batch.targets[7] = g.cfg.vocab_size;
-    CHECK_THROWS_AS(engine.forward(params.data(), batch.inputs.data(), batch.targets.data(), g.B, g.T, nullptr,
-                                   nullptr, pool),
-                    pg::Error);
+    CHECK(pg_model_forward(model, batch.inputs.data(), g.B, g.T, batch.targets.data(), logits.data(), &loss, 1) ==
+          PG_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(pg_last_error(), Catch::Contains("targets[7] = "));
+    pg_model_free(model);
 }
