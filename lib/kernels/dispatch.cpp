@@ -1,7 +1,9 @@
 // Chooses the kernel table once per process, from what the CPU and the OS support:
-// x86_64: avx512bw > fma3+avx2 > sse2; aarch64 (from HWCAP): arm64+neon+fmla-lane > arm64+neon.
-// PG_KERNELS=<name> (for example "reference", "sse2") picks a named table instead, if this CPU
-// can run it.
+// x86_64: avx512bw > fma3+avx2 > sse2; aarch64 (from HWCAP): the lane-FMA GEMM variant that
+// kernels/arm_cores.def names for the CPU's MIDR part (the fastest core's), then the other
+// lane-FMA variants, then arm64+neon. PG_KERNELS=<name> (for example "reference", "sse2",
+// "arm64+neon+fmla-lane-12x8") picks a named table instead, if this CPU can run it;
+// PG_CPU_MIDR=<hex> makes dispatch take the CPU for another core (kernels/arm_cores.hpp).
 #include "kernels/dispatch.hpp"
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <cstring>
 
 #include "core/thread_pool.hpp"
+#include "kernels/arm_cores.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/reference/reference_kernels.hpp"
 
@@ -140,9 +143,14 @@ std::vector<const KernelTable*> available_tables() {
     if (f.avx2_fma) tables.push_back(&avx2_table());
     tables.push_back(&sse2_table());
 #elif defined(__aarch64__)
-    // FMLA by element is ARMv8.0 NEON, so the lane GEMM runs wherever the xsimd table does.
+    // FMLA by element is ARMv8.0 NEON, so every lane GEMM variant runs wherever the xsimd
+    // table does; the one chosen for this core comes first.
     if (detect_arm().asimd) {
-        tables.push_back(&neon64_fmla_lane_table());
+        static const char* const preferred = lane_variant_for_midr(dispatch_midr());
+        for (const KernelTable* t : neon64_lane_tables())
+            if (std::strcmp(t->name, preferred) == 0) tables.push_back(t);
+        for (const KernelTable* t : neon64_lane_tables())
+            if (std::strcmp(t->name, preferred) != 0) tables.push_back(t);
         tables.push_back(&neon64_table());
     }
 #endif
@@ -174,6 +182,15 @@ const char* cpu_features() {
         return s.empty() ? std::string("none") : s;
     }();
     return features.c_str();
+}
+
+const char* cpu_core() {
+#if defined(__aarch64__)
+    static const std::string core = describe_midr(dispatch_midr());
+#else
+    static const std::string core = describe_midr(0);
+#endif
+    return core.c_str();
 }
 
 const KernelTable& active_table() {

@@ -125,9 +125,12 @@ void dropout_residual(float* out, const float* x, const float* branch, int64_t n
 // mask[i] = keep(i) ? scale : 0, for callers that use the mask more than once.
 void dropout_mask(float* mask, int64_t n, const DropoutArgs& d);
 
-// Which table is active ("avx512bw", "fma3+avx2", "sse2", "arm64+neon+fmla-lane", "arm64+neon",
-// "reference").
+// Which table is active ("avx512bw", "fma3+avx2", "sse2", "arm64+neon+fmla-lane" or one of its
+// variants, "arm64+neon", "reference").
 const char* active_arch_name();
+// The core dispatch chose the aarch64 GEMM variant for: "cortex-a76 (MIDR 0x414fd0b1)" (see
+// kernels/arm_cores.hpp); "MIDR unknown" where there is none (x86, or no way to read it).
+const char* cpu_core();
 // The CPU features dispatch detected, space-separated (static storage). x86_64: "sse2 avx2 fma
 // avx512f avx512dq avx512cd avx512bw" as far as the CPU and the OS allow; aarch64, from HWCAP:
 // "asimd fphp asimdhp(fp16) asimddp(dotprod) sve i8mm bf16" as present. Benchmarks print
