@@ -5,6 +5,7 @@
 #include "capi/boundary.hpp"
 #include "capi/handles.hpp"
 #include "capi/lora_handles.hpp"
+#include "capi/train_boundary.hpp"
 #include "lora/adapter.hpp"
 #include "lora/adapter_file.hpp"
 #include "lora/config.hpp"
@@ -23,32 +24,11 @@ pg::lora::LoraTrainer& impl(pg_lora_trainer* t, const char* fn) {
     return *t->impl;
 }
 
-void write_step(const pg::lora::LoraStepResult& s, pg_step_result* out, const char* fn) {
-    if (!out) return;
-    pg_step_result full = pg::blank_c_struct<pg_step_result>();
-    full.step = s.step;
-    full.loss = s.loss;
-    full.lr = s.lr;
-    full.grad_norm = s.grad_norm;
-    full.tokens = s.tokens;
-    pg::write_result(full, out, fn);
-}
-
 void check_index(const pg_lora_adapter* adapter, int32_t index, const char* fn) {
     const auto n = adapter->impl.tensors().size();
     pg::require_arg(index >= 0 && static_cast<std::size_t>(index) < n, fn,
                     ("tensor index " + std::to_string(index) + " is outside [0, " +
                      std::to_string(n) + ")").c_str());
-}
-
-// Internal messages get the function's name in front.
-template <class F>
-void named(const char* fn, F&& body) {
-    try {
-        body();
-    } catch (const pg::Error& e) {
-        throw pg::Error(e.status(), std::string(fn) + ": " + e.what());
-    }
 }
 
 }  // namespace
@@ -65,7 +45,7 @@ pg_status pg_lora_config_validate(const pg_lora_config* config) {
     return pg::guarded(nullptr, [&] {
         const char* fn = "pg_lora_config_validate";
         PG_REQUIRE_NOT_NULL(fn, config);
-        named(fn, [&] { pg::lora::lora_config_from_c(*config); });
+        pg::named(fn, [&] { pg::lora::lora_config_from_c(*config); });
     });
 }
 
@@ -77,7 +57,7 @@ pg_status pg_lora_adapter_create(const pg_model* base, const pg_lora_config* con
         *out = nullptr;
         PG_REQUIRE_NOT_NULL(fn, base);
         PG_REQUIRE_NOT_NULL(fn, config);
-        named(fn, [&] {
+        pg::named(fn, [&] {
             const pg::lora::LoraConfig cfg = pg::lora::lora_config_from_c(*config);
             *out = new pg_lora_adapter(pg::lora::Adapter::create(base->impl, cfg));
         });
@@ -179,7 +159,7 @@ pg_status pg_lora_merge(const pg_model* base, const pg_lora_adapter* adapter, in
         PG_REQUIRE_NOT_NULL(fn, base);
         PG_REQUIRE_NOT_NULL(fn, adapter);
         auto out = std::make_unique<pg_model>(base->impl.config());
-        named(fn, [&] { pg::lora::merge_into_copy(base->impl, adapter->impl, out->impl, n_threads); });
+        pg::named(fn, [&] { pg::lora::merge_into_copy(base->impl, adapter->impl, out->impl, n_threads); });
         *merged = out.release();
     });
 }
@@ -189,7 +169,7 @@ pg_status pg_lora_merge_in_place(pg_model* model, const pg_lora_adapter* adapter
         const char* fn = "pg_lora_merge_in_place";
         PG_REQUIRE_NOT_NULL(fn, model);
         PG_REQUIRE_NOT_NULL(fn, adapter);
-        named(fn, [&] { pg::lora::merge_in_place(model->impl, adapter->impl, n_threads); });
+        pg::named(fn, [&] { pg::lora::merge_in_place(model->impl, adapter->impl, n_threads); });
     });
 }
 
@@ -198,7 +178,7 @@ pg_status pg_lora_unmerge_in_place(pg_model* model, const pg_lora_adapter* adapt
         const char* fn = "pg_lora_unmerge_in_place";
         PG_REQUIRE_NOT_NULL(fn, model);
         PG_REQUIRE_NOT_NULL(fn, adapter);
-        named(fn, [&] { pg::lora::unmerge_in_place(model->impl, adapter->impl, n_threads); });
+        pg::named(fn, [&] { pg::lora::unmerge_in_place(model->impl, adapter->impl, n_threads); });
     });
 }
 
@@ -207,7 +187,7 @@ pg_status pg_lora_adapter_save(const pg_lora_adapter* adapter, const char* path)
         const char* fn = "pg_lora_adapter_save";
         PG_REQUIRE_NOT_NULL(fn, adapter);
         PG_REQUIRE_NOT_NULL(fn, path);
-        named(fn, [&] { pg::lora::save_adapter(adapter->impl, path); });
+        pg::named(fn, [&] { pg::lora::save_adapter(adapter->impl, path); });
     });
 }
 
@@ -217,7 +197,7 @@ pg_status pg_lora_adapter_load(const char* path, const pg_model* base, pg_lora_a
         PG_REQUIRE_NOT_NULL(fn, out);
         *out = nullptr;
         PG_REQUIRE_NOT_NULL(fn, path);
-        named(fn, [&] {
+        pg::named(fn, [&] {
             auto loaded = std::make_unique<pg_lora_adapter>(pg::lora::load_adapter(path));
             if (base) pg::lora::check_adapter_matches_base(loaded->impl, base->impl);
             *out = loaded.release();
@@ -230,7 +210,7 @@ pg_status pg_lora_adapter_check_base(const pg_lora_adapter* adapter, const pg_mo
         const char* fn = "pg_lora_adapter_check_base";
         PG_REQUIRE_NOT_NULL(fn, adapter);
         PG_REQUIRE_NOT_NULL(fn, base);
-        named(fn, [&] { pg::lora::check_adapter_matches_base(adapter->impl, base->impl); });
+        pg::named(fn, [&] { pg::lora::check_adapter_matches_base(adapter->impl, base->impl); });
     });
 }
 
@@ -257,7 +237,7 @@ pg_status pg_lora_trainer_create(const pg_model* base, pg_lora_adapter* adapter,
         PG_REQUIRE_NOT_NULL(fn, config);
         auto handle = std::make_unique<pg_lora_trainer>();
         handle->adapter = adapter;
-        named(fn, [&] {
+        pg::named(fn, [&] {
             handle->impl = std::make_unique<pg::lora::LoraTrainer>(base->impl, adapter->impl,
                                                                    pg::train_config_from_c(*config));
         });
@@ -275,7 +255,7 @@ pg_status pg_lora_trainer_set_data(pg_lora_trainer* trainer, const int32_t* toke
     return pg::guarded(err(trainer), [&] {
         const char* fn = "pg_lora_trainer_set_data";
         pg::lora::LoraTrainer& t = impl(trainer, fn);
-        named(fn, [&] { t.set_data(tokens, n); });
+        pg::named(fn, [&] { t.set_data(tokens, n); });
     });
 }
 
@@ -283,8 +263,10 @@ pg_status pg_lora_trainer_step(pg_lora_trainer* trainer, pg_step_result* result)
     return pg::guarded(err(trainer), [&] {
         const char* fn = "pg_lora_trainer_step";
         pg::lora::LoraTrainer& t = impl(trainer, fn);
-        if (result) pg::check_struct_size(*result, fn);
-        named(fn, [&] { write_step(t.step(), result, fn); });
+        if (result) pg::check_struct_size(*result, fn);  // before the step, which cannot be undone
+        pg::StepResult r;
+        pg::named(fn, [&] { r = t.step(); });
+        pg::write_step_result(r, result, fn);
     });
 }
 
@@ -293,8 +275,11 @@ pg_status pg_lora_trainer_step_batch(pg_lora_trainer* trainer, const int32_t* in
     return pg::guarded(err(trainer), [&] {
         const char* fn = "pg_lora_trainer_step_batch";
         pg::lora::LoraTrainer& t = impl(trainer, fn);
-        if (result) pg::check_struct_size(*result, fn);
-        named(fn, [&] { write_step(t.step_batch(inputs, targets, B, T), result, fn); });
+        pg::check_batch_args(inputs, targets, B, T, t.base().config().n_ctx, fn);
+        if (result) pg::check_struct_size(*result, fn);  // before the step, which cannot be undone
+        pg::StepResult r;
+        pg::named(fn, [&] { r = t.step_batch(inputs, targets, B, T); });
+        pg::write_step_result(r, result, fn);
     });
 }
 
@@ -303,7 +288,7 @@ pg_status pg_lora_export_peft(const pg_lora_adapter* adapter, const char* folder
         const char* fn = "pg_lora_export_peft";
         PG_REQUIRE_NOT_NULL(fn, adapter);
         PG_REQUIRE_NOT_NULL(fn, folder);
-        named(fn, [&] { pg::lora::export_peft(adapter->impl, folder); });
+        pg::named(fn, [&] { pg::lora::export_peft(adapter->impl, folder); });
     });
 }
 

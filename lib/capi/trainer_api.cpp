@@ -4,6 +4,7 @@
 #include <string>
 
 #include "capi/boundary.hpp"
+#include "capi/train_boundary.hpp"
 #include "capi/handles.hpp"
 #include "train/trainer.hpp"
 
@@ -19,37 +20,6 @@ pg::Trainer& impl(pg_trainer* t, const char* fn) {
 }
 const pg::Trainer& impl(const pg_trainer* t, const char* fn) {
     return impl(const_cast<pg_trainer*>(t), fn);
-}
-
-void check_batch_args(const int32_t* inputs, const int32_t* targets, int32_t B, int32_t T,
-                      const pg::Trainer& tr, const char* fn) {
-    PG_REQUIRE_NOT_NULL(fn, inputs);
-    PG_REQUIRE_NOT_NULL(fn, targets);
-    pg::require_arg(B >= 1, fn, ("B = " + std::to_string(B) + " must be >= 1").c_str());
-    const int n_ctx = tr.model().config().n_ctx;
-    pg::require_arg(T >= 1 && T <= n_ctx, fn,
-                    ("T = " + std::to_string(T) + " is outside [1, n_ctx = " + std::to_string(n_ctx) + "]").c_str());
-}
-
-// Runs a trainer call, prefixing the function name to internal argument messages.
-template <class F>
-void named(const char* fn, F&& body) {
-    try {
-        body();
-    } catch (const pg::Error& e) {
-        throw pg::Error(e.status(), std::string(fn) + ": " + e.what());
-    }
-}
-
-void write_step(const pg::StepResult& s, pg_step_result* out, const char* fn) {
-    if (!out) return;
-    pg_step_result full = pg::blank_c_struct<pg_step_result>();
-    full.step = s.step;
-    full.loss = s.loss;
-    full.lr = s.lr;
-    full.grad_norm = s.grad_norm;
-    full.tokens = s.tokens;
-    pg::write_result(full, out, fn);
 }
 
 }  // namespace
@@ -70,7 +40,7 @@ pg_status pg_trainer_create(pg_model* model, const pg_train_config* config, pg_t
         PG_REQUIRE_NOT_NULL(fn, config);
         auto handle = std::make_unique<pg_trainer>();
         handle->model = model;
-        named(fn, [&] {
+        pg::named(fn, [&] {
             handle->impl = std::make_unique<pg::Trainer>(model->impl, pg::train_config_from_c(*config));
         });
         *out = handle.release();
@@ -97,7 +67,7 @@ pg_status pg_trainer_set_data(pg_trainer* trainer, const int32_t* tokens, size_t
         const char* fn = "pg_trainer_set_data";
         pg::Trainer& t = impl(trainer, fn);
         PG_REQUIRE_NOT_NULL(fn, tokens);
-        named(fn, [&] { t.set_data(tokens, n); });
+        pg::named(fn, [&] { t.set_data(tokens, n); });
     });
 }
 
@@ -107,8 +77,8 @@ pg_status pg_trainer_step(pg_trainer* trainer, pg_step_result* result) {
         pg::Trainer& t = impl(trainer, fn);
         if (result) pg::check_struct_size(*result, fn);  // before the step, which cannot be undone
         pg::StepResult r;
-        named(fn, [&] { r = t.step(); });
-        write_step(r, result, fn);
+        pg::named(fn, [&] { r = t.step(); });
+        pg::write_step_result(r, result, fn);
     });
 }
 
@@ -117,11 +87,11 @@ pg_status pg_trainer_step_batch(pg_trainer* trainer, const int32_t* inputs, cons
     return pg::guarded(err(trainer), [&] {
         const char* fn = "pg_trainer_step_batch";
         pg::Trainer& t = impl(trainer, fn);
-        check_batch_args(inputs, targets, B, T, t, fn);
+        pg::check_batch_args(inputs, targets, B, T, t.model().config().n_ctx, fn);
         if (result) pg::check_struct_size(*result, fn);  // before the step, which cannot be undone
         pg::StepResult r;
-        named(fn, [&] { r = t.step_batch(inputs, targets, B, T); });
-        write_step(r, result, fn);
+        pg::named(fn, [&] { r = t.step_batch(inputs, targets, B, T); });
+        pg::write_step_result(r, result, fn);
     });
 }
 
@@ -131,9 +101,9 @@ pg_status pg_trainer_compute_gradients(pg_trainer* trainer, const int32_t* input
     return pg::guarded(err(trainer), [&] {
         const char* fn = "pg_trainer_compute_gradients";
         pg::Trainer& t = impl(trainer, fn);
-        check_batch_args(inputs, targets, B, T, t, fn);
+        pg::check_batch_args(inputs, targets, B, T, t.model().config().n_ctx, fn);
         float loss = 0.0f;
-        named(fn, [&] { loss = t.compute_gradients(inputs, targets, B, T); });
+        pg::named(fn, [&] { loss = t.compute_gradients(inputs, targets, B, T); });
         if (mean_loss) *mean_loss = loss;
     });
 }
@@ -183,7 +153,7 @@ pg_status pg_trainer_set_threads(pg_trainer* trainer, int32_t n_threads) {
     return pg::guarded(err(trainer), [&] {
         const char* fn = "pg_trainer_set_threads";
         pg::Trainer& t = impl(trainer, fn);
-        named(fn, [&] { t.set_threads(n_threads); });
+        pg::named(fn, [&] { t.set_threads(n_threads); });
     });
 }
 

@@ -162,4 +162,15 @@ void check_base_identity(const BaseIdentity& want, const BaseIdentity& have, boo
                 hex64(have.weights_hash) + " found)");
 }
 
+LowRankFactors low_rank_factors(const Adapter& adapter, const AdaptedLinear& m) {
+    LowRankFactors f;
+    f.A = adapter.a(m);
+    f.B = adapter.b(m);
+    f.rank = adapter.config().rank;
+    f.in = static_cast<int>(m.in);
+    f.out = static_cast<int>(m.out);
+    f.scale = adapter.scale();
+    return f;
+}
+
 }  // namespace pg::lora

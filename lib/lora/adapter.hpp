@@ -11,6 +11,7 @@
 
 #include "core/aligned_buffer.hpp"
 #include "lora/config.hpp"
+#include "model/low_rank.hpp"
 #include "model/model.hpp"
 
 namespace pg::lora {
@@ -105,6 +106,9 @@ private:
     AlignedBuffer<float> params_;
     TrainingRecord record_;
 };
+
+// The factors of one adapted linear as the model's low-rank term (model/low_rank.hpp).
+LowRankFactors low_rank_factors(const Adapter& adapter, const AdaptedLinear& m);
 
 // Throws PG_ERR_GEOMETRY, naming both sides, unless `base` is the base the adapter was made
 // for: the same geometry, tokenizer (kind, vocabulary, bytes) and weights.

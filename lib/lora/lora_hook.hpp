@@ -3,13 +3,9 @@
 //   forward:  out += scale * (x~ A^T) B^T,   x~ = dropout(x) in training, x otherwise
 //   backward: T = x~ A^T, U = scale * dout B,
 //             dB += scale * dout^T T,  dA += U^T x~ (not with freeze_a),  din += mask * (U A)
-// Linears the adapter does not target are left alone. Every product is one sgemm_parallel, so
-// results are the same bits for the same thread count.
-//
-// Dropout on the LoRA branch uses the engine's counter-hash masks (model/dropout_mask.hpp) in
-// the stream slots after nanoGPT's four sites: slot 4 + kind of the micro-batch's 16, element
-// index (layer << 40) | (row * in + column), so the masks do not depend on threads and the
-// backward pass recomputes exactly the forward's.
+// Linears the adapter does not target are left alone. The products and the branch's dropout
+// masks are the model's low-rank term (model/low_rank.hpp); this hook finds the adapted
+// linear, its factors and its gradients.
 #pragma once
 
 #include <vector>
@@ -19,9 +15,6 @@
 #include "model/linear_hook.hpp"
 
 namespace pg::lora {
-
-// The stream slot of a kind's LoRA dropout within a micro-batch's 16 (nanoGPT's sites use 0..3).
-constexpr uint64_t kLoraDropoutSlot = 4;
 
 class LoraHook final : public LinearHook {
 public:

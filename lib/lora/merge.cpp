@@ -4,7 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
-#include "kernels/dispatch.hpp"
+#include "model/low_rank.hpp"
 #include "model/params.hpp"
 
 namespace pg::lora {
@@ -26,14 +26,10 @@ ParamKind weight_of(LinearKind kind) {
 void add_update(Model& model, const Adapter& adapter, float sign, int n_threads) {
     ThreadPool pool(n_threads);
     const ParamLayout& layout = model.layout();
-    const int r = adapter.config().rank;
     for (const AdaptedLinear& m : adapter.linears()) {
         const int64_t per_layer = m.out * m.in;
         float* W = model.params() + layout.offset[weight_of(m.target)] + m.layer * per_layer;
-        const int out = static_cast<int>(m.out), in = static_cast<int>(m.in);
-        kernels::sgemm_parallel(kernels::gemm_args(false, false, out, in, r, adapter.b(m), r, adapter.a(m), in,
-                                                   W, in, sign * adapter.scale(), 1.0f),
-                                pool);
+        add_low_rank(W, low_rank_factors(adapter, m), sign, pool);
     }
 }
 

@@ -25,7 +25,15 @@ enum DropoutPlace : int {
     kDropAttnProbs = 1,  // on the softmaxed attention probabilities
     kDropAttnProj = 2,   // after attn.c_proj, before the residual add
     kDropMlpProj = 3,    // after mlp.c_proj, before the residual add
+    // 4 + LinearKind (4..7): the input of an adapter's low-rank branch on that linear
+    // (model/low_rank.hpp); the index is row * n_in + column.
+    kDropLowRankBranch = 4,
 };
+
+// The slot of the low-rank branch's dropout on a linear of `kind`.
+inline DropoutPlace low_rank_dropout_place(LinearKind kind) {
+    return DropoutPlace(kDropLowRankBranch + static_cast<int>(kind));
+}
 
 inline bool dropout_active(const Dropout& d) { return d.p > 0.0f; }
 

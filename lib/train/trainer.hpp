@@ -1,55 +1,16 @@
-// The mutable half of the model/trainer split: gradients, AdamW moments, the step counter,
-// the batch sampler and the dropout stream. The trainer borrows its Model and is the only
+// The mutable half of the model/trainer split for full training: the step driver
+// (train/step_driver.hpp: gradients, AdamW moments, the step counter, the batch sampler and the
+// dropout stream) over every weight of the model. The trainer borrows its Model and is the only
 // writer of its weights.
-//
-// One optimizer step (step()):
-//   1. zero the gradients;
-//   2. grad_accum_steps times: sample B windows of T+1 tokens, Engine::forward_backward with
-//      grad_scale = 1 / (B*T*accum) (so the gradients are those of the mean loss over the whole
-//      step) and Dropout{p, seed, stream = micro-batch counter};
-//   3. global gradient norm (double, fixed block order); if grad_clip > 0 and the norm exceeds
-//      it, scale the gradients by grad_clip / norm;
-//   4. AdamW with lr = learning_rate(cfg, step) and bias corrections for t = step + 1.
-// A step whose loss or gradient norm is not finite is refused (PG_ERR_NOT_FINITE) before
-// step 4, and the sampler and micro-batch counter are put back: a refused step changes nothing
-// (weights, moments, step count, sampler, dropout stream), so a retry draws the same batches.
-// Same configuration, seed, data and thread count give the same bits; state() captures
-// everything that changes, so Trainer(model, state) continues a run bit for bit.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
-#include <memory>
-#include <vector>
-
-#include "core/aligned_buffer.hpp"
-#include "core/thread_pool.hpp"
-#include "model/engine.hpp"
 #include "model/model.hpp"
-#include "train/batch_sampler.hpp"
-#include "train/optimizer.hpp"
+#include "train/step_driver.hpp"
 #include "train/train_config.hpp"
 
 namespace pg {
 
-struct StepResult {
-    int64_t step = 0;        // steps completed after this one
-    float loss = 0.0f;       // mean loss over the step's scored positions
-    float lr = 0.0f;         // learning rate used
-    float grad_norm = 0.0f;  // global gradient norm before clipping
-    int64_t tokens = 0;      // input tokens processed
-};
-
-// The most tokens one micro-batch may hold (batch_size x seq_len, or a caller's B x T): a bound
-// on the activation memory a configuration can demand, checked before anything is allocated
-// (a training state read from a file is checked against it when its header is read).
-constexpr int64_t kMaxBatchTokens = int64_t(1) << 16;
-
-// cfg validated (validate_train_config) and checked against the model: seq_len 0 becomes n_ctx,
-// seq_len > n_ctx and batch_size x seq_len > kMaxBatchTokens are PG_ERR_INVALID_ARGUMENT.
-TrainConfig resolve_train_config(const ModelConfig& model, TrainConfig cfg);
-
-class Trainer {
+class Trainer : public StepDriver {
 public:
     // Fresh state: zero moments, step 0, sampler seeded from cfg.seed. Validates cfg against
     // the model (seq_len 0 becomes n_ctx; seq_len > n_ctx is an error). Throws pg::Error.
@@ -57,72 +18,13 @@ public:
     // Resumes from a snapshot taken by state(); checks its sizes against the model
     // (PG_ERR_GEOMETRY) and its values (PG_ERR_NOT_FINITE for non-finite moments, PG_ERR_FORMAT
     // for a negative second moment).
-    Trainer(Model& model, TrainerState state);
-    ~Trainer();
-    Trainer(const Trainer&) = delete;
-    Trainer& operator=(const Trainer&) = delete;
+    Trainer(Model& model, const TrainerState& state);
 
-    // A complete snapshot (configuration with seq_len resolved, step, moments, sampler state,
-    // micro-batch counter). Not included: the data and the gradients (recomputed every step).
-    TrainerState state() const;
-    const TrainConfig& config() const { return cfg_; }
-
-    // Later steps run on n_threads (<= 0: all cores), which config() (and so a saved state)
-    // then records. The kernels split their work by thread count, so a run that changes it
-    // matches an unchanged one only up to float rounding; the same resolved count changes
-    // nothing at all.
-    void set_threads(int n_threads);
-    int threads() const { return pool_->size(); }
-
-    // Copies the training tokens; needs at least seq_len+1, all in [0, vocab_size).
-    void set_data(const int32_t* tokens, std::size_t n);
-    bool has_data() const { return !data_.empty(); }
-
-    // One optimizer step on sampled micro-batches (needs data: PG_ERR_STATE otherwise).
-    StepResult step();
-    // One optimizer step on a caller's batch [B, T]; targets of -1 are not scored.
-    StepResult step_batch(const int32_t* inputs, const int32_t* targets, int B, int T);
-    // Gradients of the mean loss over the batch's scored positions, left in grads(); no update.
-    // Returns that mean loss; PG_ERR_NOT_FINITE (micro-batch counter put back) if the loss or
-    // the gradient norm is not finite.
-    float compute_gradients(const int32_t* inputs, const int32_t* targets, int B, int T);
-
-    const float* grads() const { return grads_.data(); }
-    int64_t step_count() const { return step_; }
-    float lr_at(int64_t step) const;
     Model& model() { return model_; }
     const Model& model() const { return model_; }
 
 private:
-    // Throws PG_ERR_INVALID_ARGUMENT naming the first bad id; returns the scored count.
-    int64_t check_batch(const int32_t* inputs, const int32_t* targets, int B, int T) const;
-    Engine& engine_for(int B, int T);
-    LossSum micro_batch(const int32_t* inputs, const int32_t* targets, int B, int T, float grad_scale);
-    // What a refused call puts back (everything else it touches is scratch).
-    struct Rewind {
-        uint64_t sampler_rng[4];
-        uint64_t micro_batches;
-    };
-    Rewind rewind_point() const;
-    // Throws PG_ERR_NOT_FINITE after restoring `before` unless loss and norm are finite.
-    void refuse_if_not_finite(const Rewind& before, double loss, double norm, const char* what);
-    // compute_gradients without the finiteness check (step_batch checks in apply_update).
-    float gradients_of(const int32_t* inputs, const int32_t* targets, int B, int T);
-    // Refusal check, clipping and AdamW on the gradients now in grads_ and the loss in r;
-    // fills lr, grad_norm and step.
-    void apply_update(StepResult& r, const Rewind& before);
-
     Model& model_;
-    TrainConfig cfg_;
-    std::unique_ptr<ThreadPool> pool_;  // replaced by set_threads
-    std::unique_ptr<Engine> engine_;  // scratch; (re)allocated for the largest batch seen
-    AlignedBuffer<float> grads_, m_, v_;
-    std::vector<ParamPiece> pieces_;
-    BatchSampler sampler_;
-    std::vector<int32_t> data_;
-    std::vector<int32_t> batch_inputs_, batch_targets_;
-    int64_t step_ = 0;
-    uint64_t micro_batches_ = 0;
 };
 
 }  // namespace pg
