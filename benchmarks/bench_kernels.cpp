@@ -439,8 +439,8 @@ int main(int argc, char** argv) {
         return 0;
     }
 
-    std::printf("kernel table: %s, %d threads; CPU features: %s\n", table->name, threads,
-                pg::kernels::cpu_features());
+    std::printf("kernel table: %s, %d threads; CPU features: %s; core: %s\n", table->name,
+                threads, pg::kernels::cpu_features(), pg::kernels::cpu_core());
     std::printf("FMA peak (%s): %.1f GFLOP/s on 1 thread, %.1f on %d threads\n",
                 unit ? unit->name.c_str() : "?", peak_1t, peak_all, threads);
     for (const char* d : descriptions) std::printf("suite: %s\n", d);

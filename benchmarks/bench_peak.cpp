@@ -71,11 +71,13 @@ int main(int argc, char** argv) {
     if (threads < 1) threads = 1;
     const std::string model = cpu_model(), features = cpu_features();
     if (json) {
-        std::printf("{\"cpu\": \"%s\", \"features\": \"%s\", \"threads\": %d, \"units\": [", model.c_str(),
-                    features.c_str(), threads);
+        std::printf("{\"cpu\": \"%s\", \"features\": \"%s\", \"core\": \"%s\", \"threads\": %d, "
+                    "\"units\": [",
+                    model.c_str(), features.c_str(), pg::kernels::cpu_core(), threads);
     } else {
-        std::printf("CPU: %s\nfeatures: %s\nFMA peak (fp32, GFLOP/s), best of 5 runs of %.2f s:\n",
-                    model.c_str(), features.c_str(), seconds);
+        std::printf("CPU: %s\nfeatures: %s\ncore (GEMM variant chosen for): %s\n"
+                    "FMA peak (fp32, GFLOP/s), best of 5 runs of %.2f s:\n",
+                    model.c_str(), features.c_str(), pg::kernels::cpu_core(), seconds);
         std::printf("%-16s %12s %14s\n", "unit", "1 thread", (std::to_string(threads) + " threads").c_str());
     }
     bool first = true;

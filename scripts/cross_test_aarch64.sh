@@ -20,8 +20,9 @@ cmake --build "$build" -j"$jobs" --target phonegpt phonegpt_static phonegpt_unit
 
 # kernels_aarch64_cortex-a53 / kernels_aarch64_max (tests/cmake/kernels_dispatch.cmake) check
 # that dispatch chose arm64+neon+fmla-lane and saw the CPU's HWCAP features, and run every
-# [kernels] test (both aarch64 tables) on each CPU; kernels_aarch64_env_neon64 checks that
-# PG_KERNELS=arm64+neon selects the xsimd table.
+# [kernels] test (every aarch64 table) on each CPU; kernels_aarch64_cortex-a76 and
+# kernels_aarch64_midr_cortex-a55 check the GEMM variant follows the core's MIDR;
+# kernels_aarch64_env_neon64 checks that PG_KERNELS=arm64+neon selects the xsimd table.
 (cd "$build" && ctest --output-on-failure --timeout 600 -R '^kernels_aarch64_') || fail "kernel tests under qemu"
 # The Kotlin binding's JNI shim, as an Android app would load it (docs/android.md): an AArch64
 # ELF whose only export is JNI_OnLoad.

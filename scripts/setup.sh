@@ -18,6 +18,9 @@ packages=(
   python3-torch python3-matplotlib libopenblas0-pthread
   # lower x86 dispatch paths and the aarch64 cross build, run under qemu-user
   qemu-user g++-aarch64-linux-gnu
+  # llvm-mca's scheduling models of the phone cores (scripts/mca_gemm_variants.py, the ctest
+  # mca_variant_choice)
+  llvm-19
   # sanitizer and fuzz builds
   clang-14 libclang-rt-14-dev
   # byte-level BPE: the Unicode data its class table is generated from

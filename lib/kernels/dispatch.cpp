@@ -1,7 +1,9 @@
 // Chooses the kernel table once per process, from what the CPU and the OS support:
-// x86_64: avx512bw > fma3+avx2 > sse2; aarch64 (from HWCAP): arm64+neon+fmla-lane > arm64+neon.
-// PG_KERNELS=<name> (for example "reference", "sse2") picks a named table instead, if this CPU
-// can run it.
+// x86_64: avx512bw > fma3+avx2 > sse2; aarch64 (from HWCAP): the lane-FMA GEMM variant that
+// kernels/arm_cores.def names for the CPU's MIDR part (the fastest core's), then the other
+// lane-FMA variants, then arm64+neon. PG_KERNELS=<name> (for example "reference", "sse2",
+// "arm64+neon+fmla-lane-12x8") picks a named table instead, if this CPU can run it;
+// PG_CPU_MIDR=<hex> makes dispatch take the CPU for another core (kernels/arm_cores.hpp).
 #include "kernels/dispatch.hpp"
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <cstring>
 
 #include "core/thread_pool.hpp"
+#include "kernels/arm_cores.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/reference/reference_kernels.hpp"
 
@@ -43,6 +46,7 @@ X86Features detect_x86() {
     unsigned eax, ebx, ecx, edx;
     if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
     const bool osxsave = ecx & (1u << 27), avx = ecx & (1u << 28), fma = ecx & (1u << 12);
+    const bool f16c = ecx & (1u << 29);  // the fp16 conversions of both AVX tables
     if (!osxsave || !avx) return f;
     const uint64_t xcr0 = read_xcr0();
     const bool os_ymm = (xcr0 & 0x6) == 0x6;     // SSE and AVX state
@@ -51,7 +55,7 @@ X86Features detect_x86() {
     const bool avx2 = ebx & (1u << 5);
     const bool avx512 = (ebx & (1u << 16)) && (ebx & (1u << 17)) && (ebx & (1u << 28)) &&
                         (ebx & (1u << 30));  // F, DQ, CD, BW
-    f.avx2_fma = os_ymm && avx2 && fma;
+    f.avx2_fma = os_ymm && avx2 && fma && f16c;
     f.avx512bw = f.avx2_fma && os_zmm && avx512;
     return f;
 }
@@ -109,6 +113,7 @@ const KernelTable& make_reference_table() {
         &reference::dropout_residual,
         &reference::dropout_mask,
         &reference::adamw,
+        &reference::half_to_float,
     };
     return table;
 }
@@ -140,9 +145,14 @@ std::vector<const KernelTable*> available_tables() {
     if (f.avx2_fma) tables.push_back(&avx2_table());
     tables.push_back(&sse2_table());
 #elif defined(__aarch64__)
-    // FMLA by element is ARMv8.0 NEON, so the lane GEMM runs wherever the xsimd table does.
+    // FMLA by element is ARMv8.0 NEON, so every lane GEMM variant runs wherever the xsimd
+    // table does; the one chosen for this core comes first.
     if (detect_arm().asimd) {
-        tables.push_back(&neon64_fmla_lane_table());
+        static const char* const preferred = lane_variant_for_midr(dispatch_midr());
+        for (const KernelTable* t : neon64_lane_tables())
+            if (std::strcmp(t->name, preferred) == 0) tables.push_back(t);
+        for (const KernelTable* t : neon64_lane_tables())
+            if (std::strcmp(t->name, preferred) != 0) tables.push_back(t);
         tables.push_back(&neon64_table());
     }
 #endif
@@ -159,7 +169,7 @@ const char* cpu_features() {
 #if defined(__x86_64__)
         const X86Features f = detect_x86();
         add(true, "sse2");
-        add(f.avx2_fma, "avx2 fma");
+        add(f.avx2_fma, "avx2 fma f16c");
         add(f.avx512bw, "avx512f avx512dq avx512cd avx512bw");
 #elif defined(__aarch64__)
         const ArmFeatures f = detect_arm();
@@ -174,6 +184,15 @@ const char* cpu_features() {
         return s.empty() ? std::string("none") : s;
     }();
     return features.c_str();
+}
+
+const char* cpu_core() {
+#if defined(__aarch64__)
+    static const std::string core = describe_midr(dispatch_midr());
+#else
+    static const std::string core = describe_midr(0);
+#endif
+    return core.c_str();
 }
 
 const KernelTable& active_table() {
@@ -249,7 +268,9 @@ void sgemm_parallel_with(const KernelTable& table, const GemmArgs& g, ThreadPool
                 part.gelu_grad_input = g.gelu_grad_input + int64_t(first) * g.ldc;
         } else {
             part.N = count;
-            part.B = g.trans_b ? g.B + int64_t(first) * g.ldb : g.B + first;
+            const int64_t b_offset = g.trans_b ? int64_t(first) * g.ldb : first;
+            if (g.B) part.B = g.B + b_offset;
+            if (g.B16) part.B16 = g.B16 + b_offset;
             part.C = g.C + first;
             if (g.gelu_out) part.gelu_out = g.gelu_out + first;
             if (g.gelu_grad_input) part.gelu_grad_input = g.gelu_grad_input + first;
@@ -306,6 +327,9 @@ void dropout_mask(float* mask, int64_t n, const DropoutArgs& d) {
 void adamw(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
            float beta2, float eps, float weight_decay, float bc1, float bc2) {
     active_table().adamw(p, g, m, v, n, lr, beta1, beta2, eps, weight_decay, bc1, bc2);
+}
+void half_to_float(float* out, const uint16_t* in, int64_t n, HalfFormat format) {
+    active_table().half_to_float(out, in, n, format);
 }
 
 }  // namespace pg::kernels

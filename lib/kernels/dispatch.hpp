@@ -31,6 +31,10 @@ namespace pg::kernels {
 //   gelu_out:        gelu_out[i, j] = gelu(C[i, j]) as well;
 //   gelu_grad_input: C[i, j] = gelu'(gelu_grad_input[i, j]) * C[i, j] (the GELU backward).
 
+// The 16-bit float formats of a frozen weight (GemmArgs::B16, half_to_float): IEEE binary16 and
+// bfloat16 (the top half of an fp32).
+enum class HalfFormat : uint8_t { fp16, bf16 };
+
 struct GemmArgs {
     bool trans_a = false;
     bool trans_b = false;
@@ -46,6 +50,13 @@ struct GemmArgs {
     const float* bias = nullptr;
     float* gelu_out = nullptr;
     const float* gelu_grad_input = nullptr;
+    // A frozen 16-bit weight as B (a LoRA base stored in fp16 or bf16): when set, op(B) is read
+    // from B16 in b16_format, with ldb and trans_b as for B (B is ignored). Each value is
+    // converted to fp32 (exactly) while the GEMM packs its B panels (FCVTL on NEON, F16C or
+    // AVX-512 on x86), so C equals, bit for bit, what the same table computes from an fp32 copy
+    // of the weight, without the copy: half the weight's memory and memory traffic.
+    const uint16_t* B16 = nullptr;
+    HalfFormat b16_format = HalfFormat::fp16;
 };
 
 // A GemmArgs for C[M, N] = alpha op(A) op(B) + beta C (bias and fused GELU unset: set them on
@@ -94,6 +105,9 @@ void transpose(float* dst, int64_t ldd, const float* src, int64_t lds, int rows,
 void vexp(float* out, const float* x, int64_t n);
 void vtanh(float* out, const float* x, int64_t n);
 
+// out[i] = in[i] as fp32, for n 16-bit floats of the given format (exact; NaN stays NaN).
+void half_to_float(float* out, const uint16_t* in, int64_t n, HalfFormat format);
+
 // y[i] += a * x[i]; dot product; sum of squares accumulated in double (gradient norms).
 void axpy(float* y, float a, const float* x, int64_t n);
 float dot(const float* a, const float* b, int64_t n);
@@ -125,11 +139,14 @@ void dropout_residual(float* out, const float* x, const float* branch, int64_t n
 // mask[i] = keep(i) ? scale : 0, for callers that use the mask more than once.
 void dropout_mask(float* mask, int64_t n, const DropoutArgs& d);
 
-// Which table is active ("avx512bw", "fma3+avx2", "sse2", "arm64+neon+fmla-lane", "arm64+neon",
-// "reference").
+// Which table is active ("avx512bw", "fma3+avx2", "sse2", "arm64+neon+fmla-lane" or one of its
+// variants, "arm64+neon", "reference").
 const char* active_arch_name();
-// The CPU features dispatch detected, space-separated (static storage). x86_64: "sse2 avx2 fma
-// avx512f avx512dq avx512cd avx512bw" as far as the CPU and the OS allow; aarch64, from HWCAP:
+// The core dispatch chose the aarch64 GEMM variant for: "cortex-a76 (MIDR 0x414fd0b1)" (see
+// kernels/arm_cores.hpp); "MIDR unknown" where there is none (x86, or no way to read it).
+const char* cpu_core();
+// The CPU features dispatch detected, space-separated (static storage). x86_64: "sse2 avx2
+// fma f16c avx512f avx512dq avx512cd avx512bw" as far as the CPU and the OS allow; aarch64, from HWCAP:
 // "asimd fphp asimdhp(fp16) asimddp(dotprod) sve i8mm bf16" as present. Benchmarks print
 // it so a figure can be matched to the hardware.
 const char* cpu_features();

@@ -10,8 +10,8 @@
 namespace pg::kernels {
 
 struct KernelTable {
-    const char* name;  // "avx512bw", "fma3+avx2", "sse2", "arm64+neon+fmla-lane", "arm64+neon",
-                       // "reference"
+    const char* name;  // "avx512bw", "fma3+avx2", "sse2", "arm64+neon+fmla-lane" (and its
+                       // variants, kernels/neon/lane_variants.def), "arm64+neon", "reference"
     // The GEMM micro-tile (rows x columns of C per register block); sgemm_parallel aligns its
     // split to it so that threads get whole tiles.
     int gemm_mr;
@@ -43,6 +43,7 @@ struct KernelTable {
     void (*dropout_mask)(float* mask, int64_t n, const DropoutArgs& d);
     void (*adamw)(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
                   float beta2, float eps, float weight_decay, float bc1, float bc2);
+    void (*half_to_float)(float* out, const uint16_t* in, int64_t n, HalfFormat format);
 };
 
 // The scalar table (kernels/reference).
@@ -65,9 +66,10 @@ const KernelTable& avx2_table();
 const KernelTable& sse2_table();
 #elif defined(__aarch64__)
 const KernelTable& neon64_table();
-// neon64 with the GEMM micro-kernel in raw intrinsics around FMLA by element
+// neon64 with a GEMM micro-kernel in raw intrinsics around FMLA by element, one table per
+// variant of kernels/neon/lane_variants.def, in its order
 // (kernels/neon/table_neon64_fmla_lane.cpp).
-const KernelTable& neon64_fmla_lane_table();
+const std::vector<const KernelTable*>& neon64_lane_tables();
 #endif
 
 }  // namespace pg::kernels

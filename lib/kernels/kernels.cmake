@@ -20,9 +20,11 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
   set(PG_AVX512_NO_FALSE_WARNINGS "-Wno-uninitialized;-Wno-maybe-uninitialized")
   # xsimd's avx512 batch needs DQ (its hadd uses _mm512_extractf32x8_ps) and BW.
   set_source_files_properties(${PG_KERNEL_SIMD_DIR}/table_avx512bw.cpp PROPERTIES
-    COMPILE_OPTIONS "-mavx512f;-mavx512cd;-mavx512dq;-mavx512bw;-mavx2;-mfma;${PG_AVX512_NO_FALSE_WARNINGS}")
+    COMPILE_OPTIONS "-mavx512f;-mavx512cd;-mavx512dq;-mavx512bw;-mavx2;-mfma;-mf16c;${PG_AVX512_NO_FALSE_WARNINGS}")
+  # F16C: the fp16 weight conversions (dispatch requires it for both AVX tables; every AVX2 CPU
+  # has it).
   set_source_files_properties(${PG_KERNEL_SIMD_DIR}/table_avx2.cpp PROPERTIES
-    COMPILE_OPTIONS "-mavx2;-mfma")
+    COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
 elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64|ARM64")
   # NEON is part of ARMv8-A: the baseline flags are the neon64 flags. Two tables: the xsimd one
   # and the same kernels with a raw-intrinsics GEMM around FMLA by element (kernels/neon/).

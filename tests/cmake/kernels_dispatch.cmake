@@ -44,10 +44,42 @@ if(CMAKE_CROSSCOMPILING AND CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64" AND N
       set_tests_properties(kernels_aarch64_${cpu} PROPERTIES ENVIRONMENT
         "PG_EXPECT_ARCH=arm64+neon+fmla-lane;${PG_AARCH64_FEATURES_${cpu}}")
     endforeach()
+    # The GEMM variant follows the core: qemu's cortex-a76 reports its real MIDR (read with mrs
+    # MIDR_EL1, HWCAP_CPUID), and PG_CPU_MIDR stands in for the cores qemu does not emulate
+    # (a Cortex-A55 little core gets the k-unrolled variant, kernels/arm_cores.def). Only the
+    # dispatch tests run there: the kernels themselves are the same on every CPU.
+    add_test(NAME kernels_aarch64_cortex-a76
+             COMMAND ${PG_QEMU_AARCH64} -cpu cortex-a76 $<TARGET_FILE:phonegpt_unit_tests>
+                     "dispatch picks a table this CPU runs*,cpu_features reports*")
+    set_tests_properties(kernels_aarch64_cortex-a76 PROPERTIES ENVIRONMENT
+      "PG_EXPECT_ARCH=arm64+neon+fmla-lane;PG_EXPECT_CORE=cortex-a76;PG_EXPECT_FEATURES=asimd fphp asimdhp(fp16) asimddp(dotprod)")
+    add_test(NAME kernels_aarch64_midr_cortex-a55
+             COMMAND ${PG_QEMU_AARCH64} -cpu cortex-a53 $<TARGET_FILE:phonegpt_unit_tests>
+                     "dispatch picks a table this CPU runs*,cpu_features reports*")
+    set_tests_properties(kernels_aarch64_midr_cortex-a55 PROPERTIES ENVIRONMENT
+      "PG_CPU_MIDR=0x411fd050;PG_EXPECT_ARCH=arm64+neon+fmla-lane-8x12-k2;PG_EXPECT_CORE=cortex-a55")
     add_test(NAME kernels_aarch64_env_neon64
              COMMAND ${PG_QEMU_AARCH64} -cpu cortex-a53 $<TARGET_FILE:phonegpt_unit_tests>
                      "dispatch picks a table this CPU runs*")
     set_tests_properties(kernels_aarch64_env_neon64 PROPERTIES ENVIRONMENT
       "PG_KERNELS=arm64+neon;PG_EXPECT_ARCH=arm64+neon")
+  endif()
+endif()
+
+# The aarch64 GEMM variant dispatch gives each phone core (lib/kernels/arm_cores.def) must be the
+# one llvm-mca predicts fastest on that core's scheduling model, among the variants built
+# (lib/kernels/neon/lane_variants.def). Needs the aarch64 cross compiler (the loops are the
+# library's own code, compiled as the library is) and llvm-mca 19; about 30 s. Registered in the
+# native build only (the cross build runs no host tools).
+if(NOT CMAKE_CROSSCOMPILING)
+  find_program(PG_LLVM_MCA llvm-mca-19)
+  find_program(PG_AARCH64_CXX aarch64-linux-gnu-g++)
+  find_package(Python3 COMPONENTS Interpreter QUIET)
+  pg_require_test_dependency("${PG_LLVM_MCA}" "no llvm-mca-19 (Debian's llvm-19): mca_variant_choice is not registered")
+  pg_require_test_dependency("${PG_AARCH64_CXX}" "no aarch64-linux-gnu-g++: mca_variant_choice is not registered")
+  if(PG_LLVM_MCA AND PG_AARCH64_CXX AND Python3_Interpreter_FOUND)
+    add_test(NAME mca_variant_choice
+             COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/mca_gemm_variants.py --check
+                     --cxx ${PG_AARCH64_CXX} --llvm-mca ${PG_LLVM_MCA})
   endif()
 endif()

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/rng.hpp"
+#include "kernels/half_float.hpp"
 
 namespace pg::kernels::reference {
 
@@ -12,7 +13,10 @@ void sgemm(const GemmArgs& g) {
             float acc = 0.0f;
             for (int k = 0; k < g.K; ++k) {
                 float a = g.trans_a ? g.A[int64_t(k) * g.lda + i] : g.A[int64_t(i) * g.lda + k];
-                float b = g.trans_b ? g.B[int64_t(j) * g.ldb + k] : g.B[int64_t(k) * g.ldb + j];
+                const int64_t at = g.trans_b ? int64_t(j) * g.ldb + k : int64_t(k) * g.ldb + j;
+                const float b = !g.B16 ? g.B[at]
+                                : g.b16_format == HalfFormat::fp16 ? fp16_to_float(g.B16[at])
+                                                                    : bf16_to_float(g.B16[at]);
                 acc += a * b;
             }
             float& c = g.C[int64_t(i) * g.ldc + j];
@@ -197,6 +201,15 @@ void adamw(float* p, const float* g, float* m, float* v, int64_t n, float lr, fl
         float vhat = v[i] / bc2;
         p[i] -= lr * (mhat / (std::sqrt(vhat) + eps) + weight_decay * p[i]);
     }
+}
+
+}  // namespace pg::kernels::reference
+
+namespace pg::kernels::reference {
+
+void half_to_float(float* out, const uint16_t* in, int64_t n, HalfFormat format) {
+    for (int64_t i = 0; i < n; ++i)
+        out[i] = format == HalfFormat::fp16 ? fp16_to_float(in[i]) : bf16_to_float(in[i]);
 }
 
 }  // namespace pg::kernels::reference

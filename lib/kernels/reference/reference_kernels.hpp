@@ -29,5 +29,6 @@ void dropout_residual(float* out, const float* x, const float* branch, int64_t n
 void dropout_mask(float* mask, int64_t n, const DropoutArgs& d);
 void adamw(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
            float beta2, float eps, float weight_decay, float bc1, float bc2);
+void half_to_float(float* out, const uint16_t* in, int64_t n, HalfFormat format);
 
 }  // namespace pg::kernels::reference

@@ -12,10 +12,12 @@
 #include <cstring>
 #include <new>
 #include <type_traits>
+#include <vector>
 
 #include <xsimd/xsimd.hpp>
 
 #include "core/counter_hash_constants.hpp"
+#include "kernels/half_float.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/simd/fast_math.hpp"
 
@@ -245,12 +247,13 @@ struct Gemm {
     // transposed B or a partial last panel, B is packed (measured on Zen 5: packing wins for
     // M >= 384 even with a plain B).
     static bool reads_b_directly(const GemmArgs& g, int w) {
-        return !g.trans_b && w % W == 0 && g.M <= MC;
+        return !g.B16 && !g.trans_b && w % W == 0 && g.M <= MC;
     }
 
     // Packs op(B)[pc:pc+kc, jc:jc+nc] as panels of NR columns (the last one panel_vectors(w)
     // vectors wide); panel p0 starts at bp + p0 * kc, columns past nc are zero.
     static void pack_b(float* bp, const GemmArgs& g, int pc, int kc, int jc, int nc) {
+        if (g.B16) return pack_b16(bp, g, pc, kc, jc, nc);
         for (int p0 = 0; p0 < nc; p0 += NR) {
             const int w = min_of(NR, nc - p0);
             const int pw = panel_vectors(w) * W;
@@ -284,6 +287,35 @@ struct Gemm {
                 for (; j < w; ++j) {
                     const float* src = col0 + int64_t(j) * g.ldb;
                     for (int k = 0; k < kc; ++k) dst[k * pw + j] = src[k];
+                }
+                for (int j = w; j < pw; ++j)
+                    for (int k = 0; k < kc; ++k) dst[k * pw + j] = 0.0f;
+            }
+        }
+    }
+
+    // pack_b for a 16-bit B (GemmArgs::B16): the same panels, each value converted exactly to
+    // fp32 on the way (Elementwise::half_to_float). A plain B converts each panel row in place;
+    // a transposed one (a weight [out, in] in x W^T) converts a column's kc values, contiguous
+    // in the weight, into a buffer and scatters them down the panel.
+    static void pack_b16(float* bp, const GemmArgs& g, int pc, int kc, int jc, int nc) {
+        for (int p0 = 0; p0 < nc; p0 += NR) {
+            const int w = min_of(NR, nc - p0);
+            const int pw = panel_vectors(w) * W;
+            float* dst = bp + int64_t(p0) * kc;
+            if (!g.trans_b) {
+                for (int k = 0; k < kc; ++k) {
+                    float* d = dst + k * pw;
+                    Elementwise<Arch>::half_to_float(
+                        d, g.B16 + int64_t(pc + k) * g.ldb + jc + p0, w, g.b16_format);
+                    for (int j = w; j < pw; ++j) d[j] = 0.0f;
+                }
+            } else {
+                alignas(64) float column[KC];
+                for (int j = 0; j < w; ++j) {
+                    Elementwise<Arch>::half_to_float(
+                        column, g.B16 + int64_t(jc + p0 + j) * g.ldb + pc, kc, g.b16_format);
+                    for (int k = 0; k < kc; ++k) dst[k * pw + j] = column[k];
                 }
                 for (int j = w; j < pw; ++j)
                     for (int k = 0; k < kc; ++k) dst[k * pw + j] = 0.0f;
@@ -352,11 +384,21 @@ struct Gemm {
     }
 
     static void dot_product_columns(const GemmArgs& g, int first) {
+        // A 16-bit B: its few rows (fewer than W) converted first, then the same dot products.
+        std::vector<float> b16_rows;
+        if (g.B16) {
+            b16_rows.resize(std::size_t(g.N - first) * g.K);
+            for (int j = first; j < g.N; ++j)
+                Elementwise<Arch>::half_to_float(b16_rows.data() + std::size_t(j - first) * g.K,
+                                                 g.B16 + int64_t(j) * g.ldb, g.K, g.b16_format);
+        }
         for (int i = 0; i < g.M; ++i) {
             const float* a = g.A + int64_t(i) * g.lda;
             float* c = g.C + int64_t(i) * g.ldc;
             for (int j = first; j < g.N; ++j) {
-                float out = Elementwise<Arch>::dot(a, g.B + int64_t(j) * g.ldb, g.K) * g.alpha;
+                const float* b = g.B16 ? b16_rows.data() + std::size_t(j - first) * g.K
+                                       : g.B + int64_t(j) * g.ldb;
+                float out = Elementwise<Arch>::dot(a, b, g.K) * g.alpha;
                 if (g.beta != 0.0f) out = std::fma(g.beta, c[j], out);
                 if (g.bias) out += g.bias[j];
                 c[j] = out;
@@ -841,6 +883,31 @@ struct Elementwise {
         for (; i < n; ++i) y[i] += a * x[i];
     }
 
+    // 16-bit floats to fp32 (exact). fp16: one conversion instruction per vector where the
+    // instruction set has it (AVX-512F VCVTPH2PS on 16, F16C on 8, NEON FCVTL on 4 lanes),
+    // the scalar definition (kernels/half_float.hpp) elsewhere and in the tail; bf16 is a
+    // 16-bit shift, which GCC vectorises from the plain loop.
+    static void half_to_float(float* out, const uint16_t* in, int64_t n, HalfFormat format) {
+        int64_t i = 0;
+        if (format == HalfFormat::bf16) {
+            for (; i < n; ++i) out[i] = bf16_to_float(in[i]);
+            return;
+        }
+#if defined(__AVX512F__)
+        for (; i + 16 <= n; i += 16)
+            _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256(
+                                          reinterpret_cast<const __m256i*>(in + i))));
+#elif defined(__F16C__)
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(out + i,
+                             _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+#elif defined(__aarch64__)
+        for (; i + 4 <= n; i += 4)
+            vst1q_f32(out + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(in + i))));
+#endif
+        for (; i < n; ++i) out[i] = fp16_to_float(in[i]);
+    }
+
     static float dot(const float* a, const float* b, int64_t n) {
         // Four accumulators hide the FMA latency.
         B acc0(0.0f), acc1(0.0f), acc2(0.0f), acc3(0.0f);
@@ -1036,6 +1103,7 @@ KernelTable make_table() {
     t.dropout_residual = &E::dropout_residual;
     t.dropout_mask = &E::dropout_mask;
     t.adamw = &E::adamw;
+    t.half_to_float = &E::half_to_float;
     return t;
 }
 

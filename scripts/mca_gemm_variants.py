@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Predicts, with llvm-mca, how fast each NEON GEMM variant's inner loop runs on each phone core.
+
+For every variant of lib/kernels/neon/lane_variants.def it compiles benchmarks/mca/gemm_loops.cpp
+for aarch64 (the library's compiler and optimisation flags, PG_MCA_MARKERS on), takes the loop
+body between the LLVM-MCA-BEGIN/END markers plus the loop's own counter and back branch (the
+instructions after END up to the branch), and runs llvm-mca on it with the scheduling model of
+each core of lib/kernels/arm_cores.def. It reports predicted cycles per loop iteration and per
+FMLA against the core's FMA-throughput bound, measured on the same model (a block of independent
+FMLAs by element), so "100 %" means the loop issues FMLAs as fast as the model's FP pipes can.
+
+  --markdown   the table for docs/phone.md
+  --check      exit 1 unless, for every core, arm_cores.def names the variant llvm-mca predicts
+               fastest (cycles per FMLA; variants within 1 % count as a tie, won by the earlier
+               one in lane_variants.def). The ctest mca_variant_choice runs this.
+  --json       everything as one JSON object
+
+Usage: scripts/mca_gemm_variants.py [--cxx aarch64-linux-gnu-g++] [--llvm-mca llvm-mca-19]
+                                    [--markdown | --check | --json]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ITERATIONS = 400
+TIE = 0.01  # variants within 1 % of the fastest are a tie
+
+
+def read_def(path, macro):
+    """The argument lists of the macro lines of a .def file (plain `MACRO(a, "b", ...)` lines)."""
+    rows = []
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"\s*" + macro + r"\((.*)\)\s*$", line)
+            if m:
+                rows.append([a.strip().strip('"') for a in m.group(1).split(",")])
+    return rows
+
+
+def variants():
+    return [{"id": int(r[0]), "name": r[1], "mr": int(r[2]), "nv": int(r[3]), "ku": int(r[4])}
+            for r in read_def(os.path.join(ROOT, "lib/kernels/neon/lane_variants.def"),
+                              "PG_LANE_VARIANT")]
+
+
+def cores():
+    return [{"name": r[0], "implementer": int(r[1], 16), "part": int(r[2], 16), "model": r[3],
+             "variant": r[4]}
+            for r in read_def(os.path.join(ROOT, "lib/kernels/arm_cores.def"), "PG_ARM_CORE")]
+
+
+def compile_loops(cxx):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "gemm_loops.s")
+        # The flags the library's Release build gives lib/kernels (lib/CMakeLists.txt).
+        cmd = [cxx, "-O3", "-DNDEBUG", "-std=c++17", "-fPIC", "-DPG_MCA_MARKERS",
+               "-I" + os.path.join(ROOT, "lib"), "-I" + os.path.join(ROOT, "include"),
+               "-S", os.path.join(ROOT, "benchmarks/mca/gemm_loops.cpp"), "-o", out]
+        subprocess.run(cmd, check=True)
+        with open(out) as f:
+            return f.read()
+
+
+BRANCH = re.compile(r"^b(\.)?(ne|eq|lt|le|gt|ge|hi|ls|lo|hs|cc|cs|mi|pl)\b|^cbn?z\b|^tbn?z\b")
+
+
+def extract_regions(asm):
+    """{variant id: [instruction lines]}: the marked k step plus the loop's tail to its branch."""
+    regions = {}
+    lines = asm.split("\n")
+    i = 0
+    while i < len(lines):
+        m = re.search(r"LLVM-MCA-BEGIN variant(\d+)", lines[i])
+        if not m:
+            i += 1
+            continue
+        vid, body, ended = int(m.group(1)), [], False
+        i += 1
+        while i < len(lines):
+            line = lines[i].split("//")[0].strip()
+            if "LLVM-MCA-END" in lines[i]:
+                ended = True
+            elif line and not line.startswith(("#", ".")) and not line.endswith(":"):
+                body.append(line)
+                if ended and BRANCH.match(line):
+                    break
+            i += 1
+        if vid in regions:
+            sys.exit(f"mca_gemm_variants: variant {vid} has two marked loops (the compiler "
+                     "duplicated it); the measurement would be ambiguous")
+        regions[vid] = body
+    return regions
+
+
+def run_mca(llvm_mca, model, text):
+    out = subprocess.run([llvm_mca, "-mtriple=aarch64", "-mcpu=" + model,
+                          f"-iterations={ITERATIONS}"], input=text, capture_output=True,
+                         text=True, check=True).stdout
+    cycles = int(re.search(r"Total Cycles:\s+(\d+)", out).group(1))
+    resource = re.search(r"Resources:\n\[[\d.]+\]\s+-\s+(\S+)", out)
+    return cycles / ITERATIONS, resource.group(1) if resource else "?"
+
+
+def model_family(resource):
+    """The scheduling model behind an -mcpu, from its first resource's name (A57UnitB: A57)."""
+    m = re.match(r"(.+?)(Unit|Pipe)", resource) or re.match(r"([A-Z]+)", resource)
+    return m.group(1) if m else resource
+
+
+def model_family_of(llvm_mca, cpu):
+    """model_family of an -mcpu, or "not an LLVM -mcpu" (Qualcomm's Kryo names, for one)."""
+    try:
+        return model_family(run_mca(llvm_mca, cpu, "fmla v0.4s, v1.4s, v2.4s\n")[1])
+    except subprocess.CalledProcessError:
+        return "not an LLVM -mcpu"
+
+
+def fma_bound(llvm_mca, model):
+    """Cycles per FMLA by element when nothing else limits it: the model's FMA throughput."""
+    block = "".join(f"fmla v{r}.4s, v30.4s, v31.s[{r % 4}]\n" for r in range(24))
+    cycles, _ = run_mca(llvm_mca, model, block)
+    return cycles / 24
+
+
+def measure(cxx, llvm_mca):
+    vs = variants()
+    regions = extract_regions(compile_loops(cxx))
+    for v in vs:
+        if v["id"] not in regions:
+            sys.exit(f"mca_gemm_variants: no marked loop for variant {v['id']} ({v['name']})")
+        v["instructions"] = len(regions[v["id"]])
+        v["fmlas"] = sum(1 for l in regions[v["id"]] if l.startswith("fmla"))
+        if v["fmlas"] != v["mr"] * v["nv"] * v["ku"]:
+            sys.exit(f"mca_gemm_variants: variant {v['name']}: {v['fmlas']} FMLAs in the loop, "
+                     f"expected MR x NV x KU = {v['mr'] * v['nv'] * v['ku']}")
+    results = []
+    for core in cores():
+        row = dict(core)
+        row["own_model"] = model_family_of(llvm_mca, core["name"])
+        row["used_model"] = model_family_of(llvm_mca, core["model"])
+        row["bound"] = fma_bound(llvm_mca, core["model"])
+        row["variants"] = []
+        for v in vs:
+            cycles, _ = run_mca(llvm_mca, core["model"], "\n".join(regions[v["id"]]) + "\n")
+            row["variants"].append({"name": v["name"], "cycles_per_iteration": cycles,
+                                    "cycles_per_fmla": cycles / v["fmlas"],
+                                    "fraction_of_bound": row["bound"] * v["fmlas"] / cycles})
+        fastest = min(x["cycles_per_fmla"] for x in row["variants"])
+        row["best"] = next(x["name"] for x in row["variants"]
+                           if x["cycles_per_fmla"] <= fastest * (1 + TIE))
+        results.append(row)
+    return vs, results
+
+
+def markdown(vs, results):
+    short = {v["name"]: f"{v['mr']}x{v['nv'] * 4} k{v['ku']}" for v in vs}
+    head = ("| core | MIDR part | llvm-mca model | FMA bound (cycles/FMLA) | " +
+            " | ".join(f"{short[v['name']]}: cycles/iter (% of bound)" for v in vs) +
+            " | best | dispatch |")
+    lines = [head, "|" + "---|" * (6 + len(vs))]
+    for r in results:
+        model = f"`{r['model']}` ({r['used_model']})"
+        if r["model"] != r["name"]:
+            model += f"; `{r['name']}` itself: {r['own_model']}"
+        cells = [f"{x['cycles_per_iteration']:.2f} ({100 * x['fraction_of_bound']:.0f} %)"
+                 for x in r["variants"]]
+        lines.append(f"| {r['name']} | 0x{r['implementer']:02x} 0x{r['part']:03x} | {model} | "
+                     f"{r['bound']:.3f} | " + " | ".join(cells) +
+                     f" | {short[r['best']]} | {short.get(r['variant'], r['variant'])} |")
+    legend = ", ".join(f"{short[v['name']]} = `{v['name']}` ({v['instructions']} instructions, "
+                       f"{v['fmlas']} FMLAs per iteration)" for v in vs)
+    return "\n".join(lines) + "\n\nVariants: " + legend + ".\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cxx", default="aarch64-linux-gnu-g++")
+    ap.add_argument("--llvm-mca", default="llvm-mca-19")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--markdown", action="store_true")
+    mode.add_argument("--check", action="store_true")
+    mode.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    vs, results = measure(args.cxx, args.llvm_mca)
+    if args.json:
+        print(json.dumps({"variants": vs, "cores": results}, indent=1))
+        return 0
+    if args.check:
+        wrong = [r for r in results if r["variant"] != r["best"]]
+        for r in results:
+            print(f"{r['name']:16s} model {r['model']:12s} dispatch {r['variant']:30s} "
+                  f"llvm-mca best {r['best']}" + ("   <-- MISMATCH" if r in wrong else ""))
+        if wrong:
+            print(f"mca_gemm_variants: {len(wrong)} core(s) of lib/kernels/arm_cores.def get a "
+                  "variant llvm-mca predicts slower than another built one")
+            return 1
+        print(f"mca_gemm_variants: OK ({len(results)} cores, {len(vs)} variants)")
+        return 0
+    print(markdown(vs, results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
