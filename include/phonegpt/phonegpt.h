@@ -299,6 +299,27 @@ PG_API pg_status pg_model_tensor_data_mutable(pg_model* model, int32_t index, fl
 /* The whole parameter allocation (num_params floats, llm.c's tensor order). */
 PG_API pg_status pg_model_params(const pg_model* model, const float** data, int64_t* n);
 
+/* Where a model's weights come from, saved and loaded with it (checkpoint format 1.1, section
+ * PROV): pg_model_create makes an INITIALISED model (its seed recorded, never trained); every
+ * pg_trainer step makes it TRAINED and counts the step and its tokens; a checkpoint written
+ * before 1.1 and a model imported from another format (llm.c, safetensors) are UNKNOWN; a
+ * merged model has its base's. Writing weights through pg_model_tensor_data_mutable changes
+ * nothing here. Any output pointer may be NULL. */
+typedef enum pg_provenance_kind {
+    PG_PROVENANCE_UNKNOWN = 0,
+    PG_PROVENANCE_INITIALISED = 1,  /* initialised from *init_seed and never trained */
+    PG_PROVENANCE_TRAINED = 2       /* trained for *steps optimizer steps over *tokens tokens */
+} pg_provenance_kind;
+PG_API pg_status pg_model_provenance(const pg_model* model, pg_provenance_kind* kind, int32_t* has_init_seed,
+                                     uint64_t* init_seed, int64_t* steps, int64_t* tokens);
+/* LoRA training (pg_lora_trainer_create) and adapter validation against a base
+ * (pg_lora_adapter_load with a base, pg_lora_adapter_check_base) refuse a base that was never
+ * trained (PG_PROVENANCE_INITIALISED: its weights are random, and an adapter over it learns
+ * noise while its loss still goes down) with PG_ERR_STATE, unless this handle allows it
+ * (allow = 1; tests and experiments). The permission belongs to this handle only: it is never
+ * saved. */
+PG_API pg_status pg_model_allow_untrained_base(pg_model* model, int32_t allow);
+
 /* Forward pass on a batch of B sequences of T tokens (T <= n_ctx; ids in [0, vocab_size)).
  * Writes logits [B, T, vocab_size] (padding columns dropped) when `logits` is not NULL.
  * If `targets` is not NULL, *mean_loss gets the mean cross-entropy (natural log) over all B*T
@@ -749,12 +770,14 @@ PG_API pg_status pg_lora_unmerge_in_place(pg_model* model, const pg_lora_adapter
  * atomic and reads the file back, comparing it with the adapter, before it reports success.
  * Loading validates everything and reads the geometry from the file; with `base` (may be NULL)
  * it also checks that the adapter was made for that base: another geometry, tokenizer or base
- * weights is PG_ERR_GEOMETRY naming both sides. Files of every format version this library
+ * weights is PG_ERR_GEOMETRY naming both sides, a never-trained base PG_ERR_STATE (see
+ * pg_model_allow_untrained_base). Files of every format version this library
  * ever wrote load; a newer major is PG_ERR_VERSION. */
 PG_API pg_status pg_lora_adapter_save(const pg_lora_adapter* adapter, const char* path);
 PG_API pg_status pg_lora_adapter_load(const char* path, const pg_model* base,
                                       pg_lora_adapter** out);
-/* PG_OK when `base` is the adapter's base; PG_ERR_GEOMETRY naming the difference otherwise. */
+/* PG_OK when `base` is the adapter's base; PG_ERR_GEOMETRY naming the difference otherwise;
+ * PG_ERR_STATE when `base` was never trained (pg_model_allow_untrained_base). */
 PG_API pg_status pg_lora_adapter_check_base(const pg_lora_adapter* adapter, const pg_model* base);
 /* Exports for PEFT into `folder` (which must exist): adapter_config.json (peft_type LORA, r,
  * lora_alpha, lora_dropout, target_modules "c_attn" / "attn.c_proj" / "c_fc" / "mlp.c_proj",
@@ -779,8 +802,9 @@ PG_API pg_status pg_lora_adapter_training_record(const pg_lora_adapter* adapter,
  * weight_decay applies to every trained factor), the LoRA branch's dropout is the adapter's.
  * Each step appends its loss and learning rate to the adapter's training record. The trainer
  * borrows the base (never written) and the adapter (written only by this trainer while it
- * lives); the adapter must be the base's (PG_ERR_GEOMETRY otherwise). Same configuration,
- * data, seed and n_threads give the same bits. */
+ * lives); the adapter must be the base's (PG_ERR_GEOMETRY otherwise) and the base must have
+ * been trained (PG_ERR_STATE for a never-trained one unless pg_model_allow_untrained_base).
+ * Same configuration, data, seed and n_threads give the same bits. */
 typedef struct pg_lora_trainer pg_lora_trainer;
 PG_API pg_status pg_lora_trainer_create(const pg_model* base, pg_lora_adapter* adapter,
                                         const pg_train_config* config, pg_lora_trainer** out);

@@ -24,6 +24,9 @@ struct pg_model {
     // Handle view of impl.tokenizer(), created on demand by pg_model_get_tokenizer and
     // dropped when the tokenizer is replaced.
     std::unique_ptr<pg_tokenizer> tokenizer_handle;
+    // pg_model_allow_untrained_base: LoRA may train on / validate against this handle's
+    // weights even if they were never trained. Never saved.
+    bool allow_untrained_base = false;
     mutable std::string last_error;
 };
 

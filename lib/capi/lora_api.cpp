@@ -199,7 +199,10 @@ pg_status pg_lora_adapter_load(const char* path, const pg_model* base, pg_lora_a
         PG_REQUIRE_NOT_NULL(fn, path);
         pg::named(fn, [&] {
             auto loaded = std::make_unique<pg_lora_adapter>(pg::lora::load_adapter(path));
-            if (base) pg::lora::check_adapter_matches_base(loaded->impl, base->impl);
+            if (base) {
+                pg::lora::check_adapter_matches_base(loaded->impl, base->impl);
+                pg::lora::check_base_trained(base->impl, base->allow_untrained_base, "validating the adapter");
+            }
             *out = loaded.release();
         });
     });
@@ -210,7 +213,10 @@ pg_status pg_lora_adapter_check_base(const pg_lora_adapter* adapter, const pg_mo
         const char* fn = "pg_lora_adapter_check_base";
         PG_REQUIRE_NOT_NULL(fn, adapter);
         PG_REQUIRE_NOT_NULL(fn, base);
-        pg::named(fn, [&] { pg::lora::check_adapter_matches_base(adapter->impl, base->impl); });
+        pg::named(fn, [&] {
+            pg::lora::check_adapter_matches_base(adapter->impl, base->impl);
+            pg::lora::check_base_trained(base->impl, base->allow_untrained_base, "validating the adapter");
+        });
     });
 }
 
@@ -238,8 +244,8 @@ pg_status pg_lora_trainer_create(const pg_model* base, pg_lora_adapter* adapter,
         auto handle = std::make_unique<pg_lora_trainer>();
         handle->adapter = adapter;
         pg::named(fn, [&] {
-            handle->impl = std::make_unique<pg::lora::LoraTrainer>(base->impl, adapter->impl,
-                                                                   pg::train_config_from_c(*config));
+            handle->impl = std::make_unique<pg::lora::LoraTrainer>(
+                base->impl, adapter->impl, pg::train_config_from_c(*config), base->allow_untrained_base);
         });
         *out = handle.release();
     });

@@ -26,7 +26,7 @@ namespace pg::io {
 // ever written (fixtures in tests/fixtures/) and any minor of a known major: minor versions only
 // add optional sections, which older readers skip.
 constexpr uint16_t kCheckpointMajor = 1;
-constexpr uint16_t kCheckpointMinor = 0;
+constexpr uint16_t kCheckpointMinor = 1;  // 1.1 added the optional PROV section (provenance)
 
 constexpr uint64_t kCheckpointPreludeBytes = 32;
 constexpr uint64_t kMaxCheckpointHeaderBytes = uint64_t(16) << 20;
@@ -53,6 +53,7 @@ struct CheckpointHeader {
     std::unique_ptr<Tokenizer> tokenizer;  // null when the file has none
     bool has_train_state = false;
     TrainerState train_state;  // when has_train_state: every field except adam_m / adam_v
+    Provenance provenance;     // from PROV; unknown for a file without it (1.0)
     std::vector<CheckpointTensor> tensors;
     uint64_t data_start = 0;  // file offset of the data region
     uint64_t data_bytes = 0;  // uncompressed size of the data region
@@ -62,8 +63,9 @@ struct CheckpointHeader {
 // Phase 1. Throws PG_ERR_FORMAT / VERSION / CHECKSUM / GEOMETRY / IO naming what is wrong.
 CheckpointHeader read_checkpoint_header(const ByteSource& src);
 
-// Phase 2. `model` must have header.config. If `state` is not null the file must hold training
-// state (PG_ERR_STATE otherwise) and *state receives all of it, moments included.
+// Phase 2. `model` must have header.config; it receives the weights and header.provenance. If
+// `state` is not null the file must hold training state (PG_ERR_STATE otherwise) and *state
+// receives all of it, moments included.
 void read_checkpoint_data(const ByteSource& src, const CheckpointHeader& header, Model& model,
                           TrainerState* state);
 

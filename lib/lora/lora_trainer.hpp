@@ -20,9 +20,10 @@ namespace pg::lora {
 
 class LoraTrainer {
 public:
-    // Borrows both; the base is never written. Checks the adapter belongs to the base and cfg
-    // against it (seq_len 0 becomes n_ctx). Throws pg::Error.
-    LoraTrainer(const Model& base, Adapter& adapter, const TrainConfig& cfg);
+    // Borrows both; the base is never written. Checks the adapter belongs to the base, that the
+    // base was trained (check_base_trained; allow_untrained_base lifts that) and cfg against it
+    // (seq_len 0 becomes n_ctx). Throws pg::Error.
+    LoraTrainer(const Model& base, Adapter& adapter, const TrainConfig& cfg, bool allow_untrained_base = false);
     ~LoraTrainer();
 
     void set_data(const int32_t* tokens, std::size_t n) { driver_.set_data(tokens, n); }

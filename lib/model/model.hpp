@@ -8,6 +8,7 @@
 #include "core/aligned_buffer.hpp"
 #include "model/config.hpp"
 #include "model/params.hpp"
+#include "model/provenance.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace pg {
@@ -31,12 +32,18 @@ public:
     const Tokenizer* tokenizer() const { return tokenizer_.get(); }
     void set_tokenizer(std::unique_ptr<Tokenizer> tok) { tokenizer_ = std::move(tok); }
 
+    // Where the weights come from (model/provenance.hpp); unknown until someone records it.
+    const Provenance& provenance() const { return provenance_; }
+    void set_provenance(const Provenance& p) { provenance_ = p; }
+    Provenance& provenance() { return provenance_; }
+
 private:
     ModelConfig config_;
     ParamLayout layout_;
     std::vector<TensorEntry> tensors_;
     AlignedBuffer<float> params_;
     std::unique_ptr<Tokenizer> tokenizer_;
+    Provenance provenance_;
 };
 
 }  // namespace pg
