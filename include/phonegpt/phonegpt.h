@@ -817,6 +817,31 @@ PG_API pg_status pg_lora_trainer_step(pg_lora_trainer* trainer, pg_step_result* 
 PG_API pg_status pg_lora_trainer_step_batch(pg_lora_trainer* trainer, const int32_t* inputs,
                                             const int32_t* targets, int32_t B, int32_t T,
                                             pg_step_result* result);
+/* Adapters on sessions: attaching makes every pass on `session` (pg_session_forward,
+ * _evaluate, _evaluate_sampled, _append/_logits, _generate) compute base + adapter, as the
+ * merged model would within fp32 rounding (docs/lora.md states the bound), while the model is
+ * never written: several sessions of one base may each have their own adapter (or none) and run
+ * concurrently. The adapter must be the session's model's (PG_ERR_GEOMETRY naming both sides);
+ * it is borrowed: it must outlive the attachment and must not be trained or written while
+ * attached (reads of it are unsynchronised). Attaching replaces an attached adapter; attaching
+ * and detaching keep the sequence, whose keys and values are recomputed with the new weights at
+ * the next pg_session_logits. Detaching with nothing attached does nothing. pg_session_adapter gives the attached adapter, or NULL. */
+PG_API pg_status pg_session_attach_adapter(pg_session* session, const pg_lora_adapter* adapter);
+PG_API pg_status pg_session_detach_adapter(pg_session* session);
+PG_API pg_status pg_session_adapter(const pg_session* session, const pg_lora_adapter** adapter);
+
+/* Adapter training checkpoints (docs/formats.md §5, format 1.1): save writes the trainer's
+ * adapter (factors, configuration, base identity, training record) and everything the run
+ * changes besides it (step, AdamW moments, sampler state, dropout stream, the configuration
+ * with n_threads) into one file, atomically, read back and checked before success. resume
+ * loads it against `base` (checked as pg_lora_adapter_load with a base, and as
+ * pg_lora_trainer_create) and returns a new adapter and a trainer over it (free the trainer
+ * before the adapter); after pg_lora_trainer_set_data with the same tokens, the run continues
+ * bit for bit: N steps straight equal k steps, save, resume, N - k steps. A plain adapter file
+ * is PG_ERR_STATE (it has no training state). */
+PG_API pg_status pg_lora_trainer_save(const pg_lora_trainer* trainer, const char* path);
+PG_API pg_status pg_lora_trainer_resume(const char* path, const pg_model* base,
+                                        pg_lora_adapter** adapter_out, pg_lora_trainer** trainer_out);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Coordinator and data privacy (issue 13): the data filter                                   */

@@ -40,5 +40,8 @@ struct pg_session {
     pg_session(const pg_model* m, const pg::SessionOptions& options) : model(m), impl(m->impl, options) {}
     const pg_model* model;  // borrowed
     pg::Session impl;
+    // The attached adapter's hook (session_lora_api.cpp); the adapter is borrowed.
+    std::unique_ptr<pg::LinearHook> hook;
+    const pg_lora_adapter* adapter = nullptr;
     std::string last_error;
 };

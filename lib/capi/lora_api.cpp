@@ -289,6 +289,47 @@ pg_status pg_lora_trainer_step_batch(pg_lora_trainer* trainer, const int32_t* in
     });
 }
 
+pg_status pg_lora_trainer_save(const pg_lora_trainer* trainer, const char* path) {
+    return pg::guarded(err(trainer), [&] {
+        const char* fn = "pg_lora_trainer_save";
+        PG_REQUIRE_NOT_NULL(fn, trainer);
+        PG_REQUIRE_NOT_NULL(fn, path);
+        pg::require_arg(trainer->impl != nullptr, fn, "trainer has no state");
+        const pg::lora::LoraTrainer& t = *trainer->impl;
+        pg::named(fn, [&] { pg::lora::save_adapter_training(t.adapter(), t.state(), path); });
+    });
+}
+
+pg_status pg_lora_trainer_resume(const char* path, const pg_model* base, pg_lora_adapter** adapter_out,
+                                 pg_lora_trainer** trainer_out) {
+    return pg::guarded(nullptr, [&] {
+        const char* fn = "pg_lora_trainer_resume";
+        PG_REQUIRE_NOT_NULL(fn, adapter_out);
+        PG_REQUIRE_NOT_NULL(fn, trainer_out);
+        *adapter_out = nullptr;
+        *trainer_out = nullptr;
+        PG_REQUIRE_NOT_NULL(fn, path);
+        PG_REQUIRE_NOT_NULL(fn, base);
+        pg::named(fn, [&] {
+            pg::TrainerState state;
+            auto adapter = std::make_unique<pg_lora_adapter>(pg::lora::load_adapter_training(path, state));
+            pg::lora::check_adapter_matches_base(adapter->impl, base->impl);
+            auto trainer = std::make_unique<pg_lora_trainer>();
+            trainer->adapter = adapter.get();
+            try {
+                trainer->impl = std::make_unique<pg::lora::LoraTrainer>(base->impl, adapter->impl, state,
+                                                                        base->allow_untrained_base);
+            } catch (const pg::Error& e) {
+                // Values the trainer refuses came from the file: a format error, named as such.
+                const pg_status s = e.status() == PG_ERR_INVALID_ARGUMENT ? PG_ERR_FORMAT : e.status();
+                throw pg::Error(s, std::string(path) + ": training state: " + e.what());
+            }
+            *adapter_out = adapter.release();
+            *trainer_out = trainer.release();
+        });
+    });
+}
+
 pg_status pg_lora_export_peft(const pg_lora_adapter* adapter, const char* folder) {
     return pg::guarded(err(adapter), [&] {
         const char* fn = "pg_lora_export_peft";

@@ -113,6 +113,8 @@ ModelConfig decode_geometry(ByteReader& r) {
     return c;
 }
 
+}  // namespace
+
 void encode_train_state(ByteWriter& w, const TrainerState& s) {
     const TrainConfig& c = s.config;
     w.put<int64_t>(s.step);
@@ -136,6 +138,8 @@ void encode_train_state(ByteWriter& w, const TrainerState& s) {
     w.put<uint64_t>(c.seed);
     w.put<int32_t>(c.n_threads);
 }
+
+namespace {
 
 void encode_provenance(ByteWriter& w, const Provenance& p) {
     w.put<uint32_t>(uint32_t(p.kind));
@@ -169,6 +173,8 @@ Provenance decode_provenance(ByteReader& r) {
             r.context() + ": a trained model with 0 steps");
     return p;
 }
+
+}  // namespace
 
 // Structural checks only; the trainer validates the configuration's values when it resumes.
 TrainerState decode_train_state(ByteReader& r) {
@@ -206,6 +212,8 @@ TrainerState decode_train_state(ByteReader& r) {
             r.context() + ": sampler_rng state is all zero (xoshiro256** cannot leave that state)");
     return s;
 }
+
+namespace {
 
 void encode_tensor_table(ByteWriter& w, const std::vector<CheckpointTensor>& tensors) {
     w.put<uint32_t>(uint32_t(tensors.size()));

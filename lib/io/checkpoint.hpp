@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "io/bytes.hpp"
 #include "io/file_io.hpp"
 #include "model/model.hpp"
 #include "train/train_config.hpp"
@@ -59,6 +60,12 @@ struct CheckpointHeader {
     uint64_t data_bytes = 0;  // uncompressed size of the data region
     std::vector<std::string> skipped_sections;  // unknown optional sections (tags)
 };
+
+// The trainer state without the moments, as section TRAN stores it (docs/formats.md §1.2; 124
+// bytes). The adapter training checkpoint (§5) stores the same bytes. decode checks structure
+// only (PG_ERR_FORMAT naming the field); the trainer validates the values when it resumes.
+void encode_train_state(ByteWriter& w, const TrainerState& s);
+TrainerState decode_train_state(ByteReader& r);
 
 // Phase 1. Throws PG_ERR_FORMAT / VERSION / CHECKSUM / GEOMETRY / IO naming what is wrong.
 CheckpointHeader read_checkpoint_header(const ByteSource& src);

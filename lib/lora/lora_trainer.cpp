@@ -44,6 +44,11 @@ LoraTrainer::LoraTrainer(const Model& base, Adapter& adapter, const TrainConfig&
     adapter_.record().seed = driver_.config().seed;
 }
 
+LoraTrainer::LoraTrainer(const Model& base, Adapter& adapter, const TrainerState& state, bool allow_untrained_base)
+    : LoraTrainer(base, adapter, state.config, allow_untrained_base) {
+    driver_.restore(state, "adapter training state");
+}
+
 LoraTrainer::~LoraTrainer() = default;
 
 StepResult LoraTrainer::recorded(const StepResult& r) {
