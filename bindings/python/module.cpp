@@ -16,6 +16,8 @@
 
 #include <phonegpt/phonegpt.h>
 
+#include "binding_hooks.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
@@ -384,6 +386,16 @@ struct EnumNames<pg_lora_average_method> {  // the names lib/lora/average.cpp gi
         {PG_LORA_AVERAGE_FEDAVG_FACTORS, "fedavg_factors"}, {PG_LORA_AVERAGE_CAT, "cat"},
         {PG_LORA_AVERAGE_SVD, "svd"}, {PG_LORA_AVERAGE_FROZEN_A, "frozen_a"}};
 };
+template <>
+struct EnumNames<pg_signature_policy> {
+    static constexpr std::pair<pg_signature_policy, const char*> items[] = {
+        {PG_SIGNATURE_REQUIRED, "required"}, {PG_SIGNATURE_OPTIONAL, "optional"}, {PG_SIGNATURE_OFF, "off"}};
+};
+template <>
+struct EnumNames<pg_check_outcome> {
+    static constexpr std::pair<pg_check_outcome, const char*> items[] = {
+        {PG_CHECK_PASSED, "passed"}, {PG_CHECK_FAILED, "failed"}, {PG_CHECK_SKIPPED, "skipped"}};
+};
 template <class E>
 std::string enum_name(E v) {
     for (const auto& item : EnumNames<E>::items)
@@ -416,6 +428,11 @@ const CallRoute kCallRoutes[] = {
     {"pg_sample_config", nullptr, "Model.generate"},
     {"pg_tensor_info", "name", "Model.tensor_info"},  // the struct holds a model-owned string
     {"pg_tensor_info", "data", "Model.parameter"},    // a numpy view instead of the pointer
+    // bindings/python/coord_bindings.cpp
+    {"pg_lora_config", nullptr, "Adapter.create"},            // layers: a sequence argument
+    {"pg_data_filter_config", nullptr, "DataFilter.__init__"},  // replacement, custom_rule
+    {"pg_validation_summary", "key_id", "ValidationReport.key_id()"},
+    {"pg_validation_check", nullptr, "ValidationReport.checks()"},  // dicts with name and message
 };
 // Python's argument name where it differs from the C field's.
 std::string argument_name(const std::string& field) { return field == "stop_strings" ? "stop" : field; }
@@ -471,7 +488,9 @@ struct StructBinding {
         routes[field] = py::none();
         for (const CallRoute& r : kCallRoutes) {
             if (c_name == r.c_struct && (!r.field || std::string(field) == r.field)) {
-                routes[field] = std::string(r.call) + (arg.empty() ? "" : "(" + arg + ")");
+                // "Class.member()": the field is reached through that member, not as an argument
+                const bool verbatim = std::strchr(r.call, '(') != nullptr;
+                routes[field] = std::string(r.call) + (arg.empty() || verbatim ? "" : "(" + arg + ")");
                 return;
             }
         }
@@ -1214,6 +1233,21 @@ void add_lifetime(PyC& cls, const char* what) {
         .def("__exit__", [](C& self, py::args) { self.close(); });
 }
 
+// What the other binding files borrow from this one (binding_hooks.hpp).
+pg_py::Hooks binding_hooks() {
+    pg_py::Hooks h;
+    h.raise_status = raise_status;
+    h.check = check;
+    h.call_nogil = [](const std::function<pg_status()>& call) { call_nogil(call); };
+    h.as_tokens = as_tokens;
+    h.model_of = [](const py::handle& obj) -> ModelPtr {
+        if (!py::isinstance<Model>(obj)) throw py::type_error("expected a phonegpt.Model");
+        return obj.cast<const Model&>().ptr();
+    };
+    h.to_path = to_path;
+    return h;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_phonegpt, m) {
@@ -1433,4 +1467,7 @@ PYBIND11_MODULE(_phonegpt, m) {
         .def("save", &Trainer::save, py::arg("path"), py::arg("options") = py::none(),
              "Saves model and training state so that resume() continues bit for bit.");
     add_lifetime<Trainer>(trainer, "trainer");
+
+    // The coordinator's side and the phone's data filter (bindings/python/coord_bindings.cpp).
+    pg_py::bind_coord(m, binding_hooks());
 }

@@ -1010,6 +1010,109 @@ PG_API pg_status pg_lora_average(const pg_lora_adapter* const* adapters, size_t 
                                  const double* weights, const pg_lora_average_config* config,
                                  pg_lora_adapter** out, pg_lora_average_report* report);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Coordinator (issue 13): validating an upload (docs/federated.md, "Validation")             */
+/* ------------------------------------------------------------------------------------------ */
+
+/* What a validator does with signatures. */
+typedef enum pg_signature_policy {
+    PG_SIGNATURE_REQUIRED = 0,   /* an unsigned or badly signed upload fails (default) */
+    PG_SIGNATURE_OPTIONAL = 1,   /* unsigned is skipped; a signature present must verify */
+    PG_SIGNATURE_OFF = 2         /* not checked (skipped) */
+} pg_signature_policy;
+
+typedef struct pg_validation_policy {
+    uint32_t struct_size;
+    pg_signature_policy signature;   /* default PG_SIGNATURE_REQUIRED */
+    float start_tolerance;           /* |first recorded loss - reference loss| allowed, nats;
+                                        default 0.5 */
+    float divergence_tolerance;      /* mean loss of the record's last quarter may exceed its
+                                        first quarter's by this, nats; default 0.1 */
+    float heldout_tolerance;         /* the adapter's held-out loss may exceed the base's by
+                                        this, nats; default 0.5 */
+    int32_t n_threads;               /* evaluations; <= 0: all cores (default 0) */
+} pg_validation_policy;
+PG_API void pg_validation_policy_default(pg_validation_policy* policy);
+
+/* A coordinator's validator for one base (borrowed: it must outlive the validator and not
+ * change). It holds the trusted keys (copied), the reference loss and the held-out split, both
+ * evaluated once when set, not per upload. */
+typedef struct pg_validator pg_validator;
+PG_API pg_status pg_validator_create(const pg_model* base, const pg_validation_policy* policy,
+                                     pg_validator** out);
+PG_API void pg_validator_free(pg_validator* validator);
+PG_API const char* pg_validator_last_error(const pg_validator* validator);
+/* Replaces the trusted keys with a copy of `keys`. */
+PG_API pg_status pg_validator_set_trusted_keys(pg_validator* validator, const pg_trusted_keys* keys);
+/* Where a trajectory must start: the loss of the base (with `resumed_from`, the adapter the
+ * round started from, when not NULL; it must be this base's) on `tokens` (n >= 2) of the
+ * adapter's kind of data, evaluated now. Without a reference the start check is skipped. */
+PG_API pg_status pg_validator_set_reference(pg_validator* validator, const pg_lora_adapter* resumed_from,
+                                            const int32_t* tokens, size_t n);
+/* The coordinator's held-out split (n >= 2): the base is evaluated on it now, each upload when
+ * validated; without it the held-out check is skipped. */
+PG_API pg_status pg_validator_set_heldout(pg_validator* validator, const int32_t* tokens, size_t n);
+
+typedef enum pg_check_outcome {
+    PG_CHECK_PASSED = 0,
+    PG_CHECK_FAILED = 1,
+    PG_CHECK_SKIPPED = 2         /* could not run: its input failed or was not given */
+} pg_check_outcome;
+
+/* The report of one validation (opaque). */
+typedef struct pg_validation_report pg_validation_report;
+
+/* Validates an upload: the adapter file's `n` bytes and its signature file's text (`signature`
+ * NULL = unsigned). Every check runs and is reported, in this order: "format", "geometry",
+ * "base weights", "tokenizer", "signature", "trajectory present", "trajectory finite",
+ * "trajectory length", "trajectory start", "trajectory not diverging", "held-out evaluation"
+ * (docs/federated.md states each rule). Returns PG_OK whenever the validation ran, whatever the
+ * upload holds (hostile bytes included); the report says whether it is accepted. */
+PG_API pg_status pg_lora_validate(const pg_validator* validator, const void* bytes, size_t n,
+                                  const char* signature, size_t sig_len, pg_validation_report** out);
+/* The same from files; `signature_path` NULL = unsigned. A file that cannot be read is
+ * PG_ERR_IO (nothing was uploaded to validate). */
+PG_API pg_status pg_lora_validate_file(const pg_validator* validator, const char* adapter_path,
+                                       const char* signature_path, pg_validation_report** out);
+PG_API void pg_validation_report_free(pg_validation_report* report);
+
+typedef struct pg_validation_summary {
+    uint32_t struct_size;
+    int32_t accepted;                /* 1 when no check failed */
+    int32_t n_checks;
+    int32_t n_failed;
+    int32_t n_skipped;
+    const char* key_id;              /* the signer's key id, "" when unsigned or unreadable
+                                        (owned by the report) */
+    int64_t steps;                   /* the training record's (0 when the file did not load) */
+    int64_t tokens;
+    /* Figures (NaN when not measured): */
+    double reference_loss;           /* the base's (+ resumed adapter's) on the reference tokens */
+    double first_loss;               /* the record's first and last losses */
+    double last_loss;
+    double heldout_base_loss;
+    double heldout_adapter_loss;     /* improvement = heldout_base_loss - heldout_adapter_loss */
+} pg_validation_summary;
+PG_API pg_status pg_validation_report_summary(const pg_validation_report* report,
+                                              pg_validation_summary* summary);
+
+typedef struct pg_validation_check {
+    uint32_t struct_size;
+    const char* name;                /* owned by the report */
+    pg_check_outcome outcome;
+    const char* message;             /* why it failed or was skipped, or what passed */
+} pg_validation_check;
+/* Check `index` in [0, n_checks). */
+PG_API pg_status pg_validation_report_check(const pg_validation_report* report, int32_t index,
+                                            pg_validation_check* check);
+/* The report as JSON (docs/federated.md): sizing as for pg_tokenizer_decode. */
+PG_API pg_status pg_validation_report_json(const pg_validation_report* report, char* text,
+                                           size_t capacity, size_t* len);
+/* A new handle on the adapter the upload holds (what was validated: average exactly this);
+ * PG_ERR_STATE when the file did not load. */
+PG_API pg_status pg_validation_report_adapter(const pg_validation_report* report,
+                                              pg_lora_adapter** out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,18 +7,11 @@
 #include <vector>
 
 #include "capi/boundary.hpp"
+#include "capi/coordinator_handles.hpp"
 #include "capi/lora_handles.hpp"
+#include "capi/text_out.hpp"
 #include "lora/average.hpp"
 #include "lora/sign.hpp"
-
-struct pg_signing_key {
-    explicit pg_signing_key(pg::lora::SigningKey k) : impl(std::move(k)) {}
-    pg::lora::SigningKey impl;
-};
-
-struct pg_trusted_keys {
-    pg::lora::TrustedKeys impl;
-};
 
 namespace {
 
@@ -29,16 +22,6 @@ pg::lora::PublicKey public_key_from(const uint8_t* bytes) {
 }
 
 std::string* adapter_err(const pg_lora_adapter* a) { return a ? &a->last_error : nullptr; }
-
-void copy_text_out(const std::string& s, char* out, std::size_t capacity, std::size_t* len, const char* fn) {
-    *len = s.size();
-    if (capacity < s.size() + 1)
-        throw pg::Error(PG_ERR_BUFFER_TOO_SMALL, std::string(fn) + ": capacity " + std::to_string(capacity) +
-                                                     " is smaller than the " + std::to_string(s.size() + 1) +
-                                                     " bytes needed (with the NUL)");
-    std::memcpy(out, s.data(), s.size());
-    out[s.size()] = '\0';
-}
 
 pg_lora_average_config default_average_config() {
     auto c = pg::blank_c_struct<pg_lora_average_config>();
@@ -115,7 +98,7 @@ pg_status pg_lora_adapter_sign(const pg_signing_key* key, const pg_lora_adapter*
         PG_REQUIRE_NOT_NULL(fn, len);
         pg::require_arg(signature != nullptr || capacity == 0, fn, "signature is NULL");
         const std::string text = pg::lora::sign_adapter(key->impl, file_bytes, n, adapter->impl.base(), adapter->impl.record());
-        copy_text_out(text, signature, capacity, len, fn);
+        pg::capi::copy_text_out(text, signature, capacity, len, fn);
     });
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "capi/boundary.hpp"
+#include "capi/text_out.hpp"
 #include "privacy/data_filter.hpp"
 
 struct pg_data_filter {
@@ -98,14 +99,7 @@ pg_status pg_data_filter_output(const pg_data_filter* filter, char* text, size_t
         PG_REQUIRE_NOT_NULL(fn, filter);
         PG_REQUIRE_NOT_NULL(fn, len);
         pg::require_arg(text != nullptr || capacity == 0, fn, "text is NULL");
-        const std::string& s = filter->last.text;
-        *len = s.size();
-        if (capacity < s.size() + 1)
-            throw pg::Error(PG_ERR_BUFFER_TOO_SMALL, std::string(fn) + ": capacity " + std::to_string(capacity) +
-                                                         " is smaller than the " + std::to_string(s.size() + 1) +
-                                                         " bytes needed (with the NUL)");
-        std::memcpy(text, s.data(), s.size());
-        text[s.size()] = '\0';
+        pg::capi::copy_text_out(filter->last.text, text, capacity, len, fn);
     });
 }
 

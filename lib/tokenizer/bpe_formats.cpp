@@ -158,13 +158,14 @@ void read_alphabet_vocab(const io::JsonValue& obj, const std::string& where, std
                          std::unordered_map<std::string, int32_t>* id_of) {
     for (const auto& [key, value] : obj.as_object(where)) {
         const uint64_t id = value.as_u64(where + " entry " + quote_line(key));
-        require(id < BpeTokenizer::kMaxVocab, PG_ERR_FORMAT,
-                where + " entry " + quote_line(key) + " has id " + std::to_string(id) + ", over the largest id " +
-                    std::to_string(BpeTokenizer::kMaxVocab - 1));
+        if (id >= BpeTokenizer::kMaxVocab)
+            throw Error(PG_ERR_FORMAT, where + " entry " + quote_line(key) + " has id " + std::to_string(id) +
+                                           ", over the largest id " + std::to_string(BpeTokenizer::kMaxVocab - 1));
         Token t;
         t.id = int32_t(id);
-        require(from_alphabet(key, &t.bytes) && !t.bytes.empty(), PG_ERR_FORMAT,
-                where + " entry " + quote_line(key) + " has a character outside the byte-level alphabet");
+        if (!from_alphabet(key, &t.bytes) || t.bytes.empty())
+            throw Error(PG_ERR_FORMAT,
+                        where + " entry " + quote_line(key) + " has a character outside the byte-level alphabet");
         (*id_of)[key] = t.id;
         vocab->push_back(std::move(t));
     }
@@ -193,6 +194,7 @@ std::unique_ptr<BpeTokenizer> load_tiktoken(std::string_view data, const std::st
     std::vector<Token> ranks;
     std::vector<std::size_t> line_of;
     std::size_t line_no = 0;
+    // Checks in this loop build their message only on failure: it runs once per token.
     for (std::size_t pos = 0; pos < data.size();) {
         std::size_t end = data.find('\n', pos);
         if (end == std::string_view::npos) end = data.size();
@@ -200,24 +202,26 @@ std::unique_ptr<BpeTokenizer> load_tiktoken(std::string_view data, const std::st
         ++line_no;
         pos = end + 1;
         if (line.empty()) {
-            require(pos >= data.size(), PG_ERR_FORMAT, "tiktoken rank file line " + std::to_string(line_no) + " is empty");
+            if (pos < data.size())
+                throw Error(PG_ERR_FORMAT, "tiktoken rank file line " + std::to_string(line_no) + " is empty");
             continue;
         }
         const std::size_t space = line.find(' ');
-        require(space != std::string_view::npos && line.find(' ', space + 1) == std::string_view::npos, PG_ERR_FORMAT,
-                "tiktoken rank file line " + std::to_string(line_no) + " " + quote_line(line) +
-                    " is not \"base64 rank\"");
+        if (space == std::string_view::npos || line.find(' ', space + 1) != std::string_view::npos)
+            throw Error(PG_ERR_FORMAT, "tiktoken rank file line " + std::to_string(line_no) + " " + quote_line(line) +
+                                           " is not \"base64 rank\"");
         Token t;
-        require(base64_decode(line.substr(0, space), &t.bytes), PG_ERR_FORMAT,
-                "tiktoken rank file line " + std::to_string(line_no) + " has invalid base64 " +
-                    quote_line(line.substr(0, space)));
+        if (!base64_decode(line.substr(0, space), &t.bytes))
+            throw Error(PG_ERR_FORMAT, "tiktoken rank file line " + std::to_string(line_no) + " has invalid base64 " +
+                                           quote_line(line.substr(0, space)));
         uint64_t rank;
-        require(parse_rank(line.substr(space + 1), &rank), PG_ERR_FORMAT,
-                "tiktoken rank file line " + std::to_string(line_no) + " has rank " +
-                    quote_line(line.substr(space + 1)) + ", not a decimal number");
-        require(rank < BpeTokenizer::kMaxVocab, PG_ERR_FORMAT,
-                "tiktoken rank file line " + std::to_string(line_no) + " has rank " + std::to_string(rank) +
-                    ", over the largest id " + std::to_string(BpeTokenizer::kMaxVocab - 1));
+        if (!parse_rank(line.substr(space + 1), &rank))
+            throw Error(PG_ERR_FORMAT, "tiktoken rank file line " + std::to_string(line_no) + " has rank " +
+                                           quote_line(line.substr(space + 1)) + ", not a decimal number");
+        if (rank >= BpeTokenizer::kMaxVocab)
+            throw Error(PG_ERR_FORMAT, "tiktoken rank file line " + std::to_string(line_no) + " has rank " +
+                                           std::to_string(rank) + ", over the largest id " +
+                                           std::to_string(BpeTokenizer::kMaxVocab - 1));
         t.id = int32_t(rank);
         ranks.push_back(std::move(t));
         line_of.push_back(line_no);

@@ -128,8 +128,7 @@ void BpeTokenizer::build(bool derive_pairs_from_ranks, const std::vector<Merge>*
     vocab_size_ = max_id + 1;
 
     // Bytes of every id: ordinary tokens, then specials that have no ordinary token.
-    offset_of_.assign(std::size_t(vocab_size_), kNoOffset);
-    length_of_.assign(std::size_t(vocab_size_), 0);
+    span_of_.assign(std::size_t(vocab_size_), Span{kNoOffset, 0});
     special_flag_.assign(std::size_t(vocab_size_), 0);
     std::size_t total = 0;
     for (const auto& t : tokens_) total += t.bytes.size();
@@ -137,45 +136,49 @@ void BpeTokenizer::build(bool derive_pairs_from_ranks, const std::vector<Merge>*
     require(total < kNoOffset, PG_ERR_FORMAT, "BPE vocabulary has more than 4 GiB of token bytes");
     arena_.clear();
     arena_.reserve(total);
+    longest_token_ = 0;
     for (const auto& t : tokens_) {
-        offset_of_[std::size_t(t.id)] = uint32_t(arena_.size());
-        length_of_[std::size_t(t.id)] = uint32_t(t.bytes.size());
+        span_of_[std::size_t(t.id)] = Span{uint32_t(arena_.size()), uint32_t(t.bytes.size())};
         arena_ += t.bytes;
+        longest_token_ = std::max(longest_token_, t.bytes.size());
     }
     for (const auto& s : specials_) {
         special_flag_[std::size_t(s.id)] = 1;
-        if (offset_of_[std::size_t(s.id)] != kNoOffset) {
-            require(std::string_view(arena_.data() + offset_of_[std::size_t(s.id)], length_of_[std::size_t(s.id)]) ==
-                        s.bytes,
-                    PG_ERR_FORMAT,
-                    "special token " + describe_bytes(s.bytes) + " has id " + std::to_string(s.id) +
-                        ", which is the ordinary token " +
-                        describe_bytes(arena_.substr(offset_of_[std::size_t(s.id)], length_of_[std::size_t(s.id)])));
+        const Span span = span_of_[std::size_t(s.id)];
+        if (span.offset != kNoOffset) {
+            if (std::string_view(arena_.data() + span.offset, span.length) != s.bytes)
+                throw Error(PG_ERR_FORMAT, "special token " + describe_bytes(s.bytes) + " has id " +
+                                               std::to_string(s.id) + ", which is the ordinary token " +
+                                               describe_bytes(arena_.substr(span.offset, span.length)));
             continue;
         }
-        offset_of_[std::size_t(s.id)] = uint32_t(arena_.size());
-        length_of_[std::size_t(s.id)] = uint32_t(s.bytes.size());
+        span_of_[std::size_t(s.id)] = Span{uint32_t(arena_.size()), uint32_t(s.bytes.size())};
         arena_ += s.bytes;
     }
 
     // bytes -> ordinary id
     const uint64_t cap = table_capacity(tokens_.size());
     byte_mask_ = cap - 1;
-    byte_table_.assign(cap, -1);
+    byte_table_.assign(cap, ByteSlot{-1, 0});
+    maybe_mask_ = 4 * cap - 1;  // cap >= 2 tokens, so >= 8 bits a token
+    maybe_token_.assign((maybe_mask_ + 1) / 64, 0);
     byte_token_.assign(256, -1);
     for (const auto& t : tokens_) {
         const auto* p = reinterpret_cast<const unsigned char*>(t.bytes.data());
-        uint64_t h = hash_bytes(p, t.bytes.size()) & byte_mask_;
-        while (byte_table_[h] >= 0) {
-            const int32_t other = byte_table_[h];
-            require(length_of_[std::size_t(other)] != t.bytes.size() ||
-                        std::memcmp(arena_.data() + offset_of_[std::size_t(other)], p, t.bytes.size()) != 0,
-                    PG_ERR_FORMAT,
-                    "tokens " + std::to_string(other) + " and " + std::to_string(t.id) + " have the same bytes " +
-                        describe_bytes(t.bytes));
-            h = (h + 1) & byte_mask_;
+        const uint64_t hash = hash_bytes(p, t.bytes.size());
+        const uint32_t tag = uint32_t(hash >> 32);
+        uint64_t h = hash & byte_mask_;
+        for (; byte_table_[h].id >= 0; h = (h + 1) & byte_mask_) {
+            const ByteSlot other = byte_table_[h];
+            const Span span = span_of_[std::size_t(other.id)];
+            if (other.tag == tag && span.length == t.bytes.size() &&
+                std::memcmp(arena_.data() + span.offset, p, t.bytes.size()) == 0)
+                throw Error(PG_ERR_FORMAT, "tokens " + std::to_string(other.id) + " and " + std::to_string(t.id) +
+                                               " have the same bytes " + describe_bytes(t.bytes));
         }
-        byte_table_[h] = t.id;
+        byte_table_[h] = ByteSlot{t.id, tag};
+        const uint64_t bit = tag & maybe_mask_;
+        maybe_token_[bit >> 6] |= uint64_t(1) << (bit & 63);
         if (t.bytes.size() == 1) byte_token_[p[0]] = t.id;
     }
 
@@ -199,32 +202,38 @@ void BpeTokenizer::build(bool derive_pairs_from_ranks, const std::vector<Merge>*
             const Merge& mg = merges_[m];
             const std::string* l = token_bytes(mg.left);
             const std::string* r = token_bytes(mg.right);
-            require(l && r && !is_special(mg.left) && !is_special(mg.right), PG_ERR_FORMAT,
-                    "merge " + std::to_string(m) + " (" + std::to_string(mg.left) + ", " + std::to_string(mg.right) +
-                        ") names an id that is no ordinary token");
+            if (!l || !r || is_special(mg.left) || is_special(mg.right))
+                throw Error(PG_ERR_FORMAT, "merge " + std::to_string(m) + " (" + std::to_string(mg.left) + ", " +
+                                               std::to_string(mg.right) + ") names an id that is no ordinary token");
             joined = *l + *r;
             const int32_t result = lookup_bytes(reinterpret_cast<const unsigned char*>(joined.data()), joined.size());
-            require(result >= 0, PG_ERR_FORMAT,
-                    "merge " + std::to_string(m) + " makes " + describe_bytes(joined) + ", which is not in the vocabulary");
+            if (result < 0)
+                throw Error(PG_ERR_FORMAT, "merge " + std::to_string(m) + " makes " + describe_bytes(joined) +
+                                               ", which is not in the vocabulary");
             pairs.emplace_back((uint64_t(uint32_t(mg.left)) << 32) | uint32_t(mg.right),
                                (uint64_t(m) << 32) | uint32_t(result));
         }
     }
     const uint64_t pcap = table_capacity(pairs.size());
     pair_mask_ = pcap - 1;
-    pair_keys_.assign(pcap, kEmptyPair);
-    pair_values_.assign(pcap, 0);
+    pair_table_.assign(pcap, PairSlot{kEmptyPair, 0, 0});
     for (std::size_t i = 0; i < pairs.size(); ++i) {
         uint64_t h = mix(pairs[i].first) & pair_mask_;
-        while (pair_keys_[h] != kEmptyPair) {
-            require(pair_keys_[h] != pairs[i].first, PG_ERR_FORMAT,
-                    "merge " + std::to_string(i) + " (" + std::to_string(pairs[i].first >> 32) + ", " +
-                        std::to_string(pairs[i].first & 0xFFFFFFFFu) + ") is listed twice");
+        while (pair_table_[h].key != kEmptyPair) {
+            if (pair_table_[h].key == pairs[i].first)
+                throw Error(PG_ERR_FORMAT, "merge " + std::to_string(i) + " (" + std::to_string(pairs[i].first >> 32) +
+                                               ", " + std::to_string(pairs[i].first & 0xFFFFFFFFu) + ") is listed twice");
             h = (h + 1) & pair_mask_;
         }
-        pair_keys_[h] = pairs[i].first;
-        pair_values_[h] = pairs[i].second;
+        pair_table_[h] = PairSlot{pairs[i].first, uint32_t(pairs[i].second >> 32), int32_t(pairs[i].second & 0xFFFFFFFFu)};
     }
+    byte_pair_.assign(256 * 256, PairValue{kNoPriority, -1});
+    for (unsigned a = 0; a < 256; ++a)
+        for (unsigned b = 0; b < 256; ++b) {
+            PairValue& v = byte_pair_[a << 8 | b];
+            if (byte_token_[a] < 0 || byte_token_[b] < 0 || !pair_lookup(byte_token_[a], byte_token_[b], &v.priority, &v.result))
+                v = PairValue{kNoPriority, -1};
+        }
 
     // Where a whole-piece lookup gives the ids merging would.
     whole_ok_.assign(std::size_t(vocab_size_), 0);
@@ -247,13 +256,17 @@ void BpeTokenizer::build(bool derive_pairs_from_ranks, const std::vector<Merge>*
 }
 
 int32_t BpeTokenizer::lookup_bytes(const unsigned char* p, std::size_t n) const {
-    uint64_t h = hash_bytes(p, n) & byte_mask_;
-    for (;;) {
-        const int32_t id = byte_table_[h];
-        if (id < 0) return -1;
-        if (length_of_[std::size_t(id)] == n && std::memcmp(arena_.data() + offset_of_[std::size_t(id)], p, n) == 0)
-            return id;
-        h = (h + 1) & byte_mask_;
+    if (n > longest_token_) return -1;
+    const uint64_t hash = hash_bytes(p, n);
+    const uint32_t tag = uint32_t(hash >> 32);
+    const uint64_t bit = tag & maybe_mask_;
+    if (((maybe_token_[bit >> 6] >> (bit & 63)) & 1) == 0) return -1;
+    for (uint64_t h = hash & byte_mask_;; h = (h + 1) & byte_mask_) {
+        const ByteSlot slot = byte_table_[h];
+        if (slot.id < 0) return -1;
+        if (slot.tag != tag) continue;
+        const Span span = span_of_[std::size_t(slot.id)];
+        if (span.length == n && std::memcmp(arena_.data() + span.offset, p, n) == 0) return slot.id;
     }
 }
 
@@ -261,11 +274,11 @@ bool BpeTokenizer::pair_lookup(int32_t a, int32_t b, uint32_t* priority, int32_t
     const uint64_t key = (uint64_t(uint32_t(a)) << 32) | uint32_t(b);
     uint64_t h = mix(key) & pair_mask_;
     for (;;) {
-        const uint64_t k = pair_keys_[h];
-        if (k == kEmptyPair) return false;
-        if (k == key) {
-            *priority = uint32_t(pair_values_[h] >> 32);
-            *result = int32_t(pair_values_[h] & 0xFFFFFFFFu);
+        const PairSlot& slot = pair_table_[h];
+        if (slot.key == kEmptyPair) return false;
+        if (slot.key == key) {
+            *priority = slot.priority;
+            *result = slot.result;
             return true;
         }
         h = (h + 1) & pair_mask_;
@@ -303,7 +316,11 @@ void BpeTokenizer::merge_small(const unsigned char* p, std::size_t n, std::vecto
     const auto rank_pair = [&](std::size_t i) {
         if (!pair_lookup(ids[i], ids[i + 1], &pri[i], &res[i])) pri[i] = kNoPriority;
     };
-    for (std::size_t i = 0; i + 1 < m; ++i) rank_pair(i);
+    for (std::size_t i = 0; i + 1 < m; ++i) {
+        const PairValue v = byte_pair(p[i], p[i + 1]);
+        pri[i] = v.priority;
+        res[i] = v.result;
+    }
     while (m > 1) {
         std::size_t best = 0;
         uint32_t best_pri = kNoPriority;
@@ -329,29 +346,34 @@ void BpeTokenizer::merge_small(const unsigned char* p, std::size_t n, std::vecto
 // position and skipped if stale. A 1 MB run of one character takes a handful of sweeps.
 void BpeTokenizer::merge_large(const unsigned char* p, std::size_t n, std::vector<int32_t>& out) const {
     constexpr int kMaxSweeps = 64;
-    std::vector<int32_t> id(n), next(n), prev(n), result(n);
-    std::vector<uint32_t> pri(n);
-    const auto rank_pair = [&](int32_t i) {
-        const std::size_t u = std::size_t(i);
-        if (next[u] < 0 || !pair_lookup(id[u], id[std::size_t(next[u])], &pri[u], &result[u])) pri[u] = kNoPriority;
+    // One node per part, all fields together: a merge touches one cache line per node.
+    // Uninitialised on purpose (every field is written below before it is read).
+    struct Node {
+        int32_t id;      // -1 once absorbed into its left neighbour
+        int32_t next;    // -1 at the end
+        int32_t prev;    // -1 at the start
+        uint32_t pri;    // priority of the pair (this, next), kNoPriority if none
+        int32_t result;  // the token that pair merges into
     };
-    for (std::size_t i = 0; i < n; ++i) {
-        id[i] = byte_token_[p[i]];
-        next[i] = i + 1 < n ? int32_t(i + 1) : -1;
-        prev[i] = int32_t(i) - 1;
-    }
+    std::unique_ptr<Node[]> node(new Node[n]);
+    const auto rank_pair = [&](int32_t i) {
+        Node& u = node[std::size_t(i)];
+        if (u.next < 0 || !pair_lookup(u.id, node[std::size_t(u.next)].id, &u.pri, &u.result)) u.pri = kNoPriority;
+    };
     uint32_t lowest = kNoPriority;
     for (std::size_t i = 0; i < n; ++i) {
-        rank_pair(int32_t(i));
-        lowest = std::min(lowest, pri[i]);
+        const PairValue v = i + 1 < n ? byte_pair(p[i], p[i + 1]) : PairValue{kNoPriority, -1};
+        node[i] = Node{byte_token_[p[i]], i + 1 < n ? int32_t(i + 1) : -1, int32_t(i) - 1, v.priority, v.result};
+        lowest = std::min(lowest, v.priority);
     }
     const auto merge_at = [&](std::size_t i) {  // node i absorbs its right neighbour
-        const int32_t j = next[i];
-        id[i] = result[i];
-        id[std::size_t(j)] = -1;
-        next[i] = next[std::size_t(j)];
-        if (next[i] >= 0) prev[std::size_t(next[i])] = int32_t(i);
-        if (prev[i] >= 0) rank_pair(prev[i]);
+        Node& u = node[i];
+        Node& absorbed = node[std::size_t(u.next)];
+        u.id = u.result;
+        absorbed.id = -1;
+        u.next = absorbed.next;
+        if (u.next >= 0) node[std::size_t(u.next)].prev = int32_t(i);
+        if (u.prev >= 0) rank_pair(u.prev);
         rank_pair(int32_t(i));
     };
     bool use_heap = false;
@@ -362,30 +384,30 @@ void BpeTokenizer::merge_large(const unsigned char* p, std::size_t n, std::vecto
         }
         const uint32_t target = lowest;
         lowest = kNoPriority;  // the lowest priority left after this sweep (a stale low value only costs an empty sweep)
-        for (int32_t i = 0; i >= 0; i = next[std::size_t(i)]) {
+        for (int32_t i = 0; i >= 0; i = node[std::size_t(i)].next) {
             const std::size_t u = std::size_t(i);
-            if (pri[u] == target) {
+            if (node[u].pri == target) {
                 merge_at(u);
-                const uint32_t left = prev[u] >= 0 ? pri[std::size_t(prev[u])] : kNoPriority;
-                if (left <= target || pri[u] <= target) {
+                const uint32_t left = node[u].prev >= 0 ? node[std::size_t(node[u].prev)].pri : kNoPriority;
+                if (left <= target || node[u].pri <= target) {
                     use_heap = true;
                     break;
                 }
                 lowest = std::min(lowest, left);
             }
-            lowest = std::min(lowest, pri[u]);
+            lowest = std::min(lowest, node[u].pri);
         }
     }
     if (use_heap) {
         std::vector<uint64_t> heap;
         heap.reserve(n);
         const std::greater<uint64_t> later;  // std heaps are max-heaps: invert for the smallest key on top
-        const auto key = [&](int32_t i) { return (uint64_t(pri[std::size_t(i)]) << 32) | uint32_t(i); };
-        for (int32_t i = 0; i >= 0; i = next[std::size_t(i)])
-            if (pri[std::size_t(i)] != kNoPriority) heap.push_back(key(i));
+        const auto key = [&](int32_t i) { return (uint64_t(node[std::size_t(i)].pri) << 32) | uint32_t(i); };
+        for (int32_t i = 0; i >= 0; i = node[std::size_t(i)].next)
+            if (node[std::size_t(i)].pri != kNoPriority) heap.push_back(key(i));
         std::make_heap(heap.begin(), heap.end(), later);
         const auto push = [&](int32_t i) {
-            if (i >= 0 && pri[std::size_t(i)] != kNoPriority) {
+            if (i >= 0 && node[std::size_t(i)].pri != kNoPriority) {
                 heap.push_back(key(i));
                 std::push_heap(heap.begin(), heap.end(), later);
             }
@@ -395,18 +417,30 @@ void BpeTokenizer::merge_large(const unsigned char* p, std::size_t n, std::vecto
             const uint64_t k = heap.back();
             heap.pop_back();
             const std::size_t i = uint32_t(k);
-            // pri[] always holds the current pair's priority: a key that disagrees is stale.
-            if (id[i] < 0 || pri[i] != uint32_t(k >> 32)) continue;
+            // pri always holds the current pair's priority: a key that disagrees is stale.
+            if (node[i].id < 0 || node[i].pri != uint32_t(k >> 32)) continue;
             merge_at(i);
-            push(prev[i]);
+            push(node[i].prev);
             push(int32_t(i));
         }
     }
-    for (int32_t i = 0; i >= 0; i = next[std::size_t(i)]) out.push_back(id[std::size_t(i)]);
+    for (int32_t i = 0; i >= 0; i = node[std::size_t(i)].next) out.push_back(node[std::size_t(i)].id);
 }
 
 void BpeTokenizer::encode_piece(const unsigned char* p, std::size_t n, std::size_t offset,
                                 std::vector<int32_t>& out) const {
+    if (n == 2 && !ignore_merges_ && byte_token_[p[0]] >= 0 && byte_token_[p[1]] >= 0) {
+        // Two bytes are one token exactly when their pair merges: under both rules that is
+        // what the whole-piece lookup would find (one small table instead of the big one).
+        const PairValue v = byte_pair(p[0], p[1]);
+        if (v.priority != kNoPriority) {
+            out.push_back(v.result);
+        } else {
+            out.push_back(byte_token_[p[0]]);
+            out.push_back(byte_token_[p[1]]);
+        }
+        return;
+    }
     if (n > 1) {
         const int32_t whole = lookup_bytes(p, n);
         if (whole >= 0 && whole_ok_[std::size_t(whole)]) {
@@ -488,14 +522,17 @@ std::string BpeTokenizer::decode(const int32_t* ids, std::size_t n) const {
     std::size_t total = 0;
     for (std::size_t i = 0; i < n; ++i) {
         const int32_t id = ids[i];
-        require(id >= 0 && id < vocab_size_ && offset_of_[std::size_t(id)] != kNoOffset, PG_ERR_INVALID_ARGUMENT,
-                "token id " + std::to_string(id) + " at index " + std::to_string(i) +
-                    " is not in the BPE vocabulary (ids 0.." + std::to_string(vocab_size_ - 1) + ")");
-        total += length_of_[std::size_t(id)];
+        if (id < 0 || id >= vocab_size_ || span_of_[std::size_t(id)].offset == kNoOffset)
+            throw Error(PG_ERR_INVALID_ARGUMENT, "token id " + std::to_string(id) + " at index " + std::to_string(i) +
+                                                     " is not in the BPE vocabulary (ids 0.." +
+                                                     std::to_string(vocab_size_ - 1) + ")");
+        total += span_of_[std::size_t(id)].length;
     }
     out.reserve(total);
-    for (std::size_t i = 0; i < n; ++i)
-        out.append(arena_.data() + offset_of_[std::size_t(ids[i])], length_of_[std::size_t(ids[i])]);
+    for (std::size_t i = 0; i < n; ++i) {
+        const Span span = span_of_[std::size_t(ids[i])];
+        out.append(arena_.data() + span.offset, span.length);
+    }
     return out;
 }
 

@@ -85,6 +85,23 @@ public:
     int32_t special_id(std::string_view text) const;
 
 private:
+    struct Span {  // where an id's bytes are in arena_
+        uint32_t offset, length;
+    };
+    struct ByteSlot {  // bytes -> ordinary id; id -1 is empty
+        int32_t id;
+        uint32_t tag;  // high half of the bytes' hash
+    };
+    struct PairSlot {  // (left << 32 | right) -> (priority, result); key kEmptyPair is empty
+        uint64_t key;
+        uint32_t priority;
+        int32_t result;
+    };
+    struct PairValue {
+        uint32_t priority;  // UINT32_MAX: no merge
+        int32_t result;
+    };
+
     BpeTokenizer() = default;
     void build(bool derive_pairs_from_ranks, const std::vector<Merge>* merges);
     void encode_piece(const unsigned char* p, std::size_t n, std::size_t offset, std::vector<int32_t>& out) const;
@@ -92,6 +109,8 @@ private:
     void merge_large(const unsigned char* p, std::size_t n, std::vector<int32_t>& out) const;
     int32_t lookup_bytes(const unsigned char* p, std::size_t n) const;
     bool pair_lookup(int32_t a, int32_t b, uint32_t* priority, int32_t* result) const;
+    // The merge of the single-byte tokens of bytes a and b (priority UINT32_MAX if none).
+    PairValue byte_pair(unsigned char a, unsigned char b) const { return byte_pair_[std::size_t(a) << 8 | b]; }
 
     bpe::Pattern pattern_ = bpe::Pattern::kGpt2;
     bool tiktoken_rule_ = true;
@@ -102,18 +121,26 @@ private:
     std::vector<Token> specials_;  // by increasing id
     std::vector<Merge> merges_;    // merge-list rule only, priority order
 
-    // Derived tables (rebuilt by build()).
-    std::vector<int32_t> byte_token_;               // 256: the token of each single byte, or -1
-    std::vector<uint32_t> offset_of_;               // id -> offset in arena_ (or UINT32_MAX), size vocab_size_ + 1
-    std::vector<uint32_t> length_of_;               // id -> byte length
-    std::string arena_;                             // every token's bytes
-    std::vector<uint8_t> whole_ok_;                 // id -> the piece equal to its bytes encodes to it
-    std::vector<uint8_t> special_flag_;             // id -> is a special token
-    std::vector<int32_t> byte_table_;               // open addressing: bytes -> ordinary id
+    // Derived tables (rebuilt by build()). The hash tables keep what a probe compares in the
+    // slot itself, so a miss costs one cache line and a hit two (slot, then the bytes).
+    std::vector<int32_t> byte_token_;      // 256: the token of each single byte, or -1
+    std::vector<Span> span_of_;            // id -> bytes (offset UINT32_MAX: no such id), size vocab_size_
+    std::size_t longest_token_ = 0;        // bytes of the longest ordinary token
+    std::string arena_;                    // every token's bytes
+    std::vector<uint8_t> whole_ok_;        // id -> the piece equal to its bytes encodes to it
+    std::vector<uint8_t> special_flag_;    // id -> is a special token
+    std::vector<ByteSlot> byte_table_;     // open addressing
     uint64_t byte_mask_ = 0;
-    std::vector<uint64_t> pair_keys_;               // open addressing: (a, b) -> (priority, result)
-    std::vector<uint64_t> pair_values_;
+    // One bit per hash value (8 bits a token, so ~12% false positives): a piece whose bit is
+    // clear is no token, found without touching byte_table_. On random bytes nearly every
+    // whole-piece lookup is a miss, and a cache miss into the table each was most of the time.
+    std::vector<uint64_t> maybe_token_;
+    uint64_t maybe_mask_ = 0;
+    std::vector<PairSlot> pair_table_;     // open addressing
     uint64_t pair_mask_ = 0;
+    // 256 x 256: the merge of two single-byte tokens by their bytes (every piece's first
+    // round of lookups), 512 KiB that stays in cache where the pair table would not.
+    std::vector<PairValue> byte_pair_;
 };
 
 }  // namespace pg

@@ -827,9 +827,7 @@ def _has_parameter(fn, name):
 # Structs whose C API no Python call wraps yet, and why; each must leave this list as soon as it
 # is bound (the test fails if a listed struct becomes reachable or is not in the header).
 NOT_YET_BOUND = {
-    "pg_lora_config": "the LoRA C API (issue 12) has no Python binding yet",
     "pg_encode_options": "Tokenizer.encode_special takes allowed_special itself; EncodeOptions is not exported yet",
-    "pg_data_filter_config": "the data filter (issue 13) has no Python binding yet",
 }
 
 

@@ -26,6 +26,8 @@ from ._phonegpt import (  # noqa: F401  (re-exported API)
     TokenizeError, Tokenizer, TrainConfig, Trainer, Unsupported, VersionError, __version__,
     read_file, simd_arch, split_index, status_name, version, version_number,
     DataFilterReport, LoraAverageConfig, LoraAverageReport,
+    Adapter, DataFilter, DataFilterConfig, LoraConfig, SigningKey, TrustedKeys, ValidationPolicy,
+    ValidationCheck, ValidationReport, ValidationSummary, Validator,
 )
 
 __all__ = [
@@ -37,6 +39,8 @@ __all__ = [
     "simd_arch", "split_index", "status_name", "version", "version_number", "version_info",
     "evaluate", "generate",
     "DataFilterReport", "LoraAverageConfig", "LoraAverageReport",
+    "Adapter", "DataFilter", "DataFilterConfig", "LoraConfig", "SigningKey", "TrustedKeys", "ValidationPolicy",
+    "ValidationCheck", "ValidationReport", "ValidationSummary", "Validator",
 ]
 
 

@@ -1,0 +1,42 @@
+// What module.cpp lends the binding's other files (coord_bindings.cpp, ...): its status ->
+// exception conversion, its token-array conversion and the native handle of a phonegpt.Model,
+// so each file binds its own classes over the public C API without a second copy of these.
+// The struct classes (ValidationPolicy, LoraConfig, EvalResult, ...) are generated once in
+// module.cpp from lib/core/c_struct_fields.def; other files convert them with py::cast.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <phonegpt/phonegpt.h>
+
+namespace pg_py {
+
+namespace py = pybind11;
+using TokenArray = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+
+struct Hooks {
+    // Raises the status' phonegpt exception with `message`.
+    [[noreturn]] void (*raise_status)(pg_status status, const std::string& message);
+    // PG_OK: nothing; else raises with pg_last_error().
+    void (*check)(pg_status status);
+    // Runs a C call with the GIL released and raises on failure (message read on that thread).
+    void (*call_nogil)(const std::function<pg_status()>& call);
+    // Any integer array-like as C-contiguous int32 of rank `ndim` (range-checked).
+    TokenArray (*as_tokens)(const py::handle& obj, const char* what, int ndim);
+    // The handle of a phonegpt.Model, shared (StateError once closed; TypeError for anything
+    // else): holding it keeps the native model alive.
+    std::shared_ptr<pg_model> (*model_of)(const py::handle& model);
+    // str, bytes or os.PathLike -> file-system bytes.
+    std::string (*to_path)(const py::object& path);
+};
+
+// bindings/python/coord_bindings.cpp: the data filter, keys and signatures, adapters as numpy
+// arrays (get/set, fit/evaluate), averaging and validation.
+void bind_coord(py::module_& m, const Hooks& hooks);
+
+}  // namespace pg_py

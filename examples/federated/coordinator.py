@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""The coordinator of the federated loop (docs/federated.md): serves the base and the current
+adapter over loopback HTTP, validates every upload (phonegpt.Validator: format, geometry, base,
+signature against the enrolled keys, loss trajectory, held-out evaluation) after checking the
+round's secret, averages the accepted adapters when the round closes, publishes the average,
+and prints per round the pooled validation loss of the base, of each phone and of the average.
+
+    python3 coordinator.py --workdir W --data tinyshakespeare.txt --phones 8 --rounds 2 --shape small
+
+Endpoints: GET /round (the round, its secret, whether the run is done), GET /base and
+GET /adapter (files), POST /upload (JSON: phone, round, adapter and signature in base64;
+header X-Round-Secret), GET /status (what each phone actually sent), POST /close_round,
+GET /results, POST /shutdown. Enrolled public keys: W/trusted/*.pub (32 bytes each).
+"""
+import argparse
+import base64
+import glob
+import json
+import os
+import secrets
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import SHAPES, phonegpt, pooled_split, read_text  # noqa: E402
+
+
+class Coordinator:
+    def __init__(self, args):
+        self.args, self.shape = args, SHAPES[args.shape]
+        self.lock = threading.Lock()
+        self.workdir = args.workdir
+        text = read_text(args.data)
+        train_text, val_text = pooled_split(text)
+        self.base_path = os.path.join(self.workdir, "base.pgm")
+        self.base = self.make_base(text, train_text)
+        tok = self.base.tokenizer
+        self.val = tok.encode(val_text)[: self.shape["heldout_tokens"]]
+        self.keys = phonegpt.TrustedKeys([open(p, "rb").read() for p in sorted(glob.glob(os.path.join(self.workdir, "trusted", "*.pub")))])
+        self.base_val_loss = self.base.evaluate(self.val).mean_loss
+        # Round 0's adapter: fresh (B = 0), the same A for every phone.
+        self.adapter = phonegpt.Adapter.create(self.base, rank=self.shape["lora_rank"], target_modules=15, init_seed=7)
+        self.round = 1
+        self.open_round()
+        self.status = {}    # phone -> what it actually sent
+        self.results = {"base_val_loss": self.base_val_loss, "rounds": []}
+        self.done = False
+
+    def make_base(self, text, train_text):
+        """The base: pretrained here on the pooled train split (a base must have been trained;
+        a random one is what the field bug shipped)."""
+        if os.path.exists(self.base_path):
+            return phonegpt.Model.load(self.base_path)
+        tok = phonegpt.Tokenizer.char(text)
+        if self.shape["model"] is None:
+            config = phonegpt.ModelConfig.preset("phonegpt")
+        else:
+            config = phonegpt.ModelConfig.preset("tiny").replace(**self.shape["model"])
+        config.vocab_size, config.padded_vocab_size = tok.vocab_size, 0
+        base = phonegpt.Model(config, seed=1)
+        base.tokenizer = tok
+        with phonegpt.Trainer(base, batch_size=self.shape["pretrain_batch"], lr_max=3e-3, lr_min=3e-4,
+                              warmup_steps=20, total_steps=self.shape["pretrain_steps"], seed=1) as t:
+            t.set_data(tok.encode(train_text))
+            t.train(self.shape["pretrain_steps"])
+        base.save(self.base_path)
+        return base
+
+    def open_round(self):
+        """Publishes the current adapter for the round, with a fresh secret, and a validator
+        whose reference is the base plus that adapter on the pooled validation split."""
+        self.secret = secrets.token_hex(16)
+        self.adapter_path = os.path.join(self.workdir, f"published_round{self.round}.pgadapter")
+        self.adapter.save(self.adapter_path)
+        # A phone's batches are small (its first loss is one batch's), so the start and divergence
+        # tolerances allow for batch noise; the held-out check refuses anything clearly worse.
+        self.validator = phonegpt.Validator(self.base, trusted_keys=self.keys, start_tolerance=0.5,
+                                            divergence_tolerance=0.2, heldout_tolerance=0.5)
+        self.validator.set_reference(self.val, resumed_from=self.adapter)
+        self.validator.set_heldout(self.val)
+        self.accepted, self.refused = {}, {}
+
+    # ---- requests ----
+
+    def upload(self, body, secret):
+        """(HTTP status, answer) for an upload. The phone's claims are recorded as it sent them."""
+        try:
+            up = json.loads(body)
+            phone, claimed_round = str(up["phone"]), int(up["round"])
+        except (ValueError, KeyError, TypeError) as e:
+            return 400, {"accepted": False, "reason": f"the upload is not the JSON this coordinator reads ({e})"}
+        s = self.status.setdefault(phone, {"last_round": None, "last_step": None, "last_upload": None,
+                                           "accepted": 0, "refused": 0, "last_refusal": None,
+                                           "verified_tokens": {}})
+        s["last_upload"] = time.time()
+        s["last_round"] = claimed_round
+        if secret is None:
+            return self.refuse(phone, s, 403, "the upload carries no round secret (header X-Round-Secret): "
+                               "fetch GET /round and send its secret with the upload")
+        if not secrets.compare_digest(secret, self.secret) or claimed_round != self.round:
+            return self.refuse(phone, s, 403, f"the round secret is not round {self.round}'s "
+                               f"(the upload says round {claimed_round}): fetch GET /round again")
+        data = base64.b64decode(up.get("adapter", ""))
+        sig = up.get("signature")
+        report = self.validator.validate(data, sig)
+        s["last_step"] = report.summary.steps   # from the adapter it sent, not from a schedule
+        if not report.accepted:
+            return self.refuse(phone, s, 422, report.first_failure, report)
+        self.accepted[phone] = (report.adapter(), report.summary)
+        s["accepted"] += 1
+        s["verified_tokens"][str(self.round)] = report.summary.tokens - self.published_tokens()
+        return 200, {"accepted": True, "round": self.round, "report": json.loads(report.json())}
+
+    def published_tokens(self):
+        return self.adapter.training_record()["tokens"]
+
+    def refuse(self, phone, s, status, reason, report=None):
+        s["refused"] += 1
+        s["last_refusal"] = reason
+        self.refused[phone] = reason
+        answer = {"accepted": False, "round": self.round, "reason": reason}
+        if report is not None:
+            answer["report"] = json.loads(report.json())
+        return status, answer
+
+    def close_round(self):
+        """Averages the accepted uploads (weights: tokens each trained this round), publishes the
+        result and opens the next round; prints the round's figures."""
+        if not self.accepted:
+            return 409, {"reason": f"round {self.round} has no accepted upload to average"}
+        phones = sorted(self.accepted)
+        adapters = [self.accepted[p][0] for p in phones]
+        weights = [float(self.status[p]["verified_tokens"][str(self.round)]) for p in phones]
+        avg, report = phonegpt.Adapter.average(adapters, weights, method=self.args.method,
+                                               svd_rank=self.shape["lora_rank"])
+        avg_loss = avg.evaluate(self.base, self.val).mean_loss
+        figures = {"round": self.round, "base_val_loss": self.base_val_loss,
+                   "phones": {p: self.accepted[p][1].heldout_adapter_loss for p in phones},
+                   "refused": dict(self.refused), "average_val_loss": avg_loss, "method": self.args.method,
+                   "average_relative_error": report.relative_error, "svd_residual": report.svd_residual}
+        print(f"round {self.round}: base val loss {self.base_val_loss:.4f}", flush=True)
+        for p in phones:
+            print(f"  {p}: val loss {figures['phones'][p]:.4f} (accepted, "
+                  f"{self.status[p]['verified_tokens'][str(self.round)]} tokens)", flush=True)
+        for p, why in sorted(self.refused.items()):
+            print(f"  {p}: refused: {why}", flush=True)
+        print(f"  average of {len(phones)} ({self.args.method}, residual {report.svd_residual:.2e}): "
+              f"val loss {avg_loss:.4f}", flush=True)
+        self.results["rounds"].append(figures)
+        self.adapter = avg
+        self.round += 1
+        if self.round > self.args.rounds:
+            self.done = True
+        else:
+            self.open_round()
+        return 200, figures
+
+
+def make_handler(coord):
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):   # quiet: the coordinator prints its own lines
+            pass
+
+        def answer(self, status, obj):
+            body = json.dumps(obj).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def file(self, path):
+            body = open(path, "rb").read()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):
+            with coord.lock:
+                if self.path == "/round":
+                    return self.answer(200, {"round": coord.round, "secret": coord.secret, "done": coord.done})
+                if self.path == "/base":
+                    return self.file(coord.base_path)
+                if self.path == "/adapter":
+                    return self.file(coord.adapter_path)
+                if self.path == "/status":
+                    return self.answer(200, {"round": coord.round, "phones": coord.status})
+                if self.path == "/results":
+                    return self.answer(200, coord.results)
+            self.answer(404, {"reason": f"no such endpoint: GET {self.path}"})
+
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            with coord.lock:
+                if self.path == "/upload":
+                    return self.answer(*coord.upload(body, self.headers.get("X-Round-Secret")))
+                if self.path == "/close_round":
+                    return self.answer(*coord.close_round())
+            if self.path == "/shutdown":
+                self.answer(200, {"stopping": True})
+                threading.Thread(target=self.server.shutdown).start()
+                return
+            self.answer(404, {"reason": f"no such endpoint: POST {self.path}"})
+
+    return Handler
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--workdir", required=True)
+    p.add_argument("--data", required=True)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--shape", choices=sorted(SHAPES), default="small")
+    p.add_argument("--method", default="svd", choices=["fedavg_factors", "cat", "svd"])
+    p.add_argument("--port", type=int, default=0)
+    args = p.parse_args()
+    coord = Coordinator(args)
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(coord))
+    print(f"coordinator listening on port {server.server_address[1]}", flush=True)
+    server.serve_forever()
+    with open(os.path.join(args.workdir, "results.json"), "w") as f:
+        json.dump(coord.results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,337 @@
+#include "lora/validate.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "core/error.hpp"
+#include "eval/evaluate.hpp"
+#include "eval/session.hpp"
+#include "io/file_io.hpp"
+#include "io/json.hpp"
+#include "lora/adapter_file.hpp"
+#include "lora/lora_hook.hpp"
+
+namespace pg::lora {
+
+namespace {
+
+constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
+
+std::string fixed(double v) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.4f", v);
+    return buf;
+}
+
+std::string hex16(uint64_t v) {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+// The message of a comparison that throws pg::Error on a mismatch ("" when it matches).
+template <class F>
+std::string mismatch(F&& compare) {
+    try {
+        compare();
+        return "";
+    } catch (const Error& e) {
+        return e.what();
+    }
+}
+
+// Mean of losses[begin, end).
+double mean_of(const std::vector<float>& v, std::size_t begin, std::size_t end) {
+    double s = 0.0;
+    for (std::size_t i = begin; i < end; ++i) s += v[i];
+    return s / double(end - begin);
+}
+
+std::vector<int32_t> checked_tokens(const int32_t* tokens, std::size_t n, const Model& base, const char* what) {
+    require(tokens != nullptr && n >= 2, PG_ERR_INVALID_ARGUMENT,
+            std::string(what) + ": needs at least 2 tokens, got " + std::to_string(tokens ? n : 0));
+    check_token_ids(tokens, n, base.config().vocab_size, what);
+    return std::vector<int32_t>(tokens, tokens + n);
+}
+
+}  // namespace
+
+const char* check_outcome_name(CheckOutcome o) {
+    switch (o) {
+        case CheckOutcome::kPassed: return "passed";
+        case CheckOutcome::kFailed: return "failed";
+        case CheckOutcome::kSkipped: return "skipped";
+    }
+    return "unknown";
+}
+
+ValidationReport::ValidationReport()
+    : reference_loss(kNotMeasured), first_loss(kNotMeasured), last_loss(kNotMeasured),
+      heldout_base_loss(kNotMeasured), heldout_adapter_loss(kNotMeasured) {}
+
+int ValidationReport::count(CheckOutcome o) const {
+    int k = 0;
+    for (const auto& c : checks) k += c.outcome == o;
+    return k;
+}
+
+const ValidationCheck* ValidationReport::find(const std::string& name) const {
+    for (const auto& c : checks)
+        if (c.name == name) return &c;
+    return nullptr;
+}
+
+std::string ValidationReport::first_failure() const {
+    for (const auto& c : checks)
+        if (c.outcome == CheckOutcome::kFailed) return c.name + ": " + c.message;
+    return "";
+}
+
+std::string ValidationReport::json() const {
+    io::JsonObject o;
+    o.boolean("accepted", accepted);
+    o.integer("passed", count(CheckOutcome::kPassed)).integer("failed", count(CheckOutcome::kFailed));
+    o.integer("skipped", count(CheckOutcome::kSkipped));
+    if (key_id.empty())
+        o.null("key_id");
+    else
+        o.str("key_id", key_id);
+    o.integer("steps", steps).integer("tokens", tokens);
+    io::JsonObject figures;
+    auto figure = [&](const char* key, double v) {
+        if (std::isfinite(v))
+            figures.num(key, v);
+        else
+            figures.null(key);
+    };
+    figure("reference_loss", reference_loss);
+    figure("first_loss", first_loss);
+    figure("last_loss", last_loss);
+    figure("heldout_base_loss", heldout_base_loss);
+    figure("heldout_adapter_loss", heldout_adapter_loss);
+    figure("heldout_improvement", heldout_base_loss - heldout_adapter_loss);
+    o.object("figures", figures);
+    std::vector<io::JsonObject> items;
+    for (const auto& c : checks) {
+        io::JsonObject item;
+        item.str("name", c.name).str("outcome", check_outcome_name(c.outcome)).str("message", c.message);
+        items.push_back(item);
+    }
+    o.array("checks", items);
+    return o.text();
+}
+
+Validator::Validator(const Model& base, const ValidationPolicy& policy)
+    : base_(base), identity_(identify_base(base)), policy_(policy), reference_loss_(kNotMeasured),
+      heldout_base_loss_(kNotMeasured) {
+    auto nonneg = [](float v, const char* name) {
+        require(std::isfinite(v) && v >= 0.0f, PG_ERR_INVALID_ARGUMENT,
+                std::string("validation policy: ") + name + " = " + std::to_string(v) + " is not a finite value >= 0");
+    };
+    nonneg(policy.start_tolerance, "start_tolerance");
+    nonneg(policy.divergence_tolerance, "divergence_tolerance");
+    nonneg(policy.heldout_tolerance, "heldout_tolerance");
+    require(policy.signature == SignaturePolicy::kRequired || policy.signature == SignaturePolicy::kOptional ||
+                policy.signature == SignaturePolicy::kOff,
+            PG_ERR_INVALID_ARGUMENT, "validation policy: signature is not a pg_signature_policy");
+}
+
+double Validator::loss_on(const Adapter* adapter, const std::vector<int32_t>& tokens) const {
+    SessionOptions so;
+    so.n_threads = policy_.n_threads;
+    Session session(base_, so);
+    std::unique_ptr<LoraHook> hook;
+    if (adapter) {
+        hook = std::make_unique<LoraHook>(*adapter, nullptr);
+        session.set_linear_hook(hook.get());
+    }
+    return evaluate(session, tokens.data(), tokens.size(), EvalOptions{}).mean_loss;
+}
+
+void Validator::set_reference(const Adapter* resumed_from, const int32_t* tokens, std::size_t n) {
+    const std::vector<int32_t> t = checked_tokens(tokens, n, base_, "validator reference tokens");
+    if (resumed_from) check_adapter_matches_base(*resumed_from, base_);
+    reference_loss_ = loss_on(resumed_from, t);
+}
+
+void Validator::set_heldout(const int32_t* tokens, std::size_t n) {
+    heldout_ = checked_tokens(tokens, n, base_, "validator held-out tokens");
+    heldout_base_loss_ = loss_on(nullptr, heldout_);
+}
+
+ValidationReport Validator::validate(const void* bytes, std::size_t n, const std::string* signature) const {
+    std::optional<Adapter> adapter;
+    std::string load_error;
+    try {
+        io::MemorySource src(bytes, n, "upload");
+        adapter.emplace(read_adapter(src));
+    } catch (const Error& e) {
+        load_error = e.what();
+        if (load_error.empty()) load_error = "unreadable";
+    }
+    return validate_loaded(adapter ? &*adapter : nullptr, load_error, bytes, n, signature);
+}
+
+ValidationReport Validator::validate_loaded(const Adapter* adapter, const std::string& load_error, const void* bytes,
+                                            std::size_t n, const std::string* signature) const {
+    ValidationReport r;
+    auto add = [&](const char* name, CheckOutcome o, std::string message) {
+        r.checks.push_back({name, o, std::move(message)});
+        return o == CheckOutcome::kPassed;
+    };
+    auto pass_or_fail = [&](const char* name, const std::string& failure, std::string ok_message) {
+        return failure.empty() ? add(name, CheckOutcome::kPassed, std::move(ok_message))
+                               : add(name, CheckOutcome::kFailed, failure);
+    };
+    const CheckOutcome skip = CheckOutcome::kSkipped;
+    if (!load_error.empty()) adapter = nullptr;
+    const std::string not_loaded = "the adapter file did not load";
+
+    // --- the file ---
+    const bool loaded = adapter != nullptr;
+    if (loaded)
+        add("format", CheckOutcome::kPassed,
+            std::to_string(adapter->tensors().size()) + " tensors, metadata and tensor checksums match");
+    else
+        add("format", CheckOutcome::kFailed, load_error);
+
+    // --- the base: geometry, weights, tokenizer (each compared on its own) ---
+    bool geometry_ok = false, weights_ok = false, tokenizer_ok = false;
+    if (loaded) {
+        BaseIdentity want = adapter->base(), have = identity_;
+        want.has_tokenizer = have.has_tokenizer = false;  // geometry only
+        std::string why = mismatch([&] { check_base_identity(want, have, false); });
+        if (why.empty())
+            why = mismatch([&] { check_lora_config_against(adapter->config(), base_.config()); });
+        geometry_ok = pass_or_fail("geometry", why, identity_.describe() + ", " + std::to_string(adapter->linears().size()) +
+                                                        " adapted linears of rank " + std::to_string(adapter->config().rank));
+        if (geometry_ok) {
+            weights_ok = pass_or_fail(
+                "base weights",
+                adapter->base().weights_hash == identity_.weights_hash
+                    ? ""
+                    : mismatch([&] { check_base_identity(adapter->base(), identity_, true); }),
+                "base fingerprint " + hex16(identity_.fingerprint()));
+            BaseIdentity tok = identity_;
+            tok.config = adapter->base().config;  // compare the tokenizers alone
+            tokenizer_ok = pass_or_fail("tokenizer", mismatch([&] { check_base_identity(adapter->base(), tok, false); }),
+                                        identity_.has_tokenizer ? "the same tokenizer" : "no tokenizer on either side");
+        } else {
+            add("base weights", skip, "the geometry differs");
+            add("tokenizer", skip, "the geometry differs");
+        }
+    } else {
+        add("geometry", skip, not_loaded);
+        add("base weights", skip, not_loaded);
+        add("tokenizer", skip, not_loaded);
+    }
+
+    // --- the signature, by policy ---
+    const bool has_signature = signature != nullptr;
+    if (policy_.signature == SignaturePolicy::kOff) {
+        add("signature", skip, "the policy does not check signatures");
+    } else if (!has_signature) {
+        if (policy_.signature == SignaturePolicy::kRequired)
+            add("signature", CheckOutcome::kFailed, "the policy requires a signature and the upload has none");
+        else
+            add("signature", skip, "unsigned (the policy makes signatures optional)");
+    } else if (!loaded) {
+        add("signature", skip, not_loaded);
+    } else {
+        const Verification v =
+            verify_adapter_signature(*signature, bytes, n, adapter->base(), adapter->record(), trusted_);
+        r.key_id = v.key_id;
+        pass_or_fail("signature", v.valid ? "" : v.first_failure(), "signed by trusted key " + v.key_id);
+    }
+
+    // --- the loss trajectory ---
+    r.reference_loss = reference_loss_;
+    if (!loaded) {
+        for (const char* name : {"trajectory present", "trajectory finite", "trajectory length", "trajectory start",
+                                 "trajectory not diverging"})
+            add(name, skip, not_loaded);
+    } else {
+        const TrainingRecord& rec = adapter->record();
+        r.steps = rec.steps;
+        r.tokens = rec.tokens;
+        const bool present = pass_or_fail(
+            "trajectory present", rec.steps >= 1 && !rec.losses.empty() ? "" : "the training record has no steps",
+            std::to_string(rec.steps) + " steps");
+        const std::size_t n_losses = rec.losses.size();
+        bool finite = false, long_enough = false;
+        if (present) {
+            std::string why;
+            for (std::size_t i = 0; i < n_losses && why.empty(); ++i)
+                if (!std::isfinite(rec.losses[i])) why = "the loss of step " + std::to_string(i) + " is not finite";
+            for (std::size_t i = 0; i < rec.learning_rates.size() && why.empty(); ++i)
+                if (!std::isfinite(rec.learning_rates[i]))
+                    why = "the learning rate of step " + std::to_string(i) + " is not finite";
+            finite = pass_or_fail("trajectory finite", why, "every loss and learning rate is finite");
+            std::string len_why;
+            if (int64_t(n_losses) != rec.steps || int64_t(rec.learning_rates.size()) != rec.steps)
+                len_why = std::to_string(n_losses) + " losses and " + std::to_string(rec.learning_rates.size()) +
+                          " learning rates for " + std::to_string(rec.steps) + " recorded steps";
+            else if (rec.tokens < rec.steps)
+                len_why = std::to_string(rec.tokens) + " tokens for " + std::to_string(rec.steps) + " steps";
+            long_enough = pass_or_fail("trajectory length", len_why,
+                                       std::to_string(rec.steps) + " steps over " + std::to_string(rec.tokens) + " tokens");
+        } else {
+            add("trajectory finite", skip, "no trajectory");
+            add("trajectory length", skip, "no trajectory");
+        }
+        const bool usable = present && finite && long_enough;
+        if (usable) {
+            r.first_loss = rec.losses.front();
+            r.last_loss = rec.losses.back();
+        }
+        if (!usable) {
+            add("trajectory start", skip, "no usable trajectory");
+        } else if (!std::isfinite(reference_loss_)) {
+            add("trajectory start", skip, "no reference tokens were given to the validator");
+        } else {
+            const double gap = std::fabs(r.first_loss - reference_loss_);
+            const std::string figures = "first loss " + fixed(r.first_loss) + ", reference loss " + fixed(reference_loss_) +
+                                        " (|difference| " + fixed(gap) + ", tolerance " +
+                                        fixed(policy_.start_tolerance) + ")";
+            pass_or_fail("trajectory start", gap <= policy_.start_tolerance ? "" : "does not start near the base: " + figures,
+                         figures);
+        }
+        if (!usable) {
+            add("trajectory not diverging", skip, "no usable trajectory");
+        } else {
+            const std::size_t quarter = std::max<std::size_t>(1, n_losses / 4);
+            const double head = mean_of(rec.losses, 0, quarter), tail = mean_of(rec.losses, n_losses - quarter, n_losses);
+            const std::string figures = "mean loss of the first " + std::to_string(quarter) + " steps " + fixed(head) +
+                                        ", of the last " + std::to_string(quarter) + " " + fixed(tail) + " (tolerance " +
+                                        fixed(policy_.divergence_tolerance) + ")";
+            pass_or_fail("trajectory not diverging",
+                         tail <= head + policy_.divergence_tolerance ? "" : "the loss rose: " + figures, figures);
+        }
+    }
+
+    // --- the coordinator's held-out evaluation ---
+    r.heldout_base_loss = heldout_base_loss_;
+    if (heldout_.empty()) {
+        add("held-out evaluation", skip, "no held-out tokens were given to the validator");
+    } else if (!(geometry_ok && weights_ok && tokenizer_ok)) {
+        add("held-out evaluation", skip, loaded ? "the adapter is not this base's" : not_loaded);
+    } else {
+        r.heldout_adapter_loss = loss_on(adapter, heldout_);
+        const double improvement = r.heldout_base_loss - r.heldout_adapter_loss;
+        const std::string figures = "held-out loss " + fixed(r.heldout_adapter_loss) + ", base " +
+                                    fixed(r.heldout_base_loss) + ", improvement " + fixed(improvement) + " over " +
+                                    std::to_string(heldout_.size()) + " tokens";
+        pass_or_fail("held-out evaluation",
+                     -improvement <= policy_.heldout_tolerance
+                         ? ""
+                         : "worse than the base by more than " + fixed(policy_.heldout_tolerance) + ": " + figures,
+                     figures);
+    }
+
+    r.accepted = r.count(CheckOutcome::kFailed) == 0;
+    if (loaded) r.adapter.emplace(*adapter);
+    return r;
+}
+
+}  // namespace pg::lora

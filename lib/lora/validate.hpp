@@ -1,0 +1,106 @@
+// Validating an uploaded adapter against the coordinator's base: every check runs and is
+// reported by name with its outcome (passed / failed / skipped, and why), so an operator sees
+// everything wrong with an upload at once, not the first thing. The checks, in report order:
+//   format              the file reads: format version, metadata and tensor checksums, finite
+//                       factors (lora/adapter_file.hpp's reader)
+//   geometry            the base geometry the adapter names equals the coordinator's base, and
+//                       the adapter's own configuration (rank, targets, layers) fits it
+//   base weights        the base weights hash it was trained on is this base's
+//   tokenizer           the same tokenizer (kind, vocabulary, bytes), or both none
+//   signature           by policy: required / optional / off, against the trusted keys
+//   trajectory present  the training record has at least one step
+//   trajectory finite   every recorded loss and learning rate is finite
+//   trajectory length   losses and learning rates as long as the recorded steps, tokens >= steps
+//   trajectory start    the first loss is within start_tolerance of the reference loss (the base,
+//                       plus the adapter the round resumed from, on tokens of the adapter's kind)
+//   trajectory not diverging  mean of the last quarter of the losses <= mean of the first
+//                       quarter + divergence_tolerance
+//   held-out evaluation the adapter on the coordinator's held-out tokens: its loss, the base's,
+//                       and the improvement; fails when worse than the base by more than
+//                       heldout_tolerance
+// A check that cannot run (its input failed or was not given) is skipped with the reason.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lora/adapter.hpp"
+#include "lora/sign.hpp"
+#include "model/model.hpp"
+
+namespace pg::lora {
+
+enum class SignaturePolicy { kRequired = 0, kOptional = 1, kOff = 2 };
+enum class CheckOutcome { kPassed = 0, kFailed = 1, kSkipped = 2 };
+const char* check_outcome_name(CheckOutcome o);  // "passed", "failed", "skipped"
+
+struct ValidationPolicy {
+    SignaturePolicy signature = SignaturePolicy::kRequired;
+    float start_tolerance = 0.5f;       // nats
+    float divergence_tolerance = 0.1f;  // nats
+    float heldout_tolerance = 0.5f;     // nats
+    int n_threads = 0;                  // evaluations; <= 0: all cores
+};
+
+struct ValidationCheck {
+    std::string name;
+    CheckOutcome outcome = CheckOutcome::kSkipped;
+    std::string message;
+};
+
+struct ValidationReport {
+    std::vector<ValidationCheck> checks;
+    bool accepted = false;               // no check failed
+    std::string key_id;                  // the signer named by the signature ("" if none)
+    int64_t steps = 0, tokens = 0;       // from the record (0 when the file did not load)
+    // Figures; NaN when not measured.
+    double reference_loss, first_loss, last_loss, heldout_base_loss, heldout_adapter_loss;
+    std::optional<Adapter> adapter;      // what the file holds, when it loaded
+    ValidationReport();
+    int count(CheckOutcome o) const;
+    const ValidationCheck* find(const std::string& name) const;
+    // "check: message" of the first failed check, or "".
+    std::string first_failure() const;
+    // The report as JSON (lib/io/json's writer): accepted, counts, key id, figures (null when
+    // not measured) and every check.
+    std::string json() const;
+};
+
+// The coordinator's side of one round: the base, the keys it trusts, the reference loss the
+// trajectories must start near and the held-out tokens (both losses computed once, here, not
+// per upload). Borrows the base, which must outlive it and not change.
+class Validator {
+public:
+    Validator(const Model& base, const ValidationPolicy& policy);
+    const ValidationPolicy& policy() const { return policy_; }
+    void set_trusted_keys(const TrustedKeys& keys) { trusted_ = keys; }
+    // The base's loss (plus `resumed_from`'s, which must be this base's adapter, when not null)
+    // on `tokens` of the adapter's kind of data: where a trajectory must start.
+    void set_reference(const Adapter* resumed_from, const int32_t* tokens, std::size_t n);
+    // The held-out split: evaluates the base on it now.
+    void set_heldout(const int32_t* tokens, std::size_t n);
+
+    // Validates an adapter file's bytes and its signature file's text (nullptr: no signature).
+    // Never throws for anything in the upload; throws only for out-of-memory.
+    ValidationReport validate(const void* bytes, std::size_t n, const std::string* signature) const;
+    // The same from an already-read adapter (`load_error` non-empty: it did not read, with that
+    // reason; then `adapter` is ignored).
+    ValidationReport validate_loaded(const Adapter* adapter, const std::string& load_error, const void* bytes,
+                                     std::size_t n, const std::string* signature) const;
+
+private:
+    double loss_on(const Adapter* adapter, const std::vector<int32_t>& tokens) const;
+    const Model& base_;
+    BaseIdentity identity_;
+    ValidationPolicy policy_;
+    TrustedKeys trusted_;
+    double reference_loss_;
+    std::vector<int32_t> heldout_;
+    double heldout_base_loss_;
+};
+
+}  // namespace pg::lora

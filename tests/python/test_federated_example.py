@@ -1,0 +1,48 @@
+"""examples/federated end to end at the small shape: a coordinator and eight phones (three
+honest, five misbehaving) as separate processes on loopback, two rounds. run.py itself fails
+unless every round's average beats the base on the pooled validation split and each
+misbehaving phone was refused for its own reason and reported it; here the printed figures and
+the status are checked too."""
+import json
+import os
+import subprocess
+import sys
+
+from conftest import data_path, skip_or_fail
+
+SRC = os.environ.get("PG_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def test_federated_loop_small(tmp_path):
+    data = data_path()
+    if data is None:
+        skip_or_fail("Tiny Shakespeare not found (set PG_DATA_PATH)")
+    work = tmp_path / "fed"
+    out = subprocess.run([sys.executable, os.path.join(SRC, "examples", "federated", "run.py"), "--data", data,
+                          "--honest", "3", "--rounds", "2", "--shape", "small", "--workdir", str(work)],
+                         capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = out.stdout
+    assert "OK: every round's average beats the base" in text
+    results = json.loads((work / "results.json").read_text())
+    assert len(results["rounds"]) == 2
+    for r in results["rounds"]:
+        assert r["average_val_loss"] < r["base_val_loss"]
+        assert sorted(r["phones"]) == ["phone0", "phone1", "phone2"]
+        assert set(r["refused"]) == {"phone3_tampered", "phone4_other_base", "phone5_nan", "phone6_unknown_key",
+                                     "phone7_no_secret"}
+    # Round 2 resumed from round 1's average: it starts lower and ends lower.
+    assert results["rounds"][1]["average_val_loss"] < results["rounds"][0]["average_val_loss"]
+    # Each refusal as the phone reported it.
+    assert "[phone7_no_secret] round 1: REFUSED (HTTP 403): the upload carries no round secret" in text
+    assert "[phone5_nan] round 1: REFUSED (HTTP 422): format: " in text and "phonegpt.training" in text
+    assert "[phone6_unknown_key] round 2: REFUSED (HTTP 422): signature: " in text
+    assert "[phone4_other_base] round 1: REFUSED (HTTP 422): base weights: " in text
+    assert "[phone3_tampered] round 1: REFUSED (HTTP 422): format: " in text
+    # The status is what the phones sent: honest phones' last step is their adapter's record.
+    status = json.loads(text.split("status (what each phone sent): ", 1)[1].split("\n", 1)[0])
+    assert status["phone0"]["last_round"] == 2 and status["phone0"]["last_step"] == 30
+    assert status["phone0"]["accepted"] == 2 and status["phone0"]["refused"] == 0
+    assert status["phone0"]["verified_tokens"]["1"] == 30 * 16 * 64
+    assert status["phone7_no_secret"]["last_step"] is None and status["phone7_no_secret"]["refused"] == 2
+    assert status["phone3_tampered"]["verified_tokens"] == {}
