@@ -1,6 +1,7 @@
 // Byte-level BPE speed: load time and resident memory of each encoding, one-thread encode
 // throughput on a text, the worst cases (1 MB of one character, 1 MB of random bytes), and a
-// batch of documents on 1 and 2 threads. The worst cases are also given in thread CPU time.
+// batch of documents on 1 and 2 threads. The worst cases are also given in thread CPU time,
+// and the batch's CPU seconds on 2 threads over 1 thread's (1.0: the split costs nothing).
 // The peers (npm tiktoken, HF tokenizers) are timed on the same files by
 // bench_tokenizer_peers.js; benchmarks/run_tokenizer.sh runs both.
 // Usage: bench_tokenizer RANKS_DIR TEXT_FILE [--json] [--reps N]   (best of N runs, default 3)
@@ -110,9 +111,9 @@ int main(int argc, char** argv) {
 
     std::string out = json ? "[" : "";
     if (!json)
-        std::printf("%-12s %9s %10s %8s %10s %12s %12s %12s %12s %12s %12s\n", "encoding", "load ms", "RSS KiB",
-                    "tokens", "MB/s 1 thr", "1MB 'a' ms", "1MB rand ms", "'a' cpu ms", "rand cpu ms", "batch 1 thr",
-                    "batch 2 thr");
+        std::printf("%-12s %9s %10s %8s %10s %12s %12s %12s %12s %12s %12s %12s\n", "encoding", "load ms",
+                    "RSS KiB", "tokens", "MB/s 1 thr", "1MB 'a' ms", "1MB rand ms", "'a' cpu ms", "rand cpu ms",
+                    "batch 1 thr", "batch 2 thr", "2 thr cpu x");
     for (const char* name : {"gpt2", "cl100k_base", "o200k_base"}) {
         const std::string ranks = read_file(dir + "/" + name + ".tiktoken");
         const long rss0 = rss_kib();
@@ -126,30 +127,43 @@ int main(int argc, char** argv) {
         const double r_ms = best_of(reps, [&] { tok->encode(random_bytes); }) * 1e3;
         const double a_cpu_ms = best_cpu_of(reps, [&] { tok->encode(one_char); }) * 1e3;
         const double r_cpu_ms = best_cpu_of(reps, [&] { tok->encode(random_bytes); }) * 1e3;
-        const auto batch = [&](int threads) {
+        // The batch on `threads` threads: best wall seconds, and the least CPU seconds all the
+        // threads together spent. CPU seconds on 2 threads equal to 1 thread's mean the work
+        // splits with no overhead (2x wherever two cores are free); more is what sharing costs.
+        const auto batch = [&](int threads, double* cpu_seconds) {
+            *cpu_seconds = 1e30;
             return best_of(reps, [&] {
                 std::vector<std::thread> pool;
+                std::vector<double> cpu(std::size_t(threads), 0.0);
                 for (int t = 0; t < threads; ++t)
                     pool.emplace_back([&, t] {
+                        const double c0 = thread_cpu_seconds();
                         for (std::size_t i = std::size_t(t); i < docs.size(); i += std::size_t(threads)) tok->encode(docs[i]);
+                        cpu[std::size_t(t)] = thread_cpu_seconds() - c0;
                     });
                 for (auto& th : pool) th.join();
+                double total = 0;
+                for (double c : cpu) total += c;
+                *cpu_seconds = std::min(*cpu_seconds, total);
             });
         };
-        const double b1 = mb / batch(1), b2 = mb / batch(2);
+        double cpu1 = 0, cpu2 = 0;
+        const double b1 = mb / batch(1, &cpu1), b2 = mb / batch(2, &cpu2);
+        const double cpu_ratio = cpu2 / cpu1;  // 1.0: no overhead from splitting
         if (json) {
             char buf[512];
             std::snprintf(buf, sizeof buf,
                           "%s{\"encoding\": \"%s\", \"load_ms\": %.1f, \"rss_kib\": %ld, \"tokens\": %zu, "
                           "\"encode_mb_s\": %.2f, \"one_char_1mb_ms\": %.2f, \"random_1mb_ms\": %.2f, "
                           "\"one_char_1mb_cpu_ms\": %.2f, \"random_1mb_cpu_ms\": %.2f, "
-                          "\"batch_1_thread_mb_s\": %.2f, \"batch_2_threads_mb_s\": %.2f}",
+                          "\"batch_1_thread_mb_s\": %.2f, \"batch_2_threads_mb_s\": %.2f, "
+                          "\"batch_2_threads_cpu_ratio\": %.3f}",
                           out.size() > 1 ? ", " : "", name, load_ms, rss, n_tokens, mb / enc_s, a_ms, r_ms, a_cpu_ms, r_cpu_ms, b1,
-                          b2);
+                          b2, cpu_ratio);
             out += buf;
         } else {
-            std::printf("%-12s %9.1f %10ld %8zu %10.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f\n", name, load_ms, rss,
-                        n_tokens, mb / enc_s, a_ms, r_ms, a_cpu_ms, r_cpu_ms, b1, b2);
+            std::printf("%-12s %9.1f %10ld %8zu %10.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.3f\n", name, load_ms,
+                        rss, n_tokens, mb / enc_s, a_ms, r_ms, a_cpu_ms, r_cpu_ms, b1, b2, cpu_ratio);
         }
     }
     if (json) std::printf("%s]\n", out.c_str());

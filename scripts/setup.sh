@@ -23,6 +23,8 @@ packages=(
   # byte-level BPE: the Unicode data its class table is generated from
   # (scripts/gen_bpe_unicode_table.py)
   unicode-data
+  # the BPE trainer's benchmark peer (spm_train --model_type=bpe)
+  sentencepiece
   # the Kotlin/JNI binding (default-jdk-headless gives /usr/lib/jvm/default-java, which CMake's
   # FindJNI needs; Debian's coroutines jar needs atomicfu at run time)
   kotlin junit4 openjdk-17-jdk-headless default-jdk-headless libkotlinx-coroutines-java libkotlinx-atomicfu-java

@@ -281,14 +281,14 @@ public:
         call_nogil([&] { return pg_tokenizer_create_hf(tokenizer_json.data(), tokenizer_json.size(), &t); });
         return Tokenizer(own_tokenizer(t));
     }
-    // text: str or bytes; allowed_special: "all" or a list of special-token texts.
-    py::array_t<int32_t> encode_special(const std::string& text, const py::object& allowed) const {
+    // text: str or bytes; allowed_special: "all", a list of special-token texts, or None (the
+    // options `o` alone decide).
+    py::array_t<int32_t> encode_special(const std::string& text, const py::object& allowed, pg_encode_options o) const {
         pg_tokenizer* t = get();
         auto keep = p_;
-        pg_encode_options o;
-        pg_encode_options_default(&o);
         std::vector<std::string> names;
-        if (py::isinstance<py::str>(allowed)) {
+        if (allowed.is_none()) {
+        } else if (py::isinstance<py::str>(allowed)) {
             if (allowed.cast<std::string>() != "all") throw py::value_error("allowed_special is \"all\" or a list of texts");
             o.allow_all_special = 1;
         } else {
@@ -387,6 +387,11 @@ struct EnumNames<pg_lora_average_method> {  // the names lib/lora/average.cpp gi
         {PG_LORA_AVERAGE_SVD, "svd"}, {PG_LORA_AVERAGE_FROZEN_A, "frozen_a"}};
 };
 template <>
+struct EnumNames<pg_bpe_pattern> {  // bpe::pattern_name's names
+    static constexpr std::pair<pg_bpe_pattern, const char*> items[] = {
+        {PG_BPE_PATTERN_GPT2, "gpt2"}, {PG_BPE_PATTERN_CL100K, "cl100k"}, {PG_BPE_PATTERN_O200K, "o200k"}};
+};
+template <>
 struct EnumNames<pg_signature_policy> {
     static constexpr std::pair<pg_signature_policy, const char*> items[] = {
         {PG_SIGNATURE_REQUIRED, "required"}, {PG_SIGNATURE_OPTIONAL, "optional"}, {PG_SIGNATURE_OFF, "off"}};
@@ -426,6 +431,8 @@ struct CallRoute {
 const CallRoute kCallRoutes[] = {
     {"pg_eval_config", nullptr, "Model.evaluate"},
     {"pg_sample_config", nullptr, "Model.generate"},
+    {"pg_bpe_train_options", nullptr, "Tokenizer.train"},
+    {"pg_encode_options", nullptr, "Tokenizer.encode_special"},
     {"pg_tensor_info", "name", "Model.tensor_info"},  // the struct holds a model-owned string
     {"pg_tensor_info", "data", "Model.parameter"},    // a numpy view instead of the pointer
     // bindings/python/coord_bindings.cpp
@@ -449,6 +456,12 @@ const char* struct_doc(const std::string& c_struct) {
         return "Whole-split evaluation options: Model.evaluate(tokens, config, progress=..., **fields).";
     if (c_struct == "pg_sample_config")
         return "Sampling options: Model.generate(prompt, max_tokens, config=..., stop=..., on_token=..., **fields).";
+    if (c_struct == "pg_encode_options")
+        return "Encoding options: Tokenizer.encode_special(text, allowed_special, config, **fields);\n"
+               "allow_all_special recognises every special token.";
+    if (c_struct == "pg_bpe_train_options")
+        return "BPE training options: Tokenizer.train(texts, vocab_size, config, special_tokens=..., progress=...,\n"
+               "**fields); min_frequency 2, pattern 'gpt2', all cores by default.";
     if (c_struct == "pg_step_result") return "What one optimizer step did.";
     if (c_struct == "pg_eval_result") return "A whole-split (or sampled) evaluation.";
     if (c_struct == "pg_tensor_info")
@@ -693,6 +706,51 @@ pg_eval_result run_evaluation(pg_eval_config c, const py::object& progress, Call
     cb.error.raise_if_set();
     if (s != PG_OK) raise_status(s, message);
     return r;
+}
+
+// Tokenizer.encode_special (owner: bpe): allowed_special None takes the options as they are,
+// except that with neither config nor fields it means "all" (the call's default).
+py::array_t<int32_t> tokenizer_encode_special(const Tokenizer& tok, const std::string& text, const py::object& allowed,
+                                              const py::object& config, const py::kwargs& fields) {
+    const bool options_given = !config.is_none() || fields.size() > 0;
+    const py::object which = allowed.is_none() && !options_given ? py::object(py::str("all")) : allowed;
+    return tok.encode_special(text, which, options_from<pg_encode_options>(config, fields));
+}
+
+// Tokenizer.train (owner: bpe): texts is one str/bytes or a sequence of them; the GIL is released
+// while training, progress(done, total) (tokens so far, vocab_size) cancels with a truthy return.
+Tokenizer train_bpe_tokenizer(const py::object& texts_obj, int32_t vocab_size, const py::object& config,
+                              const std::vector<std::string>& special_tokens, const py::object& progress,
+                              const py::kwargs& fields) {
+    pg_bpe_train_options o = options_from<pg_bpe_train_options>(config, fields);
+    std::vector<std::string> texts;
+    if (py::isinstance<py::str>(texts_obj) || py::isinstance<py::bytes>(texts_obj)) {
+        texts.push_back(texts_obj.cast<std::string>());
+    } else {
+        for (const auto& item : texts_obj) texts.push_back(item.cast<std::string>());
+    }
+    std::vector<const char*> ptrs, specials;
+    std::vector<size_t> lens;
+    for (const auto& t : texts) ptrs.push_back(t.data()), lens.push_back(t.size());
+    for (const auto& s : special_tokens) specials.push_back(s.c_str());
+    o.special_tokens = specials.empty() ? nullptr : specials.data();
+    o.n_special_tokens = int32_t(specials.size());
+    Callback cb{progress, {}};
+    o.progress = [](void* user, int64_t done, int64_t total) -> int {
+        return static_cast<Callback*>(user)->invoke(done, total) ? 1 : 0;
+    };
+    o.progress_user = &cb;
+    pg_tokenizer* t = nullptr;
+    pg_status s;
+    std::string message;
+    {
+        py::gil_scoped_release nogil;
+        s = pg_bpe_train(ptrs.data(), lens.data(), ptrs.size(), vocab_size, &o, &t);
+        if (s != PG_OK) message = pg_last_error();
+    }
+    cb.error.raise_if_set();
+    if (s != PG_OK) raise_status(s, message);
+    return Tokenizer(own_tokenizer(t));
 }
 
 // Runs a generation call (GIL released) with the Python on_token callable and the stop strings
@@ -1363,8 +1421,19 @@ PYBIND11_MODULE(_phonegpt, m) {
                     "Byte-level BPE from GPT-2's encoder.json and vocab.bpe (bytes).")
         .def_static("from_hf", &Tokenizer::from_hf, py::arg("tokenizer_json"),
                     "Byte-level BPE from a Hugging Face tokenizer.json (str or bytes).")
-        .def("encode_special", &Tokenizer::encode_special, py::arg("text"), py::arg("allowed_special") = "all",
-             "Encodes text (str or bytes) recognising special tokens: \"all\" or a list of their texts.")
+        .def_static("train", &train_bpe_tokenizer, py::arg("texts"), py::arg("vocab_size"),
+                    py::arg("config") = py::none(), py::kw_only(), py::arg("special_tokens") = std::vector<std::string>{},
+                    py::arg("progress") = py::none(),
+                    "Trains a byte-level BPE tokenizer (HF BpeTrainer's merges) on texts (one str/bytes or a\n"
+                    "list; each is pre-split on its own) to at most vocab_size tokens: special_tokens get ids\n"
+                    "0.., then the 256 bytes, then the merges. config: BpeTrainOptions (or its fields as\n"
+                    "keywords: min_frequency, pattern 'gpt2'/'cl100k'/'o200k', n_threads).\n"
+                    "progress(done, total) is called after each merge; a truthy return cancels.")
+        .def("encode_special", &tokenizer_encode_special, py::arg("text"), py::arg("allowed_special") = py::none(),
+             py::arg("config") = py::none(),
+             "Encodes text (str or bytes) recognising special tokens: allowed_special \"all\" or a list of\n"
+             "their texts; config: EncodeOptions (or allow_all_special=... as a keyword). With neither\n"
+             "allowed_special nor options every special token is recognised.")
         .def("write_file", &Tokenizer::write_file, py::arg("file"),
              "A BPE tokenizer as file bytes: \"tiktoken\", \"gpt2_encoder\", \"gpt2_merges\" or \"hf_json\".")
         .def("__repr__", [](const Tokenizer& t) {

@@ -1,4 +1,6 @@
-// phonegpt tokenizer info|encode|decode: a tokenizer file (tokenizer_files.hpp) on its own.
+// phonegpt tokenizer train|info|encode|decode: training a byte-level BPE tokenizer file, and a
+// tokenizer file (tokenizer_files.hpp) on its own.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -11,8 +13,11 @@ namespace cli {
 namespace {
 
 const char* const kTokenizerUsage =
-    "usage: phonegpt tokenizer info|encode|decode --tokenizer PATH [options]\n"
+    "usage: phonegpt tokenizer train --data PATH --vocab-size N --out tokenizer.json [options]\n"
+    "       phonegpt tokenizer info|encode|decode --tokenizer PATH [options]\n"
     "\n"
+    "  train    a byte-level BPE tokenizer (Hugging Face BpeTrainer's merges) from a text, written as\n"
+    "           a Hugging Face tokenizer.json\n"
     "  info     the tokenizer's kind and vocabulary (and, with --data, its tokens per byte on a text)\n"
     "  encode   text (--text or --data) to token ids, printed space-separated on one line\n"
     "  decode   token ids (--ids or --ids-file, space- or comma-separated) to text\n"
@@ -147,10 +152,91 @@ int tokenizer_decode(int argc, char** argv) {
     return 0;
 }
 
+int tokenizer_train(int argc, char** argv) {
+    Options opt("tokenizer train",
+                {{"data", "PATH", "the training text"},
+                 {"vocab-size", "N", "tokens in the vocabulary: special tokens + 256 bytes + merges"},
+                 {"out", "PATH", "where to write the tokenizer.json"},
+                 {"min-frequency", "N", "pairs rarer than this never merge (default 2)"},
+                 {"pattern", "NAME", "pre-tokenizer: gpt2 (default), cl100k or o200k"},
+                 {"special", "LIST", "special tokens, comma-separated (ids 0.. in order), e.g. \"<|endoftext|>\""},
+                 {"lines", nullptr, "train on each line as a text of its own, as HF's trainer reads files"},
+                 {"threads", "N", "threads (default: all cores)"},
+                 {"json", nullptr, "print one JSON object of results on stdout"},
+                 {"help", nullptr, "this help"}},
+                argc, argv);
+    if (opt.handle_help_and_output("--data PATH --vocab-size N --out PATH [--pattern gpt2|cl100k|o200k] "
+                                   "[--min-frequency N] [--special A,B] [--lines] [--threads N]",
+                                   "Trains a byte-level BPE tokenizer on a text and writes it as tokenizer.json."))
+        return 0;
+    if (!opt.has("data") || !file_exists(opt.text("data", "")))
+        throw UsageError{"--data: no file at \"" + opt.text("data", "") + "\""};
+    if (!opt.has("out")) throw UsageError{"--out PATH is required (the tokenizer.json to write)"};
+    if (!opt.has("vocab-size")) throw UsageError{"--vocab-size N is required"};
+    pg_bpe_train_options o;
+    pg_bpe_train_options_default(&o);
+    const std::string pattern = opt.text("pattern", "gpt2");
+    if (pattern == "gpt2") o.pattern = PG_BPE_PATTERN_GPT2;
+    else if (pattern == "cl100k") o.pattern = PG_BPE_PATTERN_CL100K;
+    else if (pattern == "o200k") o.pattern = PG_BPE_PATTERN_O200K;
+    else throw UsageError{"--pattern: \"" + pattern + "\" is not gpt2, cl100k or o200k"};
+    o.min_frequency = opt.integer("min-frequency", 2, 0, INT64_MAX);
+    o.n_threads = int32_t(opt.integer("threads", 0, 0, 1024));
+    std::vector<std::string> specials;
+    for (size_t pos = 0, n = opt.text("special", "").size(); opt.has("special") && pos <= n;) {
+        const std::string list = opt.text("special", "");
+        const size_t comma = std::min(list.find(',', pos), n);
+        specials.push_back(list.substr(pos, comma - pos));
+        pos = comma + 1;
+    }
+    std::vector<const char*> special_ptrs;
+    for (const auto& sp : specials) special_ptrs.push_back(sp.c_str());
+    o.special_tokens = special_ptrs.data();
+    o.n_special_tokens = int32_t(special_ptrs.size());
+    const int32_t vocab_size = int32_t(opt.integer("vocab-size", 0, 1, INT32_MAX));
+    const std::string text = read_file(opt.text("data", ""));
+    std::vector<const char*> texts;
+    std::vector<size_t> lens;
+    if (opt.has("lines")) {
+        for (size_t pos = 0; pos < text.size();) {
+            const size_t nl = text.find('\n', pos);
+            const size_t end = nl == std::string::npos ? text.size() : nl + 1;
+            texts.push_back(text.data() + pos);
+            lens.push_back(end - pos);
+            pos = end;
+        }
+    } else {
+        texts.push_back(text.data());
+        lens.push_back(text.size());
+    }
+    pg_tokenizer* trained = nullptr;
+    check(pg_bpe_train(texts.data(), lens.data(), texts.size(), vocab_size, &o, &trained), "pg_bpe_train");
+    TokenizerPtr tok(trained);
+    size_t len = 0;
+    pg_status s = pg_tokenizer_write_file(tok.get(), PG_TOKENIZER_FILE_HF_JSON, nullptr, 0, &len);
+    if (s != PG_ERR_BUFFER_TOO_SMALL) check(s, "pg_tokenizer_write_file");
+    std::string json(len, '\0');
+    check(pg_tokenizer_write_file(tok.get(), PG_TOKENIZER_FILE_HF_JSON, json.data(), json.size(), &len),
+          "pg_tokenizer_write_file");
+    write_file_atomically(opt.text("out", ""), json);
+    const int32_t vocab = vocab_size_of(tok.get());
+    say("%s: byte-level BPE, %d tokens (%s pattern) from %zu bytes in %zu texts\n", opt.text("out", "").c_str(),
+        vocab, pattern.c_str(), text.size(), texts.size());
+    if (g_output.json) {
+        Json j;
+        j.boolean("ok", true).str("command", "tokenizer train").str("out", opt.text("out", ""))
+            .str("pattern", pattern).integer("vocab_size", vocab).integer("bytes", (long long)text.size())
+            .integer("texts", (long long)texts.size());
+        print_result(j);
+    }
+    return 0;
+}
+
 }  // namespace
 
 int cmd_tokenizer(int argc, char** argv) {
     const std::string sub = argc > 0 ? argv[0] : "";
+    if (sub == "train") return tokenizer_train(argc - 1, argv + 1);
     if (sub == "info") return tokenizer_info(argc - 1, argv + 1);
     if (sub == "encode") return tokenizer_encode(argc - 1, argv + 1);
     if (sub == "decode") return tokenizer_decode(argc - 1, argv + 1);
@@ -158,8 +244,8 @@ int cmd_tokenizer(int argc, char** argv) {
         std::printf("%s", kTokenizerUsage);
         return 0;
     }
-    throw UsageError{sub.empty() ? "a subcommand is required: info, encode or decode"
-                                 : "unknown subcommand \"" + sub + "\" (info, encode or decode)"};
+    throw UsageError{sub.empty() ? "a subcommand is required: train, info, encode or decode"
+                                 : "unknown subcommand \"" + sub + "\" (train, info, encode or decode)"};
 }
 
 }  // namespace cli

@@ -208,6 +208,35 @@ PG_API pg_status pg_token_stream_push(pg_token_stream* stream, int32_t id, char*
 PG_API pg_status pg_token_stream_finish(pg_token_stream* stream, char* text, size_t capacity,
                                         size_t* len);
 PG_API const char* pg_token_stream_last_error(const pg_token_stream* stream);
+/* Training a byte-level BPE tokenizer. Each text is pre-split by the pattern and every piece
+ * is a word of bytes; the most frequent adjacent pair merges next (ties: the smallest pair of
+ * ids, ids numbered as Hugging Face's BpeTrainer numbers them), until vocab_size tokens (the
+ * special tokens, the 256 bytes and the merged tokens), no pair is left, or the best pair
+ * occurs fewer than min_frequency times. On the same words and settings the merges are those
+ * of HF tokenizers' BpeTrainer (docs/tokenizer-format.md, "Training"); the result does not
+ * depend on n_threads. Special tokens get ids 0.. in order and are ordinary text while
+ * training. */
+typedef enum pg_bpe_pattern {
+    PG_BPE_PATTERN_GPT2 = 1,   /* GPT-2's (= HF's ByteLevel pre-tokenizer with its regex) */
+    PG_BPE_PATTERN_CL100K = 2, /* cl100k_base's */
+    PG_BPE_PATTERN_O200K = 3   /* o200k_base's */
+} pg_bpe_pattern;
+typedef struct pg_bpe_train_options {
+    uint32_t struct_size;             /* sizeof(pg_bpe_train_options) */
+    int64_t min_frequency;            /* pairs rarer than this never merge, default 2 (>= 0) */
+    pg_bpe_pattern pattern;           /* default PG_BPE_PATTERN_GPT2 */
+    const char* const* special_tokens; /* NUL-terminated texts, e.g. "<|endoftext|>" (default none) */
+    int32_t n_special_tokens;
+    int32_t n_threads;                /* <= 0: all cores (default) */
+    pg_progress_fn progress;          /* optional, after each merge: done = tokens so far,
+                                         total = vocab_size; non-zero return cancels */
+    void* progress_user;
+} pg_bpe_train_options;
+PG_API void pg_bpe_train_options_default(pg_bpe_train_options* opts);
+/* Trains on texts[0..n_texts) (lens[i] bytes each, any bytes; NULL opts = defaults) a
+ * tokenizer of at most vocab_size tokens (256 + n_special_tokens .. 16,777,216) into *out. */
+PG_API pg_status pg_bpe_train(const char* const* texts, const size_t* lens, size_t n_texts, int32_t vocab_size,
+                              const pg_bpe_train_options* opts, pg_tokenizer** out);
 /* ---- end of byte-level BPE ------------------------------------------------------------ */
 
 /* ------------------------------------------------------------------------------------------ */

@@ -70,14 +70,16 @@ std::string describe_bytes(const std::string& b) {
     return out + "\"";
 }
 
+// Per-token checks build their message only on failure (they run for every token of a load).
 void validate_tokens(const std::vector<BpeTokenizer::Token>& v, const char* what) {
     for (const auto& t : v) {
-        require(t.id >= 0 && uint32_t(t.id) < BpeTokenizer::kMaxVocab, PG_ERR_FORMAT,
-                std::string(what) + " id " + std::to_string(t.id) + " is outside 0.." +
-                    std::to_string(BpeTokenizer::kMaxVocab - 1));
-        require(!t.bytes.empty(), PG_ERR_FORMAT, std::string(what) + " id " + std::to_string(t.id) + " is empty");
-        require(t.bytes.size() < (1u << 20), PG_ERR_FORMAT,
-                std::string(what) + " id " + std::to_string(t.id) + " is longer than 1 MiB");
+        if (t.id < 0 || uint32_t(t.id) >= BpeTokenizer::kMaxVocab)
+            throw Error(PG_ERR_FORMAT, std::string(what) + " id " + std::to_string(t.id) + " is outside 0.." +
+                                           std::to_string(BpeTokenizer::kMaxVocab - 1));
+        if (t.bytes.empty())
+            throw Error(PG_ERR_FORMAT, std::string(what) + " id " + std::to_string(t.id) + " is empty");
+        if (t.bytes.size() >= (1u << 20))
+            throw Error(PG_ERR_FORMAT, std::string(what) + " id " + std::to_string(t.id) + " is longer than 1 MiB");
     }
 }
 
@@ -117,12 +119,13 @@ void BpeTokenizer::build(bool derive_pairs_from_ranks, const std::vector<Merge>*
     std::sort(specials_.begin(), specials_.end(), by_id);
     require(!tokens_.empty(), PG_ERR_FORMAT, "BPE vocabulary is empty");
     for (std::size_t i = 1; i < tokens_.size(); ++i)
-        require(tokens_[i].id != tokens_[i - 1].id, PG_ERR_FORMAT,
-                "id " + std::to_string(tokens_[i].id) + " is given to two tokens (" +
-                    describe_bytes(tokens_[i - 1].bytes) + " and " + describe_bytes(tokens_[i].bytes) + ")");
+        if (tokens_[i].id == tokens_[i - 1].id)
+            throw Error(PG_ERR_FORMAT, "id " + std::to_string(tokens_[i].id) + " is given to two tokens (" +
+                                           describe_bytes(tokens_[i - 1].bytes) + " and " +
+                                           describe_bytes(tokens_[i].bytes) + ")");
     for (std::size_t i = 1; i < specials_.size(); ++i)
-        require(specials_[i].id != specials_[i - 1].id, PG_ERR_FORMAT,
-                "special token id " + std::to_string(specials_[i].id) + " is given twice");
+        if (specials_[i].id == specials_[i - 1].id)
+            throw Error(PG_ERR_FORMAT, "special token id " + std::to_string(specials_[i].id) + " is given twice");
     int32_t max_id = tokens_.back().id;
     if (!specials_.empty()) max_id = std::max(max_id, specials_.back().id);
     vocab_size_ = max_id + 1;
@@ -560,9 +563,10 @@ std::vector<BpeTokenizer::Merge> BpeTokenizer::merge_list() const {
             ids[best] = best_res;
             ids.erase(ids.begin() + std::ptrdiff_t(best) + 1);
         }
-        require(ids.size() == 2, PG_ERR_UNSUPPORTED,
-                "token " + std::to_string(t.id) + " " + describe_bytes(t.bytes) +
-                    " is not the merge of two lower-ranked tokens, so this vocabulary has no merge list");
+        if (ids.size() != 2)
+            throw Error(PG_ERR_UNSUPPORTED, "token " + std::to_string(t.id) + " " + describe_bytes(t.bytes) +
+                                                " is not the merge of two lower-ranked tokens, so this vocabulary "
+                                                "has no merge list");
         out.push_back(Merge{ids[0], ids[1]});
     }
     return out;
@@ -615,8 +619,9 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::from_payload(const uint8_t* payload,
             const uint32_t id = r.u32("token id");
             const uint32_t n = r.u32("token length");
             const uint8_t* b = r.bytes(n, "token bytes");
-            require(id < kMaxVocab, PG_ERR_FORMAT,
-                    "serialised BPE tokenizer has token id " + std::to_string(id) + " outside the id range");
+            if (id >= kMaxVocab)
+                throw Error(PG_ERR_FORMAT,
+                            "serialised BPE tokenizer has token id " + std::to_string(id) + " outside the id range");
             t.id = int32_t(id);
             t.bytes.assign(reinterpret_cast<const char*>(b), n);
         }

@@ -5,6 +5,9 @@
  *   bpe_tool encode hf       TOKENIZER_JSON - INPUT OUT_IDS [special]
  *   bpe_tool write-hf  tiktoken|gpt2|hf A B OUT_FILE       (a tokenizer.json)
  *   bpe_tool write-gpt2 tiktoken|gpt2|hf A B OUT_ENCODER OUT_VOCAB
+ *   bpe_tool train gpt2|cl100k|o200k VOCAB_SIZE MIN_FREQUENCY THREADS INPUT OUT_TOKENIZER_JSON [lines]
+ *     (pg_bpe_train on INPUT as one text, or with "lines" each line with its '\n' a text of
+ *     its own, as HF's trainer reads files)
  * OUT_IDS gets the ids as little-endian int32; "special" recognises every special token. */
 #include <phonegpt/phonegpt.h>
 
@@ -97,6 +100,42 @@ int main(int argc, char** argv) {
         write_file(tok, PG_TOKENIZER_FILE_GPT2_ENCODER, argv[5]);
         write_file(tok, PG_TOKENIZER_FILE_GPT2_MERGES, argv[6]);
         pg_tokenizer_free(tok);
+        return 0;
+    }
+    if (argc >= 8 && strcmp(argv[1], "train") == 0) {
+        pg_bpe_train_options opts;
+        pg_bpe_train_options_default(&opts);
+        opts.pattern = strcmp(argv[2], "cl100k") == 0  ? PG_BPE_PATTERN_CL100K
+                       : strcmp(argv[2], "o200k") == 0 ? PG_BPE_PATTERN_O200K
+                                                       : PG_BPE_PATTERN_GPT2;
+        opts.min_frequency = atoll(argv[4]);
+        opts.n_threads = atoi(argv[5]);
+        size_t len, n_texts = 0;
+        char* text = slurp(argv[6], &len);
+        const char** texts = (const char**)malloc((len + 1) * sizeof(char*));
+        size_t* lens = (size_t*)malloc((len + 1) * sizeof(size_t));
+        if (argc >= 9 && strcmp(argv[8], "lines") == 0) {
+            size_t pos = 0;
+            while (pos < len) {
+                const char* nl = (const char*)memchr(text + pos, '\n', len - pos);
+                size_t end = nl ? (size_t)(nl - text) + 1 : len;
+                texts[n_texts] = text + pos;
+                lens[n_texts++] = end - pos;
+                pos = end;
+            }
+        } else {
+            texts[0] = text;
+            lens[0] = len;
+            n_texts = 1;
+        }
+        pg_tokenizer* tok = NULL;
+        check(pg_bpe_train(texts, lens, n_texts, atoi(argv[3]), &opts, &tok), "pg_bpe_train");
+        write_file(tok, PG_TOKENIZER_FILE_HF_JSON, argv[7]);
+        int32_t vocab = 0;
+        check(pg_tokenizer_vocab_size(tok, &vocab), "pg_tokenizer_vocab_size");
+        printf("trained %d tokens on %zu texts\n", vocab, n_texts);
+        pg_tokenizer_free(tok);
+        free(lens); free((void*)texts); free(text);
         return 0;
     }
     fprintf(stderr, "usage: see the comment at the top of tests/bpe/bpe_tool.c\n");

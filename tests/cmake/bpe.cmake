@@ -44,4 +44,9 @@ elseif(NOT CMAKE_CROSSCOMPILING)
     COMMAND ${PG_NODE} ${PG_NPM_DIR}/check_bpe_exact.js $<TARGET_FILE:bpe_tool> ${PG_BPE_PEER_FILES}
             ${PG_DATA_PATH} ${CMAKE_CURRENT_BINARY_DIR}/tmp/bpe_exact)
   set_tests_properties(bpe_exact_against_tiktoken_and_hf PROPERTIES LABELS bpe TIMEOUT 600)
+
+  add_test(NAME bpe_train_against_hf
+    COMMAND ${PG_NODE} ${PG_NPM_DIR}/check_bpe_train.js $<TARGET_FILE:bpe_tool> ${PG_DATA_PATH}
+            ${CMAKE_CURRENT_BINARY_DIR}/tmp/bpe_train)
+  set_tests_properties(bpe_train_against_hf PROPERTIES LABELS bpe TIMEOUT 600)
 endif()

@@ -403,6 +403,37 @@ run("tokenizer", "decode", *tok, "--ids", str(info["vocab_size"]), rc=1)
 run("tokenizer", "split", *tok, rc=2)
 ]=])
 
+# phonegpt tokenizer train: a byte-level BPE trained on the text, written as tokenizer.json,
+# read back by the other tokenizer commands and by train --tokenizer; bad options are usage
+# errors (2), a vocabulary too small for the bytes is a library error (1).
+pg_cli_scenario(cli_tokenizer_train [=[
+out = f"{DIR}/tokenizer.json"
+res = run("tokenizer", "train", "--data", TEXT, "--vocab-size", "300", "--out", out, "--special", "<|endoftext|>,<|pad|>",
+          "--pattern", "cl100k", "--threads", "2")
+assert res["vocab_size"] == 300 and res["pattern"] == "cl100k" and res["texts"] == 1, res
+spec = json.load(open(out, encoding="utf-8"))
+assert spec["model"]["type"] == "BPE" and len(spec["model"]["merges"]) == 300 - 256 - 2, len(spec["model"]["merges"])
+assert [t["content"] for t in spec["added_tokens"]] == ["<|endoftext|>", "<|pad|>"], spec["added_tokens"]
+info = run("tokenizer", "info", "--tokenizer", out, "--data", TEXT)
+assert info["kind"] == "bpe" and info["vocab_size"] == 300 and info["tokens_per_byte"] < 0.9, info
+assert run("tokenizer", "encode", "--tokenizer", out, "--text", "x<|pad|>", "--allow-special")["ids"][-1] == 1
+whole = run("tokenizer", "encode", "--tokenizer", out, "--data", TEXT)
+with open(f"{DIR}/ids.txt", "w") as f:
+    f.write(" ".join(map(str, whole["ids"])))
+assert run("tokenizer", "decode", "--tokenizer", out, "--ids-file", f"{DIR}/ids.txt")["text"] == open(TEXT).read()
+# Lines as texts (HF's way of reading files) and one thread: a tokenizer of the same size.
+lines = run("tokenizer", "train", "--data", TEXT, "--vocab-size", "300", "--out", f"{DIR}/lines.json", "--lines",
+            "--threads", "1")
+assert lines["vocab_size"] == 300 and lines["texts"] == len(open(TEXT, newline="").read().splitlines()), lines
+trained = run("train", "--preset", "tiny", "--data", TEXT, "--tokenizer", out, "--batch", "4", "--threads", "2",
+              "--steps", "2", "--eval-interval", "0", "--out", f"{DIR}/run")
+assert trained["model"]["vocab_size"] == 300, trained
+run("tokenizer", "train", "--data", TEXT, "--vocab-size", "100", "--out", f"{DIR}/x.json", rc=1)
+run("tokenizer", "train", "--data", TEXT, "--vocab-size", "300", "--out", f"{DIR}/x.json", "--pattern", "llama", rc=2)
+run("tokenizer", "train", "--data", TEXT, "--out", f"{DIR}/x.json", rc=2)
+run("tokenizer", "train", "--data", f"{DIR}/none.txt", "--vocab-size", "300", "--out", f"{DIR}/x.json", rc=2)
+]=])
+
 pg_cli_test(cli_stop_without_target 2 "ok|error" "train|--preset|tiny|--data|${PG_CLI_TEXT}|--stop-at-target|--json")
 pg_cli_test(cli_target_partial_eval 2 "ok|error"
   "train|--preset|tiny|--data|${PG_CLI_TEXT}|--target|1.5|--eval-windows|4|--json")

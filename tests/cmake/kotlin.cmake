@@ -23,12 +23,27 @@ if(TARGET phonegpt_jni AND NOT CMAKE_CROSSCOMPILING)
   add_test(NAME kotlin_c_reference COMMAND kotlin_c_reference ${PG_KT_TEST_DIR}/reference)
   set_tests_properties(kotlin_c_reference PROPERTIES FIXTURES_SETUP pg_kotlin_reference)
 
+  set(PG_KT_JUNIT_CLASSES phonegpt.PhoneGptTest phonegpt.SessionTest)
+  set(PG_KT_JUNIT_ENV "PG_KOTLIN_REFERENCE=${PG_KT_TEST_DIR}/reference" "PG_TEST_TMPDIR=${CMAKE_CURRENT_BINARY_DIR}/tmp")
+  # BPE against npm tiktoken: the peer files bpe.cmake exports, and tiktoken's ids for the test
+  # texts written in the same ctest run (defined where the peers are; PG_REQUIRE_TOKENIZER_PEERS
+  # makes their absence a configure error in CI).
+  if(PG_BPE_PEER_FILES)
+    add_test(NAME kotlin_bpe_reference
+      COMMAND ${PG_NODE} ${PROJECT_SOURCE_DIR}/bindings/kotlin/test/bpe_reference.js ${PG_NPM_DIR}/node_modules
+              ${PG_KT_TEST_DIR}/bpe_reference.txt)
+    set_tests_properties(kotlin_bpe_reference PROPERTIES FIXTURES_SETUP pg_kotlin_reference)
+    list(APPEND PG_KT_JUNIT_CLASSES phonegpt.BpeTest)
+    list(APPEND PG_KT_JUNIT_ENV "PG_BPE_PEERS=${PG_BPE_PEER_FILES}"
+                                "PG_KOTLIN_BPE_REFERENCE=${PG_KT_TEST_DIR}/bpe_reference.txt")
+  endif()
+
   set(PG_KT_JAVA ${Java_JAVA_EXECUTABLE} -Xmx256m -Djava.library.path=$<TARGET_FILE_DIR:phonegpt_jni>)
   add_test(NAME kotlin_junit
     COMMAND ${PG_KT_JAVA} -cp ${PG_KT_TEST_JAR}:${PG_KT_RUNTIME_CP}:${PG_KT_JUNIT_CP}
-            org.junit.runner.JUnitCore phonegpt.PhoneGptTest)
+            org.junit.runner.JUnitCore ${PG_KT_JUNIT_CLASSES})
   set_tests_properties(kotlin_junit PROPERTIES FIXTURES_REQUIRED pg_kotlin_reference TIMEOUT 300
-    ENVIRONMENT "PG_KOTLIN_REFERENCE=${PG_KT_TEST_DIR}/reference;PG_TEST_TMPDIR=${CMAKE_CURRENT_BINARY_DIR}/tmp")
+    ENVIRONMENT "${PG_KT_JUNIT_ENV}")
 
   # The example on a generated text (no data file needed), a few steps of the tiny preset.
   if(TARGET phonegpt_kotlin_example)

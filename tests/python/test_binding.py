@@ -827,7 +827,6 @@ def _has_parameter(fn, name):
 # Structs whose C API no Python call wraps yet, and why; each must leave this list as soon as it
 # is bound (the test fails if a listed struct becomes reachable or is not in the header).
 NOT_YET_BOUND = {
-    "pg_encode_options": "Tokenizer.encode_special takes allowed_special itself; EncodeOptions is not exported yet",
 }
 
 

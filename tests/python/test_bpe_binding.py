@@ -50,3 +50,49 @@ def test_bad_files_raise_format_errors():
         phonegpt.Tokenizer.from_hf("{")
     with pytest.raises(phonegpt.Unsupported):
         phonegpt.Tokenizer.from_tiktoken(small_ranks(), "cl200k")
+
+
+def test_train_gives_the_merges_of_hf_bpe_trainers_example_and_takes_options():
+    # HF tokenizers' own BpeTrainer unit example (trainer.rs, test_train), min_frequency 2.
+    words = "roses are are red voilets blue BERT is is big and so GPT-2".split()
+    tok = phonegpt.Tokenizer.train(words, 30000, min_frequency=2)
+    assert tok.kind == "bpe" and tok.vocab_size == 256 + 3
+    merges = [m.split(" ") if isinstance(m, str) else m for m in json.loads(tok.write_file("hf_json"))["model"]["merges"]]
+    assert merges == [["r", "e"], ["a", "re"], ["i", "s"]]
+    assert tok.decode_bytes(tok.encode(b"\xff are")) == b"\xff are"
+
+    text = "the cat sat on the mat; the rat sat on the hat.\n" * 50
+    config = phonegpt.BpeTrainOptions(pattern="cl100k", n_threads=2)
+    a = phonegpt.Tokenizer.train(text, 270, config, special_tokens=["<|endoftext|>"])
+    b = phonegpt.Tokenizer.train([text.encode()], 270, config, special_tokens=["<|endoftext|>"], n_threads=1)
+    assert a.to_bytes() == b.to_bytes() and a.vocab_size == 270
+    assert a.encode_special("<|endoftext|>").tolist() == [0]
+    assert config.min_frequency == 2 and config.pattern == "cl100k"
+    with pytest.raises(phonegpt.InvalidArgument, match="vocab_size"):
+        phonegpt.Tokenizer.train(text, 100)
+    with pytest.raises(phonegpt.InvalidArgument):
+        phonegpt.BpeTrainOptions(pattern="llama")
+
+
+def test_train_progress_sees_each_merge_and_cancels():
+    text = "abcabcabd abcd " * 200
+    seen = []
+    phonegpt.Tokenizer.train(text, 262, progress=lambda done, total: seen.append((done, total)))
+    assert seen and seen[-1] == (262, 262) and all(t == 262 for _, t in seen)
+    with pytest.raises(phonegpt.Cancelled):
+        phonegpt.Tokenizer.train(text, 262, progress=lambda done, total: True)
+    with pytest.raises(ZeroDivisionError):
+        phonegpt.Tokenizer.train(text, 262, progress=lambda done, total: 1 / 0)
+
+
+def test_encode_options_choose_which_special_tokens_are_recognised():
+    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "cl100k_base")
+    text = "hello<|endoftext|><|fim_prefix|>"
+    eot, fim = 100257, 100258
+    assert tok.encode_special(text).tolist()[-2:] == [eot, fim]  # no options: all of them
+    plain = tok.encode(text).tolist()
+    assert tok.encode_special(text, config=phonegpt.EncodeOptions()).tolist() == plain
+    assert tok.encode_special(text, allow_all_special=True).tolist()[-2:] == [eot, fim]
+    only_eot = tok.encode_special(text, ["<|endoftext|>"], phonegpt.EncodeOptions(allow_all_special=False)).tolist()
+    assert eot in only_eot and fim not in only_eot
+    assert phonegpt.EncodeOptions(allow_all_special=True).allow_all_special is True

@@ -1,6 +1,8 @@
 // The JNI shim of the Kotlin binding: a thin layer over the public C API (phonegpt.h is the only
 // libphonegpt header included; the shim links the shared library), registered with
-// RegisterNatives in JNI_OnLoad so that JNI_OnLoad is its only exported symbol.
+// RegisterNatives in JNI_OnLoad so that JNI_OnLoad is its only exported symbol. This file has
+// the library, model, trainer and LoRA natives and JNI_OnLoad; other areas have their own file
+// (session_jni.cpp, tokenizer_jni.cpp) with its registration function; all share jni_support.hpp.
 //
 // What the Kotlin side (bindings/kotlin/src/phonegpt/Native.kt) guarantees and what the shim
 // still checks: Kotlin passes live handles (it serialises use and close with a per-handle lock),
@@ -20,227 +22,11 @@
 // thrown by Kotlin code inside a callback is taken out of the JNI env (so the C code is never
 // unwound through), the library is asked to stop, and the exception is re-thrown once the C call
 // has returned.
-#include <jni.h>
-
-#include <phonegpt/phonegpt.h>
-
-#include <cstring>
-#include <limits>
-#include <string>
-#include <vector>
+#include "jni_support.hpp"
 
 namespace {
 
-JavaVM* g_vm = nullptr;
-jclass g_exception_class = nullptr;          // phonegpt/PhoneGptException (global ref)
-jmethodID g_exception_from_status = nullptr; // static PhoneGptException fromStatus(int, String)
-jmethodID g_progress_method = nullptr;       // boolean ProgressBridge.onProgress(long, long)
-jmethodID g_token_method = nullptr;          // boolean TokenBridge.onToken(int)
-
-// ---------------------------------------------------------------------------------------------
-// Exceptions
-// ---------------------------------------------------------------------------------------------
-
-void throw_status(JNIEnv* env, pg_status status, const char* message) {
-    if (env->ExceptionCheck()) return;  // keep the first exception
-    jstring text = env->NewStringUTF(message ? message : "");
-    if (!text) return;  // OutOfMemoryError pending
-    auto exc = static_cast<jthrowable>(
-        env->CallStaticObjectMethod(g_exception_class, g_exception_from_status, jint(status), text));
-    env->DeleteLocalRef(text);
-    if (exc && !env->ExceptionCheck()) env->Throw(exc);
-}
-
-void throw_invalid(JNIEnv* env, const std::string& message) {
-    throw_status(env, PG_ERR_INVALID_ARGUMENT, message.c_str());
-}
-
-// Throws for a failed status with the thread's last error message. Returns true if it threw.
-bool failed(JNIEnv* env, pg_status status) {
-    if (status == PG_OK) return false;
-    throw_status(env, status, pg_last_error());
-    return true;
-}
-
-// A handle value from Kotlin: 0 means closed (Kotlin throws before, this is the second line).
-template <class T>
-T* handle_of(JNIEnv* env, jlong handle, const char* what) {
-    if (handle == 0) {
-        throw_status(env, PG_ERR_STATE, (std::string(what) + " is closed").c_str());
-        return nullptr;
-    }
-    return reinterpret_cast<T*>(static_cast<intptr_t>(handle));
-}
-
-jlong to_handle(const void* p) { return static_cast<jlong>(reinterpret_cast<intptr_t>(p)); }
-
-// ---------------------------------------------------------------------------------------------
-// Strings and byte arrays
-// ---------------------------------------------------------------------------------------------
-
-// A java.lang.String as UTF-8 (Kotlin passes text as UTF-8 byte arrays; paths and names come as
-// Strings: Java's "modified UTF-8" equals UTF-8 for every path without NUL or astral characters).
-bool get_string(JNIEnv* env, jstring s, const char* what, std::string* out) {
-    if (!s) {
-        throw_invalid(env, std::string(what) + " is null");
-        return false;
-    }
-    const char* chars = env->GetStringUTFChars(s, nullptr);
-    if (!chars) return false;
-    out->assign(chars);
-    env->ReleaseStringUTFChars(s, chars);
-    return true;
-}
-
-bool get_bytes(JNIEnv* env, jbyteArray a, const char* what, std::vector<char>* out) {
-    if (!a) {
-        throw_invalid(env, std::string(what) + " is null");
-        return false;
-    }
-    out->resize(std::size_t(env->GetArrayLength(a)));
-    if (!out->empty()) env->GetByteArrayRegion(a, 0, jsize(out->size()), reinterpret_cast<jbyte*>(out->data()));
-    return !env->ExceptionCheck();
-}
-
-// The bytes' address for the C API, which reads NULL as a missing argument: an empty Java array
-// is empty data, not a missing one.
-const char* bytes_of(const std::vector<char>& v) {
-    static const char empty = 0;
-    return v.empty() ? &empty : v.data();
-}
-
-jbyteArray new_bytes(JNIEnv* env, const void* data, std::size_t n) {
-    jbyteArray a = env->NewByteArray(jsize(n));
-    if (a && n) env->SetByteArrayRegion(a, 0, jsize(n), static_cast<const jbyte*>(data));
-    return a;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Bulk data: a direct buffer used in place, or an array region copied in (and out).
-// ---------------------------------------------------------------------------------------------
-
-// Traits of the two element types that cross as bulk data.
-template <class T> struct Prim;
-template <> struct Prim<int32_t> {
-    using Array = jintArray;
-    static void get(JNIEnv* e, Array a, jsize o, jsize n, int32_t* d) { e->GetIntArrayRegion(a, o, n, reinterpret_cast<jint*>(d)); }
-    static void set(JNIEnv* e, Array a, jsize o, jsize n, const int32_t* d) { e->SetIntArrayRegion(a, o, n, reinterpret_cast<const jint*>(d)); }
-};
-template <> struct Prim<float> {
-    using Array = jfloatArray;
-    static void get(JNIEnv* e, Array a, jsize o, jsize n, float* d) { e->GetFloatArrayRegion(a, o, n, d); }
-    static void set(JNIEnv* e, Array a, jsize o, jsize n, const float* d) { e->SetFloatArrayRegion(a, o, n, d); }
-};
-
-// `length` elements at `offset` of either `array` or the direct `buffer` (exactly one is set;
-// the buffer's capacity and offset are in elements). For inputs the array region is copied in;
-// for outputs it is written back by commit().
-template <class T>
-class Bulk {
-public:
-    using Array = typename Prim<T>::Array;
-
-    // Returns false with an exception pending if the arguments do not describe a valid region.
-    bool open(JNIEnv* env, Array array, jobject buffer, jint offset, jint length, const char* what,
-              bool copy_in) {
-        env_ = env;
-        array_ = array;
-        offset_ = offset;
-        length_ = length;
-        if (offset < 0 || length < 0) {
-            throw_invalid(env, std::string(what) + ": negative offset or length");
-            return false;
-        }
-        if (array && buffer) {
-            throw_invalid(env, std::string(what) + ": both an array and a buffer");
-            return false;
-        }
-        if (buffer) {
-            void* address = env->GetDirectBufferAddress(buffer);
-            jlong capacity = env->GetDirectBufferCapacity(buffer);
-            if (!address || capacity < 0) {
-                throw_invalid(env, std::string(what) + ": the buffer is not a direct buffer");
-                return false;
-            }
-            if (jlong(offset) + jlong(length) > capacity) {
-                throw_invalid(env, std::string(what) + ": " + std::to_string(length) + " elements at " +
-                                       std::to_string(offset) + " exceed the buffer's capacity " +
-                                       std::to_string(capacity));
-                return false;
-            }
-            data_ = static_cast<T*>(address) + offset;
-            return true;
-        }
-        if (!array) {
-            throw_invalid(env, std::string(what) + " is null");
-            return false;
-        }
-        const jsize array_length = env->GetArrayLength(array);
-        if (jlong(offset) + jlong(length) > jlong(array_length)) {
-            throw_invalid(env, std::string(what) + ": " + std::to_string(length) + " elements at " +
-                                   std::to_string(offset) + " exceed the array's length " +
-                                   std::to_string(array_length));
-            return false;
-        }
-        copy_.resize(std::size_t(length));
-        if (copy_in && length > 0) Prim<T>::get(env, array, offset, length, copy_.data());
-        data_ = copy_.data();
-        return !env->ExceptionCheck();
-    }
-
-    // Writes the first n elements back to the array (a buffer was written in place).
-    void commit(std::size_t n) {
-        if (array_ && n > 0) Prim<T>::set(env_, array_, offset_, jsize(n), copy_.data());
-    }
-
-    T* data() const { return data_; }
-    std::size_t size() const { return std::size_t(length_); }
-
-private:
-    JNIEnv* env_ = nullptr;
-    Array array_ = nullptr;
-    jint offset_ = 0, length_ = 0;
-    T* data_ = nullptr;
-    std::vector<T> copy_;
-};
-
-using IntBulk = Bulk<int32_t>;
-using FloatBulk = Bulk<float>;
-
-jlongArray new_longs(JNIEnv* env, const std::vector<jlong>& v) {
-    jlongArray a = env->NewLongArray(jsize(v.size()));
-    if (a) env->SetLongArrayRegion(a, 0, jsize(v.size()), v.data());
-    return a;
-}
-
-jdoubleArray new_doubles(JNIEnv* env, const std::vector<jdouble>& v) {
-    jdoubleArray a = env->NewDoubleArray(jsize(v.size()));
-    if (a) env->SetDoubleArrayRegion(a, 0, jsize(v.size()), v.data());
-    return a;
-}
-
-bool get_longs(JNIEnv* env, jlongArray a, std::size_t want, const char* what, std::vector<jlong>* out) {
-    if (!a || std::size_t(env->GetArrayLength(a)) != want) {
-        throw_invalid(env, std::string(what) + " must have " + std::to_string(want) + " fields");
-        return false;
-    }
-    out->resize(want);
-    env->GetLongArrayRegion(a, 0, jsize(want), out->data());
-    return !env->ExceptionCheck();
-}
-
-// Floats travel inside the long arrays as their raw bits (Float.toRawBits on the Kotlin side).
-float bits_to_float(jlong bits) {
-    const uint32_t u = uint32_t(bits);
-    float f;
-    std::memcpy(&f, &u, sizeof f);
-    return f;
-}
-jlong float_to_bits(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, sizeof u);
-    return jlong(u);
-}
+using namespace pg_jni;
 
 // ---------------------------------------------------------------------------------------------
 // Configurations as long arrays; the field order is the struct's (ModelConfig.kt, TrainConfig.kt)
@@ -314,67 +100,6 @@ jlongArray step_result_fields(JNIEnv* env, const pg_step_result& r) {
     return new_longs(env, {r.step, float_to_bits(r.loss), float_to_bits(r.lr), float_to_bits(r.grad_norm), r.tokens});
 }
 
-jdoubleArray eval_result_fields(JNIEnv* env, const pg_eval_result& r) {
-    return new_doubles(env, {r.mean_loss, r.bits_per_token, double(r.n_scored), double(r.n_windows)});
-}
-
-// ---------------------------------------------------------------------------------------------
-// Callbacks into Kotlin
-// ---------------------------------------------------------------------------------------------
-
-// The JNIEnv of the thread the library calls back on (the caller's thread for both callbacks
-// today; a thread the JVM does not know is attached as a daemon rather than crashing).
-JNIEnv* callback_env() {
-    JNIEnv* env = nullptr;
-    if (g_vm->GetEnv(reinterpret_cast<void**>(&env), JNI_VERSION_1_6) == JNI_OK) return env;
-    if (g_vm->AttachCurrentThreadAsDaemon(reinterpret_cast<void**>(&env), nullptr) == JNI_OK) return env;
-    return nullptr;
-}
-
-// One Kotlin bridge object for one C call; keeps the first exception a callback threw.
-struct Callback {
-    jobject bridge = nullptr;
-    jthrowable pending = nullptr;  // global ref
-
-    // After a call into Java: takes a thrown exception out of the env. Returns true to stop.
-    bool took_exception(JNIEnv* env) {
-        if (!env->ExceptionCheck()) return false;
-        jthrowable t = env->ExceptionOccurred();
-        env->ExceptionClear();
-        if (!pending) pending = static_cast<jthrowable>(env->NewGlobalRef(t));
-        env->DeleteLocalRef(t);
-        return true;
-    }
-
-    // After the C call: re-throws the callback's exception (it wins over the status). Returns true
-    // if it threw.
-    bool rethrow(JNIEnv* env) {
-        if (!pending) return false;
-        env->Throw(pending);
-        env->DeleteGlobalRef(pending);
-        pending = nullptr;
-        return true;
-    }
-};
-
-int progress_trampoline(void* user, int64_t done, int64_t total) {
-    auto* cb = static_cast<Callback*>(user);
-    JNIEnv* env = callback_env();
-    if (!env || cb->pending) return 1;
-    const jboolean go_on = env->CallBooleanMethod(cb->bridge, g_progress_method, jlong(done), jlong(total));
-    if (cb->took_exception(env)) return 1;
-    return go_on ? 0 : 1;
-}
-
-int token_trampoline(void* user, int32_t token) {
-    auto* cb = static_cast<Callback*>(user);
-    JNIEnv* env = callback_env();
-    if (!env || cb->pending) return 1;
-    const jboolean go_on = env->CallBooleanMethod(cb->bridge, g_token_method, jint(token));
-    if (cb->took_exception(env)) return 1;
-    return go_on ? 0 : 1;
-}
-
 // =============================================================================================
 // The natives (phonegpt.Native, one static method each; registered in JNI_OnLoad)
 // =============================================================================================
@@ -416,95 +141,15 @@ jbyteArray n_read_file(JNIEnv* env, jclass, jstring jpath) {
     return out;
 }
 
-// --- tokenizers ----------------------------------------------------------------------------
-
-jlong n_tokenizer_create_char(JNIEnv* env, jclass, jbyteArray jtext) {
-    std::vector<char> text;
-    if (!get_bytes(env, jtext, "text", &text)) return 0;
-    pg_tokenizer* tok = nullptr;
-    if (failed(env, pg_tokenizer_create_char(bytes_of(text), text.size(), &tok))) return 0;
-    return to_handle(tok);
-}
-
-jlong n_tokenizer_deserialize(JNIEnv* env, jclass, jbyteArray jdata) {
-    std::vector<char> data;
-    if (!get_bytes(env, jdata, "data", &data)) return 0;
-    pg_tokenizer* tok = nullptr;
-    if (failed(env, pg_tokenizer_deserialize(bytes_of(data), data.size(), &tok))) return 0;
-    return to_handle(tok);
-}
-
-void n_tokenizer_free(JNIEnv*, jclass, jlong h) { pg_tokenizer_free(reinterpret_cast<pg_tokenizer*>(intptr_t(h))); }
-
-jint n_tokenizer_kind(JNIEnv* env, jclass, jlong h) {
-    auto* tok = handle_of<pg_tokenizer>(env, h, "Tokenizer");
-    pg_tokenizer_kind kind{};
-    if (!tok || failed(env, pg_tokenizer_kind_of(tok, &kind))) return 0;
-    return jint(kind);
-}
-
-jint n_tokenizer_vocab_size(JNIEnv* env, jclass, jlong h) {
-    auto* tok = handle_of<pg_tokenizer>(env, h, "Tokenizer");
-    int32_t n = 0;
-    if (!tok || failed(env, pg_tokenizer_vocab_size(tok, &n))) return 0;
-    return n;
-}
-
-// Encodes into `out` (array or direct buffer, `capacity` elements at `offset`), or only sizes
-// when both are null. Returns the number of ids the text needs (written if they fit; otherwise
-// BufferTooSmallException).
-jlong n_tokenizer_encode(JNIEnv* env, jclass, jlong h, jbyteArray jtext, jintArray out_array,
-                         jobject out_buffer, jint offset, jint capacity) {
-    auto* tok = handle_of<pg_tokenizer>(env, h, "Tokenizer");
-    std::vector<char> text;
-    if (!tok || !get_bytes(env, jtext, "text", &text)) return 0;
-    size_t n = 0;
-    if (!out_array && !out_buffer) {
-        pg_status s = pg_tokenizer_encode(tok, bytes_of(text), text.size(), nullptr, 0, &n);
-        if (s != PG_ERR_BUFFER_TOO_SMALL && failed(env, s)) return 0;
-        return jlong(n);
-    }
-    IntBulk out;
-    if (!out.open(env, out_array, out_buffer, offset, capacity, "encode output", false)) return 0;
-    if (failed(env, pg_tokenizer_encode(tok, bytes_of(text), text.size(), out.data(), out.size(), &n))) return 0;
-    out.commit(n);
-    return jlong(n);
-}
-
-jbyteArray n_tokenizer_decode(JNIEnv* env, jclass, jlong h, jintArray ids_array, jobject ids_buffer,
-                              jint offset, jint length) {
-    auto* tok = handle_of<pg_tokenizer>(env, h, "Tokenizer");
-    IntBulk ids;
-    if (!tok || !ids.open(env, ids_array, ids_buffer, offset, length, "ids", true)) return nullptr;
-    size_t len = 0;
-    pg_status s = pg_tokenizer_decode(tok, ids.data(), ids.size(), nullptr, 0, &len);
-    if (s != PG_ERR_BUFFER_TOO_SMALL && failed(env, s)) return nullptr;
-    std::vector<char> text(len + 1);
-    if (failed(env, pg_tokenizer_decode(tok, ids.data(), ids.size(), text.data(), text.size(), &len))) return nullptr;
-    return new_bytes(env, text.data(), len);
-}
-
-jbyteArray n_tokenizer_serialize(JNIEnv* env, jclass, jlong h) {
-    auto* tok = handle_of<pg_tokenizer>(env, h, "Tokenizer");
-    if (!tok) return nullptr;
-    size_t len = 0;
-    pg_status s = pg_tokenizer_serialize(tok, nullptr, 0, &len);
-    if (s != PG_ERR_BUFFER_TOO_SMALL && failed(env, s)) return nullptr;
-    std::vector<char> data(len);
-    if (failed(env, pg_tokenizer_serialize(tok, data.data(), data.size(), &len))) return nullptr;
-    return new_bytes(env, data.data(), len);
-}
-
 // A tokenizer's copy through its serialised form (so that a Kotlin Tokenizer never borrows a
 // pointer whose owner could free it).
 pg_tokenizer* copy_tokenizer(JNIEnv* env, pg_tokenizer* tok) {
-    size_t len = 0;
-    pg_status s = pg_tokenizer_serialize(tok, nullptr, 0, &len);
-    if (s != PG_ERR_BUFFER_TOO_SMALL && failed(env, s)) return nullptr;
-    std::vector<char> data(len);
-    if (failed(env, pg_tokenizer_serialize(tok, data.data(), data.size(), &len))) return nullptr;
+    std::vector<char> data;
+    if (!fill_bytes(env, [&](char* d, size_t cap, size_t* len) { return pg_tokenizer_serialize(tok, d, cap, len); },
+                    &data))
+        return nullptr;
     pg_tokenizer* copy = nullptr;
-    if (failed(env, pg_tokenizer_deserialize(data.data(), len, &copy))) return nullptr;
+    if (failed(env, pg_tokenizer_deserialize(data.data(), data.size(), &copy))) return nullptr;
     return copy;
 }
 
@@ -699,41 +344,14 @@ jfloat n_model_forward(JNIEnv* env, jclass, jlong h, jintArray tok_a, jobject to
                        jintArray tgt_a, jobject tgt_b, jint tgt_off, jint B, jint T, jfloatArray log_a,
                        jobject log_b, jint log_off, jint log_len, jint n_threads) {
     auto* m = handle_of<pg_model>(env, h, "Model");
-    if (!m) return 0;
-    if (B < 1 || T < 1) {
-        throw_invalid(env, "forward: B and T must be >= 1, got " + std::to_string(B) + " and " + std::to_string(T));
+    ForwardArgs a;
+    if (!m || !a.open(env, m, B, T, tok_a, tok_b, tok_off, tgt_a, tgt_b, tgt_off, log_a, log_b, log_off, log_len))
         return 0;
-    }
-    const int64_t bt = int64_t(B) * int64_t(T);
-    if (bt > INT32_MAX) {
-        throw_invalid(env, "forward: B*T is too large");
-        return 0;
-    }
-    IntBulk tokens, targets;
-    if (!tokens.open(env, tok_a, tok_b, tok_off, jint(bt), "tokens", true)) return 0;
-    const bool with_targets = tgt_a || tgt_b;
-    if (with_targets && !targets.open(env, tgt_a, tgt_b, tgt_off, jint(bt), "targets", true)) return 0;
-    const bool with_logits = log_a || log_b;
-    FloatBulk logits;
-    if (with_logits) {
-        pg_model_config c;
-        pg_model_config_default(&c);
-        if (failed(env, pg_model_get_config(m, &c))) return 0;
-        if (int64_t(log_len) != bt * c.vocab_size) {
-            throw_status(env, PG_ERR_GEOMETRY, ("forward: logits must hold B*T*vocab_size = " +
-                                                std::to_string(bt * c.vocab_size) + " floats, got " +
-                                                std::to_string(log_len)).c_str());
-            return 0;
-        }
-        if (!logits.open(env, log_a, log_b, log_off, log_len, "logits", false)) return 0;
-    }
     float loss = 0.0f;
-    if (failed(env, pg_model_forward(m, tokens.data(), B, T, with_targets ? targets.data() : nullptr,
-                                     with_logits ? logits.data() : nullptr, with_targets ? &loss : nullptr,
+    if (failed(env, pg_model_forward(m, a.tokens.data(), B, T, a.targets_data(), a.logits_data(), a.loss_out(&loss),
                                      n_threads)))
         return 0;
-    if (with_logits) logits.commit(logits.size());
-    return with_targets ? loss : std::numeric_limits<float>::quiet_NaN();
+    return a.finish(loss);
 }
 
 // --- checkpoints and interop ---------------------------------------------------------------
@@ -799,28 +417,12 @@ jdoubleArray n_evaluate(JNIEnv* env, jclass, jlong h, jintArray tok_a, jobject t
                         jintArray jconfig, jobject bridge) {
     auto* m = handle_of<pg_model>(env, h, "Model");
     IntBulk tokens;
-    if (!m || !tokens.open(env, tok_a, tok_b, offset, length, "tokens", true)) return nullptr;
-    if (!jconfig || env->GetArrayLength(jconfig) != 4) {
-        throw_invalid(env, "EvalConfig must have 4 fields");
-        return nullptr;
-    }
-    jint f[4];
-    env->GetIntArrayRegion(jconfig, 0, 4, f);
-    pg_eval_config c;
-    pg_eval_config_default(&c);
-    c.window = f[0];
-    c.stride = f[1];
-    c.batch_size = f[2];
-    c.n_threads = f[3];
     Callback cb;
-    cb.bridge = bridge;
-    if (bridge) {
-        c.progress = progress_trampoline;
-        c.progress_user = &cb;
-    }
-    pg_eval_result r;
-    std::memset(&r, 0, sizeof r);
-    r.struct_size = sizeof r;
+    pg_eval_config c;
+    if (!m || !tokens.open(env, tok_a, tok_b, offset, length, "tokens", true) ||
+        !eval_config_from(env, jconfig, bridge, &cb, &c))
+        return nullptr;
+    pg_eval_result r = new_eval_result();
     pg_status s = pg_evaluate(m, tokens.data(), tokens.size(), &c, &r);
     if (cb.rethrow(env) || failed(env, s)) return nullptr;
     return eval_result_fields(env, r);
@@ -831,9 +433,7 @@ jdoubleArray n_evaluate_sampled(JNIEnv* env, jclass, jlong h, jintArray tok_a, j
     auto* m = handle_of<pg_model>(env, h, "Model");
     IntBulk tokens;
     if (!m || !tokens.open(env, tok_a, tok_b, offset, length, "tokens", true)) return nullptr;
-    pg_eval_result r;
-    std::memset(&r, 0, sizeof r);
-    r.struct_size = sizeof r;
+    pg_eval_result r = new_eval_result();
     if (failed(env, pg_evaluate_sampled(m, tokens.data(), tokens.size(), n_batches, batch_size, uint64_t(seed),
                                         n_threads, &r)))
         return nullptr;
@@ -848,55 +448,15 @@ jint n_generate(JNIEnv* env, jclass, jlong h, jintArray p_a, jobject p_b, jint p
                 jint out_off, jint out_cap) {
     auto* m = handle_of<pg_model>(env, h, "Model");
     IntBulk prompt;
-    if (!m || !prompt.open(env, p_a, p_b, p_off, p_len, "prompt", true)) return 0;
-    std::vector<jlong> f;
-    if (!get_longs(env, jconfig, 7, "SampleConfig", &f)) return 0;
-    for (std::size_t i : {1, 4, 5, 6}) {
-        if (f[i] < INT32_MIN || f[i] > INT32_MAX) {
-            throw_invalid(env, "SampleConfig: field " + std::to_string(i) + " is outside int32");
-            return 0;
-        }
-    }
-    pg_sample_config c;
-    pg_sample_config_default(&c);
-    c.temperature = bits_to_float(f[0]);
-    c.top_k = int32_t(f[1]);
-    c.top_p = bits_to_float(f[2]);
-    c.seed = uint64_t(f[3]);
-    c.max_tokens = int32_t(f[4]);
-    c.n_threads = int32_t(f[5]);
-    c.slide_keep = int32_t(f[6]);
-    std::vector<std::string> stops;
-    std::vector<const char*> stop_ptrs;
-    if (jstops) {
-        const jsize n = env->GetArrayLength(jstops);
-        for (jsize i = 0; i < n; ++i) {
-            auto s = static_cast<jstring>(env->GetObjectArrayElement(jstops, i));
-            std::string value;
-            const bool ok = get_string(env, s, "stop string", &value);
-            env->DeleteLocalRef(s);
-            if (!ok) return 0;
-            stops.push_back(std::move(value));
-        }
-        for (const std::string& s : stops) stop_ptrs.push_back(s.c_str());
-        c.stop_strings = stop_ptrs.data();
-        c.n_stop_strings = int32_t(stop_ptrs.size());
-    }
-    IntBulk out;
-    const bool with_out = out_a || out_b;
-    if (with_out && !out.open(env, out_a, out_b, out_off, out_cap, "output", false)) return 0;
-    Callback cb;
-    cb.bridge = bridge;
-    if (bridge) {
-        c.on_token = token_trampoline;
-        c.on_token_user = &cb;
-    }
+    SampleArgs args;
+    GenerateOutput out;
+    if (!m || !prompt.open(env, p_a, p_b, p_off, p_len, "prompt", true) ||
+        !sample_config_from(env, jconfig, jstops, bridge, &args) || !out.open(env, out_a, out_b, out_off, out_cap))
+        return 0;
     size_t n_out = 0;
-    pg_status s = pg_generate(m, prompt.data(), prompt.size(), &c, with_out ? out.data() : nullptr,
-                              with_out ? out.size() : 0, &n_out);
-    if (cb.rethrow(env) || failed(env, s)) return 0;
-    if (with_out) out.commit(n_out);
-    return jint(n_out);
+    pg_status s = pg_generate(m, prompt.data(), prompt.size(), &args.config, out.data(), out.capacity(), &n_out);
+    if (args.cb.rethrow(env) || failed(env, s)) return 0;
+    return out.commit(n_out);
 }
 
 // --- training ------------------------------------------------------------------------------
@@ -1208,10 +768,6 @@ jobjectArray n_struct_value_fields(JNIEnv* env, jclass, jstring jname) {
 // Registration
 // =============================================================================================
 
-#define PG_NATIVE(name, signature, fn) {const_cast<char*>(name), const_cast<char*>(signature), reinterpret_cast<void*>(fn)}
-#define PG_INTS "[ILjava/nio/IntBuffer;II"    // (int[] array, IntBuffer buffer, int offset, int length)
-#define PG_FLOATS "[FLjava/nio/FloatBuffer;II"
-
 const JNINativeMethod kNatives[] = {
     PG_NATIVE("versionNumber", "()I", n_version_number),
     PG_NATIVE("headerVersionNumber", "()I", n_header_version_number),
@@ -1222,15 +778,6 @@ const JNINativeMethod kNatives[] = {
     PG_NATIVE("structValueFields", "(Ljava/lang/String;)[Ljava/lang/String;", n_struct_value_fields),
     PG_NATIVE("splitIndex", "(JD)J", n_split_index),
     PG_NATIVE("readFile", "(Ljava/lang/String;)[B", n_read_file),
-
-    PG_NATIVE("tokenizerCreateChar", "([B)J", n_tokenizer_create_char),
-    PG_NATIVE("tokenizerDeserialize", "([B)J", n_tokenizer_deserialize),
-    PG_NATIVE("tokenizerFree", "(J)V", n_tokenizer_free),
-    PG_NATIVE("tokenizerKind", "(J)I", n_tokenizer_kind),
-    PG_NATIVE("tokenizerVocabSize", "(J)I", n_tokenizer_vocab_size),
-    PG_NATIVE("tokenizerEncode", "(J[B" PG_INTS ")J", n_tokenizer_encode),
-    PG_NATIVE("tokenizerDecode", "(J" PG_INTS ")[B", n_tokenizer_decode),
-    PG_NATIVE("tokenizerSerialize", "(J)[B", n_tokenizer_serialize),
 
     PG_NATIVE("modelConfigDefault", "()[J", n_model_config_default),
     PG_NATIVE("modelConfigPreset", "(Ljava/lang/String;)[J", n_model_config_preset),
@@ -1299,8 +846,6 @@ const JNINativeMethod kNatives[] = {
     PG_NATIVE("loraAdapterCheckBase", "(JJ)V", n_lora_adapter_check_base),
 };
 
-#undef PG_NATIVE
-
 jclass global_class(JNIEnv* env, const char* name) {
     jclass local = env->FindClass(name);
     if (!local) return nullptr;
@@ -1328,7 +873,8 @@ extern "C" JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void*) {
     if (!g_progress_method || !g_token_method) return JNI_ERR;
     // A signature mismatch between this table and Native.kt fails here, at load time, with
     // NoSuchMethodError naming the method (tested by the JUnit suite loading the library).
-    if (env->RegisterNatives(natives, kNatives, jint(sizeof kNatives / sizeof kNatives[0])) != JNI_OK)
+    if (!register_natives(env, natives, kNatives) || !register_session_natives(env, natives) ||
+        !register_tokenizer_natives(env, natives))
         return JNI_ERR;
     return JNI_VERSION_1_6;
 }

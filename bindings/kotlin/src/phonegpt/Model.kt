@@ -174,15 +174,12 @@ class Model internal constructor(handle: Long) : NativeHandle(handle, "Model") {
 
     /**
      * Text in, text out through the model's tokenizer ([StateException] without one). [onText]
-     * streams each token's text.
+     * streams the text as it becomes complete UTF-8 (a BPE token may end inside a character).
      */
     @JvmOverloads fun generate(prompt: String, config: SampleConfig = SampleConfig.default(),
                                cancel: CancellationToken? = null, onText: ((String) -> Unit)? = null): String {
         val tok = tokenizer ?: throw StateException("Model.generate(String): the model has no tokenizer")
-        return tok.use { t ->
-            val onToken: ((Int) -> Unit)? = onText?.let { f -> { id: Int -> f(t.decode(intArrayOf(id))) } }
-            t.decode(generate(t.encode(prompt), config, cancel, onToken))
-        }
+        return tok.use { t -> t.generateText(onText) { onToken -> generate(t.encode(prompt), config, cancel, onToken) } }
     }
 
     private fun generate(prompt: Ints, config: SampleConfig, cancel: CancellationToken?, onToken: ((Int) -> Unit)?,

@@ -28,16 +28,31 @@ internal object Native {
     @JvmStatic external fun splitIndex(n: Long, trainFraction: Double): Long
     @JvmStatic external fun readFile(path: String?): ByteArray
 
+    // Tokenizer.kt (bindings/kotlin/jni/tokenizer_jni.cpp)
     @JvmStatic external fun tokenizerCreateChar(text: ByteArray?): Long
     @JvmStatic external fun tokenizerDeserialize(data: ByteArray?): Long
+    @JvmStatic external fun tokenizerCreateTiktoken(ranks: ByteArray?, encoding: String?): Long
+    @JvmStatic external fun tokenizerCreateGpt2(encoderJson: ByteArray?, vocabBpe: ByteArray?): Long
+    @JvmStatic external fun tokenizerCreateHf(tokenizerJson: ByteArray?): Long
+    @JvmStatic external fun bpeTrainOptionsDefault(): LongArray
+    @JvmStatic external fun tokenizerTrainBpe(texts: Array<ByteArray>?, vocabSize: Int, options: LongArray?,
+                                              specialTokens: Array<String>?, progress: ProgressBridge?): Long
     @JvmStatic external fun tokenizerFree(handle: Long)
     @JvmStatic external fun tokenizerKind(handle: Long): Int
     @JvmStatic external fun tokenizerVocabSize(handle: Long): Int
-    @JvmStatic external fun tokenizerEncode(handle: Long, text: ByteArray?, out: IntArray?, outBuffer: IntBuffer?,
+    @JvmStatic external fun tokenizerSpecialId(handle: Long, text: String?): Int
+    /** Sizes only when out and outBuffer are null; allowedSpecial null = none. */
+    @JvmStatic external fun tokenizerEncode(handle: Long, text: ByteArray?, allowAllSpecial: Boolean,
+                                            allowedSpecial: Array<String>?, out: IntArray?, outBuffer: IntBuffer?,
                                             offset: Int, capacity: Int): Long
     @JvmStatic external fun tokenizerDecode(handle: Long, ids: IntArray?, idsBuffer: IntBuffer?, offset: Int,
                                             length: Int): ByteArray
     @JvmStatic external fun tokenizerSerialize(handle: Long): ByteArray
+    @JvmStatic external fun tokenizerWriteFile(handle: Long, file: Int): ByteArray
+    @JvmStatic external fun tokenStreamCreate(tokenizer: Long): Long
+    @JvmStatic external fun tokenStreamFree(handle: Long)
+    @JvmStatic external fun tokenStreamPush(handle: Long, id: Int): ByteArray
+    @JvmStatic external fun tokenStreamFinish(handle: Long): ByteArray
 
     @JvmStatic external fun modelConfigDefault(): LongArray
     @JvmStatic external fun modelConfigPreset(name: String?): LongArray
@@ -123,4 +138,29 @@ internal object Native {
     @JvmStatic external fun loraAdapterSave(handle: Long, path: String?)
     @JvmStatic external fun loraAdapterLoad(path: String?, base: Long): Long
     @JvmStatic external fun loraAdapterCheckBase(handle: Long, base: Long)
+
+    // Session.kt (bindings/kotlin/jni/session_jni.cpp)
+    @JvmStatic external fun sessionConfigDefault(): LongArray
+    @JvmStatic external fun evalSampledConfigDefault(): LongArray
+    @JvmStatic external fun sessionCreate(model: Long, config: LongArray?): Long
+    @JvmStatic external fun sessionFree(handle: Long)
+    @JvmStatic external fun sessionLastError(handle: Long): String
+    @JvmStatic external fun sessionNThreads(handle: Long): Int
+    @JvmStatic external fun sessionForward(handle: Long, model: Long, tokens: IntArray?, tokensBuffer: IntBuffer?,
+                                           tokensOffset: Int, targets: IntArray?, targetsBuffer: IntBuffer?,
+                                           targetsOffset: Int, batch: Int, seqLen: Int, logits: FloatArray?,
+                                           logitsBuffer: FloatBuffer?, logitsOffset: Int, logitsLength: Int): Float
+    @JvmStatic external fun sessionEvaluate(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?, offset: Int,
+                                            length: Int, config: IntArray?, progress: ProgressBridge?): DoubleArray
+    @JvmStatic external fun sessionEvaluateSampled(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?,
+                                                   offset: Int, length: Int, config: LongArray?): DoubleArray
+    @JvmStatic external fun sessionAppend(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?, offset: Int,
+                                          length: Int)
+    @JvmStatic external fun sessionLogits(handle: Long, out: FloatArray?, outBuffer: FloatBuffer?, offset: Int,
+                                          length: Int)
+    @JvmStatic external fun sessionReset(handle: Long)
+    @JvmStatic external fun sessionPosition(handle: Long): Long
+    @JvmStatic external fun sessionGenerate(handle: Long, config: LongArray?, stopStrings: Array<String>?,
+                                            onToken: TokenBridge?, out: IntArray?, outBuffer: IntBuffer?,
+                                            outOffset: Int, capacity: Int): Int
 }

@@ -71,6 +71,26 @@ class PhoneGptTest {
             return b
         }
 
+        /**
+         * Runs [generate] (asked for a million tokens) on a worker thread, cancels it from this one
+         * once it has streamed a token, and checks that it stopped early with every streamed token
+         * returned. Returns the tokens.
+         */
+        fun generateThenCancelFromAnotherThread(generate: (CancellationToken, (Int) -> Unit) -> IntArray): IntArray {
+            val cancel = CancellationToken()
+            val started = CountDownLatch(1)
+            val count = AtomicInteger()
+            val result = AtomicReference<IntArray>()
+            val worker = thread { result.set(generate(cancel) { count.incrementAndGet(); started.countDown() }) }
+            assertTrue(started.await(30, TimeUnit.SECONDS))
+            cancel.cancel()
+            worker.join(30_000)
+            assertFalse(worker.isAlive)
+            assertTrue(result.get().size in 1 until 1_000_000)
+            assertEquals(count.get(), result.get().size)
+            return result.get()
+        }
+
         fun rssKiB(): Long = File("/proc/self/status").readLines().first { it.startsWith("VmRSS:") }
             .split(Regex("\\s+"))[1].toLong()
     }
@@ -442,21 +462,9 @@ class PhoneGptTest {
 
     @Test fun generationIsCancelledFromAnotherThread() {
         tinyModel().use { m ->
-            val cancel = CancellationToken()
-            val started = CountDownLatch(1)
-            val count = AtomicInteger()
-            val result = AtomicReference<IntArray>()
-            val worker = thread {
-                result.set(m.generate(ids.copyOf(5), SampleConfig.default().copy(maxTokens = 1_000_000, nThreads = 1), cancel) {
-                    count.incrementAndGet(); started.countDown()
-                })
+            generateThenCancelFromAnotherThread { cancel, onToken ->
+                m.generate(ids.copyOf(5), SampleConfig.default().copy(maxTokens = 1_000_000, nThreads = 1), cancel, onToken)
             }
-            assertTrue(started.await(30, TimeUnit.SECONDS))
-            cancel.cancel()
-            worker.join(30_000)
-            assertFalse(worker.isAlive)
-            assertTrue(result.get().size in 1 until 1_000_000)
-            assertEquals(count.get(), result.get().size)
         }
     }
 
@@ -743,6 +751,10 @@ class PhoneGptTest {
                     Trainer(m, tc).use { t -> t.setData(small) }
                     LoraAdapter(m).close()
                     m.generate(small.copyOf(3), SampleConfig.default().copy(maxTokens = 2, nThreads = 1))
+                    Session(m, SessionConfig(1, 0)).use { s ->
+                        s.append(small.copyOf(3))
+                        s.generate(SampleConfig.default().copy(maxTokens = 2))
+                    }
                 }
             }
         }
