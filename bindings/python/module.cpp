@@ -831,6 +831,22 @@ public:
         check(pg_model_num_params(get(), &n));
         return n;
     }
+    // {"kind": "unknown" | "initialised" | "trained", "init_seed": int or None, "steps", "tokens"}.
+    py::dict provenance() const {
+        pg_provenance_kind kind = PG_PROVENANCE_UNKNOWN;
+        int32_t has_seed = 0;
+        uint64_t seed = 0;
+        int64_t steps = 0, tokens = 0;
+        check(pg_model_provenance(get(), &kind, &has_seed, &seed, &steps, &tokens));
+        static const char* names[] = {"unknown", "initialised", "trained"};
+        py::dict d;
+        d["kind"] = names[int(kind) >= 0 && int(kind) <= 2 ? int(kind) : 0];
+        d["init_seed"] = has_seed ? py::object(py::int_(seed)) : py::object(py::none());
+        d["steps"] = steps;
+        d["tokens"] = tokens;
+        return d;
+    }
+    void allow_untrained_base(bool allow) { check(pg_model_allow_untrained_base(get(), allow ? 1 : 0)); }
 
     py::object tokenizer() const {
         pg_tokenizer* t = nullptr;
@@ -1458,6 +1474,12 @@ PYBIND11_MODULE(_phonegpt, m) {
              "Exports the weights as 'llmc' or 'safetensors' (+ config.json).")
         .def_property_readonly("config", &Model::config)
         .def_property_readonly("num_params", &Model::num_params)
+        .def_property_readonly("provenance", &Model::provenance,
+                               "Where the weights come from: {'kind': 'unknown' | 'initialised' | 'trained',\n"
+                               "'init_seed': int or None, 'steps': int, 'tokens': int} (saved with the model).")
+        .def("allow_untrained_base", &Model::allow_untrained_base, py::arg("allow") = true,
+             "Lets LoRA train on / validate against this model although it was never trained\n"
+             "(refused otherwise: its weights are random). This handle only; never saved.")
         .def_property("tokenizer", &Model::tokenizer, &Model::set_tokenizer,
                       "A copy of the model's tokenizer (None if it has none); assigning replaces it.")
         .def_property_readonly("tensor_names", &Model::tensor_names)

@@ -115,6 +115,7 @@ def main():
     if args.behaviour == "other_base":   # same geometry and tokenizer, other weights
         train_base = phonegpt.Model(base.config, seed=99)
         train_base.tokenizer = base.tokenizer
+        train_base.allow_untrained_base()  # random weights on purpose (the library refuses them otherwise)
     tokens = base.tokenizer.encode(shard)
 
     last_round = 0

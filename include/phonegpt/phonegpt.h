@@ -340,6 +340,27 @@ PG_API pg_status pg_model_tensor_data_mutable(pg_model* model, int32_t index, fl
 /* The whole parameter allocation (num_params floats, llm.c's tensor order). */
 PG_API pg_status pg_model_params(const pg_model* model, const float** data, int64_t* n);
 
+/* Where a model's weights come from, saved and loaded with it (checkpoint format 1.1, section
+ * PROV): pg_model_create makes an INITIALISED model (its seed recorded, never trained); every
+ * pg_trainer step makes it TRAINED and counts the step and its tokens; a checkpoint written
+ * before 1.1 and a model imported from another format (llm.c, safetensors) are UNKNOWN; a
+ * merged model has its base's. Writing weights through pg_model_tensor_data_mutable changes
+ * nothing here. Any output pointer may be NULL. */
+typedef enum pg_provenance_kind {
+    PG_PROVENANCE_UNKNOWN = 0,
+    PG_PROVENANCE_INITIALISED = 1,  /* initialised from *init_seed and never trained */
+    PG_PROVENANCE_TRAINED = 2       /* trained for *steps optimizer steps over *tokens tokens */
+} pg_provenance_kind;
+PG_API pg_status pg_model_provenance(const pg_model* model, pg_provenance_kind* kind, int32_t* has_init_seed,
+                                     uint64_t* init_seed, int64_t* steps, int64_t* tokens);
+/* LoRA training (pg_lora_trainer_create) and adapter validation against a base
+ * (pg_lora_adapter_load with a base, pg_lora_adapter_check_base) refuse a base that was never
+ * trained (PG_PROVENANCE_INITIALISED: its weights are random, and an adapter over it learns
+ * noise while its loss still goes down) with PG_ERR_STATE, unless this handle allows it
+ * (allow = 1; tests and experiments). The permission belongs to this handle only: it is never
+ * saved. */
+PG_API pg_status pg_model_allow_untrained_base(pg_model* model, int32_t allow);
+
 /* Forward pass on a batch of B sequences of T tokens (T <= n_ctx; ids in [0, vocab_size)).
  * Writes logits [B, T, vocab_size] (padding columns dropped) when `logits` is not NULL.
  * If `targets` is not NULL, *mean_loss gets the mean cross-entropy (natural log) over all B*T
@@ -790,12 +811,14 @@ PG_API pg_status pg_lora_unmerge_in_place(pg_model* model, const pg_lora_adapter
  * atomic and reads the file back, comparing it with the adapter, before it reports success.
  * Loading validates everything and reads the geometry from the file; with `base` (may be NULL)
  * it also checks that the adapter was made for that base: another geometry, tokenizer or base
- * weights is PG_ERR_GEOMETRY naming both sides. Files of every format version this library
+ * weights is PG_ERR_GEOMETRY naming both sides, a never-trained base PG_ERR_STATE (see
+ * pg_model_allow_untrained_base). Files of every format version this library
  * ever wrote load; a newer major is PG_ERR_VERSION. */
 PG_API pg_status pg_lora_adapter_save(const pg_lora_adapter* adapter, const char* path);
 PG_API pg_status pg_lora_adapter_load(const char* path, const pg_model* base,
                                       pg_lora_adapter** out);
-/* PG_OK when `base` is the adapter's base; PG_ERR_GEOMETRY naming the difference otherwise. */
+/* PG_OK when `base` is the adapter's base; PG_ERR_GEOMETRY naming the difference otherwise;
+ * PG_ERR_STATE when `base` was never trained (pg_model_allow_untrained_base). */
 PG_API pg_status pg_lora_adapter_check_base(const pg_lora_adapter* adapter, const pg_model* base);
 /* Exports for PEFT into `folder` (which must exist): adapter_config.json (peft_type LORA, r,
  * lora_alpha, lora_dropout, target_modules "c_attn" / "attn.c_proj" / "c_fc" / "mlp.c_proj",
@@ -820,8 +843,9 @@ PG_API pg_status pg_lora_adapter_training_record(const pg_lora_adapter* adapter,
  * weight_decay applies to every trained factor), the LoRA branch's dropout is the adapter's.
  * Each step appends its loss and learning rate to the adapter's training record. The trainer
  * borrows the base (never written) and the adapter (written only by this trainer while it
- * lives); the adapter must be the base's (PG_ERR_GEOMETRY otherwise). Same configuration,
- * data, seed and n_threads give the same bits. */
+ * lives); the adapter must be the base's (PG_ERR_GEOMETRY otherwise) and the base must have
+ * been trained (PG_ERR_STATE for a never-trained one unless pg_model_allow_untrained_base).
+ * Same configuration, data, seed and n_threads give the same bits. */
 typedef struct pg_lora_trainer pg_lora_trainer;
 PG_API pg_status pg_lora_trainer_create(const pg_model* base, pg_lora_adapter* adapter,
                                         const pg_train_config* config, pg_lora_trainer** out);
@@ -834,6 +858,31 @@ PG_API pg_status pg_lora_trainer_step(pg_lora_trainer* trainer, pg_step_result* 
 PG_API pg_status pg_lora_trainer_step_batch(pg_lora_trainer* trainer, const int32_t* inputs,
                                             const int32_t* targets, int32_t B, int32_t T,
                                             pg_step_result* result);
+/* Adapters on sessions: attaching makes every pass on `session` (pg_session_forward,
+ * _evaluate, _evaluate_sampled, _append/_logits, _generate) compute base + adapter, as the
+ * merged model would within fp32 rounding (docs/lora.md states the bound), while the model is
+ * never written: several sessions of one base may each have their own adapter (or none) and run
+ * concurrently. The adapter must be the session's model's (PG_ERR_GEOMETRY naming both sides);
+ * it is borrowed: it must outlive the attachment and must not be trained or written while
+ * attached (reads of it are unsynchronised). Attaching replaces an attached adapter; attaching
+ * and detaching keep the sequence, whose keys and values are recomputed with the new weights at
+ * the next pg_session_logits. Detaching with nothing attached does nothing. pg_session_adapter gives the attached adapter, or NULL. */
+PG_API pg_status pg_session_attach_adapter(pg_session* session, const pg_lora_adapter* adapter);
+PG_API pg_status pg_session_detach_adapter(pg_session* session);
+PG_API pg_status pg_session_adapter(const pg_session* session, const pg_lora_adapter** adapter);
+
+/* Adapter training checkpoints (docs/formats.md §5, format 1.1): save writes the trainer's
+ * adapter (factors, configuration, base identity, training record) and everything the run
+ * changes besides it (step, AdamW moments, sampler state, dropout stream, the configuration
+ * with n_threads) into one file, atomically, read back and checked before success. resume
+ * loads it against `base` (checked as pg_lora_adapter_load with a base, and as
+ * pg_lora_trainer_create) and returns a new adapter and a trainer over it (free the trainer
+ * before the adapter); after pg_lora_trainer_set_data with the same tokens, the run continues
+ * bit for bit: N steps straight equal k steps, save, resume, N - k steps. A plain adapter file
+ * is PG_ERR_STATE (it has no training state). */
+PG_API pg_status pg_lora_trainer_save(const pg_lora_trainer* trainer, const char* path);
+PG_API pg_status pg_lora_trainer_resume(const char* path, const pg_model* base,
+                                        pg_lora_adapter** adapter_out, pg_lora_trainer** trainer_out);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Coordinator and data privacy (issue 13): the data filter                                   */

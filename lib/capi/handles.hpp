@@ -47,6 +47,9 @@ struct pg_model {
         h->impl = impl.tokenizer()->clone();
         tokenizer_handle = std::move(h);
     }
+    // pg_model_allow_untrained_base: LoRA may train on / validate against this handle's
+    // weights even if they were never trained. Never saved.
+    bool allow_untrained_base = false;
 };
 
 struct pg_trainer {
@@ -62,4 +65,7 @@ struct pg_session {
     pg::Session impl;
     pg::HandleId id;
     pg::HandleMessage last_error;  // written by the calls that take the session non-const
+    // The attached adapter's hook (session_lora_api.cpp); the adapter is borrowed.
+    std::unique_ptr<pg::LinearHook> hook;
+    const pg_lora_adapter* adapter = nullptr;
 };

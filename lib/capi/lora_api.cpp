@@ -17,6 +17,7 @@ namespace {
 
 pg::ErrorTarget err(const pg_lora_adapter* a) { return pg::shared_errors(a); }
 pg::ErrorTarget err(pg_lora_trainer* t) { return pg::owned_errors(t); }
+pg::ErrorTarget err(const pg_lora_trainer* t) { return pg::shared_errors(t); }
 
 pg::lora::LoraTrainer& impl(pg_lora_trainer* t, const char* fn) {
     PG_REQUIRE_NOT_NULL(fn, t);
@@ -199,7 +200,10 @@ pg_status pg_lora_adapter_load(const char* path, const pg_model* base, pg_lora_a
         PG_REQUIRE_NOT_NULL(fn, path);
         pg::named(fn, [&] {
             auto loaded = std::make_unique<pg_lora_adapter>(pg::lora::load_adapter(path));
-            if (base) pg::lora::check_adapter_matches_base(loaded->impl, base->impl);
+            if (base) {
+                pg::lora::check_adapter_matches_base(loaded->impl, base->impl);
+                pg::lora::check_base_trained(base->impl, base->allow_untrained_base, "validating the adapter");
+            }
             *out = loaded.release();
         });
     });
@@ -210,7 +214,10 @@ pg_status pg_lora_adapter_check_base(const pg_lora_adapter* adapter, const pg_mo
         const char* fn = "pg_lora_adapter_check_base";
         PG_REQUIRE_NOT_NULL(fn, adapter);
         PG_REQUIRE_NOT_NULL(fn, base);
-        pg::named(fn, [&] { pg::lora::check_adapter_matches_base(adapter->impl, base->impl); });
+        pg::named(fn, [&] {
+            pg::lora::check_adapter_matches_base(adapter->impl, base->impl);
+            pg::lora::check_base_trained(base->impl, base->allow_untrained_base, "validating the adapter");
+        });
     });
 }
 
@@ -238,8 +245,8 @@ pg_status pg_lora_trainer_create(const pg_model* base, pg_lora_adapter* adapter,
         auto handle = std::make_unique<pg_lora_trainer>();
         handle->adapter = adapter;
         pg::named(fn, [&] {
-            handle->impl = std::make_unique<pg::lora::LoraTrainer>(base->impl, adapter->impl,
-                                                                   pg::train_config_from_c(*config));
+            handle->impl = std::make_unique<pg::lora::LoraTrainer>(
+                base->impl, adapter->impl, pg::train_config_from_c(*config), base->allow_untrained_base);
         });
         *out = handle.release();
     });
@@ -280,6 +287,47 @@ pg_status pg_lora_trainer_step_batch(pg_lora_trainer* trainer, const int32_t* in
         pg::StepResult r;
         pg::named(fn, [&] { r = t.step_batch(inputs, targets, B, T); });
         pg::write_step_result(r, result, fn);
+    });
+}
+
+pg_status pg_lora_trainer_save(const pg_lora_trainer* trainer, const char* path) {
+    return pg::guarded(err(trainer), [&] {
+        const char* fn = "pg_lora_trainer_save";
+        PG_REQUIRE_NOT_NULL(fn, trainer);
+        PG_REQUIRE_NOT_NULL(fn, path);
+        pg::require_arg(trainer->impl != nullptr, fn, "trainer has no state");
+        const pg::lora::LoraTrainer& t = *trainer->impl;
+        pg::named(fn, [&] { pg::lora::save_adapter_training(t.adapter(), t.state(), path); });
+    });
+}
+
+pg_status pg_lora_trainer_resume(const char* path, const pg_model* base, pg_lora_adapter** adapter_out,
+                                 pg_lora_trainer** trainer_out) {
+    return pg::guarded(nullptr, [&] {
+        const char* fn = "pg_lora_trainer_resume";
+        PG_REQUIRE_NOT_NULL(fn, adapter_out);
+        PG_REQUIRE_NOT_NULL(fn, trainer_out);
+        *adapter_out = nullptr;
+        *trainer_out = nullptr;
+        PG_REQUIRE_NOT_NULL(fn, path);
+        PG_REQUIRE_NOT_NULL(fn, base);
+        pg::named(fn, [&] {
+            pg::TrainerState state;
+            auto adapter = std::make_unique<pg_lora_adapter>(pg::lora::load_adapter_training(path, state));
+            pg::lora::check_adapter_matches_base(adapter->impl, base->impl);
+            auto trainer = std::make_unique<pg_lora_trainer>();
+            trainer->adapter = adapter.get();
+            try {
+                trainer->impl = std::make_unique<pg::lora::LoraTrainer>(base->impl, adapter->impl, state,
+                                                                        base->allow_untrained_base);
+            } catch (const pg::Error& e) {
+                // Values the trainer refuses came from the file: a format error, named as such.
+                const pg_status s = e.status() == PG_ERR_INVALID_ARGUMENT ? PG_ERR_FORMAT : e.status();
+                throw pg::Error(s, std::string(path) + ": training state: " + e.what());
+            }
+            *adapter_out = adapter.release();
+            *trainer_out = trainer.release();
+        });
     });
 }
 

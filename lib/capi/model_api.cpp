@@ -58,11 +58,33 @@ pg_status pg_model_create(const pg_model_config* config, uint64_t seed, pg_model
         PG_REQUIRE_NOT_NULL("pg_model_create", config);
         auto model = std::make_unique<pg_model>(pg::model_config_from_c(*config));
         pg::init_gpt2_params(model->impl.config(), model->impl.params(), seed);
+        model->impl.set_provenance(pg::Provenance::initialised_from(seed));
         *out = model.release();
     });
 }
 
 void pg_model_free(pg_model* model) { delete model; }
+
+pg_status pg_model_provenance(const pg_model* model, pg_provenance_kind* kind, int32_t* has_init_seed,
+                              uint64_t* init_seed, int64_t* steps, int64_t* tokens) {
+    return pg::guarded(err(model), [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_provenance", model);
+        const pg::Provenance& p = model->impl.provenance();
+        if (kind) *kind = pg_provenance_kind(p.kind);
+        if (has_init_seed) *has_init_seed = p.has_init_seed ? 1 : 0;
+        if (init_seed) *init_seed = p.init_seed;
+        if (steps) *steps = p.steps;
+        if (tokens) *tokens = p.tokens;
+    });
+}
+
+pg_status pg_model_allow_untrained_base(pg_model* model, int32_t allow) {
+    return pg::guarded(err(model), [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_allow_untrained_base", model);
+        pg::require_arg(allow == 0 || allow == 1, "pg_model_allow_untrained_base", "allow must be 0 or 1");
+        model->allow_untrained_base = allow == 1;
+    });
+}
 
 const char* pg_model_last_error(const pg_model* model) {
     return model ? pg::handle_last_error(model->id, nullptr) : "model is NULL";

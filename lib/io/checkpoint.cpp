@@ -28,6 +28,7 @@ constexpr char kTagGeometry[5] = "GEOM";
 constexpr char kTagTokenizer[5] = "TOKN";
 constexpr char kTagTrainState[5] = "TRAN";
 constexpr char kTagTensors[5] = "TENS";
+constexpr char kTagProvenance[5] = "PROV";
 
 const char* kAdamM = "optimizer.adam_m";
 const char* kAdamV = "optimizer.adam_v";
@@ -112,6 +113,8 @@ ModelConfig decode_geometry(ByteReader& r) {
     return c;
 }
 
+}  // namespace
+
 void encode_train_state(ByteWriter& w, const TrainerState& s) {
     const TrainConfig& c = s.config;
     w.put<int64_t>(s.step);
@@ -135,6 +138,43 @@ void encode_train_state(ByteWriter& w, const TrainerState& s) {
     w.put<uint64_t>(c.seed);
     w.put<int32_t>(c.n_threads);
 }
+
+namespace {
+
+void encode_provenance(ByteWriter& w, const Provenance& p) {
+    w.put<uint32_t>(uint32_t(p.kind));
+    w.put<uint32_t>(p.has_init_seed ? 1u : 0u);
+    w.put<uint64_t>(p.init_seed);
+    w.put<int64_t>(p.steps);
+    w.put<int64_t>(p.tokens);
+}
+
+Provenance decode_provenance(ByteReader& r) {
+    Provenance p;
+    const uint32_t kind = r.get<uint32_t>("kind");
+    const uint32_t flags = r.get<uint32_t>("flags");
+    p.init_seed = r.get<uint64_t>("init_seed");
+    p.steps = r.get<int64_t>("steps");
+    p.tokens = r.get<int64_t>("tokens");
+    r.expect_end();
+    require(kind <= uint32_t(Provenance::Kind::trained), PG_ERR_FORMAT,
+            r.context() + ": unknown provenance kind " + std::to_string(kind));
+    require(flags <= 1u, PG_ERR_FORMAT, r.context() + ": unknown flags 0x" + hex64(flags));
+    p.kind = Provenance::Kind(kind);
+    p.has_init_seed = flags == 1u;
+    require(p.steps >= 0 && p.tokens >= 0, PG_ERR_FORMAT,
+            r.context() + ": negative steps (" + std::to_string(p.steps) + ") or tokens (" +
+                std::to_string(p.tokens) + ")");
+    // A never-trained model has no steps; a trained one has at least one.
+    require(p.kind != Provenance::Kind::initialised || (p.steps == 0 && p.tokens == 0), PG_ERR_FORMAT,
+            r.context() + ": a model initialised and never trained cannot have " + std::to_string(p.steps) +
+                " steps");
+    require(p.kind != Provenance::Kind::trained || p.steps >= 1, PG_ERR_FORMAT,
+            r.context() + ": a trained model with 0 steps");
+    return p;
+}
+
+}  // namespace
 
 // Structural checks only; the trainer validates the configuration's values when it resumes.
 TrainerState decode_train_state(ByteReader& r) {
@@ -172,6 +212,8 @@ TrainerState decode_train_state(ByteReader& r) {
             r.context() + ": sampler_rng state is all zero (xoshiro256** cannot leave that state)");
     return s;
 }
+
+namespace {
 
 void encode_tensor_table(ByteWriter& w, const std::vector<CheckpointTensor>& tensors) {
     w.put<uint32_t>(uint32_t(tensors.size()));
@@ -424,7 +466,7 @@ void write_checkpoint(const Model& model, const TrainerState* state, int compres
         add(kAdamV, 1, {uint64_t(n_params), 0, 0, 0}, state->adam_v.data(), uint64_t(n_params));
     }
 
-    // Header: sections GEOM, TOKN (if any), TRAN (if any), TENS.
+    // Header: sections GEOM, TOKN (if any), TRAN (if any), PROV, TENS.
     ByteWriter header;
     auto section = [&](const char* tag, uint32_t flags, ByteWriter& payload) {
         header.put_bytes(tag, 4);
@@ -446,6 +488,9 @@ void write_checkpoint(const Model& model, const TrainerState* state, int compres
         encode_train_state(train, *state);
         section(kTagTrainState, 0, train);
     }
+    ByteWriter provenance;
+    encode_provenance(provenance, model.provenance());
+    section(kTagProvenance, 0, provenance);
     ByteWriter table;
     encode_tensor_table(table, tensors);
     section(kTagTensors, kSectionRequired, table);
@@ -536,7 +581,7 @@ CheckpointHeader read_checkpoint_header(const ByteSource& src) {
                 name + ": section " + tag_name + " of " + std::to_string(len) + " bytes runs past the header's end");
         const uint8_t* payload = hr.take(std::size_t(len), "section payload");
         const bool is_known = tag_name == kTagGeometry || tag_name == kTagTokenizer || tag_name == kTagTrainState ||
-                              tag_name == kTagTensors;
+                              tag_name == kTagProvenance || tag_name == kTagTensors;
         if (!is_known) {
             require((sflags & kSectionRequired) == 0, PG_ERR_VERSION,
                     name + ": section " + tag_name + " is marked required but this library (format " +
@@ -579,6 +624,11 @@ CheckpointHeader read_checkpoint_header(const ByteSource& src) {
         } catch (const Error& e) {
             throw Error(PG_ERR_FORMAT, name + ": training state (section TRAN): " + e.what());
         }
+    }
+    if (known.count(kTagProvenance)) {
+        auto [p, n] = known[kTagProvenance];
+        ByteReader r(p, n, name + ": section PROV");
+        h.provenance = decode_provenance(r);
     }
     {
         auto [p, n] = known[kTagTensors];
@@ -647,6 +697,7 @@ void read_checkpoint_data(const ByteSource& src, const CheckpointHeader& h, Mode
         state->adam_m.assign(std::size_t(model.num_params()), 0.0f);
         state->adam_v.assign(std::size_t(model.num_params()), 0.0f);
     }
+    model.set_provenance(h.provenance);
     // Where each tensor goes (null: not wanted, read only to verify).
     std::vector<uint8_t*> dst(h.tensors.size(), nullptr);
     const auto& table = model.tensors();

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "io/bytes.hpp"
 #include "io/file_io.hpp"
 #include "model/model.hpp"
 #include "train/train_config.hpp"
@@ -26,7 +27,7 @@ namespace pg::io {
 // ever written (fixtures in tests/fixtures/) and any minor of a known major: minor versions only
 // add optional sections, which older readers skip.
 constexpr uint16_t kCheckpointMajor = 1;
-constexpr uint16_t kCheckpointMinor = 0;
+constexpr uint16_t kCheckpointMinor = 1;  // 1.1 added the optional PROV section (provenance)
 
 constexpr uint64_t kCheckpointPreludeBytes = 32;
 constexpr uint64_t kMaxCheckpointHeaderBytes = uint64_t(16) << 20;
@@ -53,17 +54,25 @@ struct CheckpointHeader {
     std::unique_ptr<Tokenizer> tokenizer;  // null when the file has none
     bool has_train_state = false;
     TrainerState train_state;  // when has_train_state: every field except adam_m / adam_v
+    Provenance provenance;     // from PROV; unknown for a file without it (1.0)
     std::vector<CheckpointTensor> tensors;
     uint64_t data_start = 0;  // file offset of the data region
     uint64_t data_bytes = 0;  // uncompressed size of the data region
     std::vector<std::string> skipped_sections;  // unknown optional sections (tags)
 };
 
+// The trainer state without the moments, as section TRAN stores it (docs/formats.md §1.2; 124
+// bytes). The adapter training checkpoint (§5) stores the same bytes. decode checks structure
+// only (PG_ERR_FORMAT naming the field); the trainer validates the values when it resumes.
+void encode_train_state(ByteWriter& w, const TrainerState& s);
+TrainerState decode_train_state(ByteReader& r);
+
 // Phase 1. Throws PG_ERR_FORMAT / VERSION / CHECKSUM / GEOMETRY / IO naming what is wrong.
 CheckpointHeader read_checkpoint_header(const ByteSource& src);
 
-// Phase 2. `model` must have header.config. If `state` is not null the file must hold training
-// state (PG_ERR_STATE otherwise) and *state receives all of it, moments included.
+// Phase 2. `model` must have header.config; it receives the weights and header.provenance. If
+// `state` is not null the file must hold training state (PG_ERR_STATE otherwise) and *state
+// receives all of it, moments included.
 void read_checkpoint_data(const ByteSource& src, const CheckpointHeader& header, Model& model,
                           TrainerState* state);
 

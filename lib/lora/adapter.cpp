@@ -173,4 +173,13 @@ LowRankFactors low_rank_factors(const Adapter& adapter, const AdaptedLinear& m) 
     return f;
 }
 
+void check_base_trained(const Model& base, bool allow, const std::string& what) {
+    if (allow || !base.provenance().never_trained()) return;
+    throw Error(PG_ERR_STATE, what + ": the base model was " + base.provenance().describe() +
+                                  ": its weights are random, and an adapter over them learns noise while its loss "
+                                  "still goes down. Use a trained base (a checkpoint saved after training, or an "
+                                  "imported one), or allow it explicitly for this base "
+                                  "(pg_model_allow_untrained_base)");
+}
+
 }  // namespace pg::lora

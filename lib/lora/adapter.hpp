@@ -113,6 +113,10 @@ LowRankFactors low_rank_factors(const Adapter& adapter, const AdaptedLinear& m);
 // Throws PG_ERR_GEOMETRY, naming both sides, unless `base` is the base the adapter was made
 // for: the same geometry, tokenizer (kind, vocabulary, bytes) and weights.
 void check_adapter_matches_base(const Adapter& adapter, const Model& base);
+// Throws PG_ERR_STATE unless `base` was trained (or its provenance is unknown) or `allow`:
+// a never-trained base holds random weights, and an adapter trained on it learns noise while
+// its loss still goes down. `what` names the operation in the message.
+void check_base_trained(const Model& base, bool allow, const std::string& what);
 // The same comparison of two identities; compare_weights = false checks geometry and tokenizer
 // only (for a model the adapter is merged into).
 void check_base_identity(const BaseIdentity& expected, const BaseIdentity& found, bool compare_weights);

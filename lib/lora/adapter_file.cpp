@@ -6,6 +6,8 @@
 #include <map>
 
 #include "core/error.hpp"
+#include "io/bytes.hpp"
+#include "io/checkpoint.hpp"
 #include "io/checksum.hpp"
 #include "io/json.hpp"
 #include "io/safetensors.hpp"
@@ -23,6 +25,12 @@ constexpr const char* kKeyTraining = "phonegpt.training";
 constexpr const char* kKeyChecksums = "phonegpt.checksums";
 constexpr const char* kKeyMetaSum = "phonegpt.metadata_xxh64";
 constexpr const char* kCoveredKeys[] = {kKeyFormat, kKeyConfig, kKeyBase, kKeyTraining, kKeyChecksums};
+// Since 1.1, only in adapter training checkpoints (covered by the metadata checksum when present,
+// so files without it hash as 1.0 files did): the trainer state's TRAN bytes in hex, and the
+// AdamW moments as two more tensors after the adapter's.
+constexpr const char* kKeyTrainState = "phonegpt.train_state";
+constexpr const char* kAdamM = "phonegpt.optimizer.adam_m";
+constexpr const char* kAdamV = "phonegpt.optimizer.adam_v";
 
 std::string hex64(uint64_t v) {
     char buf[17];
@@ -53,6 +61,28 @@ uint64_t parse_u64_text(const std::string& s, const std::string& what) {
     return v;
 }
 
+std::string hex_bytes(const std::vector<uint8_t>& bytes) {
+    static const char digits[] = "0123456789abcdef";
+    std::string out;
+    for (uint8_t b : bytes) {
+        out += digits[b >> 4];
+        out += digits[b & 15];
+    }
+    return out;
+}
+
+std::vector<uint8_t> parse_hex_bytes(const std::string& s, const std::string& what) {
+    require(s.size() % 2 == 0, PG_ERR_FORMAT, what + ": an odd number of hex digits");
+    std::vector<uint8_t> out(s.size() / 2);
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        require(d >= 0, PG_ERR_FORMAT, what + ": not lower-case hex digits");
+        out[i / 2] = uint8_t(out[i / 2] << 4 | d);
+    }
+    return out;
+}
+
 uint64_t metadata_checksum(const std::map<std::string, std::string>& meta) {
     io::Xxh64 h;
     for (const char* key : kCoveredKeys) {
@@ -60,6 +90,12 @@ uint64_t metadata_checksum(const std::map<std::string, std::string>& meta) {
         const std::string& v = it == meta.end() ? std::string() : it->second;
         h.update(key, std::strlen(key) + 1);
         h.update(v.data(), v.size());
+        h.update("", 1);
+    }
+    auto state = meta.find(kKeyTrainState);
+    if (state != meta.end()) {
+        h.update(kKeyTrainState, std::strlen(kKeyTrainState) + 1);
+        h.update(state->second.data(), state->second.size());
         h.update("", 1);
     }
     return h.digest();
@@ -234,37 +270,103 @@ TrainingRecord decode_training(const io::JsonValue& v, const std::string& what) 
 
 std::string peft_tensor_name(const AdapterTensor& t) { return kPeftPrefix + t.name; }
 
-void write_adapter(const Adapter& adapter, io::ByteSink& sink) {
+namespace {
+
+// One safetensors tensor entry of the header.
+std::string tensor_entry(const std::string& name, int64_t rows, int64_t cols, uint64_t begin, uint64_t nbytes,
+                         bool two_dims) {
+    const std::string shape = two_dims ? std::to_string(rows) + "," + std::to_string(cols) : std::to_string(rows);
+    return "," + io::json_quote(name) + ":{\"dtype\":\"F32\",\"shape\":[" + shape + "],\"data_offsets\":[" +
+           std::to_string(begin) + "," + std::to_string(begin + nbytes) + "]}";
+}
+
+// The adapter file, and with `state` the adapter training checkpoint (format 1.1).
+void write_adapter_file(const Adapter& adapter, const TrainerState* state, io::ByteSink& sink) {
+    const std::size_t n = std::size_t(adapter.num_params());
+    if (state)
+        require(state->adam_m.size() == n && state->adam_v.size() == n, PG_ERR_INTERNAL,
+                "adapter training checkpoint: the moments do not match the adapter");
     std::map<std::string, std::string> meta;
-    meta[kKeyFormat] = std::to_string(kAdapterFormatMajor) + "." + std::to_string(kAdapterFormatMinor);
+    meta[kKeyFormat] = std::to_string(kAdapterFormatMajor) + "." +
+                       std::to_string(state ? kAdapterTrainingMinor : kAdapterFormatMinor);
     meta[kKeyConfig] = config_json(adapter.config());
     meta[kKeyBase] = base_json(adapter.base());
     meta[kKeyTraining] = training_json(adapter.record());
     io::JsonObject sums;
     for (const AdapterTensor& t : adapter.tensors())
         sums.str(peft_tensor_name(t), hex64(io::xxh64(adapter.params() + t.offset, std::size_t(t.numel) * 4)));
+    if (state) {
+        sums.str(kAdamM, hex64(io::xxh64(state->adam_m.data(), n * 4)));
+        sums.str(kAdamV, hex64(io::xxh64(state->adam_v.data(), n * 4)));
+        io::ByteWriter tran;
+        io::encode_train_state(tran, *state);
+        meta[kKeyTrainState] = hex_bytes(tran.bytes());
+    }
     meta[kKeyChecksums] = sums.text();
     const uint64_t meta_sum = metadata_checksum(meta);
 
     std::string json = "{\"__metadata__\":{\"format\":\"pt\"";
     for (const char* key : kCoveredKeys) json += "," + io::json_quote(key) + ":" + io::json_quote(meta[key]);
+    if (state) json += "," + io::json_quote(kKeyTrainState) + ":" + io::json_quote(meta[kKeyTrainState]);
     json += "," + io::json_quote(kKeyMetaSum) + ":\"" + hex64(meta_sum) + "\"}";
-    for (const AdapterTensor& t : adapter.tensors()) {
-        const uint64_t begin = uint64_t(t.offset) * 4, end = begin + uint64_t(t.numel) * 4;
-        json += "," + io::json_quote(peft_tensor_name(t)) + ":{\"dtype\":\"F32\",\"shape\":[" +
-                std::to_string(t.shape[0]) + "," + std::to_string(t.shape[1]) + "],\"data_offsets\":[" +
-                std::to_string(begin) + "," + std::to_string(end) + "]}";
+    for (const AdapterTensor& t : adapter.tensors())
+        json += tensor_entry(peft_tensor_name(t), t.shape[0], t.shape[1], uint64_t(t.offset) * 4,
+                             uint64_t(t.numel) * 4, true);
+    if (state) {
+        json += tensor_entry(kAdamM, int64_t(n), 0, uint64_t(n) * 4, uint64_t(n) * 4, false);
+        json += tensor_entry(kAdamV, int64_t(n), 0, uint64_t(n) * 8, uint64_t(n) * 4, false);
     }
     json += "}";
     while (json.size() % 8 != 0) json += ' ';  // data aligned to 8 bytes, as Hugging Face writes it
-    const uint64_t n = json.size();
-    sink.write(&n, 8);
+    const uint64_t header_bytes = json.size();
+    sink.write(&header_bytes, 8);
     sink.write(json.data(), json.size());
-    // The allocation is the tensors back to back in table order: one write.
-    sink.write(adapter.params(), std::size_t(adapter.num_params()) * 4);
+    // The allocation is the tensors back to back in table order: one write (then the moments).
+    sink.write(adapter.params(), n * 4);
+    if (state) {
+        sink.write(state->adam_m.data(), n * 4);
+        sink.write(state->adam_v.data(), n * 4);
+    }
 }
 
-Adapter read_adapter(const io::ByteSource& src) {
+}  // namespace
+
+void write_adapter(const Adapter& adapter, io::ByteSink& sink) { write_adapter_file(adapter, nullptr, sink); }
+
+void write_adapter_training(const Adapter& adapter, const TrainerState& state, io::ByteSink& sink) {
+    write_adapter_file(adapter, &state, sink);
+}
+
+namespace {
+
+// Reads a tensor of `count` floats named `name` into dst and checks its checksum from `sums`.
+void read_checked_tensor(const io::ByteSource& src, const io::SafetensorsHeader& file, const io::JsonValue& sums,
+                         const std::string& peft, float* dst, std::size_t count) {
+    const std::string& name = src.name();
+    const io::SafetensorsTensor* ft = file.find(peft);
+    require(ft != nullptr, PG_ERR_FORMAT, name + ": the file lacks tensor \"" + peft + "\"");
+    require(ft->dtype == "F32", PG_ERR_FORMAT, name + ": tensor \"" + peft + "\" is " + ft->dtype + ", not F32");
+    const io::JsonValue* stored = sums.find(peft);
+    require(stored != nullptr, PG_ERR_FORMAT, name + ": no checksum for tensor \"" + peft + "\"");
+    src.read_at(file.data_start + ft->begin, dst, count * 4, "adapter tensor data");
+    const uint64_t computed = io::xxh64(dst, count * 4);
+    const uint64_t want = parse_hex64(stored->as_string(name + ": checksum"), name + ": checksum of " + peft);
+    require(computed == want, PG_ERR_CHECKSUM,
+            name + ": tensor \"" + peft + "\" checksum mismatch (stored " + hex64(want) + ", computed " +
+                hex64(computed) + "): the file is corrupt");
+}
+
+Adapter read_adapter_file(const io::ByteSource& src, TrainerState* state);
+
+}  // namespace
+
+Adapter read_adapter(const io::ByteSource& src) { return read_adapter_file(src, nullptr); }
+
+Adapter read_adapter_training(const io::ByteSource& src, TrainerState& state) { return read_adapter_file(src, &state); }
+
+namespace {
+
+Adapter read_adapter_file(const io::ByteSource& src, TrainerState* state) {
     const std::string& name = src.name();
     const io::SafetensorsHeader file = io::read_safetensors_header(src);
     std::map<std::string, std::string> meta(file.metadata.begin(), file.metadata.end());
@@ -298,44 +400,67 @@ Adapter read_adapter(const io::ByteSource& src) {
     }();
     adapter.record() = decode_training(parse_value(meta, kKeyTraining, name), name + ": " + kKeyTraining);
     const io::JsonValue sums = parse_value(meta, kKeyChecksums, name);
+    const auto train_state = meta.find(kKeyTrainState);
+    const bool has_state = train_state != meta.end();
+    require(!has_state || major > 1 || minor >= kAdapterTrainingMinor, PG_ERR_FORMAT,
+            name + ": adapter format " + version->second + " has a training state, which 1." +
+                std::to_string(kAdapterTrainingMinor) + " introduced");
+    if (state)
+        require(has_state, PG_ERR_STATE,
+                name + ": an adapter file without training state (saved with pg_lora_adapter_save; "
+                       "a training checkpoint is saved with pg_lora_trainer_save)");
 
-    // The configuration and the base geometry decide the tensors; the file must hold exactly those.
+    // The configuration and the base geometry decide the tensors; the file must hold exactly those
+    // (and the two moments in a training checkpoint).
     const auto& expected = adapter.tensors();
+    const std::size_t n_tensors = expected.size() + (has_state ? 2 : 0);
     const std::string geometry = "its configuration (rank " + std::to_string(cfg.rank) + ", target_modules " +
                                  std::to_string(cfg.target_modules) + ", " +
                                  (cfg.layers.empty() ? std::string("every layer") : std::to_string(cfg.layers.size()) + " layers") +
                                  " of a base with n_layer " + std::to_string(base.config.n_layer) + ", n_embd " +
                                  std::to_string(base.config.n_embd) + ")";
-    require(file.tensors.size() == expected.size(), PG_ERR_FORMAT,
+    require(file.tensors.size() == n_tensors, PG_ERR_FORMAT,
             name + ": the file holds " + std::to_string(file.tensors.size()) + " tensors but " + geometry + " has " +
-                std::to_string(expected.size()));
-    require(sums.as_object(name + ": checksums").size() == expected.size(), PG_ERR_FORMAT,
+                std::to_string(expected.size()) + (has_state ? " plus the 2 AdamW moments" : ""));
+    require(sums.as_object(name + ": checksums").size() == n_tensors, PG_ERR_FORMAT,
             name + ": " + kKeyChecksums + " has " + std::to_string(sums.as_object("").size()) + " entries for " +
-                std::to_string(expected.size()) + " tensors");
+                std::to_string(n_tensors) + " tensors");
     for (const AdapterTensor& t : expected) {
         const std::string peft = peft_tensor_name(t);
         const io::SafetensorsTensor* ft = file.find(peft);
         require(ft != nullptr, PG_ERR_FORMAT, name + ": " + geometry + " needs tensor \"" + peft + "\", which the file lacks");
-        require(ft->dtype == "F32", PG_ERR_FORMAT, name + ": tensor \"" + peft + "\" is " + ft->dtype + ", not F32");
         require(ft->shape.size() == 2 && ft->shape[0] == uint64_t(t.shape[0]) && ft->shape[1] == uint64_t(t.shape[1]),
                 PG_ERR_FORMAT,
                 name + ": tensor \"" + peft + "\" does not have the shape [" + std::to_string(t.shape[0]) + ", " +
                     std::to_string(t.shape[1]) + "] that " + geometry + " gives it");
-        const io::JsonValue* stored = sums.find(peft);
-        require(stored != nullptr, PG_ERR_FORMAT, name + ": no checksum for tensor \"" + peft + "\"");
         float* dst = adapter.params() + t.offset;
-        src.read_at(file.data_start + ft->begin, dst, std::size_t(t.numel) * 4, "adapter tensor data");
-        const uint64_t computed = io::xxh64(dst, std::size_t(t.numel) * 4);
-        const uint64_t want = parse_hex64(stored->as_string(name + ": checksum"), name + ": checksum of " + peft);
-        require(computed == want, PG_ERR_CHECKSUM,
-                name + ": tensor \"" + peft + "\" checksum mismatch (stored " + hex64(want) + ", computed " +
-                    hex64(computed) + "): the file is corrupt");
+        read_checked_tensor(src, file, sums, peft, dst, std::size_t(t.numel));
         for (int64_t i = 0; i < t.numel; ++i)
             require(std::isfinite(dst[i]), PG_ERR_FORMAT,
                     name + ": tensor \"" + peft + "\" holds a non-finite value at element " + std::to_string(i));
     }
+    if (!has_state) return adapter;
+
+    // The training state: TRAN's bytes, then the moments (their values are the trainer's to check).
+    const std::vector<uint8_t> tran = parse_hex_bytes(train_state->second, name + ": " + kKeyTrainState);
+    io::ByteReader reader(tran.data(), tran.size(), name + ": " + kKeyTrainState);
+    TrainerState s = io::decode_train_state(reader);
+    const std::size_t n = std::size_t(adapter.num_params());
+    for (const char* moment : {kAdamM, kAdamV}) {
+        const io::SafetensorsTensor* ft = file.find(moment);
+        require(ft != nullptr && ft->shape.size() == 1 && ft->shape[0] == uint64_t(n), PG_ERR_FORMAT,
+                name + ": tensor \"" + std::string(moment) + "\" must be [" + std::to_string(n) + "] (one per adapter parameter)");
+    }
+    if (!state) return adapter;  // a training checkpoint loaded as an adapter: the moments are not wanted
+    s.adam_m.resize(n);
+    s.adam_v.resize(n);
+    read_checked_tensor(src, file, sums, kAdamM, s.adam_m.data(), n);
+    read_checked_tensor(src, file, sums, kAdamV, s.adam_v.data(), n);
+    *state = std::move(s);
     return adapter;
 }
+
+}  // namespace
 
 bool same_adapter(const Adapter& a, const Adapter& b) {
     const LoraConfig &x = a.config(), &y = b.config();
@@ -365,6 +490,36 @@ void save_adapter(const Adapter& adapter, const std::string& path) {
 Adapter load_adapter(const std::string& path) {
     io::FileSource src(path);
     return read_adapter(src);
+}
+
+namespace {
+
+bool same_state(const TrainerState& a, const TrainerState& b) {
+    io::ByteWriter x, y;
+    io::encode_train_state(x, a);
+    io::encode_train_state(y, b);
+    return x.bytes() == y.bytes() && a.adam_m.size() == b.adam_m.size() && a.adam_v.size() == b.adam_v.size() &&
+           std::memcmp(a.adam_m.data(), b.adam_m.data(), a.adam_m.size() * 4) == 0 &&
+           std::memcmp(a.adam_v.data(), b.adam_v.data(), a.adam_v.size() * 4) == 0;
+}
+
+}  // namespace
+
+void save_adapter_training(const Adapter& adapter, const TrainerState& state, const std::string& path) {
+    {
+        io::AtomicFileWriter out(path);
+        write_adapter_training(adapter, state, out);
+        out.commit();
+    }
+    TrainerState back_state;
+    const Adapter back = load_adapter_training(path, back_state);
+    require(same_adapter(adapter, back) && same_state(state, back_state), PG_ERR_IO,
+            path + ": the adapter training checkpoint read back from the saved file differs from the one saved");
+}
+
+Adapter load_adapter_training(const std::string& path, TrainerState& state) {
+    io::FileSource src(path);
+    return read_adapter_training(src, state);
 }
 
 }  // namespace pg::lora

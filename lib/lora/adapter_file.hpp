@@ -11,6 +11,7 @@
 
 #include "io/file_io.hpp"
 #include "lora/adapter.hpp"
+#include "train/train_config.hpp"
 
 namespace pg::lora {
 
@@ -18,6 +19,9 @@ namespace pg::lora {
 // written (fixtures in tests/fixtures/) and any minor of a known major (minors only add keys).
 constexpr int kAdapterFormatMajor = 1;
 constexpr int kAdapterFormatMinor = 0;
+// Adapter training checkpoints (the adapter plus its trainer state) are 1.1: the key
+// phonegpt.train_state and two moment tensors. Plain adapter files stay 1.0.
+constexpr int kAdapterTrainingMinor = 1;
 
 // PEFT's name of an adapter tensor ("base_model.model.transformer." + the table's name).
 std::string peft_tensor_name(const AdapterTensor& t);
@@ -33,6 +37,16 @@ Adapter read_adapter(const io::ByteSource& src);
 // a save that does not read back as what was saved is PG_ERR_IO, never a success.
 void save_adapter(const Adapter& adapter, const std::string& path);
 Adapter load_adapter(const std::string& path);
+
+// The adapter training checkpoint: the adapter file plus the trainer state (section TRAN's
+// bytes, the AdamW moments), so that training resumes bit for bit given the same base and data.
+// read_adapter also reads such a file (ignoring the state); read_adapter_training needs one
+// (PG_ERR_STATE for a plain adapter file).
+void write_adapter_training(const Adapter& adapter, const TrainerState& state, io::ByteSink& sink);
+Adapter read_adapter_training(const io::ByteSource& src, TrainerState& state);
+// Atomic, read back and compared (adapter and state) before returning, as save_adapter.
+void save_adapter_training(const Adapter& adapter, const TrainerState& state, const std::string& path);
+Adapter load_adapter_training(const std::string& path, TrainerState& state);
 
 // True when two adapters are the same bits: configuration, base identity, record, factors.
 bool same_adapter(const Adapter& a, const Adapter& b);

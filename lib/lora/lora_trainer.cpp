@@ -26,21 +26,27 @@ std::vector<ParamPiece> adapter_pieces(const Adapter& a) {
     return pieces;
 }
 
-// The adapter checked against the base before anything is allocated for it.
-const Model& checked_base(const Model& base, const Adapter& adapter) {
+// The adapter and the base checked before anything is allocated for them.
+const Model& checked_base(const Model& base, const Adapter& adapter, bool allow_untrained_base) {
     check_adapter_matches_base(adapter, base);
+    check_base_trained(base, allow_untrained_base, "lora trainer");
     return base;
 }
 
 }  // namespace
 
-LoraTrainer::LoraTrainer(const Model& base, Adapter& adapter, const TrainConfig& cfg)
+LoraTrainer::LoraTrainer(const Model& base, Adapter& adapter, const TrainConfig& cfg, bool allow_untrained_base)
     : adapter_(adapter),
-      driver_(checked_base(base, adapter), cfg,
+      driver_(checked_base(base, adapter, allow_untrained_base), cfg,
               FrozenBaseTarget{adapter.params(), adapter.num_params(), adapter_pieces(adapter)}),
       hook_(adapter, driver_.gradient_buffer()) {
     driver_.set_linear_hook(&hook_);
     adapter_.record().seed = driver_.config().seed;
+}
+
+LoraTrainer::LoraTrainer(const Model& base, Adapter& adapter, const TrainerState& state, bool allow_untrained_base)
+    : LoraTrainer(base, adapter, state.config, allow_untrained_base) {
+    driver_.restore(state, "adapter training state");
 }
 
 LoraTrainer::~LoraTrainer() = default;

@@ -20,10 +20,21 @@ namespace pg::lora {
 
 class LoraTrainer {
 public:
-    // Borrows both; the base is never written. Checks the adapter belongs to the base and cfg
-    // against it (seq_len 0 becomes n_ctx). Throws pg::Error.
-    LoraTrainer(const Model& base, Adapter& adapter, const TrainConfig& cfg);
+    // Borrows both; the base is never written. Checks the adapter belongs to the base, that the
+    // base was trained (check_base_trained; allow_untrained_base lifts that) and cfg against it
+    // (seq_len 0 becomes n_ctx). Throws pg::Error.
+    LoraTrainer(const Model& base, Adapter& adapter, const TrainConfig& cfg, bool allow_untrained_base = false);
+    // Resumes from a snapshot taken by state() (with the adapter as it was then: the adapter
+    // training checkpoint holds both): continues the run bit for bit given the same base, data
+    // and thread count. Checks as above, plus the state against the adapter (PG_ERR_GEOMETRY,
+    // PG_ERR_NOT_FINITE, PG_ERR_FORMAT as Trainer's resume).
+    LoraTrainer(const Model& base, Adapter& adapter, const TrainerState& state, bool allow_untrained_base = false);
     ~LoraTrainer();
+
+    // Everything the run changes besides the adapter: configuration, step, AdamW moments (one
+    // per adapter parameter), sampler state and the dropout stream.
+    TrainerState state() const { return driver_.state(); }
+    const Adapter& adapter() const { return adapter_; }
 
     void set_data(const int32_t* tokens, std::size_t n) { driver_.set_data(tokens, n); }
     StepResult step();

@@ -40,6 +40,7 @@ void merge_into_copy(const Model& base, const Adapter& adapter, Model& out, int 
     require(out.num_params() == base.num_params(), PG_ERR_INTERNAL, "merge: the copy has another geometry");
     std::memcpy(out.params(), base.params(), sizeof(float) * static_cast<std::size_t>(base.num_params()));
     out.set_tokenizer(base.tokenizer() ? base.tokenizer()->clone() : nullptr);
+    out.set_provenance(base.provenance());  // the base's training; the adapter's is its own record
     add_update(out, adapter, 1.0f, n_threads);
 }
 

@@ -9,6 +9,7 @@
 #include "core/aligned_buffer.hpp"
 #include "model/config.hpp"
 #include "model/params.hpp"
+#include "model/provenance.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace pg {
@@ -37,12 +38,18 @@ public:
         tokenizer_ = std::move(tok);
     }
 
+    // Where the weights come from (model/provenance.hpp); unknown until someone records it.
+    const Provenance& provenance() const { return provenance_; }
+    void set_provenance(const Provenance& p) { provenance_ = p; }
+    Provenance& provenance() { return provenance_; }
+
 private:
     ModelConfig config_;
     ParamLayout layout_;
     std::vector<TensorEntry> tensors_;
     AlignedBuffer<float> params_;
     std::unique_ptr<Tokenizer> tokenizer_;
+    Provenance provenance_;
 };
 
 }  // namespace pg

@@ -10,7 +10,9 @@
 
 namespace pg {
 
-class Trainer : public StepDriver {
+// Every step that changes the weights is counted in the model's provenance
+// (model/provenance.hpp), so a checkpoint says how much its weights were trained.
+class Trainer : private StepDriver {
 public:
     // Fresh state: zero moments, step 0, sampler seeded from cfg.seed. Validates cfg against
     // the model (seq_len 0 becomes n_ctx; seq_len > n_ctx is an error). Throws pg::Error.
@@ -19,6 +21,19 @@ public:
     // (PG_ERR_GEOMETRY) and its values (PG_ERR_NOT_FINITE for non-finite moments, PG_ERR_FORMAT
     // for a negative second moment).
     Trainer(Model& model, const TrainerState& state);
+
+    using StepDriver::compute_gradients;
+    using StepDriver::config;
+    using StepDriver::grads;
+    using StepDriver::has_data;
+    using StepDriver::lr_at;
+    using StepDriver::set_data;
+    using StepDriver::set_threads;
+    using StepDriver::state;
+    using StepDriver::step_count;
+    using StepDriver::threads;
+    StepResult step();
+    StepResult step_batch(const int32_t* inputs, const int32_t* targets, int B, int T);
 
     Model& model() { return model_; }
     const Model& model() const { return model_; }

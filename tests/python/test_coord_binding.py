@@ -10,7 +10,11 @@ import phonegpt
 
 
 def tiny_model(seed=1):
-    return phonegpt.Model(phonegpt.ModelConfig.preset("tiny"), seed=seed)
+    """A random tiny base, explicitly allowed for LoRA (a never-trained base is refused otherwise)."""
+    m = phonegpt.Model(phonegpt.ModelConfig.preset("tiny"), seed=seed)
+    assert m.provenance == {"kind": "initialised", "init_seed": seed, "steps": 0, "tokens": 0}
+    m.allow_untrained_base()
+    return m
 
 
 def pattern(model, n, period=11):

@@ -32,7 +32,17 @@ const Fixture kFixtures[] = {
     {"checkpoint_v1.0_model.pgck", 1, 0, false, false, 0x3aa16fd8d73791d9ull, 0},
     {"checkpoint_v1.0_model_zstd.pgck", 1, 0, true, false, 0x3aa16fd8d73791d9ull, 0},
     {"checkpoint_v1.0_train.pgck", 1, 0, false, true, 0x3aa16fd8d73791d9ull, 0xa332a7b5fece14ccull},
+    {"checkpoint_v1.1_model.pgck", 1, 1, false, false, 0x3aa16fd8d73791d9ull, 0},
+    {"checkpoint_v1.1_model_zstd.pgck", 1, 1, true, false, 0x3aa16fd8d73791d9ull, 0},
+    {"checkpoint_v1.1_train.pgck", 1, 1, false, true, 0x3aa16fd8d73791d9ull, 0xa332a7b5fece14ccull},
 };
+
+// The provenance written into the fixtures since 1.1 (1.0 files have none: unknown).
+pg::Provenance fixture_provenance() {
+    pg::Provenance p = pg::Provenance::initialised_from(1234);
+    for (int i = 0; i < 1234; ++i) p.record_step(4 * 64);
+    return p;
+}
 
 uint64_t moments_digest(const pg::TrainerState& s) {
     pg::io::Xxh64 h;
@@ -61,6 +71,16 @@ TEST_CASE("every checkpoint version ever written still loads (fixtures)", "[io][
         CHECK(back.model->tokenizer()->decode(back.model->tokenizer()->encode("To be, or not").data(), 13) ==
               "To be, or not");
         CHECK(pg::io::xxh64(back.model->params(), std::size_t(back.model->num_params()) * 4) == f.params_digest);
+        const pg::Provenance& prov = back.model->provenance();
+        if (f.minor == 0) {
+            CHECK(prov.kind == pg::Provenance::Kind::unknown);  // written before provenance existed
+        } else {
+            CHECK(prov.kind == pg::Provenance::Kind::trained);
+            CHECK(prov.has_init_seed);
+            CHECK(prov.init_seed == 1234);
+            CHECK(prov.steps == 1234);
+            CHECK(prov.tokens == 1234 * 4 * 64);
+        }
         if (f.with_state) {
             CHECK(back.state.step == 1234);
             CHECK(back.state.micro_batches == 4936);
@@ -80,6 +100,7 @@ TEST_CASE("every checkpoint version ever written still loads (fixtures)", "[io][
 
 TEST_CASE("write the fixtures of the current format version", "[.write-fixtures]") {
     auto model = make_model(small_config(), 1234);
+    model->set_provenance(fixture_provenance());
     const pg::TrainerState state = make_state(*model, 99);
     const std::string v = std::to_string(pg::io::kCheckpointMajor) + "." + std::to_string(pg::io::kCheckpointMinor);
     const std::string dir = pg_test::fixtures_dir() + "/checkpoint_v" + v;

@@ -332,6 +332,7 @@ TEST_CASE("validate: the C API, the report's JSON and bad arguments", "[coord][v
     REQUIRE(pg_model_config_preset("tiny", &mc) == PG_OK);
     pg_model* base = nullptr;
     REQUIRE(pg_model_create(&mc, 1, &base) == PG_OK);
+    REQUIRE(pg_model_allow_untrained_base(base, 1) == PG_OK);  // a random base on purpose
     pg_lora_config lc;
     pg_lora_config_default(&lc);
     lc.rank = 2;

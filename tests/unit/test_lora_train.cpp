@@ -27,6 +27,8 @@ struct Setup {
         float* wte = nullptr;
         REQUIRE(pg_model_tensor_data_mutable(base, 0, &wte) == PG_OK);
         for (int i = 0; i < 68 * 16; ++i) wte[i] *= 25.0f;
+        // A random base on purpose (test_provenance.cpp checks the refusal without this).
+        REQUIRE(pg_model_allow_untrained_base(base, 1) == PG_OK);
         pg_lora_config c;
         pg_lora_config_default(&c);
         c.rank = 4;

@@ -159,6 +159,11 @@ jlongArray n_model_get_config(JNIEnv* env, jclass, jlong h) {
     return new_longs(env, model_config_fields(c));
 }
 
+void n_model_allow_untrained_base(JNIEnv* env, jclass, jlong h, jboolean allow) {
+    auto* m = handle_of<pg_model>(env, h, "Model");
+    if (m) failed(env, pg_model_allow_untrained_base(m, allow ? 1 : 0));
+}
+
 jlong n_model_num_params(JNIEnv* env, jclass, jlong h) {
     auto* m = handle_of<pg_model>(env, h, "Model");
     int64_t n = 0;
@@ -722,6 +727,7 @@ const JNINativeMethod kNatives[] = {
     PG_NATIVE("modelFree", "(J)V", n_model_free),
     PG_NATIVE("modelGetConfig", "(J)[J", n_model_get_config),
     PG_NATIVE("modelNumParams", "(J)J", n_model_num_params),
+    PG_NATIVE("modelAllowUntrainedBase", "(JZ)V", n_model_allow_untrained_base),
     PG_NATIVE("modelSetTokenizer", "(JJ)V", n_model_set_tokenizer),
     PG_NATIVE("modelGetTokenizer", "(J)J", n_model_get_tokenizer),
     PG_NATIVE("modelNumTensors", "(J)I", n_num_tensors<pg_model>),

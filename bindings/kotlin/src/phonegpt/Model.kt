@@ -33,6 +33,13 @@ class Model internal constructor(handle: Long) : NativeHandle(handle, "Model") {
     val numParams: Long get() = reading { Native.modelNumParams(it) }
 
     /**
+     * LoRA training on this model and adapter validation against it refuse a model that was
+     * initialised and never trained ([StateException]: its weights are random) unless this is
+     * true (pg_model_allow_untrained_base; this handle only, never saved).
+     */
+    fun allowUntrainedBase(allow: Boolean) = reading { Native.modelAllowUntrainedBase(it, allow) }
+
+    /**
      * The model's tokenizer: get returns a new [Tokenizer] holding a copy (close it when done), or
      * null if the model has none; set stores a copy (its vocabulary must equal the model's).
      */

@@ -63,6 +63,7 @@ internal object Native {
     @JvmStatic external fun modelFree(handle: Long)
     @JvmStatic external fun modelGetConfig(handle: Long): LongArray
     @JvmStatic external fun modelNumParams(handle: Long): Long
+    @JvmStatic external fun modelAllowUntrainedBase(handle: Long, allow: Boolean)
     @JvmStatic external fun modelSetTokenizer(handle: Long, tokenizer: Long)
     @JvmStatic external fun modelGetTokenizer(handle: Long): Long
     @JvmStatic external fun modelNumTensors(handle: Long): Int

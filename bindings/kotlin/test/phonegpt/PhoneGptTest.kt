@@ -759,6 +759,9 @@ class PhoneGptTest {
         tinyModel().use { base ->
             val want = base.evaluate(ids).meanLoss
             LoraAdapter(base, LoraConfig.default().copy(rank = 2, targets = LoraTarget.ALL)).use { a ->
+                // A freshly initialised base is refused until this handle allows it.
+                assertThrows<StateException>(Status.STATE) { a.checkBase(base) }
+                base.allowUntrainedBase(true)
                 a.checkBase(base)
                 a.merge(base, 1).use { merged -> assertEquals(want, merged.evaluate(ids).meanLoss, 0.0) }  // B = 0
                 for (name in a.tensorNames.filter { it.contains("lora_B") })
