@@ -206,7 +206,8 @@ PG_API pg_status pg_tokenizer_special_id(const pg_tokenizer* tok, const char* te
 
 /* A streaming decoder for generated tokens: each push emits the text that became complete
  * UTF-8, and keeps the first bytes of a character split across tokens for the next push. Bytes
- * that can never become valid UTF-8 are emitted as U+FFFD. The tokenizer is borrowed and must
+ * that can never become valid UTF-8 are emitted as U+FFFD, one per maximal subpart (Unicode 3.9;
+ * as Python's errors="replace": E2 82 41 is U+FFFD then "A"). The tokenizer is borrowed and must
  * outlive the stream. */
 typedef struct pg_token_stream pg_token_stream;
 PG_API pg_status pg_token_stream_create(const pg_tokenizer* tok, pg_token_stream** out);

@@ -18,6 +18,7 @@
 #include "tokenizer/bpe_tokenizer.hpp"
 #include "tokenizer/bpe_unicode.hpp"
 #include "tokenizer/tokenizer.hpp"
+#include "tokenizer/utf8_stream.hpp"
 
 namespace {
 
@@ -265,6 +266,26 @@ TEST_CASE("streaming decoder emits only complete UTF-8 and carries a split chara
     pg_token_stream_free(s);
     pg_token_stream_free(nullptr);
     pg_tokenizer_free(tok);
+}
+
+TEST_CASE("the streaming decoder replaces each maximal subpart of bad UTF-8 by one U+FFFD", "[bpe]") {
+    const std::string R = "\xEF\xBF\xBD";
+    const auto whole = [](std::string bytes) { return pg::utf8::take_complete(bytes, true); };
+    // The example of Unicode 15, section 3.9 (Table 3-8): 61 F1 80 80 E1 80 C2 62 80 63 80 BF 64.
+    CHECK(whole("\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64") ==
+          "a" + R + R + R + "b" + R + "c" + R + R + "d");
+    CHECK(whole("\xE2\x82") == R);                 // one unfinished character: one U+FFFD
+    CHECK(whole("\xE2\x82\x41") == R + "A");
+    CHECK(whole("\xED\xA0\x80") == R + R + R);    // a surrogate: ED then two lone continuations
+    CHECK(whole("\xF4\x90\x80\x80") == R + R + R + R);  // above U+10FFFF
+    CHECK(whole("\xC0\xAF") == R + R);             // overlong: C0 starts nothing
+    // Streaming: a valid prefix at the end waits; the same bytes at the end of the stream are one U+FFFD.
+    std::string pending = "x\xF0\x9F\x91";
+    CHECK(pg::utf8::take_complete(pending, false) == "x");
+    CHECK(pending == "\xF0\x9F\x91");
+    pending += "\x41";
+    CHECK(pg::utf8::take_complete(pending, false) == R + "A");
+    CHECK(pending.empty());
 }
 
 TEST_CASE("serialised BPE blob round-trips, every truncation is a clean format error", "[bpe]") {
