@@ -795,7 +795,8 @@ struct Engine::Impl {
                 if (!targets) continue;
                 for (int i = 0; i < n; ++i) {
                     const int target = targets[c0 + i];
-                    float* dl = h.dlogits.data() + int64_t(i) * V;
+                    // dlogits is only allocated for a backward pass (empty in evaluation)
+                    float* dl = backward ? h.dlogits.data() + int64_t(i) * V : nullptr;
                     if (target < 0) {
                         row_loss[c0 + i] = 0.0f;
                         if (backward) std::memset(dl, 0, sizeof(float) * size_t(V));
