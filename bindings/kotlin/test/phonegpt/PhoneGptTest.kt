@@ -543,6 +543,7 @@ class PhoneGptTest {
 
     @Test fun loraTrainerApiAndErrors() {
         tinyModel().use { m ->
+            m.allowUntrainedBase(true)  // a fresh model: LoRA refuses a never-trained base otherwise
             LoraAdapter(m, LoraConfig.default().copy(rank = 2, freezeA = true)).use { adapter ->
                 val nameA = adapter.tensorNames.first { it.contains("lora_A") }
                 val nameB = adapter.tensorNames.first { it.contains("lora_B") }
@@ -808,6 +809,7 @@ class PhoneGptTest {
                 Model(cfg, 1).use { m ->
                     m.tokenizer = tok
                     m.tokenizer!!.close()
+                    m.allowUntrainedBase(true)  // LoRA below trains over this fresh model
                     Trainer(m, tc).use { t -> t.setData(small) }
                     LoraAdapter(m).use { a -> LoraTrainer(m, a, tc).use { t -> t.setData(small) } }
                     m.generate(small.copyOf(3), SampleConfig.default().copy(maxTokens = 2, nThreads = 1))
