@@ -17,19 +17,25 @@ if(PG_FUZZ)
   target_compile_options(phonegpt_objects PRIVATE -fsanitize=fuzzer-no-link)
   set(PG_FUZZ_CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus)
   add_custom_target(pg_fuzz_all)
-  foreach(loader native llmc safetensors)
-    add_executable(fuzz_${loader} ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_${loader}.cpp)
-    target_compile_options(fuzz_${loader} PRIVATE -fsanitize=fuzzer)
-    target_link_options(fuzz_${loader} PRIVATE -fsanitize=fuzzer)
-    target_link_libraries(fuzz_${loader} PRIVATE phonegpt_static)
-    add_dependencies(pg_fuzz_all fuzz_${loader})
-    set(out ${CMAKE_CURRENT_BINARY_DIR}/fuzz_out/${loader})
+  # One libFuzzer target fuzz_NAME from tests/fuzz/fuzz_NAME.cpp, part of pg_fuzz_all, and its
+  # smoke run fuzz_NAME_smoke over the committed seeds in tests/fuzz/corpus/NAME (the other
+  # tests/cmake/fuzz_*.cmake files sort after this one and call it too). -rss_limit_mb keeps a
+  # pathological input from eating the shared machine.
+  function(pg_add_fuzzer name max_len)
+    add_executable(fuzz_${name} ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_${name}.cpp)
+    target_compile_options(fuzz_${name} PRIVATE -fsanitize=fuzzer)
+    target_link_options(fuzz_${name} PRIVATE -fsanitize=fuzzer)
+    target_link_libraries(fuzz_${name} PRIVATE phonegpt_static)
+    add_dependencies(pg_fuzz_all fuzz_${name})
+    set(out ${CMAKE_CURRENT_BINARY_DIR}/fuzz_out/${name})
     file(MAKE_DIRECTORY ${out})
-    # -rss_limit_mb keeps a pathological input from eating the shared machine.
-    add_test(NAME fuzz_${loader}_smoke
-             COMMAND fuzz_${loader} -runs=20000 -seed=1 -max_len=8192 -rss_limit_mb=1024
-                     ${out} ${PG_FUZZ_CORPUS}/${loader})
-    set_tests_properties(fuzz_${loader}_smoke PROPERTIES LABELS fuzz TIMEOUT 300)
+    add_test(NAME fuzz_${name}_smoke
+             COMMAND fuzz_${name} -runs=20000 -seed=1 -max_len=${max_len} -rss_limit_mb=1024
+                     ${out} ${PG_FUZZ_CORPUS}/${name})
+    set_tests_properties(fuzz_${name}_smoke PROPERTIES LABELS fuzz TIMEOUT 300)
+  endfunction()
+  foreach(loader native llmc safetensors)
+    pg_add_fuzzer(${loader} 8192)
   endforeach()
   # The corruption tests under ASan+UBSan (PG_SANITIZE=ON: scripts/test.sh always sets it here).
   add_executable(corruption_sanitized ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_checkpoint_corruption.cpp)
