@@ -35,7 +35,8 @@ def test_federated_loop_small(tmp_path):
     assert results["rounds"][1]["average_val_loss"] < results["rounds"][0]["average_val_loss"]
     # Each refusal as the phone reported it.
     assert "[phone7_no_secret] round 1: REFUSED (HTTP 403): the upload carries no round secret" in text
-    assert "[phone5_nan] round 1: REFUSED (HTTP 422): format: " in text and "phonegpt.training" in text
+    # The NaN trajectory reads (format 1.2) and is refused for what it is, naming the step.
+    assert "[phone5_nan] round 1: REFUSED (HTTP 422): trajectory finite: the loss recorded for step 30 of 30 is nan" in text
     assert "[phone6_unknown_key] round 2: REFUSED (HTTP 422): signature: " in text
     assert "[phone4_other_base] round 1: REFUSED (HTTP 422): base weights: " in text
     assert "[phone3_tampered] round 1: REFUSED (HTTP 422): format: " in text
@@ -47,3 +48,4 @@ def test_federated_loop_small(tmp_path):
     assert status["phone7_no_secret"]["last_step"] is None and status["phone7_no_secret"]["refused"] == 2
     assert status["phone3_tampered"]["verified_tokens"] == {} and status["phone3_tampered"]["last_step"] is None
     assert status["phone6_unknown_key"]["last_step"] == 30   # it read; only its key is unknown
+    assert status["phone5_nan"]["last_step"] == 30 and status["phone5_nan"]["verified_tokens"] == {}
