@@ -1120,9 +1120,9 @@ typedef struct pg_validation_report pg_validation_report;
 
 /* Validates an upload: the adapter file's `n` bytes and its signature file's text (`signature`
  * NULL = unsigned). Every check runs and is reported, in this order: "format", "geometry",
- * "base weights", "tokenizer", "base trained", "signature", "trajectory present", "trajectory finite",
- * "trajectory length", "trajectory start", "trajectory not diverging", "held-out evaluation"
- * (docs/federated.md states each rule). Returns PG_OK whenever the validation ran, whatever the
+ * "base weights", "tokenizer", "base trained", "signature", "trajectory present",
+ * "trajectory finite", "trajectory length", "trajectory start", "trajectory not diverging",
+ * "held-out evaluation" (docs/federated.md states each rule). Returns PG_OK whenever the validation ran, whatever the
  * upload holds (hostile bytes included); the report says whether it is accepted. */
 PG_API pg_status pg_lora_validate(const pg_validator* validator, const void* bytes, size_t n,
                                   const char* signature, size_t sig_len, pg_validation_report** out);
