@@ -22,6 +22,10 @@ constexpr int kAdapterFormatMinor = 0;
 // Adapter training checkpoints (the adapter plus its trainer state) are 1.1: the key
 // phonegpt.train_state and two moment tensors. Plain adapter files stay 1.0.
 constexpr int kAdapterTrainingMinor = 1;
+// A training record holding a NaN or an infinity (a diverged run, recorded so that a
+// coordinator refuses it by name) is written as 1.2: such a value is the string "nan", "inf" or
+// "-inf" (io::nonfinite_token). Files whose record is finite keep their 1.0 / 1.1 bytes.
+constexpr int kAdapterNonFiniteMinor = 2;
 
 // PEFT's name of an adapter tensor ("base_model.model.transformer." + the table's name).
 std::string peft_tensor_name(const AdapterTensor& t);
