@@ -122,9 +122,16 @@ class Coordinator:
             enrolled = f"is enrolled with key {own_id}" if own_id else "is not enrolled"
             return self.refuse(phone, s, 422, f"signer: the upload is signed by key {report.key_id}, "
                                f"but phone {phone} {enrolled}", report)
+        # The work of this round: the tokens its record adds to the published adapter's. None
+        # means it did not train from this round's adapter (last round's upload sent again).
+        fresh = report.summary.tokens - self.published_tokens()
+        if fresh <= 0:
+            return self.refuse(phone, s, 422, f"stale: the upload records {report.summary.tokens} tokens, no more "
+                               f"than the {self.published_tokens()} of round {self.round}'s published adapter: "
+                               f"it was not trained from this round's adapter", report)
         self.accepted[phone] = (report.adapter(), report.summary)
         s["accepted"] += 1
-        s["verified_tokens"][str(self.round)] = report.summary.tokens - self.published_tokens()
+        s["verified_tokens"][str(self.round)] = fresh
         return 200, {"accepted": True, "round": self.round, "report": json.loads(report.json())}
 
     def published_tokens(self):

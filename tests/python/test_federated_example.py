@@ -54,7 +54,7 @@ def test_federated_loop_small(tmp_path):
 def test_coordinator_credits_an_upload_only_to_the_phone_whose_key_signed_it(tmp_path):
     """A trusted signature is not enough: phone1 signing an upload that names phone0 is refused
     with the reason, and phone0 is credited nothing; the same upload under phone1's own name is
-    accepted and credited to phone1. (The coordinator of examples/federated, in process: its
+    accepted and credited to phone1, and sent again next round it is refused as stale. (The coordinator of examples/federated, in process: its
     real base pretraining, validator and averaging, no HTTP.)"""
     import argparse
     import base64
@@ -72,7 +72,7 @@ def test_coordinator_credits_an_upload_only_to_the_phone_whose_key_signed_it(tmp
     keys = {name: phonegpt.SigningKey.generate() for name in ("phone0", "phone1")}
     for name, key in keys.items():
         (tmp_path / "trusted" / (name + ".pub")).write_bytes(key.public_key)
-    coord = Coordinator(argparse.Namespace(workdir=str(tmp_path), data=data, rounds=1, shape="small", method="svd"))
+    coord = Coordinator(argparse.Namespace(workdir=str(tmp_path), data=data, rounds=2, shape="small", method="svd"))
     shape = SHAPES["small"]
     adapter = phonegpt.Adapter.load(coord.adapter_path, coord.base)
     train_text, _ = pooled_split(read_text(data))
@@ -85,7 +85,7 @@ def test_coordinator_credits_an_upload_only_to_the_phone_whose_key_signed_it(tmp
     signature = keys["phone1"].sign(adapter, file_bytes)
 
     def upload(phone):
-        body = json.dumps({"phone": phone, "round": 1, "adapter": base64.b64encode(file_bytes).decode(),
+        body = json.dumps({"phone": phone, "round": coord.round, "adapter": base64.b64encode(file_bytes).decode(),
                            "signature": signature}).encode()
         return coord.upload(body, coord.secret)
 
@@ -102,3 +102,12 @@ def test_coordinator_credits_an_upload_only_to_the_phone_whose_key_signed_it(tmp
     assert sorted(coord.accepted) == ["phone1"]
     status, answer = upload("phone9")   # a name nobody enrolled
     assert status == 422 and answer["reason"].endswith("but phone phone9 is not enrolled")
+    # Round 2 resumes from round 1's average (which records phone1's tokens): phone1 sending its
+    # round-1 upload again, with round 2's secret, passes every check of the file but adds no
+    # work to the published adapter, and is refused as stale rather than credited 0 tokens.
+    assert coord.close_round()[0] == 200 and coord.round == 2
+    status, answer = upload("phone1")
+    assert status == 422 and answer["reason"].startswith(
+        f"stale: the upload records {shape['phone_steps'] * shape['phone_batch'] * 64} tokens, no more than the "
+        f"{shape['phone_steps'] * shape['phone_batch'] * 64} of round 2's published adapter"), answer
+    assert answer["report"]["accepted"] is True and "2" not in coord.status["phone1"]["verified_tokens"]
