@@ -9,6 +9,9 @@ enum class LoraAverageMethod(override val code: Int) : CEnum { FEDAVG_FACTORS(0)
 /** pg_signature_policy: what a [Validator] does with signatures. */
 enum class SignaturePolicy(override val code: Int) : CEnum { REQUIRED(0), OPTIONAL(1), OFF(2) }
 
+/** pg_base_trained_policy: whether the validator's "base trained" check refuses a base that was never trained. */
+enum class BaseTrainedPolicy(override val code: Int) : CEnum { REFUSE_UNTRAINED(0), REQUIRE_RECORD(1), OFF(2) }
+
 /** pg_check_outcome. */
 enum class CheckOutcome(override val code: Int) : CEnum { PASSED(0), FAILED(1), SKIPPED(2) }
 

@@ -75,6 +75,7 @@ class LibraryTest {
                                  t.totalSteps, t.decayEmbeddings, t.seed))
         assertEquals(LoraConfig(8, 8f, false, 0f, setOf(LoraTarget.ATTN_C_ATTN), null, 1337L, false), LoraConfig.default())
         assertEquals(SignaturePolicy.REQUIRED, ValidationPolicy.default().signature)
+        assertEquals(BaseTrainedPolicy.REFUSE_UNTRAINED, ValidationPolicy.default().baseTrained)
         assertEquals(LoraAverageMethod.FEDAVG_FACTORS, LoraAverageConfig.default().method)
         // a negative float crosses as its (sign-extended) bits and reaches the library's check
         tinyModel().use { m ->
