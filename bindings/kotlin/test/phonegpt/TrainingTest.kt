@@ -239,4 +239,23 @@ class TrainingTest {
         assertEquals(300, (result.get() as IntArray).size)
         assertThrows<StateException>(Status.STATE) { m.generate(ids.copyOf(5)) }
     }
+
+    /** pg_trainer_threads / set_threads: the count is resolved, changeable, recorded, and bad counts refused. */
+    @Test fun trainerThreads() {
+        tinyModel().use { m ->
+            Trainer(m, trainConfig().copy(nThreads = 2)).use { t ->
+                assertEquals(2, t.threads)
+                t.setData(ids)
+                t.step()
+                t.setThreads(1)
+                assertEquals(1, t.threads)
+                assertEquals(1, t.config.nThreads)
+                t.step()
+                assertEquals(2L, t.stepCount)
+                t.setThreads(0)
+                assertEquals(Runtime.getRuntime().availableProcessors(), t.threads)
+                assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { t.setThreads(5000) }
+            }
+        }
+    }
 }
