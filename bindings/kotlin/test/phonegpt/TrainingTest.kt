@@ -258,4 +258,25 @@ class TrainingTest {
             }
         }
     }
+
+    /** Trainer.train (full and LoRA) stops after the current step when cancelled from another thread. */
+    @Test fun trainingIsCancelledFromAnotherThread() {
+        tinyModel().use { m ->
+            Trainer(m, trainConfig().copy(nThreads = 1)).use { t ->
+                t.setData(ids)
+                val cancel = CancellationToken()
+                val started = CountDownLatch(1)
+                val result = AtomicReference<List<StepResult>>()
+                val worker = thread { result.set(t.train(1_000_000, cancel) { started.countDown() }) }
+                assertTrue(started.await(30, TimeUnit.SECONDS))
+                cancel.cancel()
+                worker.join(30_000)
+                assertFalse(worker.isAlive)
+                val done = result.get()
+                assertTrue(done.size in 1 until 1_000_000)
+                assertEquals(done.size.toLong(), t.stepCount)              // consistent and usable
+                assertEquals(done.size + 1L, t.step().step)
+            }
+        }
+    }
 }
