@@ -278,4 +278,25 @@ class ModelTest {
             assertEquals(want, m.generate(ids.copyOf(5), cfg).toList())  // the model is fine afterwards
         }
     }
+
+    /** pg_model_provenance: initialised from its seed, trained for steps and tokens, saved and loaded with the model. */
+    @Test fun provenanceFollowsTheWeights() {
+        tinyModel(17).use { m ->
+            assertEquals(Provenance(ProvenanceKind.INITIALISED, 17L, 0, 0), m.provenance)
+            val steps = Trainer(m, trainConfig()).use { t -> t.setData(ids); t.train(3) }
+            val p = m.provenance
+            assertEquals(ProvenanceKind.TRAINED, p.kind)
+            assertEquals(3L, p.steps)
+            assertEquals(steps.map { it.tokens }.sum(), p.tokens)
+            val path = File(tmp, "provenance.bin").path
+            m.save(path)
+            Model.load(path).use { l -> assertEquals(p, l.provenance) }
+            val llmc = File(tmp, "provenance.llmc").path
+            m.export(llmc, InteropFormat.LLMC)
+            Model.importFrom(llmc, InteropFormat.LLMC).use { l -> assertEquals(ProvenanceKind.UNKNOWN, l.provenance.kind) }
+        }
+        val closed = tinyModel()
+        closed.close()
+        assertThrows<StateException>(Status.STATE) { closed.provenance }
+    }
 }
