@@ -328,7 +328,8 @@ typedef struct pg_tensor_info {
     int64_t shape[PG_MAX_DIMS];
     int64_t numel;
     int64_t offset;             /* in floats, into the model's single parameter allocation */
-    const float* data;          /* the weights (fp32), valid for the model's lifetime */
+    const float* data;          /* the weights (fp32), valid for the model's lifetime; NULL on a
+                                 * 16-bit frozen base (pg_model_set_weight_storage) */
 } pg_tensor_info;
 
 PG_API pg_status pg_model_num_tensors(const pg_model* model, int32_t* out);
@@ -362,6 +363,30 @@ PG_API pg_status pg_model_provenance(const pg_model* model, pg_provenance_kind* 
  * saved. A validator (pg_validator_create) reports the same rule as its "base trained" check,
  * governed by its own policy (pg_validation_policy.base_trained), not by this permission. */
 PG_API pg_status pg_model_allow_untrained_base(pg_model* model, int32_t allow);
+
+/* How a model holds its weights. A frozen base (LoRA training, sessions with or without an
+ * adapter, evaluation) may hold its token embedding (also the tied head) and its four block
+ * linears in IEEE fp16 or bfloat16: half their bytes (about 49% of the whole model's fp32 size),
+ * widened to fp32 exactly while the GEMMs pack their panels, so every result equals the fp32
+ * model's over the same 16-bit values bit for bit. LayerNorms, biases and positions stay fp32. */
+typedef enum pg_weight_storage {
+    PG_WEIGHTS_FP32 = 0,
+    PG_WEIGHTS_FP16 = 1,  /* round to nearest, ties to even; |w| beyond 65504 is refused */
+    PG_WEIGHTS_BF16 = 2   /* the top half of the fp32 value, rounded to nearest even */
+} pg_weight_storage;
+/* Converts the model's weights to `storage`, in place, and frees the fp32 copy. The base's
+ * fingerprint stays the one of the fp32 weights it came from, so adapters made for the fp32
+ * model load against its 16-bit copy and the other way round (their outputs differ by the
+ * rounding of the weights). Afterwards everything that needs the fp32 weights (pg_trainer_create,
+ * pg_model_save / export, merging, pg_model_tensor_data_mutable, pg_model_params) is refused with
+ * PG_ERR_STATE; a 16-bit model cannot go back (PG_ERR_STATE: load it again). The same storage
+ * again is a no-op. PG_ERR_NOT_FINITE (naming the tensor) when a weight overflows fp16. Not while
+ * another call uses the model (like pg_model_tensor_data_mutable); sessions and LoRA trainers
+ * made before the call read the new storage from their next pass on. */
+PG_API pg_status pg_model_set_weight_storage(pg_model* model, pg_weight_storage storage);
+/* The model's storage and the bytes its weights take (either pointer may be NULL). */
+PG_API pg_status pg_model_weight_storage(const pg_model* model, pg_weight_storage* storage,
+                                         int64_t* weight_bytes);
 
 /* Forward pass on a batch of B sequences of T tokens (T <= n_ctx; ids in [0, vocab_size)).
  * Writes logits [B, T, vocab_size] (padding columns dropped) when `logits` is not NULL.

@@ -158,7 +158,9 @@ LossSum StepDriver::micro_batch(const int32_t* inputs, const int32_t* targets, i
     Engine& engine = engine_for(B, T);
     Dropout dropout{cfg_.dropout, cfg_.seed, micro_batches_};
     // A frozen base gets no gradient buffer: only the hook's gradients are accumulated.
-    LossSum loss = engine.forward_backward(base_.params(), frozen_base_ ? nullptr : grads_.data(), inputs,
+    // (base_.weights() may be a 16-bit frozen base; full training's model is fp32: params()
+    // refused anything else when the driver was made.)
+    LossSum loss = engine.forward_backward(base_.weights(), frozen_base_ ? nullptr : grads_.data(), inputs,
                                            targets, B, T, grad_scale, dropout, *pool_);
     ++micro_batches_;
     return loss;

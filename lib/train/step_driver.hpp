@@ -126,6 +126,9 @@ public:
     // The model whose weights the engine reads (the trained one, or the frozen base).
     const Model& base() const { return base_; }
     float lr_at(int64_t step) const;
+    // Bytes of the engine's activation memory (0 before the first step): what a step holds
+    // besides the weights, the trained tensors' gradients and AdamW moments.
+    std::size_t activation_bytes() const { return engine_ ? engine_->activation_bytes() : 0; }
 
 private:
     Engine& engine_for(int B, int T);
