@@ -153,7 +153,7 @@ inline double measure_peak(const PeakUnit& u, int threads, double seconds = 0.2,
 inline std::string pinning_line(const pg::ThreadPool& pool) { return "threads: " + pool.pinning(); }
 
 inline std::string pinning_json(const pg::ThreadPool& pool) {
-    std::string out = "\"pinning\": " + pg::json_quote(pool.pinning()) + ", \"pinned_cpus\": [";
+    std::string out = "\"pinning\": " + pg::io::json_quote(pool.pinning()) + ", \"pinned_cpus\": [";
     for (std::size_t i = 0; i < pool.pinned_cores().size(); ++i) {
         const pg::CpuCore& c = pool.pinned_cores()[i];
         out += (i ? ", " : "") + std::string("{\"cpu\": ") + std::to_string(c.index) +
