@@ -37,27 +37,33 @@ data class ModelConfig(
 
 enum class LrSchedule(val code: Int) { CONSTANT(0), COSINE(1), LINEAR(2) }
 
+/** pg_optimizer: AdamW everywhere, or Muon on the blocks' 2-D linear weights (phonegpt.h). */
+enum class Optimizer(val code: Int) { ADAMW(0), MUON(1) }
+
 /** pg_train_config (phonegpt.h documents every field and its valid range). */
 data class TrainConfig(
     val batchSize: Int, val seqLen: Int, val gradAccumSteps: Int, val schedule: LrSchedule,
     val lrMax: Float, val lrMin: Float, val warmupSteps: Int, val totalSteps: Long,
     val beta1: Float, val beta2: Float, val eps: Float, val weightDecay: Float, val decayEmbeddings: Boolean,
-    val gradClip: Float, val dropout: Float, val seed: Long, val nThreads: Int, val recomputeActivations: Boolean
+    val gradClip: Float, val dropout: Float, val seed: Long, val nThreads: Int, val recomputeActivations: Boolean,
+    val optimizer: Optimizer = Optimizer.ADAMW, val muonMomentum: Float = 0.95f, val muonLrScale: Float = 1.0f
 ) {
     companion object {
         @JvmStatic fun default(): TrainConfig = fromFields(Native.trainConfigDefault())
         internal val C_FIELDS = listOf("batch_size", "seq_len", "grad_accum_steps", "schedule", "lr_max", "lr_min",
                                        "warmup_steps", "total_steps", "beta1", "beta2", "eps", "weight_decay",
                                        "decay_embeddings", "grad_clip", "dropout", "seed", "n_threads",
-                                       "recompute_activations")
+                                       "recompute_activations", "optimizer", "muon_momentum", "muon_lr_scale")
 
         internal fun fromFields(f: LongArray): TrainConfig {
             fun float(i: Int) = Float.fromBits(f[i].toInt())
             val schedule = LrSchedule.values().firstOrNull { it.code.toLong() == f[3] }
                 ?: throw InternalException("unknown schedule ${f[3]}")
+            val optimizer = Optimizer.values().firstOrNull { it.code.toLong() == f[18] }
+                ?: throw InternalException("unknown optimizer ${f[18]}")
             return TrainConfig(f[0].toInt(), f[1].toInt(), f[2].toInt(), schedule, float(4), float(5), f[6].toInt(),
                                f[7], float(8), float(9), float(10), float(11), f[12] != 0L, float(13), float(14),
-                               f[15], f[16].toInt(), f[17] != 0L)
+                               f[15], f[16].toInt(), f[17] != 0L, optimizer, float(19), float(20))
         }
     }
 
@@ -66,7 +72,8 @@ data class TrainConfig(
         return longArrayOf(batchSize.toLong(), seqLen.toLong(), gradAccumSteps.toLong(), schedule.code.toLong(),
                            bits(lrMax), bits(lrMin), warmupSteps.toLong(), totalSteps, bits(beta1), bits(beta2),
                            bits(eps), bits(weightDecay), if (decayEmbeddings) 1 else 0, bits(gradClip), bits(dropout),
-                           seed, nThreads.toLong(), if (recomputeActivations) 1 else 0)
+                           seed, nThreads.toLong(), if (recomputeActivations) 1 else 0, optimizer.code.toLong(),
+                           bits(muonMomentum), bits(muonLrScale))
     }
 }
 
