@@ -484,18 +484,19 @@ struct ForwardArgs {
 // Training arguments that the full and the LoRA trainer share
 // ---------------------------------------------------------------------------------------------
 
-constexpr std::size_t kTrainConfigFields = 18;
+constexpr std::size_t kTrainConfigFields = 21;
 inline std::vector<jlong> train_config_fields(const pg_train_config& c) {
     return {c.batch_size,         c.seq_len,           c.grad_accum_steps,   jlong(c.schedule),
             float_to_bits(c.lr_max), float_to_bits(c.lr_min), c.warmup_steps, c.total_steps,
             float_to_bits(c.beta1), float_to_bits(c.beta2), float_to_bits(c.eps),
             float_to_bits(c.weight_decay), c.decay_embeddings, float_to_bits(c.grad_clip),
-            float_to_bits(c.dropout), jlong(c.seed), c.n_threads, c.recompute_activations};
+            float_to_bits(c.dropout), jlong(c.seed), c.n_threads, c.recompute_activations,
+            jlong(c.optimizer), float_to_bits(c.muon_momentum), float_to_bits(c.muon_lr_scale)};
 }
 inline bool train_config_from(JNIEnv* env, jlongArray a, pg_train_config* c) {
     std::vector<jlong> f;
     if (!get_longs(env, a, kTrainConfigFields, "TrainConfig", &f)) return false;
-    for (std::size_t i : {0, 1, 2, 3, 6, 12, 16, 17}) {
+    for (std::size_t i : {0, 1, 2, 3, 6, 12, 16, 17, 18}) {
         if (f[i] < INT32_MIN || f[i] > INT32_MAX) {
             throw_invalid(env, "TrainConfig: field " + std::to_string(i) + " is outside int32");
             return false;
@@ -520,6 +521,9 @@ inline bool train_config_from(JNIEnv* env, jlongArray a, pg_train_config* c) {
     c->seed = uint64_t(f[15]);
     c->n_threads = int32_t(f[16]);
     c->recompute_activations = int32_t(f[17]);
+    c->optimizer = pg_optimizer(int32_t(f[18]));
+    c->muon_momentum = bits_to_float(f[19]);
+    c->muon_lr_scale = bits_to_float(f[20]);
     return true;
 }
 
