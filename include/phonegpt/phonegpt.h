@@ -410,6 +410,20 @@ typedef enum pg_lr_schedule {
     PG_LR_LINEAR = 2      /* linear warm-up to lr_max, linear to lr_min at total_steps */
 } pg_lr_schedule;
 
+/* The update rule of pg_train_config.optimizer. */
+typedef enum pg_optimizer {
+    PG_OPTIMIZER_ADAMW = 0,   /* AdamW on every parameter (default) */
+    /* Muon on the 2-D weights of the blocks' linear layers (attn.c_attn, attn.c_proj, mlp.c_fc,
+     * mlp.c_proj): per weight matrix, momentum m = mu m + (1 - mu) g, the Nesterov mix
+     * u = (1 - mu) g + mu m, then five Newton-Schulz iterations that map u / |u|_F to an
+     * approximately orthogonal O (singular values about 0.7-1.2; coefficients 3.4445, -4.7750,
+     * 2.0315), and W -= lr' (0.2 sqrt(max(rows, cols)) O + weight_decay W) with
+     * lr' = muon_lr_scale x the schedule's lr (the 0.2 sqrt factor gives O the update size of
+     * AdamW, so the same schedule serves both). Embeddings, biases and LayerNorms keep AdamW.
+     * Full training only: adapters (pg_lora_trainer_create) train with AdamW. */
+    PG_OPTIMIZER_MUON = 1
+} pg_optimizer;
+
 /* Training configuration. The learning rate of optimizer step s (0-based; the first step is
  * s = 0), with W = warmup_steps, N = total_steps:
  *   s < W:                 lr_max * (s + 1) / W                       (linear warm-up)
@@ -455,6 +469,9 @@ typedef struct pg_train_config {
      * fraction of the activation memory (docs/performance.md). Results are bit-identical to 0
      * (default), so checkpoints do not store it. */
     int32_t recompute_activations;
+    pg_optimizer optimizer;       /* default PG_OPTIMIZER_ADAMW */
+    float muon_momentum;          /* Muon's mu, in [0, 1), default 0.95 (unused by AdamW) */
+    float muon_lr_scale;          /* Muon's learning rate / the schedule's, in (0, 1000], default 1 */
 } pg_train_config;
 
 PG_API void pg_train_config_default(pg_train_config* config);
