@@ -44,6 +44,17 @@ class Model internal constructor(handle: Long) : EvaluatingHandle(handle, "Model
     fun allowUntrainedBase(allow: Boolean) = reading { Native.modelAllowUntrainedBase(it, allow) }
 
     /**
+     * Holds the token embedding and the block linears in 16 bits (pg_model_set_weight_storage):
+     * half their bytes, for a frozen base (LoRA training, sessions, evaluation). One way: training,
+     * saving and merging need fp32 weights and then throw [StateException].
+     */
+    fun setWeightStorage(storage: WeightStorage) = writing { Native.modelSetWeightStorage(it, storage.code) }
+
+    /** How the weights are held, and the bytes they take (pg_model_weight_storage). */
+    val weightStorage: Pair<WeightStorage, Long>
+        get() = reading { h -> Native.modelWeightStorage(h).let { Pair(cEnum<WeightStorage>(it[0]), it[1]) } }
+
+    /**
      * The model's tokenizer: get returns a new [Tokenizer] holding a copy (close it when done), or
      * null if the model has none; set stores a copy (its vocabulary must equal the model's).
      */

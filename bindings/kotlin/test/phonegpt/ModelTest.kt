@@ -82,6 +82,33 @@ class ModelTest {
         }
     }
 
+    @Test fun weightStorageHalvesTheFrozenBaseAndRefusesWhatNeedsFp32() {
+        tinyModel().use { m ->
+            val b = 2
+            val t = 8
+            val tokens = ids.copyOf(b * t)
+            val targets = ids.copyOfRange(1, b * t + 1)
+            val (kind32, bytes32) = m.weightStorage
+            assertEquals(WeightStorage.FP32, kind32)
+            assertEquals(m.numParams * 4, bytes32)
+            val loss32 = m.forward(tokens, b, t, targets, 1).loss!!
+            m.setWeightStorage(WeightStorage.FP16)
+            m.setWeightStorage(WeightStorage.FP16)  // the same storage again: a no-op
+            val (kind16, bytes16) = m.weightStorage
+            assertEquals(WeightStorage.FP16, kind16)
+            assertTrue("$bytes16 < $bytes32", bytes16 < bytes32)
+            // the rounding of the weights moves the loss a little, not a lot
+            assertEquals(loss32, m.forward(tokens, b, t, targets, 1).loss!!, 1e-2f)
+            assertThrows<StateException>(Status.STATE) { m.setWeightStorage(WeightStorage.FP32) }
+            val dir = java.nio.file.Files.createTempDirectory("pg-storage").toFile()
+            try {
+                assertThrows<StateException>(Status.STATE) { m.save(java.io.File(dir, "m.pgm").path) }
+            } finally {
+                dir.deleteRecursively()
+            }
+        }
+    }
+
     @Test fun forwardWithArraysAndDirectBuffers() {
         tinyModel().use { m ->
             val b = 2
