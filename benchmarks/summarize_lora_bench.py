@@ -29,19 +29,22 @@ def main(path):
     print(f"shape {first['shape']} ctx {first['ctx']} batch {first['batch']}x{first['seq']} "
           f"threads {first['threads']}")
     print(f"{'config':26} {'runs':>4} {'ms/step':>9} {'cpu ms':>9} {'peak MB':>8} {'proc MB':>8} "
-          f"{'weights':>8} {'activ.':>7} {'vs torch':>8} {'RSS/torch':>9} {'vs full':>7} {'peak/(w+a)':>10}")
+          f"{'weights':>8} {'activ.':>7} {'vs torch':>8} {'cpu vs torch':>12} {'RSS/torch':>9} {'vs full':>7} "
+          f"{'cpu vs full':>11} {'peak/(w+a)':>10}")
     for name, m in med.items():
         torch = med.get("torch_c_attn" if "c_attn" in name else "torch_all")
         full = med.get("full_fp32")
         speed = f"{torch['ms_median'] / m['ms_median']:.2f}x" if torch and not name.startswith("torch") else ""
+        cpu = f"{torch['cpu_ms_median'] / m['cpu_ms_median']:.2f}x" if torch and not name.startswith("torch") else ""
         rss = f"{m['peak_train_mb'] / torch['peak_train_mb']:.2f}" if torch and not name.startswith("torch") else ""
         vs_full = f"{full['ms_median'] / m['ms_median']:.2f}x" if full and name.startswith("lora") else ""
+        cpu_full = f"{full['cpu_ms_median'] / m['cpu_ms_median']:.2f}x" if full and name.startswith("lora") else ""
         wa = ""
         if "activations_mb" in m and m.get("weights_mb"):
             wa = f"{m['peak_train_mb'] / (m['weights_mb'] + m['activations_mb']):.2f}"
         print(f"{name:26} {m['runs']:>4} {m['ms_median']:>9.0f} {m['cpu_ms_median']:>9.0f} "
               f"{m['peak_train_mb']:>8.0f} {m['peak_process_mb']:>8.0f} {m.get('weights_mb', 0):>8.0f} "
-              f"{m.get('activations_mb', 0):>7.0f} {speed:>8} {rss:>9} {vs_full:>7} {wa:>10}")
+              f"{m.get('activations_mb', 0):>7.0f} {speed:>8} {cpu:>12} {rss:>9} {vs_full:>7} {cpu_full:>11} {wa:>10}")
     return 0
 
 
