@@ -414,9 +414,10 @@ int main(int argc, char** argv) {
     auto frac = [](double v, double peak) { return peak > 0 ? 100.0 * v / peak : 0.0; };
 
     if (o.json) {
-        std::printf("{\"arch\": \"%s\", \"threads\": %d, \"peak_unit\": \"%s\", "
+        std::printf("{\"arch\": \"%s\", \"threads\": %d, %s, \"peak_unit\": \"%s\", "
                     "\"peak_gflops_1_thread\": %.1f, \"peak_gflops_all_threads\": %.1f,\n \"gemm\": [",
-                    table->name, threads, unit ? unit->name.c_str() : "", peak_1t, peak_all);
+                    table->name, threads, pg_bench::pinning_json(pool).c_str(),
+                    unit ? unit->name.c_str() : "", peak_1t, peak_all);
         for (std::size_t i = 0; i < gemms.size(); ++i) {
             const auto& r = gemms[i];
             std::printf("%s\n  {\"suite\": \"%s\", \"layer\": \"%s\", \"op\": \"%s\", \"M\": %d, "
@@ -441,6 +442,7 @@ int main(int argc, char** argv) {
 
     std::printf("kernel table: %s, %d threads; CPU features: %s; core: %s\n", table->name,
                 threads, pg::kernels::cpu_features(), pg::kernels::cpu_core());
+    std::printf("%s\n", pg_bench::pinning_line(pool).c_str());
     std::printf("FMA peak (%s): %.1f GFLOP/s on 1 thread, %.1f on %d threads\n",
                 unit ? unit->name.c_str() : "?", peak_1t, peak_all, threads);
     for (const char* d : descriptions) std::printf("suite: %s\n", d);

@@ -70,14 +70,19 @@ int main(int argc, char** argv) {
     }
     if (threads < 1) threads = 1;
     const std::string model = cpu_model(), features = cpu_features();
+    // The pinning measure_peak's pools get for `threads` (each builds its own, the same way).
+    pg::ThreadPool probe(threads);
+    probe.run_on_all([](int) {});
     if (json) {
         std::printf("{\"cpu\": \"%s\", \"features\": \"%s\", \"core\": \"%s\", \"threads\": %d, "
-                    "\"units\": [",
-                    model.c_str(), features.c_str(), pg::kernels::cpu_core(), threads);
+                    "%s, \"units\": [",
+                    model.c_str(), features.c_str(), pg::kernels::cpu_core(), threads,
+                    pg_bench::pinning_json(probe).c_str());
     } else {
-        std::printf("CPU: %s\nfeatures: %s\ncore (GEMM variant chosen for): %s\n"
+        std::printf("CPU: %s\nfeatures: %s\ncore (GEMM variant chosen for): %s\n%s\n"
                     "FMA peak (fp32, GFLOP/s), best of 5 runs of %.2f s:\n",
-                    model.c_str(), features.c_str(), pg::kernels::cpu_core(), seconds);
+                    model.c_str(), features.c_str(), pg::kernels::cpu_core(),
+                    pg_bench::pinning_line(probe).c_str(), seconds);
         std::printf("%-16s %12s %14s\n", "unit", "1 thread", (std::to_string(threads) + " threads").c_str());
     }
     bool first = true;

@@ -12,6 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include "core/thread_pool.hpp"
+#include "io/json.hpp"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #elif defined(__aarch64__)
@@ -127,24 +130,36 @@ inline double measure_peak(const PeakUnit& u, int threads, double seconds = 0.2,
         iters *= 2;
     }
     iters *= 4;
+    // A ThreadPool, so the peak runs on the cores the kernels' pool is pinned to (PG_PIN_THREADS).
+    pg::ThreadPool pool(threads);
     double best = 0.0;
     for (int r = 0; r < repeats; ++r) {
-        std::vector<std::thread> pool;
         const bool cpu = threads == 1;
         double t0 = cpu ? thread_cpu_seconds() : now_seconds();
-        for (int t = 1; t < threads; ++t)
-            pool.emplace_back([&] {
-                volatile float s = u.run(iters);
-                (void)s;
-            });
-        volatile float s = u.run(iters);
-        (void)s;
-        for (auto& th : pool) th.join();
+        pool.run_on_all([&](int) {
+            volatile float s = u.run(iters);
+            (void)s;
+        });
         double dt = (cpu ? thread_cpu_seconds() : now_seconds()) - t0;
         double gflops = 2.0 * u.lanes * kChains * double(iters) * threads / dt * 1e-9;
         if (gflops > best) best = gflops;
     }
     return best;
+}
+
+// The pool's pinning (PG_PIN_THREADS=big) as bench_peak and bench_kernels print it: a line of
+// text, and JSON fields ("pinning": its text, "pinned_cpus": [{"cpu": N, "capacity": C}, ...]).
+// Call it after the pool has run a region, so a refused sched_setaffinity shows.
+inline std::string pinning_line(const pg::ThreadPool& pool) { return "threads: " + pool.pinning(); }
+
+inline std::string pinning_json(const pg::ThreadPool& pool) {
+    std::string out = "\"pinning\": " + pg::io::json_quote(pool.pinning()) + ", \"pinned_cpus\": [";
+    for (std::size_t i = 0; i < pool.pinned_cores().size(); ++i) {
+        const pg::CpuCore& c = pool.pinned_cores()[i];
+        out += (i ? ", " : "") + std::string("{\"cpu\": ") + std::to_string(c.index) +
+               ", \"capacity\": " + std::to_string(c.capacity) + "}";
+    }
+    return out + "]";
 }
 
 }  // namespace pg_bench

@@ -381,6 +381,11 @@ struct EnumNames<pg_lr_schedule> {
         {PG_LR_CONSTANT, "constant"}, {PG_LR_COSINE, "cosine"}, {PG_LR_LINEAR, "linear"}};
 };
 template <>
+struct EnumNames<pg_optimizer> {
+    static constexpr std::pair<pg_optimizer, const char*> items[] = {
+        {PG_OPTIMIZER_ADAMW, "adamw"}, {PG_OPTIMIZER_MUON, "muon"}};
+};
+template <>
 struct EnumNames<pg_lora_average_method> {  // the names lib/lora/average.cpp gives them
     static constexpr std::pair<pg_lora_average_method, const char*> items[] = {
         {PG_LORA_AVERAGE_FEDAVG_FACTORS, "fedavg_factors"}, {PG_LORA_AVERAGE_CAT, "cat"},

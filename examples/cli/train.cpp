@@ -95,11 +95,18 @@ int cmd_train(int argc, char** argv) {
         mc.n_head, mc.n_embd, mc.n_ctx, n_params, pg_simd_arch());
     if (run.resumed) say("resuming %s: its own settings, to step %lld\n", opt.text("resume", "").c_str(), steps);
     else say("preset %s (model shape %s; explicit options override its defaults)\n", preset.name, preset.model);
-    say("training: %lld steps from %" PRId64 ", batch %d x %d tokens x %d accum, lr %g -> %g, warm-up %d, "
+    const char* schedule_name = tc.schedule == PG_LR_COSINE ? "cosine" : tc.schedule == PG_LR_LINEAR ? "linear" : "constant";
+    std::string optimizer_note = "AdamW";
+    if (tc.optimizer == PG_OPTIMIZER_MUON) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "Muon (momentum %g, lr x %g) + AdamW", tc.muon_momentum, tc.muon_lr_scale);
+        optimizer_note = buf;
+    }
+    say("training: %lld steps from %" PRId64 ", batch %d x %d tokens x %d accum, %s, lr %g -> %g %s, warm-up %d, "
         "weight decay %g, dropout %g, clip %g, seed %" PRIu64 ", %s%s\n",
-        steps, outcome.start_step, tc.batch_size, tc.seq_len, tc.grad_accum_steps, tc.lr_max, tc.lr_min,
-        tc.warmup_steps, tc.weight_decay, tc.dropout, tc.grad_clip, tc.seed, run.threads_note.c_str(),
-        tc.recompute_activations ? ", recomputing activations" : "");
+        steps, outcome.start_step, tc.batch_size, tc.seq_len, tc.grad_accum_steps, optimizer_note.c_str(), tc.lr_max,
+        tc.lr_min, schedule_name, tc.warmup_steps, tc.weight_decay, tc.dropout, tc.grad_clip, tc.seed,
+        run.threads_note.c_str(), tc.recompute_activations ? ", recomputing activations" : "");
     {
         std::string when = eval_interval > 0 ? "every " + std::to_string(eval_interval) + " steps" : "";
         if (eval_seconds > 0) {

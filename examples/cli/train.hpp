@@ -26,6 +26,9 @@ struct TrainPreset {
     double eval_seconds;      // 0: no time-based evaluations
     uint64_t seed;
     double target;            // NAN: no target rule
+    const char* schedule;     // --schedule's default: cosine, linear or constant
+    const char* optimizer;    // --optimizer's default: adamw or muon
+    double muon_lr_scale;     // --muon-lr-scale's default
 };
 const TrainPreset& find_train_preset(const std::string& name);
 std::vector<OptionSpec> train_options();

@@ -25,7 +25,10 @@ void report_training(const TrainPreset& preset, const TrainSetup& run, const Cor
         .flt("lr", tc.lr_max).flt("lr_min", tc.lr_min).integer("warmup", tc.warmup_steps)
         .integer("total_steps", tc.total_steps).flt("weight_decay", tc.weight_decay).flt("dropout", tc.dropout)
         .flt("clip", tc.grad_clip).integer("seed", (long long)tc.seed).integer("threads", tc.n_threads)
-        .boolean("recompute", tc.recompute_activations != 0);
+        .boolean("recompute", tc.recompute_activations != 0)
+        .str("schedule", tc.schedule == PG_LR_COSINE ? "cosine" : tc.schedule == PG_LR_LINEAR ? "linear" : "constant")
+        .str("optimizer", tc.optimizer == PG_OPTIMIZER_MUON ? "muon" : "adamw")
+        .flt("muon_momentum", tc.muon_momentum).flt("muon_lr_scale", tc.muon_lr_scale);
     // The recipe as resolved: the preset's defaults with the explicit options applied.
     Json recipe;
     recipe.str("preset", run.resumed ? "resumed" : preset.name).str("model", preset.model)

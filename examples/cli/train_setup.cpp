@@ -30,7 +30,7 @@ pg_train_config trainer_config(pg_trainer* t) {
 
 void resume(const Options& opt, TrainSetup& run) {
     for (const char* o : {"preset", "layers", "heads", "embd", "ctx", "batch", "accum", "lr", "lr-min", "schedule",
-                          "warmup", "weight-decay", "dropout", "clip", "seed", "tokenizer", "merges", "encoding"})
+                          "optimizer", "muon-momentum", "muon-lr-scale", "warmup", "weight-decay", "dropout", "clip", "seed", "tokenizer", "merges", "encoding"})
         if (opt.has(o)) throw UsageError{std::string("--") + o + " cannot be changed when resuming (--resume)"};
     if (opt.has("recompute"))
         throw UsageError{"--recompute cannot be applied to a resumed run (pg_trainer_resume sets up the trainer)"};
@@ -111,11 +111,17 @@ void create(const Options& opt, const TrainPreset& preset, const std::string& te
     tc.grad_accum_steps = int32_t(opt.integer("accum", 1, 1, 65536));
     tc.lr_max = float(opt.real("lr", preset.lr, 0.0, 10.0));
     tc.lr_min = float(opt.real("lr-min", std::isnan(preset.lr_min) ? tc.lr_max / 10.0 : preset.lr_min, 0.0, 10.0));
-    const std::string schedule = opt.text("schedule", "cosine");
+    const std::string schedule = opt.text("schedule", preset.schedule);
     if (schedule == "cosine") tc.schedule = PG_LR_COSINE;
     else if (schedule == "linear") tc.schedule = PG_LR_LINEAR;
     else if (schedule == "constant") tc.schedule = PG_LR_CONSTANT;
     else throw UsageError{"--schedule must be cosine, linear or constant, got \"" + schedule + "\""};
+    const std::string optimizer = opt.text("optimizer", preset.optimizer);
+    if (optimizer == "adamw") tc.optimizer = PG_OPTIMIZER_ADAMW;
+    else if (optimizer == "muon") tc.optimizer = PG_OPTIMIZER_MUON;
+    else throw UsageError{"--optimizer must be adamw or muon, got \"" + optimizer + "\""};
+    tc.muon_momentum = float(opt.real("muon-momentum", tc.muon_momentum, 0.0, 0.999999));
+    tc.muon_lr_scale = float(opt.real("muon-lr-scale", preset.muon_lr_scale, 1e-6, 1000.0));
     tc.warmup_steps = int32_t(opt.integer("warmup", preset.warmup, 0, 1 << 30));
     tc.total_steps = run.steps;
     tc.weight_decay = float(opt.real("weight-decay", preset.weight_decay, 0.0, 10.0));

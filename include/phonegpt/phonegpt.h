@@ -328,7 +328,8 @@ typedef struct pg_tensor_info {
     int64_t shape[PG_MAX_DIMS];
     int64_t numel;
     int64_t offset;             /* in floats, into the model's single parameter allocation */
-    const float* data;          /* the weights (fp32), valid for the model's lifetime */
+    const float* data;          /* the weights (fp32), valid for the model's lifetime; NULL on a
+                                 * 16-bit frozen base (pg_model_set_weight_storage) */
 } pg_tensor_info;
 
 PG_API pg_status pg_model_num_tensors(const pg_model* model, int32_t* out);
@@ -363,6 +364,30 @@ PG_API pg_status pg_model_provenance(const pg_model* model, pg_provenance_kind* 
  * governed by its own policy (pg_validation_policy.base_trained), not by this permission. */
 PG_API pg_status pg_model_allow_untrained_base(pg_model* model, int32_t allow);
 
+/* How a model holds its weights. A frozen base (LoRA training, sessions with or without an
+ * adapter, evaluation) may hold its token embedding (also the tied head) and its four block
+ * linears in IEEE fp16 or bfloat16: half their bytes (about 49% of the whole model's fp32 size),
+ * widened to fp32 exactly while the GEMMs pack their panels, so every result equals the fp32
+ * model's over the same 16-bit values bit for bit. LayerNorms, biases and positions stay fp32. */
+typedef enum pg_weight_storage {
+    PG_WEIGHTS_FP32 = 0,
+    PG_WEIGHTS_FP16 = 1,  /* round to nearest, ties to even; |w| beyond 65504 is refused */
+    PG_WEIGHTS_BF16 = 2   /* the top half of the fp32 value, rounded to nearest even */
+} pg_weight_storage;
+/* Converts the model's weights to `storage`, in place, and frees the fp32 copy. The base's
+ * fingerprint stays the one of the fp32 weights it came from, so adapters made for the fp32
+ * model load against its 16-bit copy and the other way round (their outputs differ by the
+ * rounding of the weights). Afterwards everything that needs the fp32 weights (pg_trainer_create,
+ * pg_model_save / export, merging, pg_model_tensor_data_mutable, pg_model_params) is refused with
+ * PG_ERR_STATE; a 16-bit model cannot go back (PG_ERR_STATE: load it again). The same storage
+ * again is a no-op. PG_ERR_NOT_FINITE (naming the tensor) when a weight overflows fp16. Not while
+ * another call uses the model (like pg_model_tensor_data_mutable); sessions and LoRA trainers
+ * made before the call read the new storage from their next pass on. */
+PG_API pg_status pg_model_set_weight_storage(pg_model* model, pg_weight_storage storage);
+/* The model's storage and the bytes its weights take (either pointer may be NULL). */
+PG_API pg_status pg_model_weight_storage(const pg_model* model, pg_weight_storage* storage,
+                                         int64_t* weight_bytes);
+
 /* Forward pass on a batch of B sequences of T tokens (T <= n_ctx; ids in [0, vocab_size)).
  * Writes logits [B, T, vocab_size] (padding columns dropped) when `logits` is not NULL.
  * If `targets` is not NULL, *mean_loss gets the mean cross-entropy (natural log) over all B*T
@@ -384,6 +409,20 @@ typedef enum pg_lr_schedule {
     PG_LR_COSINE = 1,     /* linear warm-up to lr_max, cosine to lr_min at total_steps */
     PG_LR_LINEAR = 2      /* linear warm-up to lr_max, linear to lr_min at total_steps */
 } pg_lr_schedule;
+
+/* The update rule of pg_train_config.optimizer. */
+typedef enum pg_optimizer {
+    PG_OPTIMIZER_ADAMW = 0,   /* AdamW on every parameter (default) */
+    /* Muon on the 2-D weights of the blocks' linear layers (attn.c_attn, attn.c_proj, mlp.c_fc,
+     * mlp.c_proj): per weight matrix, momentum m = mu m + (1 - mu) g, the Nesterov mix
+     * u = (1 - mu) g + mu m, then five Newton-Schulz iterations that map u / |u|_F to an
+     * approximately orthogonal O (singular values about 0.7-1.2; coefficients 3.4445, -4.7750,
+     * 2.0315), and W -= lr' (0.2 sqrt(max(rows, cols)) O + weight_decay W) with
+     * lr' = muon_lr_scale x the schedule's lr (the 0.2 sqrt factor gives O the update size of
+     * AdamW, so the same schedule serves both). Embeddings, biases and LayerNorms keep AdamW.
+     * Full training only: adapters (pg_lora_trainer_create) train with AdamW. */
+    PG_OPTIMIZER_MUON = 1
+} pg_optimizer;
 
 /* Training configuration. The learning rate of optimizer step s (0-based; the first step is
  * s = 0), with W = warmup_steps, N = total_steps:
@@ -430,6 +469,9 @@ typedef struct pg_train_config {
      * fraction of the activation memory (docs/performance.md). Results are bit-identical to 0
      * (default), so checkpoints do not store it. */
     int32_t recompute_activations;
+    pg_optimizer optimizer;       /* default PG_OPTIMIZER_ADAMW */
+    float muon_momentum;          /* Muon's mu, in [0, 1), default 0.95 (unused by AdamW) */
+    float muon_lr_scale;          /* Muon's learning rate / the schedule's, in (0, 1000], default 1 */
 } pg_train_config;
 
 PG_API void pg_train_config_default(pg_train_config* config);

@@ -86,6 +86,24 @@ pg_status pg_model_allow_untrained_base(pg_model* model, int32_t allow) {
     });
 }
 
+pg_status pg_model_set_weight_storage(pg_model* model, pg_weight_storage storage) {
+    return pg::guarded(err(model), [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_set_weight_storage", model);
+        pg::require_arg(storage == PG_WEIGHTS_FP32 || storage == PG_WEIGHTS_FP16 || storage == PG_WEIGHTS_BF16,
+                        "pg_model_set_weight_storage",
+                        ("storage must be PG_WEIGHTS_FP32, _FP16 or _BF16 (got " + std::to_string(int(storage)) + ")").c_str());
+        model->impl.hold_frozen_in(pg::WeightStorage(storage));
+    });
+}
+
+pg_status pg_model_weight_storage(const pg_model* model, pg_weight_storage* storage, int64_t* weight_bytes) {
+    return pg::guarded(err(model), [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_weight_storage", model);
+        if (storage) *storage = pg_weight_storage(model->impl.storage());
+        if (weight_bytes) *weight_bytes = int64_t(model->impl.weight_bytes());
+    });
+}
+
 const char* pg_model_last_error(const pg_model* model) {
     return model ? pg::handle_last_error(model->id, nullptr) : "model is NULL";
 }
@@ -145,7 +163,8 @@ pg_status pg_model_tensor_info(const pg_model* model, int32_t index, pg_tensor_i
         for (int d = 0; d < e.n_dims; ++d) full.shape[d] = e.shape[d];
         full.numel = e.numel;
         full.offset = e.offset;
-        full.data = model->impl.params() + e.offset;
+        // A 16-bit frozen base has no fp32 copy to point into (pg_model_set_weight_storage).
+        full.data = model->impl.storage() == pg::WeightStorage::fp32 ? model->impl.params() + e.offset : nullptr;
         pg::write_result(full, info, "pg_model_tensor_info");
     });
 }

@@ -3,6 +3,7 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 
@@ -42,6 +43,7 @@ std::vector<CpuCore> read_cpu_cores(const std::string& root) {
         if (!midr.empty()) c.midr = std::strtoull(midr.c_str(), nullptr, 16);
         const std::string capacity = first_word(folder + "/cpu_capacity");
         if (!capacity.empty()) c.capacity = std::atoi(capacity.c_str());
+        c.online = first_word(folder + "/online") != "0";  // cpu0 often has no online file
         cores.push_back(c);
     }
     closedir(dir);
@@ -56,6 +58,37 @@ std::vector<CpuCore> fastest_cores(const std::vector<CpuCore>& cores) {
     std::vector<CpuCore> out;
     for (const CpuCore& c : cores)
         if (c.capacity == best) out.push_back(c);
+    return out;
+}
+
+std::vector<CpuCore> cores_to_pin(const std::vector<CpuCore>& cores, int n_threads) {
+    std::vector<CpuCore> online;
+    for (const CpuCore& c : cores)
+        if (c.online) online.push_back(c);
+    std::vector<CpuCore> chosen;
+    int below = INT32_MAX;  // the capacity classes >= below are already chosen
+    while (static_cast<int>(chosen.size()) < n_threads) {
+        int next = -1;
+        for (const CpuCore& c : online)
+            if (c.capacity < below) next = std::max(next, c.capacity);
+        if (next < 0) break;  // no (further) known capacity
+        for (const CpuCore& c : online)
+            if (c.capacity == next) chosen.push_back(c);
+        below = next;
+    }
+    if (chosen.empty() || chosen.size() == online.size()) return {};
+    std::sort(chosen.begin(), chosen.end(),
+              [](const CpuCore& a, const CpuCore& b) { return a.index < b.index; });
+    return chosen;
+}
+
+std::string describe_cores(const std::vector<CpuCore>& cores) {
+    std::string out;
+    for (const CpuCore& c : cores) {
+        if (!out.empty()) out += ' ';
+        out += "cpu" + std::to_string(c.index) + " (" +
+               (c.capacity >= 0 ? std::to_string(c.capacity) : std::string("?")) + ")";
+    }
     return out;
 }
 

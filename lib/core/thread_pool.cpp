@@ -1,7 +1,14 @@
 #include "core/thread_pool.hpp"
 
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 namespace pg {
 
@@ -10,9 +17,49 @@ int ThreadPool::hardware_threads() {
     return n == 0 ? 1 : static_cast<int>(n);
 }
 
-ThreadPool::ThreadPool(int n_threads)
-    : n_threads_(n_threads <= 0 ? hardware_threads() : n_threads),
-      spin_(n_threads_ <= hardware_threads()),
+std::vector<CpuCore> ThreadPool::pin_from_environment(int n_threads, std::string* why) {
+    std::string reason;
+    std::vector<CpuCore> cores;
+    const char* want = std::getenv("PG_PIN_THREADS");
+    if (!want) {
+        reason = "PG_PIN_THREADS unset";
+    } else if (!*want || !std::strcmp(want, "off")) {
+        reason = std::string("PG_PIN_THREADS=") + want;
+    } else if (std::strcmp(want, "big") != 0) {
+        reason = std::string("PG_PIN_THREADS=") + want + " is not big or off";
+    } else {
+#if defined(__linux__)
+        const std::vector<CpuCore> all = read_cpu_cores(sysfs_cpu_root());
+        cores = cores_to_pin(all, resolve(n_threads));
+        if (cores.empty())
+            reason = all.empty() ? "no cpu<N> in " + sysfs_cpu_root()
+                                 : "no faster cores to choose: capacities unknown or equal, or "
+                                   "the threads need every core";
+#else
+        reason = "thread pinning is Linux only";
+#endif
+    }
+    if (why) *why = reason;
+    return cores;
+}
+
+ThreadPool::ThreadPool(int n_threads) : ThreadPool(n_threads, [n_threads] {
+    PinChoice pin;
+    pin.cores = pin_from_environment(resolve(n_threads), &pin.why);
+    return pin;
+}()) {}
+
+ThreadPool::ThreadPool(int n_threads, std::vector<CpuCore> pin_to)
+    : ThreadPool(n_threads, PinChoice{std::move(pin_to), "no cores given"}) {}
+
+ThreadPool::ThreadPool(int n_threads, PinChoice pin)
+    : n_threads_(resolve(n_threads)),
+      pin_to_(std::move(pin.cores)),
+      // Oversubscribed, by the machine or by the cores pinned to: a spinning thread would
+      // take the core from one with work.
+      spin_(n_threads_ <= hardware_threads() &&
+            (pin_to_.empty() || n_threads_ <= static_cast<int>(pin_to_.size()))),
+      pin_why_(std::move(pin.why)),
       errors_(n_threads_) {
     workers_.reserve(n_threads_ - 1);
     for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
@@ -50,7 +97,37 @@ bool ThreadPool::spin_until(Done done) const {
     }
 }
 
+void ThreadPool::pin_this_thread() {
+#if defined(__linux__)
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (const CpuCore& c : pin_to_)
+        if (c.index >= 0 && c.index < CPU_SETSIZE) CPU_SET(c.index, &set);
+    // The caller's thread is pinned on its first region, not on every one: a thread-local copy
+    // of the set it was given last makes the later regions a comparison, not a system call.
+    thread_local cpu_set_t applied;
+    thread_local bool has_applied = false;
+    if (has_applied && CPU_EQUAL(&applied, &set)) return;
+    if (sched_setaffinity(0, sizeof set, &set) != 0) {
+        int expected = 0;
+        pin_errno_.compare_exchange_strong(expected, errno);
+        return;
+    }
+    applied = set;
+    has_applied = true;
+#endif
+}
+
+std::string ThreadPool::pinning() const {
+    if (const int e = pin_errno_.load())
+        return "not pinned to " + describe_cores(pin_to_) + ": sched_setaffinity: " +
+               std::strerror(e);
+    if (pin_to_.empty()) return "not pinned (" + pin_why_ + ")";
+    return "pinned to " + describe_cores(pin_to_);
+}
+
 void ThreadPool::worker_loop(int index) {
+    if (!pin_to_.empty()) pin_this_thread();
     uint64_t seen = 0;
     for (;;) {
         const std::function<void(int)>* job;
@@ -83,6 +160,7 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
         generation_.fetch_add(1, std::memory_order_release);
     }
     start_cv_.notify_all();
+    if (!pin_to_.empty()) pin_this_thread();
     try {
         fn(0);
     } catch (...) {

@@ -15,6 +15,13 @@
 // sleeps on a condition variable; an idle pool sleeps, it does not burn a core. A pool with more
 // threads than the machine has never spins: there a spinning thread would take the core from
 // one with work (measured: 4 threads on 2 cores, 110 ms a step sleeping, 120 ms spinning).
+//
+// Big cores: with PG_PIN_THREADS=big (Linux; docs/phone.md) a pool pins its threads with
+// sched_setaffinity to the highest-capacity cores that hold its thread count (cores_to_pin in
+// core/cpu_topology.hpp), so a phone's scheduler cannot leave a share of every region on a
+// little core that finishes last. The calling thread runs chunk 0, so it is pinned too, on its
+// first region, and keeps that affinity afterwards. Off by default: an app may have its own
+// placement policy, and on a machine whose cores are equal nothing is pinned anyway.
 #pragma once
 
 #include <atomic>
@@ -22,8 +29,11 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include "core/cpu_topology.hpp"
 
 namespace pg {
 
@@ -32,6 +42,9 @@ public:
     // n_threads <= 0 means all hardware threads. The calling thread is worker 0, so a pool of
     // 1 thread starts no thread at all.
     explicit ThreadPool(int n_threads);
+    // Pins every thread of the pool (the caller's included, see above) to pin_to; empty: no
+    // pinning. The one-argument form passes pin_from_environment(its thread count).
+    ThreadPool(int n_threads, std::vector<CpuCore> pin_to);
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
@@ -52,8 +65,27 @@ public:
 
     static int hardware_threads();
 
+    // The cores PG_PIN_THREADS asks for a pool of n_threads: "big" gives cores_to_pin of the
+    // sysfs topology (sysfs_cpu_root()); unset, "" or "off" give none. *why (if given) says
+    // what was decided and why, e.g. "PG_PIN_THREADS unset" or "all cores have the same
+    // capacity"; an unknown value pins nothing and says so there.
+    static std::vector<CpuCore> pin_from_environment(int n_threads, std::string* why = nullptr);
+
+    // The cores the pool pins to (empty: not pinned).
+    const std::vector<CpuCore>& pinned_cores() const { return pin_to_; }
+    // What happened: "pinned to cpu6 (1024) cpu7 (1024)", "not pinned (PG_PIN_THREADS unset)",
+    // or the sched_setaffinity error of a thread that could not be pinned.
+    std::string pinning() const;
+
 private:
+    struct PinChoice {
+        std::vector<CpuCore> cores;
+        std::string why;
+    };
+    ThreadPool(int n_threads, PinChoice pin);
+    static int resolve(int n_threads) { return n_threads <= 0 ? hardware_threads() : n_threads; }
     void worker_loop(int index);
+    void pin_this_thread();  // sched_setaffinity to pin_to_; a failure is kept for pinning()
     // Spins (with a CPU pause) until done() or kSpinMicros pass; returns done(). Returns at
     // once when the pool is oversubscribed (spin_ false).
     template <class Done>
@@ -61,7 +93,10 @@ private:
     static constexpr int kSpinMicros = 50;
 
     int n_threads_;
-    bool spin_;  // n_threads_ <= hardware_threads()
+    std::vector<CpuCore> pin_to_;
+    bool spin_;  // n_threads_ <= hardware_threads() and <= the cores pinned to
+    std::string pin_why_;               // why not pinned, when pin_to_ is empty
+    std::atomic<int> pin_errno_{0};     // first sched_setaffinity failure, 0 if none
     std::vector<std::thread> workers_;
     std::mutex mutex_;
     std::condition_variable start_cv_, done_cv_;

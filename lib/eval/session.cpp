@@ -81,7 +81,7 @@ void Session::compute_pending() {
     const int rows = length_ - first;
     Engine* e = engine_.get();
     if (!e || int64_t(e->max_B()) * e->max_T() < rows) e = &engine(1, cfg.n_ctx);
-    e->forward_cached(model_.params(), window_.data() + first, first, rows, *cache_, logits_.data(), pool_);
+    e->forward_cached(model_.weights(), window_.data() + first, first, rows, *cache_, logits_.data(), pool_);
     computed_ += rows;
 }
 

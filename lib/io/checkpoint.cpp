@@ -29,6 +29,7 @@ constexpr char kTagTokenizer[5] = "TOKN";
 constexpr char kTagTrainState[5] = "TRAN";
 constexpr char kTagTensors[5] = "TENS";
 constexpr char kTagProvenance[5] = "PROV";
+constexpr char kTagOptimizer[5] = "OPTM";
 
 const char* kAdamM = "optimizer.adam_m";
 const char* kAdamV = "optimizer.adam_v";
@@ -215,6 +216,23 @@ TrainerState decode_train_state(ByteReader& r) {
 
 namespace {
 
+// OPTM: the optimizer settings other than AdamW's (TRAN keeps its 1.1 layout).
+void encode_optimizer(ByteWriter& w, const TrainConfig& c) {
+    w.put<int32_t>(int32_t(c.optimizer));
+    w.put<float>(c.muon_momentum);
+    w.put<float>(c.muon_lr_scale);
+}
+
+void decode_optimizer(ByteReader& r, TrainConfig& c) {
+    const int32_t optimizer = r.get<int32_t>("optimizer");
+    c.muon_momentum = r.get<float>("muon_momentum");
+    c.muon_lr_scale = r.get<float>("muon_lr_scale");
+    r.expect_end();
+    require(optimizer == PG_OPTIMIZER_MUON, PG_ERR_FORMAT,
+            r.context() + ": optimizer " + std::to_string(optimizer) + " is not Muon (1), the only one OPTM holds");
+    c.optimizer = PG_OPTIMIZER_MUON;
+}
+
 void encode_tensor_table(ByteWriter& w, const std::vector<CheckpointTensor>& tensors) {
     w.put<uint32_t>(uint32_t(tensors.size()));
     for (const CheckpointTensor& t : tensors) {
@@ -303,11 +321,11 @@ void check_tensors_against_geometry(const std::vector<CheckpointTensor>& tensors
                                          std::to_string(expected.size()));
 }
 
-std::vector<uint8_t> build_prelude(uint32_t flags, uint64_t header_bytes) {
+std::vector<uint8_t> build_prelude(uint32_t flags, uint64_t header_bytes, uint16_t minor) {
     ByteWriter w;
     w.put_bytes(kMagic, 8);
     w.put<uint16_t>(kCheckpointMajor);
-    w.put<uint16_t>(kCheckpointMinor);
+    w.put<uint16_t>(minor);
     w.put<uint32_t>(flags);
     w.put<uint64_t>(header_bytes);
     return std::move(w.bytes());
@@ -487,7 +505,16 @@ void write_checkpoint(const Model& model, const TrainerState* state, int compres
         ByteWriter train;
         encode_train_state(train, *state);
         section(kTagTrainState, 0, train);
+        if (state->config.optimizer != PG_OPTIMIZER_ADAMW) {
+            // Required: a reader that does not know OPTM would resume a Muon run as AdamW.
+            ByteWriter optimizer;
+            encode_optimizer(optimizer, state->config);
+            section(kTagOptimizer, kSectionRequired, optimizer);
+        }
     }
+    // 1.2 only where it adds something: an AdamW (or no) training state is written as 1.1.
+    const uint16_t minor = state && state->config.optimizer != PG_OPTIMIZER_ADAMW ? kCheckpointMinorOptimizer
+                                                                                  : kCheckpointMinor;
     ByteWriter provenance;
     encode_provenance(provenance, model.provenance());
     section(kTagProvenance, 0, provenance);
@@ -498,7 +525,7 @@ void write_checkpoint(const Model& model, const TrainerState* state, int compres
             "checkpoint header of " + std::to_string(header.size()) + " bytes exceeds the format's cap");
 
     auto write_all = [&](int level) {
-        std::vector<uint8_t> prelude = build_prelude(level > 0 ? kFlagZstd : 0, header.size());
+        std::vector<uint8_t> prelude = build_prelude(level > 0 ? kFlagZstd : 0, header.size(), minor);
         const uint64_t sum = header_checksum(prelude.data(), header.bytes().data(), header.size());
         ByteWriter tail;
         tail.put<uint64_t>(sum);
@@ -581,7 +608,7 @@ CheckpointHeader read_checkpoint_header(const ByteSource& src) {
                 name + ": section " + tag_name + " of " + std::to_string(len) + " bytes runs past the header's end");
         const uint8_t* payload = hr.take(std::size_t(len), "section payload");
         const bool is_known = tag_name == kTagGeometry || tag_name == kTagTokenizer || tag_name == kTagTrainState ||
-                              tag_name == kTagProvenance || tag_name == kTagTensors;
+                              tag_name == kTagProvenance || tag_name == kTagTensors || tag_name == kTagOptimizer;
         if (!is_known) {
             require((sflags & kSectionRequired) == 0, PG_ERR_VERSION,
                     name + ": section " + tag_name + " is marked required but this library (format " +
@@ -617,6 +644,11 @@ CheckpointHeader read_checkpoint_header(const ByteSource& src) {
         ByteReader r(p, n, name + ": section TRAN");
         h.train_state = decode_train_state(r);
         h.has_train_state = true;
+        if (known.count(kTagOptimizer)) {
+            auto [op, on] = known[kTagOptimizer];
+            ByteReader optimizer(op, on, name + ": section OPTM");
+            decode_optimizer(optimizer, h.train_state.config);
+        }
         // Its values, and the resources they demand (batch tokens, threads), against the
         // trainer's stated limits before anything is allocated for the model or the run.
         try {
@@ -625,6 +657,8 @@ CheckpointHeader read_checkpoint_header(const ByteSource& src) {
             throw Error(PG_ERR_FORMAT, name + ": training state (section TRAN): " + e.what());
         }
     }
+    require(known.count(kTagOptimizer) == 0 || h.has_train_state, PG_ERR_FORMAT,
+            name + ": an OPTM section without a training state (TRAN)");
     if (known.count(kTagProvenance)) {
         auto [p, n] = known[kTagProvenance];
         ByteReader r(p, n, name + ": section PROV");

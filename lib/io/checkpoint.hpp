@@ -28,6 +28,8 @@ namespace pg::io {
 // add optional sections, which older readers skip.
 constexpr uint16_t kCheckpointMajor = 1;
 constexpr uint16_t kCheckpointMinor = 1;  // 1.1 added the optional PROV section (provenance)
+// 1.2 added the required OPTM section (a Muon trainer state); only such files are written as 1.2.
+constexpr uint16_t kCheckpointMinorOptimizer = 2;
 
 constexpr uint64_t kCheckpointPreludeBytes = 32;
 constexpr uint64_t kMaxCheckpointHeaderBytes = uint64_t(16) << 20;

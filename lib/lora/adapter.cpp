@@ -52,7 +52,7 @@ std::string BaseIdentity::describe() const {
 BaseIdentity identify_base(const Model& base) {
     BaseIdentity id;
     id.config = base.config();
-    id.weights_hash = io::xxh64(base.params(), static_cast<std::size_t>(base.num_params()) * sizeof(float));
+    id.weights_hash = base.fp32_weights_hash();  // a 16-bit base: of the fp32 weights it came from
     if (const Tokenizer* tok = base.tokenizer()) {
         const std::vector<uint8_t> bytes = tok->serialize();
         id.has_tokenizer = true;

@@ -44,6 +44,7 @@ public:
     const Model& base() const { return driver_.base(); }
     // dA and dB of the last step, laid out like adapter.params().
     const float* grads() const { return driver_.grads(); }
+    std::size_t activation_bytes() const { return driver_.activation_bytes(); }
 
 private:
     // Appends a finished step to the adapter's training record.

@@ -43,6 +43,17 @@ namespace k = pg::kernels;
 // Rows of the output projection + cross-entropy handled at once: big enough for efficient
 // GEMMs, small enough that the logits chunk stays in cache.
 constexpr int kLossChunkRows = 512;
+// ... and at most this many bytes of logits per thread (a GPT-2 vocabulary's 50,257 columns
+// make 512 rows 103 MB per thread, and as much again for their gradient: 412 MB of a LoRA step's
+// memory on two threads), but never fewer than kMinLossChunkRows rows, so every chunk's product
+// still reuses each packed panel of wte over many rows.
+constexpr int64_t kLossChunkBytes = int64_t(16) << 20;
+constexpr int kMinLossChunkRows = 64;
+
+int loss_chunk_rows(int V) {
+    const int64_t fit = kLossChunkBytes / (int64_t(V) * int64_t(sizeof(float)));
+    return int(std::max<int64_t>(kMinLossChunkRows, std::min<int64_t>(kLossChunkRows, fit)));
+}
 // Attention tiles (flash-attention style): blocks of kQueryBlock queries against key tiles of
 // at most kKeyBlock keys, each tile ending at the block's last query (the causal limit), so a
 // block's keys usually fit one tile and the online softmax rarely has to rescale.
@@ -121,7 +132,7 @@ struct Engine::Impl {
     };
     // Per-thread buffers of the output head.
     struct HeadScratch {
-        AlignedBuffer<float> logits, dlogits;  // [kLossChunkRows, V]
+        AlignedBuffer<float> logits, dlogits;  // [loss_chunk_rows(V), V]
         AlignedBuffer<float> dwte;             // [V, C] this thread's share of d(wte)
         AlignedBuffer<float> dlnf;             // [2C]   its share of d(ln_f weight), d(ln_f bias)
     };
@@ -158,6 +169,7 @@ struct Engine::Impl {
     int first_position = 0;              // of the current pass (non-zero only in a cached one)
     LinearHook* hook = nullptr;      // borrowed; null = the plain model
     AlignedBuffer<float> hook_grad;  // [N, 4C] d(GELU output) when a hook is attached
+    AlignedBuffer<float> widened;    // one row of a 16-bit matrix, in one-position passes
     int64_t weight_gradient_gemms = 0;  // in the last forward_backward
 
     Impl(const ModelConfig& config, int B, int T, EngineOptions opt)
@@ -188,6 +200,12 @@ struct Engine::Impl {
     }
 
     int64_t rows() const { return int64_t(max_B) * max_T; }
+
+    // Room for one widened row of n values (the one-position paths run on one thread).
+    float* row_scratch(int n) {
+        if (widened.size() < size_t(n)) widened.resize(size_t(n));
+        return widened.data();
+    }
 
     // Lays out several arrays in one 64-byte aligned allocation: plan() each size, allocate(),
     // then take() them in the same order.
@@ -297,19 +315,21 @@ struct Engine::Impl {
 
     // out[N, OC] = inp[N, C] . w[OC, C]^T + bias[OC] + hook term (accumulate: out += all of it);
     // gelu_out (if given) = gelu(out) as well, fused into the GEMM's tiles when there is no hook.
-    void linear(int layer, LinearKind kind, float* out, const float* inp, const float* w, const float* bias, int N,
-                int C, int OC, bool accumulate, const Dropout& d, bool training, ThreadPool& pool,
+    void linear(int layer, LinearKind kind, float* out, const float* inp, const WeightMatrix& w, const float* bias,
+                int N, int C, int OC, bool accumulate, const Dropout& d, bool training, ThreadPool& pool,
                 float* gelu_out = nullptr) {
         if (N == 1) {  // the cached generation step: a matrix-vector product on this thread
+            float* widened = row_scratch(C);
             for (int o = 0; o < OC; ++o) {
-                const float y = k::dot(w + int64_t(o) * C, inp, C) + bias[o];
+                const float y = k::dot(w.row(o, C, widened), inp, C) + bias[o];
                 out[o] = accumulate ? out[o] + y : y;
             }
             if (hook) hook->forward(layer, kind, inp, N, C, out, OC, hook_context(d, pool, training));
             if (gelu_out) k::gelu_forward(gelu_out, out, OC);
             return;
         }
-        k::GemmArgs g = gemm_args(false, true, N, OC, C, inp, C, w, C, out, OC, 1.0f, accumulate ? 1.0f : 0.0f);
+        k::GemmArgs g = gemm_args(false, true, N, OC, C, inp, C, nullptr, C, out, OC, 1.0f, accumulate ? 1.0f : 0.0f);
+        w.set_gemm_b(g);
         g.bias = bias;
         if (!hook) {
             g.gelu_out = gelu_out;
@@ -327,10 +347,11 @@ struct Engine::Impl {
     // with dw (null: a frozen base): dw[OC, C] += dout^T . inp and dbias[OC] += column sums of
     // dout. dinp may be inp (its last read is before the first write).
     void linear_backward(int layer, LinearKind kind, float* dinp, float* dw, float* dbias, const float* dout,
-                         const float* inp, const float* w, int N, int C, int OC, const Dropout& d,
+                         const float* inp, const WeightMatrix& w, int N, int C, int OC, const Dropout& d,
                          ThreadPool& pool, const float* gelu_in = nullptr) {
         if (dw) linear_backward_weights(dw, dbias, dout, inp, N, C, OC, pool);
-        k::GemmArgs g = gemm_args(false, false, N, C, OC, dout, OC, w, C, dinp, C);
+        k::GemmArgs g = gemm_args(false, false, N, C, OC, dout, OC, nullptr, C, dinp, C);
+        w.set_gemm_b(g);
         if (!hook) {
             g.gelu_grad_input = gelu_in;
             k::sgemm_parallel(g, pool);
@@ -376,7 +397,7 @@ struct Engine::Impl {
     // out[N, OC] = x + dropout(inp[N, C] . w^T + bias + hook term); the mask index is n * OC + c.
     // Without dropout the projection accumulates straight onto a copy of x; with it, it goes
     // through `branch` [N, OC] first.
-    void linear_residual(int layer, LinearKind kind, float* out, const float* x, const float* inp, const float* w,
+    void linear_residual(int layer, LinearKind kind, float* out, const float* x, const float* inp, const WeightMatrix& w,
                          const float* bias, int N, int C, int OC, const Dropout& d, DropoutPlace place,
                          bool training, ThreadPool& pool) {
         if (!dropout_active(d)) {
@@ -396,16 +417,19 @@ struct Engine::Impl {
     // ----------------------------------------------------------------------------------------
     // encoder: resid[0][b,t,:] = dropout(wte[inputs[b,t]] + wpe[first_position + t])
 
-    void encoder_forward(const GptTensors<const float>& w, const int32_t* inputs, int B, int T,
+    void encoder_forward(const WeightsView& v, const int32_t* inputs, int B, int T,
                          const Dropout& d, ThreadPool& pool, int first_position = 0) {
         const int C = cfg.n_embd;
         const bool drop = dropout_active(d);
+        const WeightMatrix wte = v.matrix(kWte);
+        const float* wpe = v.f32[kWpe];
         float* out = resid[0];
         for_rows(pool, int64_t(B) * T, [&](int, int64_t r0, int64_t r1) {
             for (int64_t n = r0; n < r1; ++n) {
-                const float* we = w.wte + int64_t(inputs[n]) * C;
-                const float* pe = w.wpe + (first_position + n % T) * C;
                 float* o = out + n * C;
+                // A 16-bit embedding row is widened into the output row itself, then summed.
+                const float* we = wte.row(inputs[n], C, o);
+                const float* pe = wpe + (first_position + n % T) * C;
                 for (int i = 0; i < C; ++i) o[i] = we[i] + pe[i];
                 if (drop) k::dropout_apply(o, o, C, dropout_args(d, kDropEmbedding, 0, uint64_t(n * C)));
             }
@@ -653,14 +677,15 @@ struct Engine::Impl {
     // cached (the KV-cached pass of one sequence, B = 1): attention reads and extends the
     // cache instead of attending within the batch; on the last layer only the last row goes on
     // past the cache update, so `out` then holds one row.
-    void block_forward(const GptTensors<const float>& w, int l, LayerActs& a, const float* x, float* out,
+    void block_forward(const WeightsView& v, int l, LayerActs& a, const float* x, float* out,
                        int B, int T, const Dropout& d, bool training, ThreadPool& pool,
                        const CachedPass* cached = nullptr) {
         const int C = cfg.n_embd;
+        const GptTensors<const float> w = v.fp32_tensors();
         int N = B * T;
         layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
                           cfg.layernorm_eps, pool);
-        linear(l, LinearKind::attn_qkv, a.qkv, ln_out, w.qkvw + int64_t(l) * 3 * C * C, w.qkvb + l * 3 * C, N, C,
+        linear(l, LinearKind::attn_qkv, a.qkv, ln_out, v.matrix(kQkvw).at(int64_t(l) * 3 * C * C), w.qkvb + l * 3 * C, N, C,
                3 * C, false, d, training, pool);
         if (cached) {
             store_keys_values(*cached->cache, l, a.qkv, N, cached->first);
@@ -677,23 +702,24 @@ struct Engine::Impl {
         } else {
             attention_forward(a, l, B, T, d, pool);
         }
-        linear_residual(l, LinearKind::attn_proj, a.res2, x, a.atty, w.attprojw + int64_t(l) * C * C,
+        linear_residual(l, LinearKind::attn_proj, a.res2, x, a.atty, v.matrix(kAttprojw).at(int64_t(l) * C * C),
                         w.attprojb + l * C, N, C, C, d, kDropAttnProj, training, pool);
         layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
                           cfg.layernorm_eps, pool);
         // fch = ln_2(x) W_fc^T + b, and its GELU into big_a (not needed when only recomputing)
-        linear(l, LinearKind::mlp_fc, a.fch, ln_out, w.fcw + int64_t(l) * 4 * C * C, w.fcb + l * 4 * C, N, C,
+        linear(l, LinearKind::mlp_fc, a.fch, ln_out, v.matrix(kFcw).at(int64_t(l) * 4 * C * C), w.fcb + l * 4 * C, N, C,
                4 * C, false, d, training, pool, out ? big_a : nullptr);
         if (!out) return;
-        linear_residual(l, LinearKind::mlp_proj, out, a.res2, big_a, w.fcprojw + int64_t(l) * C * 4 * C,
+        linear_residual(l, LinearKind::mlp_proj, out, a.res2, big_a, v.matrix(kFcprojw).at(int64_t(l) * C * 4 * C),
                         w.fcprojb + l * C, N, 4 * C, C, d, kDropMlpProj, training, pool);
     }
 
     // dresid: d(loss)/d(resid[l+1]) on entry, d(loss)/d(resid[l]) on exit. g == nullptr: a
     // frozen base (no weight gradient is computed; input gradients and the hook's still are).
-    void block_backward(const GptTensors<const float>& w, const GptTensors<float>* g, int l, int B, int T,
+    void block_backward(const WeightsView& v, const GptTensors<float>* g, int l, int B, int T,
                         const Dropout& d, ThreadPool& pool) {
         const int C = cfg.n_embd, N = B * T;
+        const GptTensors<const float> w = v.fp32_tensors();
         const bool drop = dropout_active(d);
         LayerActs& a = slot(l);
         const float* x = resid[size_t(l)];
@@ -713,12 +739,12 @@ struct Engine::Impl {
         gelu_rows(big_a, a.fch, N, 4 * C, pool);  // recompute the GELU output
         // dfch = gelu'(fch) * d(GELU output), into big_a (the GELU output is no longer needed)
         linear_backward(l, LinearKind::mlp_proj, big_a, grad(&G::fcprojw, int64_t(C) * 4 * C),
-                        grad(&G::fcprojb, C), dfcproj, big_a, w.fcprojw + int64_t(l) * C * 4 * C, N,
+                        grad(&G::fcprojb, C), dfcproj, big_a, v.matrix(kFcprojw).at(int64_t(l) * C * 4 * C), N,
                         4 * C, C, d, pool, a.fch);
         layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
                           cfg.layernorm_eps, pool);  // recompute ln_2's output
         linear_backward(l, LinearKind::mlp_fc, dln, grad(&G::fcw, int64_t(4) * C * C),
-                        grad(&G::fcb, 4 * C), big_a, ln_out, w.fcw + int64_t(l) * 4 * C * C, N, C,
+                        grad(&G::fcb, 4 * C), big_a, ln_out, v.matrix(kFcw).at(int64_t(l) * 4 * C * C), N, C,
                         4 * C, d, pool);
         layernorm_backward(dresid, grad(&G::ln2w, C), grad(&G::ln2b, C), dln, a.res2,
                            w.ln2w + l * C, a.ln2_mean, a.ln2_rstd, N, C, pool);
@@ -730,14 +756,14 @@ struct Engine::Impl {
             dattproj = branch;
         }
         linear_backward(l, LinearKind::attn_proj, datty, grad(&G::attprojw, int64_t(C) * C),
-                        grad(&G::attprojb, C), dattproj, a.atty, w.attprojw + int64_t(l) * C * C, N,
+                        grad(&G::attprojb, C), dattproj, a.atty, v.matrix(kAttprojw).at(int64_t(l) * C * C), N,
                         C, C, d, pool);
         float* dqkv = big_a;
         attention_backward(dqkv, datty, a, l, B, T, d, pool);
         layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
                           cfg.layernorm_eps, pool);  // recompute ln_1's output
         linear_backward(l, LinearKind::attn_qkv, dln, grad(&G::qkvw, int64_t(3) * C * C),
-                        grad(&G::qkvb, 3 * C), dqkv, ln_out, w.qkvw + int64_t(l) * 3 * C * C, N, C,
+                        grad(&G::qkvb, 3 * C), dqkv, ln_out, v.matrix(kQkvw).at(int64_t(l) * 3 * C * C), N, C,
                         3 * C, d, pool);
         layernorm_backward(dresid, grad(&G::ln1w, C), grad(&G::ln1b, C), dln, x,
                            w.ln1w + l * C, a.ln1_mean, a.ln1_rstd, N, C, pool);
@@ -751,21 +777,23 @@ struct Engine::Impl {
 
     // ----------------------------------------------------------------------------------------
     // final LayerNorm, tied output projection and cross-entropy: one parallel region in which
-    // each thread takes its rows in chunks of kLossChunkRows, so [N, V] logits are never
+    // each thread takes its rows in chunks of loss_chunk_rows(V), so [N, V] logits are never
     // resident unless the caller asks for them. With grads: also d(loss) into the LayerNorm
     // input (dresid, overwritten), ln_f and wte, the last two summed per thread and then added
     // in thread order.
     // x: the last layer's output [N, C].
     // backward: also d(loss) into dresid; g: also into ln_f and wte (null: a frozen base).
-    LossSum head(const GptTensors<const float>& w, bool backward, const GptTensors<float>* g, const float* x,
+    LossSum head(const WeightsView& v, bool backward, const GptTensors<float>* g, const float* x,
                  const int32_t* targets, int N, float* losses, float* user_logits, float grad_scale,
                  ThreadPool& pool) {
         const int C = cfg.n_embd, V = cfg.vocab_size, nt = pool.size();
+        const GptTensors<const float> w = v.fp32_tensors();
+        const WeightMatrix wte = v.matrix(kWte);
         if (!targets && !user_logits) {  // nothing asked for
             if (losses) std::memset(losses, 0, sizeof(float) * size_t(N));
             return LossSum{};
         }
-        const int chunk = std::min(kLossChunkRows, N);
+        const int chunk = std::min(loss_chunk_rows(V), N);
         if (head_scratch.size() < size_t(nt)) head_scratch.resize(size_t(nt));
         for (int t = 0; t < nt; ++t) {  // sized and zeroed here: a thread without rows adds nothing
             HeadScratch& h = head_scratch[size_t(t)];
@@ -788,10 +816,14 @@ struct Engine::Impl {
                 float* lg = user_logits ? user_logits + c0 * V : h.logits.data();
                 // logits[n, V] = lnf . wte[:V]^T   (the padding rows of wte are never used); a
                 // single row (the cached step) as V dot products
-                if (N == 1)
-                    for (int v = 0; v < V; ++v) lg[v] = k::dot(lnf, w.wte + int64_t(v) * C, C);
-                else
-                    k::sgemm(gemm_args(false, true, n, V, C, lnf, C, w.wte, C, lg, V));
+                if (N == 1) {
+                    float* widened = row_scratch(C);
+                    for (int token = 0; token < V; ++token) lg[token] = k::dot(lnf, wte.row(token, C, widened), C);
+                } else {
+                    k::GemmArgs logits = gemm_args(false, true, n, V, C, lnf, C, nullptr, C, lg, V);
+                    wte.set_gemm_b(logits);
+                    k::sgemm(logits);
+                }
                 if (!targets) continue;
                 for (int i = 0; i < n; ++i) {
                     const int target = targets[c0 + i];
@@ -807,7 +839,9 @@ struct Engine::Impl {
                 }
                 if (!backward) continue;
                 // dlnf[n, C] = dlogits . wte[:V];  dwte[:V] += dlogits^T . lnf
-                k::sgemm(gemm_args(false, false, n, C, V, h.dlogits.data(), V, w.wte, C, dlnf + c0 * C, C));
+                k::GemmArgs dlnf_args = gemm_args(false, false, n, C, V, h.dlogits.data(), V, nullptr, C, dlnf + c0 * C, C);
+                wte.set_gemm_b(dlnf_args);
+                k::sgemm(dlnf_args);
                 if (g) k::sgemm(gemm_args(true, false, V, C, n, h.dlogits.data(), V, lnf, C, h.dwte.data(), C, 1.0f, 1.0f));
             }
             if (!backward) return;
@@ -845,10 +879,14 @@ Engine::~Engine() = default;
 
 LossSum Engine::forward(const float* params, const int32_t* inputs, const int32_t* targets, int B, int T,
                         float* losses, float* logits, ThreadPool& pool) {
-    Impl& m = *impl_;
     require(params != nullptr, PG_ERR_INVALID_ARGUMENT, "Engine::forward: params is NULL");
+    return forward(WeightsView::fp32(impl_->layout, params), inputs, targets, B, T, losses, logits, pool);
+}
+
+LossSum Engine::forward(const WeightsView& w, const int32_t* inputs, const int32_t* targets, int B, int T,
+                        float* losses, float* logits, ThreadPool& pool) {
+    Impl& m = *impl_;
     m.check_call(inputs, targets, B, T);
-    const GptTensors<const float> w = bind_tensors(m.layout, params);
     const Dropout none;
     m.encoder_forward(w, inputs, B, T, none, pool);
     // Nothing is kept for a backward pass, so every layer can use the first slot.
@@ -861,14 +899,22 @@ LossSum Engine::forward(const float* params, const int32_t* inputs, const int32_
 LossSum Engine::forward_backward(const float* params, float* grads, const int32_t* inputs,
                                  const int32_t* targets, int B, int T, float grad_scale,
                                  const Dropout& dropout, ThreadPool& pool) {
-    Impl& m = *impl_;
     require(params != nullptr, PG_ERR_INVALID_ARGUMENT, "Engine::forward_backward: params is NULL");
+    return forward_backward(WeightsView::fp32(impl_->layout, params), grads, inputs, targets, B, T, grad_scale,
+                            dropout, pool);
+}
+
+LossSum Engine::forward_backward(const WeightsView& w, float* grads, const int32_t* inputs,
+                                 const int32_t* targets, int B, int T, float grad_scale,
+                                 const Dropout& dropout, ThreadPool& pool) {
+    Impl& m = *impl_;
+    require(!(grads && w.any_half()), PG_ERR_STATE,
+            "Engine::forward_backward: a 16-bit base is frozen: it trains through a hook, without weight gradients");
     require(grads != nullptr || m.hook != nullptr, PG_ERR_INVALID_ARGUMENT,
             "Engine::forward_backward: no gradient buffer and no hook: nothing to train");
     require(targets != nullptr, PG_ERR_INVALID_ARGUMENT, "Engine::forward_backward: targets is NULL");
     check_dropout(dropout);
     m.check_call(inputs, targets, B, T);
-    const GptTensors<const float> w = bind_tensors(m.layout, params);
     GptTensors<float> g_tensors{};
     if (grads) g_tensors = bind_tensors(m.layout, grads);
     const GptTensors<float>* g = grads ? &g_tensors : nullptr;
@@ -895,12 +941,11 @@ LossSum Engine::forward_backward(const float* params, float* grads, const int32_
 KvCache::KvCache(const ModelConfig& cfg)
     : keys(size_t(cfg.n_layer) * cfg.n_ctx * cfg.n_embd), values(size_t(cfg.n_layer) * cfg.n_ctx * cfg.n_embd) {}
 
-void Engine::forward_cached(const float* params, const int32_t* tokens, int first, int n, KvCache& cache,
+void Engine::forward_cached(const WeightsView& w, const int32_t* tokens, int first, int n, KvCache& cache,
                             float* logits, ThreadPool& pool) {
     Impl& m = *impl_;
     // Preconditions, checked by the caller (the session).
     assert(n >= 1 && int64_t(n) <= m.rows() && first >= 0 && first + n <= m.cfg.n_ctx);
-    const GptTensors<const float> w = bind_tensors(m.layout, params);
     const Dropout none;
     m.first_position = first;
     m.encoder_forward(w, tokens, 1, n, none, pool, first);

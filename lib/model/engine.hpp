@@ -20,6 +20,7 @@
 #include "core/thread_pool.hpp"
 #include "model/config.hpp"
 #include "model/linear_hook.hpp"
+#include "model/weights_view.hpp"
 
 namespace pg {
 
@@ -66,6 +67,10 @@ public:
     // inputs, targets: [B, T]; a target < 0 is not scored. targets may be null (no loss).
     // losses (optional, [B, T]): per-position cross-entropy, 0 where not scored.
     // logits (optional, [B, T, vocab_size]): padding columns dropped.
+    // Every pass reads the weights through a WeightsView (fp32, or a 16-bit frozen base:
+    // model/weights_view.hpp); the float* overloads take all of them in fp32, llm.c's order.
+    LossSum forward(const WeightsView& weights, const int32_t* inputs, const int32_t* targets, int B,
+                    int T, float* losses, float* logits, ThreadPool& pool);
     LossSum forward(const float* params, const int32_t* inputs, const int32_t* targets, int B,
                     int T, float* losses, float* logits, ThreadPool& pool);
 
@@ -75,7 +80,7 @@ public:
     // Preconditions (the caller checks them): 1 <= n <= max_B * max_T, first + n <= n_ctx, ids
     // in range. One position runs on the calling thread (a step of a small model is shorter
     // than a thread hand-off); more are split over the pool.
-    void forward_cached(const float* params, const int32_t* tokens, int first, int n, KvCache& cache,
+    void forward_cached(const WeightsView& weights, const int32_t* tokens, int first, int n, KvCache& cache,
                         float* logits, ThreadPool& pool);
 
     // Forward and backward with dropout; adds grad_scale * d(sum of scored losses)/d(params)
@@ -83,7 +88,11 @@ public:
     // gradient of the mean). targets must not be null.
     // grads == nullptr: a frozen base (needs a hook). No weight-gradient product runs (nor the
     // bias, LayerNorm and embedding gradients); input gradients still flow through every
-    // layer into the hook's backward, which gets exactly what it gets with grads.
+    // layer into the hook's backward, which gets exactly what it gets with grads. A 16-bit
+    // base is always frozen (grads must be null).
+    LossSum forward_backward(const WeightsView& weights, float* grads, const int32_t* inputs,
+                             const int32_t* targets, int B, int T, float grad_scale,
+                             const Dropout& dropout, ThreadPool& pool);
     LossSum forward_backward(const float* params, float* grads, const int32_t* inputs,
                              const int32_t* targets, int B, int T, float grad_scale,
                              const Dropout& dropout, ThreadPool& pool);

@@ -229,7 +229,9 @@ std::unique_ptr<BpeTokenizer> load_tiktoken(std::string_view data, const std::st
     // Ranks must be exactly 0..n-1: a duplicate or a hole is a damaged file.
     std::vector<std::size_t> order(ranks.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ranks[a].id < ranks[b].id; });
+    // Files list ranks in order: check that in one pass before paying for a sort.
+    const auto by_rank = [&](std::size_t a, std::size_t b) { return ranks[a].id < ranks[b].id; };
+    if (!std::is_sorted(order.begin(), order.end(), by_rank)) std::sort(order.begin(), order.end(), by_rank);
     for (std::size_t k = 0; k < order.size(); ++k) {
         const int32_t r = ranks[order[k]].id;
         if (k > 0 && r == ranks[order[k - 1]].id)

@@ -115,8 +115,9 @@ void BpeTokenizer::build(bool derive_pairs_from_ranks, const std::vector<Merge>*
     validate_tokens(tokens_, "token");
     validate_tokens(specials_, "special token");
     const auto by_id = [](const Token& a, const Token& b) { return a.id < b.id; };
-    std::sort(tokens_.begin(), tokens_.end(), by_id);
-    std::sort(specials_.begin(), specials_.end(), by_id);
+    // Loaders mostly hand tokens over in id order already: a sort is paid only when needed.
+    if (!std::is_sorted(tokens_.begin(), tokens_.end(), by_id)) std::sort(tokens_.begin(), tokens_.end(), by_id);
+    if (!std::is_sorted(specials_.begin(), specials_.end(), by_id)) std::sort(specials_.begin(), specials_.end(), by_id);
     require(!tokens_.empty(), PG_ERR_FORMAT, "BPE vocabulary is empty");
     for (std::size_t i = 1; i < tokens_.size(); ++i)
         if (tokens_[i].id == tokens_[i - 1].id)
@@ -192,8 +193,10 @@ void BpeTokenizer::build(bool derive_pairs_from_ranks, const std::vector<Merge>*
         for (const auto& t : tokens_) {
             const auto* p = reinterpret_cast<const unsigned char*>(t.bytes.data());
             for (std::size_t k = 1; k < t.bytes.size(); ++k) {
-                const int32_t a = lookup_bytes(p, k), b = lookup_bytes(p + k, t.bytes.size() - k);
-                if (a >= 0 && b >= 0)
+                const int32_t a = lookup_bytes(p, k);
+                if (a < 0) continue;  // (most prefixes of a long token are no token: skip the second lookup)
+                const int32_t b = lookup_bytes(p + k, t.bytes.size() - k);
+                if (b >= 0)
                     pairs.emplace_back((uint64_t(uint32_t(a)) << 32) | uint32_t(b),
                                        (uint64_t(uint32_t(t.id)) << 32) | uint32_t(t.id));
             }

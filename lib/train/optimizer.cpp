@@ -10,9 +10,13 @@
 namespace pg {
 
 std::vector<ParamPiece> optimizer_pieces(const std::vector<TensorEntry>& tensors, int64_t total,
-                                         bool decay_embeddings) {
+                                         bool decay_embeddings, bool skip_linear_weights) {
     // Decay flag per tensor, merged into maximal runs, then cut at block boundaries.
-    std::vector<ParamPiece> runs;
+    struct Run {
+        ParamPiece piece;
+        bool skip;  // a 2-D linear weight (left to Muon when skip_linear_weights)
+    };
+    std::vector<Run> runs;
     int64_t expected = 0;
     std::vector<const TensorEntry*> by_offset;
     for (const auto& e : tensors) by_offset.push_back(&e);
@@ -23,16 +27,19 @@ std::vector<ParamPiece> optimizer_pieces(const std::vector<TensorEntry>& tensors
                 "optimizer: tensor table does not tile the parameters at " + e->name);
         bool decay = e->is_linear_weight ||
                      (decay_embeddings && (e->kind == kWte || e->kind == kWpe));
-        if (!runs.empty() && runs.back().decay == decay)
-            runs.back().count += e->numel;
+        const bool skip = e->is_linear_weight;
+        if (!runs.empty() && runs.back().piece.decay == decay && runs.back().skip == skip)
+            runs.back().piece.count += e->numel;
         else
-            runs.push_back(ParamPiece{e->offset, e->numel, decay});
+            runs.push_back(Run{ParamPiece{e->offset, e->numel, decay}, skip});
         expected += e->numel;
     }
     require(expected == total, PG_ERR_INTERNAL, "optimizer: tensor table does not cover the parameters");
 
     std::vector<ParamPiece> pieces;
-    for (const ParamPiece& r : runs) {
+    for (const Run& run : runs) {
+        if (skip_linear_weights && run.skip) continue;
+        const ParamPiece& r = run.piece;
         int64_t pos = r.offset, end = r.offset + r.count;
         while (pos < end) {
             int64_t block_end = (pos / kOptimizerBlock + 1) * kOptimizerBlock;

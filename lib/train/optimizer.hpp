@@ -26,9 +26,10 @@ struct ParamPiece {
 
 // Pieces covering [0, total) exactly once, in order: the 2-D linear weights are decayed, plus
 // wte and wpe when decay_embeddings; biases, LayerNorm parameters (and embeddings otherwise)
-// are not.
+// are not. With skip_linear_weights (Muon updates those: train/muon.hpp) the pieces cover
+// everything but the 2-D linear weights.
 std::vector<ParamPiece> optimizer_pieces(const std::vector<TensorEntry>& tensors, int64_t total,
-                                         bool decay_embeddings);
+                                         bool decay_embeddings, bool skip_linear_weights = false);
 
 // sqrt(sum of g^2) over g[0, n), accumulated in double in block order.
 double global_grad_norm(const float* g, int64_t n, ThreadPool& pool);

@@ -46,8 +46,11 @@ StepDriver::StepDriver(Model& model, const TrainConfig& cfg)
       grads_(std::size_t(n_trained_)),
       m_(std::size_t(n_trained_)),
       v_(std::size_t(n_trained_)),
-      pieces_(optimizer_pieces(model.tensors(), model.num_params(), cfg_.decay_embeddings)),
-      sampler_(cfg_.seed) {}
+      pieces_(optimizer_pieces(model.tensors(), model.num_params(), cfg_.decay_embeddings,
+                               cfg_.optimizer == PG_OPTIMIZER_MUON)),
+      sampler_(cfg_.seed) {
+    if (cfg_.optimizer == PG_OPTIMIZER_MUON) muon_ = muon_matrices(model.tensors());
+}
 
 StepDriver::StepDriver(const Model& base, const TrainConfig& cfg, FrozenBaseTarget target)
     : base_(base),
@@ -62,6 +65,9 @@ StepDriver::StepDriver(const Model& base, const TrainConfig& cfg, FrozenBaseTarg
       pieces_(std::move(target.pieces)),
       sampler_(cfg_.seed) {
     require(trained_ != nullptr && n_trained_ > 0, PG_ERR_INTERNAL, "step driver: nothing to train");
+    require(cfg_.optimizer == PG_OPTIMIZER_ADAMW, PG_ERR_INVALID_ARGUMENT,
+            "train config: optimizer = " + std::to_string(int(cfg_.optimizer)) +
+                " (Muon) is for full training; adapters over a frozen base train with AdamW (0)");
     for (const ParamPiece& p : pieces_) {
         // AdamW's determinism rests on pieces inside fixed blocks (train/optimizer.hpp).
         const bool inside = p.offset >= 0 && p.count > 0 && p.offset + p.count <= n_trained_ &&
@@ -158,7 +164,9 @@ LossSum StepDriver::micro_batch(const int32_t* inputs, const int32_t* targets, i
     Engine& engine = engine_for(B, T);
     Dropout dropout{cfg_.dropout, cfg_.seed, micro_batches_};
     // A frozen base gets no gradient buffer: only the hook's gradients are accumulated.
-    LossSum loss = engine.forward_backward(base_.params(), frozen_base_ ? nullptr : grads_.data(), inputs,
+    // (base_.weights() may be a 16-bit frozen base; full training's model is fp32: params()
+    // refused anything else when the driver was made.)
+    LossSum loss = engine.forward_backward(base_.weights(), frozen_base_ ? nullptr : grads_.data(), inputs,
                                            targets, B, T, grad_scale, dropout, *pool_);
     ++micro_batches_;
     return loss;
@@ -200,6 +208,14 @@ void StepDriver::apply_update(StepResult& r, const Rewind& before) {
     s.weight_decay = cfg_.weight_decay;
     s.t = step_ + 1;
     adamw_update(trained_, grads_.data(), m_.data(), v_.data(), pieces_, s, *pool_);
+    if (!muon_.empty()) {
+        // Muon's momentum lives in the first-moment slots of its matrices (their v stays 0).
+        MuonStep ms;
+        ms.lr = s.lr * cfg_.muon_lr_scale;
+        ms.momentum = cfg_.muon_momentum;
+        ms.weight_decay = cfg_.weight_decay;
+        muon_update(trained_, grads_.data(), m_.data(), muon_, ms, muon_scratch_, *pool_);
+    }
     ++step_;
     r.step = step_;
     r.lr = s.lr;

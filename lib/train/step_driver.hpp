@@ -15,7 +15,9 @@
 //   3. global gradient norm (double, fixed block order); if grad_clip > 0 and the norm exceeds
 //      it, scale the gradients by grad_clip / norm;
 //   4. AdamW over the trained pieces with lr = learning_rate(cfg, step) and bias corrections
-//      for t = step + 1.
+//      for t = step + 1; with optimizer Muon, the 2-D linear weights are left out of the AdamW
+//      pieces and updated by muon_update (train/muon.hpp) at lr x muon_lr_scale, its momentum
+//      kept in their AdamW first-moment slots (so the state and checkpoints keep one layout).
 // A step whose loss or gradient norm is not finite is refused (PG_ERR_NOT_FINITE) before
 // step 4, and the sampler and micro-batch counter are put back: a refused step changes nothing
 // (trained tensors, moments, step count, sampler, dropout stream), so a retry draws the same
@@ -35,6 +37,7 @@
 #include "model/linear_hook.hpp"
 #include "model/model.hpp"
 #include "train/batch_sampler.hpp"
+#include "train/muon.hpp"
 #include "train/optimizer.hpp"
 #include "train/train_config.hpp"
 
@@ -126,6 +129,9 @@ public:
     // The model whose weights the engine reads (the trained one, or the frozen base).
     const Model& base() const { return base_; }
     float lr_at(int64_t step) const;
+    // Bytes of the engine's activation memory (0 before the first step): what a step holds
+    // besides the weights, the trained tensors' gradients and AdamW moments.
+    std::size_t activation_bytes() const { return engine_ ? engine_->activation_bytes() : 0; }
 
 private:
     Engine& engine_for(int B, int T);
@@ -153,7 +159,9 @@ private:
     std::unique_ptr<Engine> engine_;  // scratch; (re)allocated for the largest batch seen
     LinearHook* hook_ = nullptr;
     AlignedBuffer<float> grads_, m_, v_;
-    std::vector<ParamPiece> pieces_;
+    std::vector<ParamPiece> pieces_;  // what AdamW updates
+    std::vector<MuonMatrix> muon_;     // what Muon updates (empty for AdamW)
+    std::vector<MuonScratch> muon_scratch_;  // one per thread
     BatchSampler sampler_;
     std::vector<int32_t> data_;
     std::vector<int32_t> batch_inputs_, batch_targets_;

@@ -47,6 +47,7 @@ TrainConfig train_config_from_c(const pg_train_config& caller) {
     int_range("schedule", static_cast<int>(c.schedule), PG_LR_CONSTANT, PG_LR_LINEAR);
     int_range("decay_embeddings", c.decay_embeddings, 0, 1);
     int_range("recompute_activations", c.recompute_activations, 0, 1);
+    int_range("optimizer", static_cast<int>(c.optimizer), PG_OPTIMIZER_ADAMW, PG_OPTIMIZER_MUON);
     TrainConfig t;
     t.batch_size = c.batch_size;
     t.seq_len = c.seq_len;
@@ -66,6 +67,9 @@ TrainConfig train_config_from_c(const pg_train_config& caller) {
     t.seed = c.seed;
     t.n_threads = c.n_threads;
     t.recompute_activations = c.recompute_activations != 0;
+    t.optimizer = c.optimizer;
+    t.muon_momentum = c.muon_momentum;
+    t.muon_lr_scale = c.muon_lr_scale;
     validate_train_config(t);
     return t;
 }
@@ -90,6 +94,9 @@ pg_train_config train_config_to_c(const TrainConfig& t) {
     out.seed = t.seed;
     out.n_threads = t.n_threads;
     out.recompute_activations = t.recompute_activations ? 1 : 0;
+    out.optimizer = t.optimizer;
+    out.muon_momentum = t.muon_momentum;
+    out.muon_lr_scale = t.muon_lr_scale;
     return out;
 }
 
@@ -112,6 +119,10 @@ void validate_train_config(const TrainConfig& t) {
     float_range("grad_clip", t.grad_clip, 0.0, 1e30, false);
     float_range("dropout", t.dropout, 0.0, 1.0, true);
     int_range("n_threads", t.n_threads, -(1LL << 31), kMaxThreads);
+    int_range("optimizer", t.optimizer, PG_OPTIMIZER_ADAMW, PG_OPTIMIZER_MUON);
+    float_range("muon_momentum", t.muon_momentum, 0.0, 1.0, true);
+    if (!(std::isfinite(t.muon_lr_scale) && t.muon_lr_scale > 0.0f && t.muon_lr_scale <= 1e3f))
+        bad("muon_lr_scale = " + show(t.muon_lr_scale) + " must be in (0, 1000]");
 }
 
 }  // namespace pg

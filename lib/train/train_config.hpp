@@ -26,6 +26,9 @@ struct TrainConfig {
     uint64_t seed = 1337;
     int n_threads = 0;
     bool recompute_activations = false;  // speed/memory trade only: results are identical
+    pg_optimizer optimizer = PG_OPTIMIZER_ADAMW;
+    float muon_momentum = 0.95f;
+    float muon_lr_scale = 1.0f;
 };
 
 // Reads the fields struct_size covers (defaults for the rest) and validates; throws pg::Error.

@@ -22,6 +22,7 @@ public:
     // for a negative second moment).
     Trainer(Model& model, const TrainerState& state);
 
+    using StepDriver::activation_bytes;
     using StepDriver::compute_gradients;
     using StepDriver::config;
     using StepDriver::grads;

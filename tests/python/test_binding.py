@@ -165,6 +165,22 @@ def test_train_config():
         phonegpt.TrainConfig(schedule="exponential")
     with pytest.raises(TypeError):
         phonegpt.TrainConfig(learning_rate=1.0)
+    c = phonegpt.TrainConfig()
+    assert (c.optimizer, c.muon_momentum, c.muon_lr_scale) == ("adamw", pytest.approx(0.95), 1.0)
+    c = phonegpt.TrainConfig(optimizer="muon", muon_lr_scale=2.0)
+    assert c.optimizer == "muon" and c.muon_lr_scale == 2.0
+    with pytest.raises(phonegpt.InvalidArgument):
+        phonegpt.TrainConfig(optimizer="sgd")
+
+
+def test_trainer_with_muon_learns_and_reports_it(tok):
+    ids = tok.encode(TEXT * 4)
+    with tiny_with(tok) as m, make_trainer(m, lr_max=1e-2, lr_min=1e-3, optimizer="muon") as t:
+        assert t.config.optimizer == "muon"
+        t.set_data(ids)
+        first = t.step().loss
+        losses = [r.loss for r in t.train(30)]
+        assert np.mean(losses[-5:]) < first
 
 
 # ---- model: parameters as numpy views --------------------------------------------------------

@@ -4,19 +4,17 @@
 // orders the aarch64 tables by it, under qemu.
 #include <catch2/catch.hpp>
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cstdlib>
-#include <fstream>
 #include <set>
 #include <string>
 
 #include "core/cpu_topology.hpp"
 #include "kernels/arm_cores.hpp"
-#include "test_support.hpp"
+#include "fake_sysfs.hpp"
 
 namespace {
+
+using pg_test::ScopedEnv;
+using pg_test::fake_sysfs;
 
 // The names of lane_variants.def, gathered by the same X-macro the library uses.
 const std::set<std::string>& variant_names() {
@@ -31,46 +29,6 @@ const std::set<std::string>& variant_names() {
 uint64_t midr_of(unsigned implementer, unsigned variant, unsigned part, unsigned revision) {
     return (uint64_t(implementer) << 24) | (uint64_t(variant) << 20) | (0xfull << 16) |
            (uint64_t(part) << 4) | revision;
-}
-
-// Sets an environment variable for one scope, restoring what was there.
-struct ScopedEnv {
-    std::string name, old;
-    bool had;
-    ScopedEnv(const char* n, const char* value) : name(n) {
-        const char* o = std::getenv(n);
-        had = o != nullptr;
-        if (had) old = o;
-        if (value) setenv(n, value, 1);
-        else unsetenv(n);
-    }
-    ~ScopedEnv() {
-        if (had) setenv(name.c_str(), old.c_str(), 1);
-        else unsetenv(name.c_str());
-    }
-};
-
-// A fake /sys/devices/system/cpu: cpu<i> with the given MIDR (0: no file) and capacity (-1: no
-// file), as the kernel lays it out.
-std::string fake_sysfs(const std::string& name,
-                       const std::vector<std::pair<uint64_t, int>>& cpus) {
-    const std::string root = pg_test::tmp_dir() + "/" + name + "-" + std::to_string(getpid());
-    mkdir(root.c_str(), 0755);
-    for (std::size_t i = 0; i < cpus.size(); ++i) {
-        const std::string cpu = root + "/cpu" + std::to_string(i);
-        mkdir(cpu.c_str(), 0755);
-        if (cpus[i].first) {
-            mkdir((cpu + "/regs").c_str(), 0755);
-            mkdir((cpu + "/regs/identification").c_str(), 0755);
-            char hex[32];
-            std::snprintf(hex, sizeof hex, "0x%016llx\n",
-                          static_cast<unsigned long long>(cpus[i].first));
-            std::ofstream(cpu + "/regs/identification/midr_el1") << hex;
-        }
-        if (cpus[i].second >= 0) std::ofstream(cpu + "/cpu_capacity") << cpus[i].second << "\n";
-    }
-    mkdir((root + "/cpufreq").c_str(), 0755);  // not a cpu<N> folder: ignored
-    return root;
 }
 
 }  // namespace

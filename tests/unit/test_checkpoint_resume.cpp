@@ -19,9 +19,12 @@ std::vector<int32_t> training_tokens() {
     return t;
 }
 
-pg_train_config train_config(int n_threads) {
+pg_train_config train_config(int n_threads, pg_optimizer optimizer) {
     pg_train_config c;
     pg_train_config_default(&c);
+    c.optimizer = optimizer;
+    // Not the default, so the file must carry it (an AdamW state does not: AdamW never reads it).
+    if (optimizer == PG_OPTIMIZER_MUON) c.muon_momentum = 0.9f;
     c.batch_size = 2;
     c.seq_len = 8;
     c.grad_accum_steps = 2;
@@ -55,6 +58,15 @@ void step_n(pg_trainer* t, int n, std::vector<float>& losses) {
     }
 }
 
+// The prelude's minor version (bytes 10-11, little-endian: docs/formats.md 1.1).
+int file_minor_version(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    unsigned char prelude[12] = {};
+    in.read(reinterpret_cast<char*>(prelude), sizeof prelude);
+    REQUIRE(in.gcount() == 12);
+    return prelude[10] | (prelude[11] << 8);
+}
+
 pg_model* fresh_model() {
     pg_model_config cfg;
     REQUIRE(pg_model_config_preset("tiny", &cfg) == PG_OK);
@@ -70,8 +82,9 @@ TEST_CASE("resume from a training checkpoint reproduces the uninterrupted run bi
     const std::vector<int32_t> data = training_tokens();
     for (int threads : {1, 2}) {
         for (int level : {0, 3}) {
-            INFO("threads " << threads << ", compression level " << level);
-            const pg_train_config cfg = train_config(threads);
+          for (pg_optimizer optimizer : {PG_OPTIMIZER_ADAMW, PG_OPTIMIZER_MUON}) {
+            INFO("threads " << threads << ", compression level " << level << ", optimizer " << int(optimizer));
+            const pg_train_config cfg = train_config(threads, optimizer);
             // Uninterrupted: 12 steps.
             Run straight;
             {
@@ -115,6 +128,11 @@ TEST_CASE("resume from a training checkpoint reproduces the uninterrupted run bi
                 CHECK(back.seed == cfg.seed);
                 CHECK(back.n_threads == threads);
                 CHECK(back.dropout == cfg.dropout);
+                CHECK(back.optimizer == optimizer);
+                CHECK(back.muon_momentum == cfg.muon_momentum);
+                CHECK(back.muon_lr_scale == cfg.muon_lr_scale);
+                // An AdamW state is still written as format 1.1; Muon's adds OPTM (1.2).
+                CHECK(file_minor_version(path) == (optimizer == PG_OPTIMIZER_MUON ? 2 : 1));
                 // The trainer needs its data again before stepping.
                 CHECK(pg_trainer_step(t, nullptr) == PG_ERR_STATE);
                 REQUIRE(pg_trainer_set_data(t, data.data(), data.size()) == PG_OK);
@@ -130,6 +148,7 @@ TEST_CASE("resume from a training checkpoint reproduces the uninterrupted run bi
             }
             CHECK(resumed.params == straight.params);
             CHECK(straight.losses.back() < straight.losses.front());  // it did train
+          }
         }
     }
 }
@@ -150,7 +169,7 @@ TEST_CASE("C API: trainer checkpoints refuse what they cannot resume", "[io][che
     CHECK(pg_trainer_save(nullptr, model_only.c_str(), nullptr) == PG_ERR_INVALID_ARGUMENT);
 
     // A training checkpoint loads as a plain model too.
-    const pg_train_config cfg = train_config(1);
+    const pg_train_config cfg = train_config(1, PG_OPTIMIZER_ADAMW);
     pg_trainer* t = nullptr;
     REQUIRE(pg_trainer_create(m, &cfg, &t) == PG_OK);
     const std::string with_state = scratch_path("with_state.pgck");

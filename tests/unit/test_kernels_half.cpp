@@ -15,6 +15,7 @@
 
 #include "core/thread_pool.hpp"
 #include "kernels/dispatch.hpp"
+#include "kernels/half_float.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernel_tables_under_test.hpp"
 
@@ -148,4 +149,50 @@ TEST_CASE("a GEMM with a 16-bit B equals the same table's GEMM on its fp32 copy,
                     pg::kernels::sgemm_parallel_with(*t, h, pool2);
                     CHECK(std::memcmp(c32.data(), c16_split.data(), c32.size() * 4) == 0);
                 }
+}
+
+TEST_CASE("float_to_fp16 and float_to_bf16 round to the nearest value, ties to even", "[kernels][half]") {
+    using pg::kernels::bf16_to_float;
+    using pg::kernels::float_to_bf16;
+    using pg::kernels::float_to_fp16;
+    using pg::kernels::fp16_to_float;
+    // Every finite 16-bit value encodes to itself.
+    for (uint32_t h = 0; h < 65536; ++h) {
+        const uint16_t x = uint16_t(h);
+        if (!std::isnan(fp16_value(x))) REQUIRE(float_to_fp16(fp16_to_float(x)) == x);
+        if (!std::isnan(bf16_value(x))) REQUIRE(float_to_bf16(bf16_to_float(x)) == x);
+    }
+    // Random floats over fp16's whole range (subnormals included) and beyond: the result is a
+    // nearest value (by the formats' definitions), and on a tie the even one.
+    std::mt19937 gen(3);
+    std::uniform_real_distribution<float> exponent(-27.0f, 17.0f), sign(-1.0f, 1.0f);
+    for (int i = 0; i < 200000; ++i) {
+        const float f = std::copysign(std::exp2(exponent(gen)), sign(gen));
+        const uint16_t h = float_to_fp16(f);
+        const double got = fp16_value(h), err = std::fabs(got - double(f));
+        if (std::fabs(f) >= 65520.0f) {
+            REQUIRE(std::isinf(got));
+            continue;
+        }
+        for (int step : {-1, 1}) {
+            const uint16_t n = uint16_t(h + step);
+            if ((n & 0x7c00) == 0x7c00 || ((n ^ h) & 0x8000)) continue;  // past inf, or the other sign
+            const double other = std::fabs(fp16_value(n) - double(f));
+            REQUIRE(err <= other);
+            if (err == other) REQUIRE((h & 1) == 0);
+        }
+        const uint16_t b = float_to_bf16(f);
+        const double bgot = bf16_value(b), berr = std::fabs(bgot - double(f));
+        for (int step : {-1, 1}) {
+            const uint16_t n = uint16_t(b + step);
+            if ((n & 0x7f80) == 0x7f80 || ((n ^ b) & 0x8000)) continue;
+            const double other = std::fabs(bf16_value(n) - double(f));
+            REQUIRE(berr <= other);
+            if (berr == other) REQUIRE((b & 1) == 0);
+        }
+    }
+    CHECK(float_to_fp16(65519.0f) == 0x7bff);  // 65504, the largest
+    CHECK(float_to_fp16(65520.0f) == 0x7c00);  // the halfway point rounds to even: inf
+    CHECK(std::isnan(fp16_to_float(float_to_fp16(std::nanf("")))));
+    CHECK(std::isnan(bf16_to_float(float_to_bf16(std::nanf("")))));
 }

@@ -70,7 +70,12 @@ TEST_CASE("train config: C round trip, defaults for fields the caller's struct l
     CHECK(c.schedule == PG_LR_COSINE);
     CHECK(c.beta2 == 0.95f);
     CHECK(c.grad_clip == 1.0f);
+    CHECK(c.optimizer == PG_OPTIMIZER_ADAMW);
+    CHECK(c.muon_momentum == 0.95f);
+    CHECK(c.muon_lr_scale == 1.0f);
     c.batch_size = 7;
+    c.optimizer = PG_OPTIMIZER_MUON;
+    c.muon_lr_scale = 2.0f;
     c.lr_max = 3e-3f;
     c.seed = 99;
     c.n_threads = 2;
@@ -79,6 +84,8 @@ TEST_CASE("train config: C round trip, defaults for fields the caller's struct l
     CHECK(t.lr_max == 3e-3f);
     CHECK(t.seed == 99);
     CHECK(t.n_threads == 2);
+    CHECK(t.optimizer == PG_OPTIMIZER_MUON);
+    CHECK(t.muon_lr_scale == 2.0f);
     pg_train_config back = pg::train_config_to_c(t);
     CHECK(std::memcmp(&back, &c, sizeof c) == 0);
 
@@ -112,6 +119,11 @@ TEST_CASE("train config: every bad field is rejected with its name", "[train][co
         {"grad_clip", [](pg_train_config& c) { c.grad_clip = INFINITY; }},
         {"dropout", [](pg_train_config& c) { c.dropout = 1.0f; }},
         {"n_threads", [](pg_train_config& c) { c.n_threads = 100000; }},
+        {"optimizer", [](pg_train_config& c) { c.optimizer = static_cast<pg_optimizer>(2); }},
+        {"muon_momentum", [](pg_train_config& c) { c.muon_momentum = 1.0f; }},
+        {"muon_momentum", [](pg_train_config& c) { c.muon_momentum = NAN; }},
+        {"muon_lr_scale", [](pg_train_config& c) { c.muon_lr_scale = 0.0f; }},
+        {"muon_lr_scale", [](pg_train_config& c) { c.muon_lr_scale = 2e3f; }},
     };
     for (const Case& k : cases) {
         pg_train_config c = pg::train_config_to_c(pg::TrainConfig{});

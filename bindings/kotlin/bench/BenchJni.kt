@@ -2,7 +2,8 @@
 // (Trainer.step, Model.generate from a direct buffer, with and without a token lambda) against
 // the same C API calls made from C (bench_jni_c.c, loaded into this JVM), interleaved block by
 // block in one process and one thread, alternating which side goes first. Prints one JSON object
-// per configuration with the medians and the median of the per-block ratios.
+// per configuration with the medians and the median of the per-block ratios, of wall time and of
+// the process's CPU time.
 // Usage: BenchJniKt PRESET BATCH STEPS_PER_BLOCK BLOCKS TOKENS THREADS
 import phonegpt.Model
 import phonegpt.ModelConfig
@@ -28,6 +29,12 @@ class Sink(private val listener: (Int) -> Unit) {
         return !cancelled
     }
 }
+
+external fun cCpuNs(): Long
+
+// The process's CPU time (every thread: the library's pool, the JVM's), in ms: a loaded machine
+// stretches wall time, much less the CPU time a step needs.
+private fun cpuMs(): Double = cCpuNs() / 1e6
 
 private fun median(v: List<Double>): Double {
     val s = v.sorted()
@@ -67,6 +74,9 @@ fun main(args: Array<String>) {
             cGenerate(c, tokens, true, 0); kGenerate(true, 0)
 
             val cStep = ArrayList<Double>(); val kStep = ArrayList<Double>(); val stepRatio = ArrayList<Double>()
+            val stepCpuRatio = ArrayList<Double>()
+            // CPU ms per step of one side's block
+            fun cpuOf(block: () -> Double): Pair<Double, Double> { val t0 = cpuMs(); val w = block(); return Pair(w, (cpuMs() - t0) / steps) }
             val cTok = ArrayList<Double>(); val kTok = ArrayList<Double>()
             val cStream = ArrayList<Double>(); val kStream = ArrayList<Double>(); val streamDiff = ArrayList<Double>()
             // The binding's fixed cost per call: the cheapest trainer call, a million times each side.
@@ -90,8 +100,10 @@ fun main(args: Array<String>) {
 
             for (b in 0 until blocks) {
                 val cFirst = b % 2 == 0
-                val (cs, ks) = if (cFirst) { val x = cSteps(c, steps); Pair(x, kSteps()) } else { val y = kSteps(); Pair(cSteps(c, steps), y) }
-                cStep.add(cs); kStep.add(ks); stepRatio.add(ks / cs)
+                val (cs, ks) = if (cFirst) { val x = cpuOf { cSteps(c, steps) }; Pair(x, cpuOf { kSteps() }) }
+                               else { val y = cpuOf { kSteps() }; Pair(cpuOf { cSteps(c, steps) }, y) }
+                cStep.add(cs.first); kStep.add(ks.first); stepRatio.add(ks.first / cs.first)
+                stepCpuRatio.add(ks.second / cs.second)
                 val seed = b.toLong()
                 val (ct, kt) = if (cFirst) { val x = cGenerate(c, tokens, false, seed); Pair(x, kGenerate(false, seed)) }
                                else { val y = kGenerate(false, seed); Pair(cGenerate(c, tokens, false, seed), y) }
@@ -103,12 +115,13 @@ fun main(args: Array<String>) {
             println(("{\"preset\": \"$preset\", \"batch\": $batch, \"threads\": $threads, \"blocks\": $blocks, " +
                      "\"steps_per_block\": $steps, \"tokens\": $tokens, " +
                      "\"c_ms_per_step\": %.4f, \"kotlin_ms_per_step\": %.4f, \"step_ratio_median\": %.4f, " +
+                     "\"step_cpu_ratio_median\": %.4f, " +
                      "\"c_us_per_token\": %.3f, \"kotlin_us_per_token\": %.3f, " +
                      "\"c_us_per_token_streamed\": %.3f, \"kotlin_us_per_token_streamed\": %.3f, " +
                      "\"streaming_overhead_us_per_token_median\": %.3f, \"streamed\": %d, " +
                      "\"c_ns_per_step_count_call\": %.1f, \"kotlin_ns_per_step_count_call\": %.1f, " +
                      "\"binding_ns_per_call_median\": %.1f, \"upcall_ns_per_token_median\": %.1f}").format(
-                median(cStep), median(kStep), median(stepRatio), median(cTok), median(kTok),
+                median(cStep), median(kStep), median(stepRatio), median(stepCpuRatio), median(cTok), median(kTok),
                 median(cStream), median(kStream), median(streamDiff), streamed, median(cCall), median(kCall),
                 median(callDiff), median(upcall)))
         }

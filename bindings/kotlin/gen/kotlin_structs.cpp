@@ -28,6 +28,7 @@ enum class Kind { PG_VALUE, PG_FLAG, PG_ENUM, PG_CALLBACK, PG_USER, PG_STRINGS, 
 template <class E>
 struct kotlin_enum;
 template <> struct kotlin_enum<pg_lr_schedule> { static constexpr const char* name = "LrSchedule"; };
+template <> struct kotlin_enum<pg_optimizer> { static constexpr const char* name = "Optimizer"; };
 template <> struct kotlin_enum<pg_bpe_pattern> { static constexpr const char* name = "BpePattern"; };
 template <> struct kotlin_enum<pg_lora_average_method> { static constexpr const char* name = "LoraAverageMethod"; };
 template <> struct kotlin_enum<pg_signature_policy> { static constexpr const char* name = "SignaturePolicy"; };

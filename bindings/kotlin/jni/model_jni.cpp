@@ -87,6 +87,20 @@ void n_model_allow_untrained_base(JNIEnv* env, jclass, jlong h, jboolean allow) 
     if (m) model_failed(env, pg_model_allow_untrained_base(m, allow ? 1 : 0), m);
 }
 
+void n_model_set_weight_storage(JNIEnv* env, jclass, jlong h, jint storage) {
+    auto* m = model_of(env, h);
+    if (m) model_failed(env, pg_model_set_weight_storage(m, pg_weight_storage(storage)), m);
+}
+
+// {storage, weight_bytes}.
+jlongArray n_model_weight_storage(JNIEnv* env, jclass, jlong h) {
+    auto* m = model_of(env, h);
+    pg_weight_storage storage = PG_WEIGHTS_FP32;
+    int64_t bytes = 0;
+    if (!m || model_failed(env, pg_model_weight_storage(m, &storage, &bytes), m)) return nullptr;
+    return new_longs(env, {jlong(storage), bytes});
+}
+
 void n_model_set_tokenizer(JNIEnv* env, jclass, jlong h, jlong th) {
     auto* m = model_of(env, h);
     auto* tok = m ? handle_of<pg_tokenizer>(env, th, "Tokenizer") : nullptr;
@@ -216,6 +230,8 @@ const JNINativeMethod kModelNatives[] = {
     PG_NATIVE("modelNumParams", "(J)J", n_model_num_params),
     PG_NATIVE("modelProvenance", "(J)[J", n_model_provenance),
     PG_NATIVE("modelAllowUntrainedBase", "(JZ)V", n_model_allow_untrained_base),
+    PG_NATIVE("modelSetWeightStorage", "(JI)V", n_model_set_weight_storage),
+    PG_NATIVE("modelWeightStorage", "(J)[J", n_model_weight_storage),
     PG_NATIVE("modelSetTokenizer", "(JJ)V", n_model_set_tokenizer),
     PG_NATIVE("modelGetTokenizer", "(J)J", n_model_get_tokenizer),
     PG_NATIVE("modelNumTensors", "(J)I", n_num_tensors<pg_model>),

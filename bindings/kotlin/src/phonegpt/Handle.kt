@@ -1,5 +1,7 @@
 package phonegpt
 
+import java.nio.IntBuffer
+
 import java.io.Closeable
 import java.util.concurrent.locks.ReentrantReadWriteLock
 
@@ -105,3 +107,29 @@ class TokenBridge internal constructor(private val listener: ((Int) -> Unit)?, p
         return cancel == null || !cancel.isCancelled
     }
 }
+
+/**
+ * A handle that evaluates a token split: [Model] (on threads made for the call) and [Session] (on
+ * its own threads). [progress] gets (scored, total) positions after each batch; [cancel] stops
+ * it from another thread ([CancelledException]); an exception thrown by [progress] stops the
+ * evaluation and is re-thrown by evaluate.
+ */
+abstract class EvaluatingHandle internal constructor(handle: Long, handleKind: String) : NativeHandle(handle, handleKind) {
+    /** Whole-split evaluation (pg_evaluate; a session's own threads run it, config.nThreads unread). */
+    @JvmOverloads fun evaluate(tokens: IntArray, config: EvalConfig = EvalConfig.default(),
+                               cancel: CancellationToken? = null, progress: ((Long, Long) -> Unit)? = null): EvalResult =
+        EvalResult.fromFields(evaluateNative(ints(tokens), config, progressBridge(progress, cancel)), null)
+
+    @JvmOverloads fun evaluate(tokens: IntBuffer, config: EvalConfig = EvalConfig.default(),
+                               cancel: CancellationToken? = null, progress: ((Long, Long) -> Unit)? = null): EvalResult =
+        EvalResult.fromFields(evaluateNative(ints(tokens, "tokens"), config, progressBridge(progress, cancel)), null)
+
+    /** EvalResult.fields() of the evaluation, run under the handle's locks. */
+    internal abstract fun evaluateNative(r: Ints, config: EvalConfig, bridge: ProgressBridge?): LongArray
+}
+
+internal fun progressBridge(progress: ((Long, Long) -> Unit)?, cancel: CancellationToken?): ProgressBridge? =
+    if (progress != null || cancel != null) ProgressBridge(progress, cancel) else null
+
+internal fun tokenBridge(onToken: ((Int) -> Unit)?, cancel: CancellationToken?): TokenBridge? =
+    if (onToken != null || cancel != null) TokenBridge(onToken, cancel) else null

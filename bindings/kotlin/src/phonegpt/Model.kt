@@ -8,7 +8,7 @@ import java.nio.IntBuffer
  * forward pass, saving and exporting only read it and may run on several threads at once;
  * changing weights or the tokenizer, and a [Trainer]'s steps, hold it alone (see [NativeHandle]).
  */
-class Model internal constructor(handle: Long) : NativeHandle(handle, "Model") {
+class Model internal constructor(handle: Long) : EvaluatingHandle(handle, "Model") {
     /** A new model with GPT-2 initialisation from [seed] (same seed, same weights everywhere). */
     @JvmOverloads constructor(config: ModelConfig = ModelConfig.default(), seed: Long = 0) :
         this(Native.modelCreate(config.fields(), seed))
@@ -42,6 +42,17 @@ class Model internal constructor(handle: Long) : NativeHandle(handle, "Model") {
      * true (pg_model_allow_untrained_base; this handle only, never saved).
      */
     fun allowUntrainedBase(allow: Boolean) = reading { Native.modelAllowUntrainedBase(it, allow) }
+
+    /**
+     * Holds the token embedding and the block linears in 16 bits (pg_model_set_weight_storage):
+     * half their bytes, for a frozen base (LoRA training, sessions, evaluation). One way: training,
+     * saving and merging need fp32 weights and then throw [StateException].
+     */
+    fun setWeightStorage(storage: WeightStorage) = writing { Native.modelSetWeightStorage(it, storage.code) }
+
+    /** How the weights are held, and the bytes they take (pg_model_weight_storage). */
+    val weightStorage: Pair<WeightStorage, Long>
+        get() = reading { h -> Native.modelWeightStorage(h).let { Pair(cEnum<WeightStorage>(it[0]), it[1]) } }
 
     /**
      * The model's tokenizer: get returns a new [Tokenizer] holding a copy (close it when done), or
@@ -122,23 +133,8 @@ class Model internal constructor(handle: Long) : NativeHandle(handle, "Model") {
                             l?.array, l?.buffer, l?.offset ?: 0, l?.length ?: 0, nThreads)
     }
 
-    /**
-     * Whole-split evaluation (pg_evaluate). [progress] gets (scored, total) positions after each
-     * batch; [cancel] stops it from another thread ([CancelledException]). An exception thrown by
-     * [progress] stops the evaluation and is re-thrown here.
-     */
-    @JvmOverloads fun evaluate(tokens: IntArray, config: EvalConfig = EvalConfig.default(),
-                               cancel: CancellationToken? = null, progress: ((Long, Long) -> Unit)? = null): EvalResult =
-        evaluate(ints(tokens), config, cancel, progress)
-
-    @JvmOverloads fun evaluate(tokens: IntBuffer, config: EvalConfig = EvalConfig.default(),
-                               cancel: CancellationToken? = null, progress: ((Long, Long) -> Unit)? = null): EvalResult =
-        evaluate(ints(tokens, "tokens"), config, cancel, progress)
-
-    private fun evaluate(r: Ints, config: EvalConfig, cancel: CancellationToken?,
-                         progress: ((Long, Long) -> Unit)?): EvalResult = reading { h ->
-        val bridge = if (progress != null || cancel != null) ProgressBridge(progress, cancel) else null
-        EvalResult.fromFields(Native.evaluate(h, r.array, r.buffer, r.offset, r.length, config.fields(), bridge), null)
+    override fun evaluateNative(r: Ints, config: EvalConfig, bridge: ProgressBridge?): LongArray = reading { h ->
+        Native.evaluate(h, r.array, r.buffer, r.offset, r.length, config.fields(), bridge)
     }
 
     /** nanoGPT-style estimate over random windows (pg_evaluate_sampled). */
@@ -184,7 +180,7 @@ class Model internal constructor(handle: Long) : NativeHandle(handle, "Model") {
 
     private fun generate(prompt: Ints, config: SampleConfig, cancel: CancellationToken?, onToken: ((Int) -> Unit)?,
                          out: Ints?): Int = reading { h ->
-        val bridge = if (onToken != null || cancel != null) TokenBridge(onToken, cancel) else null
+        val bridge = tokenBridge(onToken, cancel)
         Native.generate(h, prompt.array, prompt.buffer, prompt.offset, prompt.length, config.fields(),
                         config.stopStrings.toTypedArray(), bridge, out?.array, out?.buffer, out?.offset ?: 0,
                         out?.length ?: 0)

@@ -65,6 +65,8 @@ internal object Native {
     /** {kind, hasInitSeed, initSeed, steps, tokens}. */
     @JvmStatic external fun modelProvenance(handle: Long): LongArray
     @JvmStatic external fun modelAllowUntrainedBase(handle: Long, allow: Boolean)
+    @JvmStatic external fun modelSetWeightStorage(handle: Long, storage: Int)
+    @JvmStatic external fun modelWeightStorage(handle: Long): LongArray
     @JvmStatic external fun modelSetTokenizer(handle: Long, tokenizer: Long)
     @JvmStatic external fun modelGetTokenizer(handle: Long): Long
     @JvmStatic external fun modelNumTensors(handle: Long): Int

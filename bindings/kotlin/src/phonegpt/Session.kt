@@ -23,7 +23,7 @@ import java.nio.IntBuffer
  * its lock shared during each call, so a [LoraTrainer] step on it waits (train it detached, or
  * [reset] after training: the cache holds keys and values of the old factors).
  */
-class Session private constructor(handle: Long, val model: Model) : NativeHandle(handle, "Session") {
+class Session private constructor(handle: Long, val model: Model) : EvaluatingHandle(handle, "Session") {
     /** A session over [model] (several sessions may read one model, one per thread). */
     @JvmOverloads constructor(model: Model, config: SessionConfig = SessionConfig.default()) :
         this(create(model, config), model)
@@ -122,22 +122,8 @@ class Session private constructor(handle: Long, val model: Model) : NativeHandle
                                   seqLen, l?.array, l?.buffer, l?.offset ?: 0, l?.length ?: 0)
         }
 
-    /**
-     * Whole-split evaluation on the session's threads (config.nThreads is not read); progress,
-     * cancellation and a throwing callback behave as in [Model.evaluate].
-     */
-    @JvmOverloads fun evaluate(tokens: IntArray, config: EvalConfig = EvalConfig.default(),
-                               cancel: CancellationToken? = null, progress: ((Long, Long) -> Unit)? = null): EvalResult =
-        evaluate(ints(tokens), config, cancel, progress)
-
-    @JvmOverloads fun evaluate(tokens: IntBuffer, config: EvalConfig = EvalConfig.default(),
-                               cancel: CancellationToken? = null, progress: ((Long, Long) -> Unit)? = null): EvalResult =
-        evaluate(ints(tokens, "tokens"), config, cancel, progress)
-
-    private fun evaluate(r: Ints, config: EvalConfig, cancel: CancellationToken?,
-                         progress: ((Long, Long) -> Unit)?): EvalResult = using { s, _ ->
-        val bridge = if (progress != null || cancel != null) ProgressBridge(progress, cancel) else null
-        EvalResult.fromFields(Native.sessionEvaluate(s, r.array, r.buffer, r.offset, r.length, config.fields(), bridge), null)
+    override fun evaluateNative(r: Ints, config: EvalConfig, bridge: ProgressBridge?): LongArray = using { s, _ ->
+        Native.sessionEvaluate(s, r.array, r.buffer, r.offset, r.length, config.fields(), bridge)
     }
 
     /** nanoGPT-style estimate over random windows (pg_session_evaluate_sampled). */
@@ -203,7 +189,7 @@ class Session private constructor(handle: Long, val model: Model) : NativeHandle
 
     private fun generate(config: SampleConfig, cancel: CancellationToken?, onToken: ((Int) -> Unit)?, out: Ints?): Int =
         using { s, _ ->
-            val bridge = if (onToken != null || cancel != null) TokenBridge(onToken, cancel) else null
+            val bridge = tokenBridge(onToken, cancel)
             Native.sessionGenerate(s, config.fields(), config.stopStrings.toTypedArray(), bridge, out?.array,
                                    out?.buffer, out?.offset ?: 0, out?.length ?: 0)
         }

@@ -76,7 +76,7 @@ class Tokenizer internal constructor(handle: Long) : NativeHandle(handle, "Token
                                                    options: BpeTrainOptions = BpeTrainOptions.default(),
                                                    cancel: CancellationToken? = null,
                                                    progress: ((Long, Long) -> Unit)? = null): Tokenizer {
-            val bridge = if (progress != null || cancel != null) ProgressBridge(progress, cancel) else null
+            val bridge = progressBridge(progress, cancel)
             return Tokenizer(Native.tokenizerTrainBpe(texts.toTypedArray(), vocabSize, options.fields(),
                                                       options.specialTokens.toTypedArray(), bridge))
         }

@@ -112,4 +112,99 @@ class LoraTest {
             }
         }
     }
+
+    /** A base trained a few steps (adapters are refused over a never-trained one). */
+    private fun trainedBase(): Model = tinyModel(9).also { m -> Trainer(m, trainConfig()).use { t -> t.setData(ids); t.train(2) } }
+
+    @Test fun trainingRecordAndPeftExport() {
+        trainedBase().use { base ->
+            LoraAdapter(base, LoraConfig.default().copy(rank = 2)).use { a ->
+                assertEquals(0, a.trainingRecord.steps)
+                val results = LoraTrainer(base, a, trainConfig()).use { t -> t.setData(ids); t.train(4) }
+                val record = a.trainingRecord
+                assertEquals(4, record.steps)
+                assertArrayEquals(results.map { it.loss }.toFloatArray(), record.losses, 0f)
+                assertArrayEquals(results.map { it.lr }.toFloatArray(), record.learningRates, 0f)
+                assertEquals(results.map { it.tokens }.sum(), record.tokens)
+                val folder = File(tmp, "peft").apply { deleteRecursively(); mkdirs() }
+                a.exportPeft(folder.path)
+                val config = File(folder, "adapter_config.json").readText()
+                assertTrue(config, config.contains("\"peft_type\"") && config.contains("LORA"))
+                assertTrue(File(folder, "adapter_model.safetensors").length() > 0)
+                assertThrows<IoException>(Status.IO) { a.exportPeft(File(tmp, "no_such_folder").path) }
+            }
+        }
+    }
+
+    /** N steps straight equal k steps, save, resume, N - k steps, bit for bit. */
+    @Test fun loraTrainerCheckpointsResumeBitForBit() {
+        trainedBase().use { base ->
+            val cfg = LoraConfig.default().copy(rank = 2, targetModules = LoraTarget.ALL)
+            val straight = LoraAdapter(base, cfg).use { a ->
+                LoraTrainer(base, a, trainConfig()).use { t -> t.setData(ids); t.train(6).map { it.loss } }
+            }
+            val path = File(tmp, "lora.ckpt").path
+            val first = LoraAdapter(base, cfg).use { a ->
+                LoraTrainer(base, a, trainConfig()).use { t -> t.setData(ids); val r = t.train(2); t.save(path); r.map { it.loss } }
+            }
+            val rest = LoraTrainer.resume(path, base).use { t ->
+                assertEquals(2, t.adapter.trainingRecord.steps)
+                t.setData(ids)
+                t.train(4).map { it.loss }
+            }
+            assertEquals(straight, first + rest)
+            // a plain adapter file has no training state; a wrong base is refused
+            LoraAdapter(base, cfg).use { a ->
+                val plain = File(tmp, "plain.adapter").path
+                a.save(plain)
+                assertThrows<StateException>(Status.STATE) { LoraTrainer.resume(plain, base) }
+            }
+            tinyModel(10).use { other ->
+                other.allowUntrainedBase(true)
+                assertThrows<GeometryException>(Status.GEOMETRY) { LoraTrainer.resume(path, other) }
+            }
+        }
+    }
+
+    /** A session with an adapter computes what the merged model does; others of the base are unaffected. */
+    @Test fun sessionAdapters() {
+        trainedBase().use { base ->
+            LoraAdapter(base, LoraConfig.default().copy(rank = 2, targetModules = LoraTarget.ALL)).use { a ->
+                LoraTrainer(base, a, trainConfig().copy(lrMax = 1e-2f)).use { t -> t.setData(ids); t.train(3) }
+                val prompt = ids.copyOf(8)
+                val merged = a.merge(base, 1).use { m -> Session(m, SessionConfig(1, 0)).use { s -> s.append(prompt); s.logits() } }
+                val plain = Session(base, SessionConfig(1, 0)).use { s -> s.append(prompt); s.logits() }
+                Session(base, SessionConfig(1, 0)).use { s ->
+                    assertEquals(null, s.adapter)
+                    s.append(prompt)
+                    s.attachAdapter(a)
+                    assertTrue(s.adapter === a)
+                    val withAdapter = s.logits()
+                    val scale = merged.map { Math.abs(it) }.max()!!
+                    for (i in merged.indices) assertEquals(merged[i], withAdapter[i], 1e-5f * scale)
+                    assertTrue(withAdapter.indices.any { withAdapter[it] != plain[it] })
+                    s.detachAdapter()
+                    s.detachAdapter()                                   // nothing attached: nothing happens
+                    assertEquals(null, s.adapter)
+                    assertArrayEquals(plain, s.logits(), 1e-6f * scale)
+                    // another base's adapter names both sides; the attached one outlives its close()
+                    tinyModel(12).use { other ->
+                        other.allowUntrainedBase(true)
+                        LoraAdapter(other, LoraConfig.default().copy(rank = 4)).use { wrong ->
+                            assertThrows<GeometryException>(Status.GEOMETRY) { s.attachAdapter(wrong) }
+                        }
+                    }
+                    s.attachAdapter(a)
+                }
+            }
+            // closing the adapter while attached: the session keeps it alive
+            val a = LoraAdapter(base, LoraConfig.default().copy(rank = 2))
+            Session(base, SessionConfig(1, 0)).use { s ->
+                s.attachAdapter(a)
+                a.close()
+                s.append(ids.copyOf(4))
+                assertEquals(tinyConfig().vocabSize, s.logits().size)
+            }
+        }
+    }
 }

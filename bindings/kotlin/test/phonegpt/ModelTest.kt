@@ -82,6 +82,33 @@ class ModelTest {
         }
     }
 
+    @Test fun weightStorageHalvesTheFrozenBaseAndRefusesWhatNeedsFp32() {
+        tinyModel().use { m ->
+            val b = 2
+            val t = 8
+            val tokens = ids.copyOf(b * t)
+            val targets = ids.copyOfRange(1, b * t + 1)
+            val (kind32, bytes32) = m.weightStorage
+            assertEquals(WeightStorage.FP32, kind32)
+            assertEquals(m.numParams * 4, bytes32)
+            val loss32 = m.forward(tokens, b, t, targets, 1).loss!!
+            m.setWeightStorage(WeightStorage.FP16)
+            m.setWeightStorage(WeightStorage.FP16)  // the same storage again: a no-op
+            val (kind16, bytes16) = m.weightStorage
+            assertEquals(WeightStorage.FP16, kind16)
+            assertTrue("$bytes16 < $bytes32", bytes16 < bytes32)
+            // the rounding of the weights moves the loss a little, not a lot
+            assertEquals(loss32, m.forward(tokens, b, t, targets, 1).loss!!, 1e-2f)
+            assertThrows<StateException>(Status.STATE) { m.setWeightStorage(WeightStorage.FP32) }
+            val dir = java.nio.file.Files.createTempDirectory("pg-storage").toFile()
+            try {
+                assertThrows<StateException>(Status.STATE) { m.save(java.io.File(dir, "m.pgm").path) }
+            } finally {
+                dir.deleteRecursively()
+            }
+        }
+    }
+
     @Test fun forwardWithArraysAndDirectBuffers() {
         tinyModel().use { m ->
             val b = 2
@@ -277,5 +304,26 @@ class ModelTest {
             }
             assertEquals(want, m.generate(ids.copyOf(5), cfg).toList())  // the model is fine afterwards
         }
+    }
+
+    /** pg_model_provenance: initialised from its seed, trained for steps and tokens, saved and loaded with the model. */
+    @Test fun provenanceFollowsTheWeights() {
+        tinyModel(17).use { m ->
+            assertEquals(Provenance(ProvenanceKind.INITIALISED, 17L, 0, 0), m.provenance)
+            val steps = Trainer(m, trainConfig()).use { t -> t.setData(ids); t.train(3) }
+            val p = m.provenance
+            assertEquals(ProvenanceKind.TRAINED, p.kind)
+            assertEquals(3L, p.steps)
+            assertEquals(steps.map { it.tokens }.sum(), p.tokens)
+            val path = File(tmp, "provenance.bin").path
+            m.save(path)
+            Model.load(path).use { l -> assertEquals(p, l.provenance) }
+            val llmc = File(tmp, "provenance.llmc").path
+            m.export(llmc, InteropFormat.LLMC)
+            Model.importFrom(llmc, InteropFormat.LLMC).use { l -> assertEquals(ProvenanceKind.UNKNOWN, l.provenance.kind) }
+        }
+        val closed = tinyModel()
+        closed.close()
+        assertThrows<StateException>(Status.STATE) { closed.provenance }
     }
 }

@@ -83,4 +83,36 @@ class PrivacyTest {
         assertThrows<StateException>(Status.STATE) { f.apply("x") }
         assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { Native.dataFilterCreate(longArrayOf(1L shl 9), ByteArray(0), null) }
     }
+
+    /**
+     * The app's own rule as a Kotlin lambda: its character ranges become CUSTOM spans at the right
+     * UTF-8 bytes (multi-byte characters and a surrogate pair before them); a bad range, or a rule
+     * that throws, fails the apply with a clear exception and leaves the filter usable.
+     */
+    @Test fun aCustomRuleLambda() {
+        val text = "héllo 😀 secret-42 and bob@example.org"
+        val rule = { t: String -> Regex("secret-[0-9]+").findAll(t).map { it.range.first until it.range.last + 1 }.toList() }
+        DataFilter(DataFilterConfig.default(), rule).use { f ->
+            val r = f.apply(text)
+            assertEquals("héllo 😀  and ", r.text)
+            assertEquals(listOf(PiiKind.CUSTOM, PiiKind.EMAIL), r.spans.map { it.kind })
+            val prefix = "héllo 😀 ".toByteArray(Charsets.UTF_8).size.toLong()
+            assertEquals(PiiSpan(prefix, prefix + "secret-42".length, PiiKind.CUSTOM), r.spans[0])
+            assertEquals(1L, r.report.nCustom)
+            assertEquals("custom", PiiKind.CUSTOM.cName)
+            assertEquals("email", PiiKind.EMAIL.cName)
+        }
+        var calls = 0
+        DataFilter(DataFilterConfig.default(), { t ->
+            calls++
+            if (t.contains("boom")) throw IllegalStateException("the rule failed on purpose")
+            if (t.contains("bad")) listOf(0 until t.length + 5) else emptyList()
+        }).use { f ->
+            val e = try { f.apply("boom"); null } catch (e: IllegalStateException) { e }
+            assertEquals("the rule failed on purpose", e!!.message)
+            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { f.apply("bad") }
+            assertEquals("fine", f.apply("fine").text)                    // still usable
+            assertEquals(3, calls)
+        }
+    }
 }

@@ -239,4 +239,44 @@ class TrainingTest {
         assertEquals(300, (result.get() as IntArray).size)
         assertThrows<StateException>(Status.STATE) { m.generate(ids.copyOf(5)) }
     }
+
+    /** pg_trainer_threads / set_threads: the count is resolved, changeable, recorded, and bad counts refused. */
+    @Test fun trainerThreads() {
+        tinyModel().use { m ->
+            Trainer(m, trainConfig().copy(nThreads = 2)).use { t ->
+                assertEquals(2, t.threads)
+                t.setData(ids)
+                t.step()
+                t.setThreads(1)
+                assertEquals(1, t.threads)
+                assertEquals(1, t.config.nThreads)
+                t.step()
+                assertEquals(2L, t.stepCount)
+                t.setThreads(0)
+                assertEquals(Runtime.getRuntime().availableProcessors(), t.threads)
+                assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { t.setThreads(5000) }
+            }
+        }
+    }
+
+    /** Trainer.train (full and LoRA) stops after the current step when cancelled from another thread. */
+    @Test fun trainingIsCancelledFromAnotherThread() {
+        tinyModel().use { m ->
+            Trainer(m, trainConfig().copy(nThreads = 1)).use { t ->
+                t.setData(ids)
+                val cancel = CancellationToken()
+                val started = CountDownLatch(1)
+                val result = AtomicReference<List<StepResult>>()
+                val worker = thread { result.set(t.train(1_000_000, cancel) { started.countDown() }) }
+                assertTrue(started.await(30, TimeUnit.SECONDS))
+                cancel.cancel()
+                worker.join(30_000)
+                assertFalse(worker.isAlive)
+                val done = result.get()
+                assertTrue(done.size in 1 until 1_000_000)
+                assertEquals(done.size.toLong(), t.stepCount)              // consistent and usable
+                assertEquals(done.size + 1L, t.step().step)
+            }
+        }
+    }
 }

@@ -1,0 +1,204 @@
+// bench_lora (and `phonegpt-bench lora`): one training configuration per process, so its peak
+// RSS is its own: a LoRA step over a frozen base held in fp32, fp16 or bf16, or a full
+// fine-tuning step, at the Ailoos shape (vocab 50,257, 12 layers, width 512, 8 heads, context
+// 256: 63.7M weights) or GPT-2 small (124M, context 1024 or less). Prints one JSON line: the
+// median and every timed step's wall ms and CPU ms, and the memory:
+//   rss_ready_mb   resident after the model (and its conversion) is ready, before any step
+//   peak_train_mb  the peak while training (VmHWM reset through /proc/self/clear_refs once the
+//                  base is ready, so a conversion's transient fp32 copy is not counted)
+//   peak_process_mb the process's whole peak (getrusage), conversion included
+//   weights_mb, activations_mb, trained_state_mb  the breakdown the library itself holds
+// benchmarks/run_lora_bench.sh runs it interleaved with the PyTorch twin
+// (benchmarks/lora_torch_twin.py, which prints the same fields) and summarises.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/rng.hpp"
+#include "io/json.hpp"
+#include "lora/adapter.hpp"
+#include "lora/lora_trainer.hpp"
+#include "model/model.hpp"
+#include "model/params.hpp"
+#include "train/trainer.hpp"
+
+namespace {
+
+struct Options {
+    std::string shape = "ailoos";  // ailoos | gpt2
+    int ctx = 0;                   // 0: the shape's (256 / 1024)
+    int batch = 4, seq = 256, threads = 2, steps = 3, warmup = 1, rank = 8;
+    std::string mode = "lora";     // lora | full
+    std::string targets = "all";   // all | c_attn
+    std::string base = "fp16";     // fp32 | fp16 | bf16
+    bool recompute = false;
+};
+
+[[noreturn]] void usage(const char* argv0) {
+    std::fprintf(stderr,
+                 "usage: %s [--shape ailoos|gpt2] [--ctx N] [--batch 4] [--seq 256] [--threads 2]\n"
+                 "          [--mode lora|full] [--targets all|c_attn] [--base fp32|fp16|bf16] [--rank 8]\n"
+                 "          [--recompute] [--steps 3] [--warmup 1]\n",
+                 argv0);
+    std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) usage(argv[0]);
+            return argv[++i];
+        };
+        if (a == "--shape") o.shape = value();
+        else if (a == "--ctx") o.ctx = std::atoi(value().c_str());
+        else if (a == "--batch") o.batch = std::atoi(value().c_str());
+        else if (a == "--seq") o.seq = std::atoi(value().c_str());
+        else if (a == "--threads") o.threads = std::atoi(value().c_str());
+        else if (a == "--steps") o.steps = std::atoi(value().c_str());
+        else if (a == "--warmup") o.warmup = std::atoi(value().c_str());
+        else if (a == "--rank") o.rank = std::atoi(value().c_str());
+        else if (a == "--mode") o.mode = value();
+        else if (a == "--targets") o.targets = value();
+        else if (a == "--base") o.base = value();
+        else if (a == "--recompute") o.recompute = true;
+        else usage(argv[0]);
+    }
+    const bool ok = (o.shape == "ailoos" || o.shape == "gpt2") && (o.mode == "lora" || o.mode == "full") &&
+                    (o.targets == "all" || o.targets == "c_attn") &&
+                    (o.base == "fp32" || o.base == "fp16" || o.base == "bf16") && o.steps >= 1 && o.warmup >= 0 &&
+                    (o.mode == "lora" || o.base == "fp32");
+    if (!ok) usage(argv[0]);
+    return o;
+}
+
+pg::ModelConfig shape_config(const Options& o) {
+    pg::ModelConfig c;
+    c.vocab_size = 50257;
+    c.padded_vocab_size = 50304;
+    c.n_layer = 12;
+    c.n_embd = o.shape == "gpt2" ? 768 : 512;
+    c.n_head = o.shape == "gpt2" ? 12 : 8;
+    c.n_ctx = o.ctx > 0 ? o.ctx : (o.shape == "gpt2" ? 1024 : 256);
+    return c;
+}
+
+// A field of /proc/self/status in MB (VmRSS, VmHWM).
+double status_mb(const char* field) {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    const std::string key = std::string(field) + ":";
+    while (std::getline(f, line))
+        if (line.compare(0, key.size(), key) == 0) return std::atof(line.c_str() + key.size()) / 1024.0;
+    return 0.0;
+}
+
+// Starts VmHWM again from the current RSS (Linux >= 4.0); false where that is not possible.
+bool reset_peak() {
+    std::ofstream f("/proc/self/clear_refs");
+    f << "5";
+    return bool(f);
+}
+
+double cpu_ms() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+#ifdef PG_BENCH_SUBCOMMANDS
+int bench_lora_main(int argc, char** argv) {
+#else
+int main(int argc, char** argv) {
+#endif
+    const Options o = parse(argc, argv);
+    try {
+        pg::Model model(shape_config(o));
+        pg::init_gpt2_params(model.config(), model.params(), 1);
+        // Tokens: a fixed pseudo-random stream (the speed does not depend on the text).
+        std::vector<int32_t> data(size_t(1) << 20);
+        pg::Rng rng(7);
+        for (int32_t& t : data) t = int32_t(rng.next_u64() % uint64_t(model.config().vocab_size));
+        pg::TrainConfig tc;
+        tc.batch_size = o.batch;
+        tc.seq_len = o.seq;
+        tc.n_threads = o.threads;
+        tc.recompute_activations = o.recompute;
+        tc.warmup_steps = 0;
+        tc.lr_max = 1e-4f;
+
+        std::unique_ptr<pg::lora::Adapter> adapter;
+        std::unique_ptr<pg::lora::LoraTrainer> lora;
+        std::unique_ptr<pg::Trainer> full;
+        int64_t trained = model.num_params();
+        if (o.mode == "lora") {
+            pg::lora::LoraConfig lc;
+            lc.rank = o.rank;
+            lc.alpha = float(o.rank);
+            lc.target_modules = o.targets == "all" ? PG_LORA_ALL_LINEARS : PG_LORA_ATTN_C_ATTN;
+            adapter = std::make_unique<pg::lora::Adapter>(pg::lora::Adapter::create(model, lc));
+            model.hold_frozen_in(o.base == "fp16"   ? pg::WeightStorage::fp16
+                                 : o.base == "bf16" ? pg::WeightStorage::bf16
+                                                    : pg::WeightStorage::fp32);
+            lora = std::make_unique<pg::lora::LoraTrainer>(model, *adapter, tc, true);
+            lora->set_data(data.data(), data.size());
+            trained = adapter->num_params();
+        } else {
+            full = std::make_unique<pg::Trainer>(model, tc);
+            full->set_data(data.data(), data.size());
+        }
+        const double rss_ready = status_mb("VmRSS");
+        const bool peak_reset = reset_peak();
+        std::vector<double> wall, cpu;
+        float last_loss = 0.0f;
+        for (int s = 0; s < o.warmup + o.steps; ++s) {
+            const auto t0 = std::chrono::steady_clock::now();
+            const double c0 = cpu_ms();
+            last_loss = (lora ? lora->step() : full->step()).loss;
+            const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            if (s < o.warmup) continue;
+            wall.push_back(ms);
+            cpu.push_back(cpu_ms() - c0);
+        }
+        rusage u{};
+        getrusage(RUSAGE_SELF, &u);
+        const double activations = double(lora ? lora->activation_bytes() : full->activation_bytes());
+        // Trained tensors: values are the adapter's (the model's for full training, inside
+        // weights_mb), gradients and two AdamW moments.
+        const double trained_state = double(trained) * 4.0 * (lora ? 4.0 : 3.0);
+        pg::io::JsonObject j;
+        j.str("peer", "phonegpt").str("shape", o.shape).integer("ctx", model.config().n_ctx)
+            .integer("params", model.num_params()).str("mode", o.mode)
+            .str("targets", o.mode == "lora" ? o.targets : "-").str("base", o.base)
+            .boolean("recompute", o.recompute).integer("batch", o.batch).integer("seq", o.seq)
+            .integer("threads", o.threads).integer("trained_params", trained)
+            .num("ms_median", median(wall)).num("cpu_ms_median", median(cpu)).numbers("ms", wall)
+            .numbers("cpu_ms", cpu).num("rss_ready_mb", rss_ready)
+            .num("peak_train_mb", peak_reset ? status_mb("VmHWM") : double(u.ru_maxrss) / 1024.0)
+            .boolean("peak_reset", peak_reset).num("peak_process_mb", double(u.ru_maxrss) / 1024.0)
+            .num("weights_mb", double(model.weight_bytes()) / 1048576.0)
+            .num("activations_mb", activations / 1048576.0).num("trained_state_mb", trained_state / 1048576.0)
+            .flt("last_loss", last_loss);
+        std::printf("%s\n", j.text().c_str());
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench_lora: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

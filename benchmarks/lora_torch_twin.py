@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""The PyTorch peer of bench_lora: a hand-written LoRA over the library's PyTorch twin
+(bindings/python/phonegpt/torch_gpt.py: the same GPT-2, names and shapes), one training
+configuration per process, printing the same JSON fields as bench_lora.
+
+LoRA as PEFT defines it for nn.Linear targets: y = W x + b + (alpha / r) * B(A x), A [r, in]
+kaiming-uniform(a = sqrt(5)), B [out, r] zero, on the same modules as bench_lora (all four block
+linears, or attn.c_attn only). Every base parameter has requires_grad False, so autograd keeps
+no weight gradient and AdamW no moment for it; input gradients still flow. fp32 throughout (CPU
+fp16 matmuls in torch are not a fair peer: they are emulated and far slower). AdamW over the
+adapter's factors, batch 4 x 256 of random token ids, torch.set_num_threads(threads).
+
+Peak memory: VmHWM is reset through /proc/self/clear_refs once the model is built (as bench_lora
+does once its base is ready), and the process peak comes from getrusage.
+
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE \\
+        /usr/bin/python3 benchmarks/lora_torch_twin.py --shape ailoos --targets all
+"""
+import argparse
+import importlib.util
+import json
+import math
+import os
+import resource
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_twin():
+    """torch_gpt.py by path: the phonegpt package itself (and its native library) is not needed."""
+    path = os.path.join(HERE, "..", "bindings", "python", "phonegpt", "torch_gpt.py")
+    spec = importlib.util.spec_from_file_location("torch_gpt", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class LoraLinear(nn.Module):
+    """A frozen nn.Linear plus PEFT's LoRA branch."""
+
+    def __init__(self, base, rank, alpha):
+        super().__init__()
+        self.base = base
+        self.lora_A = nn.Parameter(torch.empty(rank, base.in_features))
+        self.lora_B = nn.Parameter(torch.zeros(base.out_features, rank))
+        nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))
+        self.scale = alpha / rank
+
+    def forward(self, x):
+        return self.base(x) + (x @ self.lora_A.t() @ self.lora_B.t()) * self.scale
+
+
+def status_mb(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return float(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def reset_peak():
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--shape", choices=["ailoos", "gpt2"], default="ailoos")
+    p.add_argument("--ctx", type=int, default=0)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--seq", type=int, default=256)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--targets", choices=["all", "c_attn"], default="all")
+    p.add_argument("--rank", type=int, default=8)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=1)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(1)
+    twin = load_twin()
+    gpt2 = a.shape == "gpt2"
+    cfg = twin.TwinConfig(n_layer=12, n_head=12 if gpt2 else 8, n_embd=768 if gpt2 else 512,
+                          n_ctx=a.ctx or (1024 if gpt2 else 256), vocab_size=50257,
+                          padded_vocab_size=50304)
+    model = twin.TorchGPT(cfg)
+    for prm in model.parameters():
+        prm.requires_grad_(False)
+    kinds = [("attn", "c_attn"), ("attn", "c_proj"), ("mlp", "c_fc"), ("mlp", "c_proj")]
+    if a.targets == "c_attn":
+        kinds = kinds[:1]
+    lora_params = []
+    for block in model.h:
+        for parent, name in kinds:
+            owner = getattr(block, parent)
+            wrapped = LoraLinear(getattr(owner, name), a.rank, float(a.rank))
+            setattr(owner, name, wrapped)
+            lora_params += [wrapped.lora_A, wrapped.lora_B]
+    opt = torch.optim.AdamW(lora_params, lr=1e-4, weight_decay=0.1)
+    gen = torch.Generator().manual_seed(7)
+    rss_ready = status_mb("VmRSS")
+    peak_reset = reset_peak()
+    wall, cpu, loss = [], [], 0.0
+    for s in range(a.warmup + a.steps):
+        x = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), generator=gen)
+        y = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), generator=gen)
+        t0, c0 = time.perf_counter(), time.process_time()
+        _, l = model(x, y)
+        opt.zero_grad(set_to_none=True)
+        l.backward()
+        torch.nn.utils.clip_grad_norm_(lora_params, 1.0)
+        opt.step()
+        loss = float(l)
+        if s >= a.warmup:
+            wall.append((time.perf_counter() - t0) * 1e3)
+            cpu.append((time.process_time() - c0) * 1e3)
+    n_trained = sum(t.numel() for t in lora_params)
+    n_params = sum(t.numel() for t in model.parameters())
+    peak_process = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(json.dumps({
+        "peer": "torch", "shape": a.shape, "ctx": cfg.n_ctx, "params": n_params - n_trained,
+        "mode": "lora", "targets": a.targets, "base": "fp32", "recompute": False,
+        "batch": a.batch, "seq": a.seq, "threads": a.threads, "trained_params": n_trained,
+        "ms_median": statistics.median(wall), "cpu_ms_median": statistics.median(cpu),
+        "ms": wall, "cpu_ms": cpu, "rss_ready_mb": rss_ready,
+        "peak_train_mb": status_mb("VmHWM") if peak_reset else peak_process,
+        "peak_reset": peak_reset, "peak_process_mb": peak_process,
+        "weights_mb": (n_params - n_trained) * 4 / 1048576.0, "last_loss": loss,
+        "torch": torch.__version__}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

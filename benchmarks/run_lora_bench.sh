@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The LoRA figures of docs/performance.md: each configuration in its own process (its own peak
+# RSS), the PyTorch twin (benchmarks/lora_torch_twin.py) and libphonegpt's (bench_lora)
+# interleaved round by round so machine load hits every peer alike, one JSON line per run in
+# OUT, then benchmarks/summarize_lora_bench.py prints medians over the rounds and the ratios.
+#   benchmarks/run_lora_bench.sh SHAPE (ailoos|gpt2) [CTX (0: the shape's)] [ROUNDS (2)] [OUT] [BUILD (build)]
+# Environment: STEPS (3) and WARMUP (1) per process; CONFIGS to run a subset (names below).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+shape=${1:?shape: ailoos or gpt2}
+ctx=${2:-0}
+rounds=${3:-2}
+out=${4:-bench-results/lora_${shape}_${ctx}.jsonl}
+bin=${5:-build}/benchmarks/bench_lora
+steps=${STEPS:-3}
+warmup=${WARMUP:-1}
+[[ -x $bin ]] || { echo "run_lora_bench: $bin not built (cmake --build build --target bench_lora)" >&2; exit 1; }
+mkdir -p "$(dirname "$out")"
+common=(--shape "$shape" --ctx "$ctx" --batch 4 --seq 256 --threads 2 --steps "$steps" --warmup "$warmup")
+declare -A run=(
+  [torch_all]="torch --targets all"
+  [torch_c_attn]="torch --targets c_attn"
+  [lora_all_fp32]="pg --mode lora --targets all --base fp32"
+  [lora_all_fp16]="pg --mode lora --targets all --base fp16"
+  [lora_all_fp16_recompute]="pg --mode lora --targets all --base fp16 --recompute"
+  [lora_c_attn_fp32]="pg --mode lora --targets c_attn --base fp32"
+  [lora_c_attn_fp16]="pg --mode lora --targets c_attn --base fp16"
+  [full_fp32]="pg --mode full --base fp32"
+)
+configs=${CONFIGS:-torch_all lora_all_fp32 lora_all_fp16 torch_c_attn lora_c_attn_fp32 lora_c_attn_fp16 full_fp32 lora_all_fp16_recompute}
+for ((r = 1; r <= rounds; ++r)); do
+  for name in $configs; do
+    read -r peer args <<< "${run[$name]}"
+    # shellcheck disable=SC2086
+    if [[ $peer == torch ]]; then
+      line=$(OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE \
+             /usr/bin/python3 benchmarks/lora_torch_twin.py "${common[@]}" $args)
+    else
+      line=$("$bin" "${common[@]}" $args)
+    fi
+    echo "{\"config\": \"$name\", \"round\": $r, \"result\": $line}" | tee -a "$out"
+  done
+done
+/usr/bin/python3 benchmarks/summarize_lora_bench.py "$out"

@@ -1,0 +1,69 @@
+// What an Engine pass reads the weights from: every tensor in fp32 (the usual case), or a frozen
+// base whose big matrices (the token embedding, which is also the tied head, and the four block
+// linears) are held in fp16 or bf16 and the rest (LayerNorms, biases, positions) in fp32
+// (model/weight_storage.hpp). The engine widens a 16-bit matrix only where it reads it: inside the
+// GEMM's B packing (kernels::GemmArgs::B16) or one row at a time (the embedding lookup and the
+// one-position cached step), so a pass over a 16-bit base gives, bit for bit, what it gives over
+// the fp32 copy of the same 16-bit values.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "kernels/dispatch.hpp"
+#include "model/params.hpp"
+
+namespace pg {
+
+// The tensors a 16-bit base holds in 16 bits: wte and the four linear weights.
+inline bool held_in_16_bits(ParamKind kind) {
+    return kind == kWte || kind == kQkvw || kind == kAttprojw || kind == kFcw || kind == kFcprojw;
+}
+
+// One weight matrix (or a layer's slice of one), in one of the two representations.
+struct WeightMatrix {
+    const float* f32 = nullptr;
+    const uint16_t* half = nullptr;  // set: the matrix is 16-bit (f32 is null)
+    kernels::HalfFormat format = kernels::HalfFormat::fp16;
+
+    WeightMatrix at(int64_t offset) const {
+        WeightMatrix m = *this;
+        if (f32) m.f32 += offset;
+        if (half) m.half += offset;
+        return m;
+    }
+    // The B operand of a GEMM: B or B16, whichever holds the matrix.
+    void set_gemm_b(kernels::GemmArgs& g) const {
+        g.B = f32;
+        g.B16 = half;
+        g.b16_format = format;
+    }
+    // Row r (n values, at r * n) as fp32: the row itself, or its widened copy in scratch[n].
+    const float* row(int64_t r, int n, float* scratch) const {
+        if (f32) return f32 + r * n;
+        kernels::half_to_float(scratch, half + r * n, n, format);
+        return scratch;
+    }
+};
+
+struct WeightsView {
+    std::array<const float*, kNumParamKinds> f32{};      // null where the tensor is 16-bit
+    std::array<const uint16_t*, kNumParamKinds> half{};  // null where it is fp32
+    kernels::HalfFormat format = kernels::HalfFormat::fp16;
+
+    static WeightsView fp32(const ParamLayout& layout, const float* params) {
+        WeightsView v;
+        for (int k = 0; k < kNumParamKinds; ++k) v.f32[size_t(k)] = params + layout.offset[size_t(k)];
+        return v;
+    }
+    bool any_half() const { return half[kWte] != nullptr; }
+    WeightMatrix matrix(ParamKind kind) const { return WeightMatrix{f32[size_t(kind)], half[size_t(kind)], format}; }
+    // The fp32 tensors (the 16-bit ones null), for the code that reads LayerNorms and biases.
+    GptTensors<const float> fp32_tensors() const {
+        const auto& p = f32;
+        return GptTensors<const float>{p[0], p[1], p[2],  p[3],  p[4],  p[5],  p[6],  p[7],
+                                       p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15]};
+    }
+};
+
+}  // namespace pg
