@@ -68,6 +68,34 @@ pg::lora::Adapter fixture_adapter() {
     return a;
 }
 
+// The trainer state of the training-checkpoint fixtures: made up (no training run, so the
+// fixture's values do not depend on the machine's kernels), but valid.
+pg::TrainerState fixture_state(const pg::lora::Adapter& a) {
+    pg::TrainerState s;
+    s.config.batch_size = 2;
+    s.config.seq_len = 8;
+    s.config.seed = 42;
+    s.config.n_threads = 1;
+    s.step = 3;
+    pg::Rng rng(9);
+    for (int64_t i = 0; i < a.num_params(); ++i) {
+        s.adam_m.push_back(float(1e-3 * rng.normal()));
+        s.adam_v.push_back(float(1e-6 * rng.uniform()));
+    }
+    s.sampler_rng[0] = 1;
+    s.sampler_rng[1] = 2;
+    s.sampler_rng[2] = 3;
+    s.sampler_rng[3] = 4;
+    s.micro_batches = 3;
+    return s;
+}
+
+std::vector<uint8_t> encode_training(const pg::lora::Adapter& a, const pg::TrainerState& s) {
+    pg::io::VectorSink sink;
+    pg::lora::write_adapter_training(a, s, sink);
+    return sink.bytes;
+}
+
 std::vector<uint8_t> encode(const pg::lora::Adapter& a) {
     pg::io::VectorSink sink;
     pg::lora::write_adapter(a, sink);
@@ -193,13 +221,39 @@ TEST_CASE("lora file: every adapter version ever written still loads (fixtures)"
               pg::io::xxh64(expected.params(), size_t(expected.num_params()) * 4));
         if (f.current) CHECK(bytes == encode(expected));
     }
+    // Adapter training checkpoints: the adapter and the trainer state both come back.
+    const Fixture training[] = {{"lora_training_v1.1.safetensors", true}};
+    const pg::TrainerState want = fixture_state(expected);
+    for (const Fixture& f : training) {
+        INFO(f.file);
+        const std::vector<uint8_t> bytes = read_bytes(pg_test::fixtures_dir() + "/" + f.file);
+        REQUIRE(!bytes.empty());
+        pg::io::MemorySource src(bytes.data(), bytes.size(), f.file);
+        pg::TrainerState state;
+        const pg::lora::Adapter a = pg::lora::read_adapter_training(src, state);
+        CHECK(pg::lora::same_adapter(a, expected));
+        CHECK(state.step == want.step);
+        CHECK(state.micro_batches == want.micro_batches);
+        CHECK(state.config.seed == want.config.seed);
+        CHECK(state.adam_m == want.adam_m);
+        CHECK(state.adam_v == want.adam_v);
+        CHECK(std::memcmp(state.sampler_rng, want.sampler_rng, sizeof want.sampler_rng) == 0);
+        CHECK(pg::lora::same_adapter(decode(bytes), expected));  // loads as a plain adapter too
+        if (f.current) CHECK(bytes == encode_training(expected, want));
+    }
 }
 
 TEST_CASE("lora file: write the fixtures of the current version", "[.write-fixtures]") {
-    const std::vector<uint8_t> bytes = encode(fixture_adapter());
-    const std::string path = pg_test::fixtures_dir() + "/lora_adapter_v" + std::to_string(pg::lora::kAdapterFormatMajor) +
-                             "." + std::to_string(pg::lora::kAdapterFormatMinor) + ".safetensors";
+    const pg::lora::Adapter a = fixture_adapter();
+    const std::vector<uint8_t> bytes = encode(a);
+    const std::string major = std::to_string(pg::lora::kAdapterFormatMajor);
+    const std::string path = pg_test::fixtures_dir() + "/lora_adapter_v" + major + "." +
+                             std::to_string(pg::lora::kAdapterFormatMinor) + ".safetensors";
     pg::io::write_file_atomically(path, bytes.data(), bytes.size());
+    const std::vector<uint8_t> training = encode_training(a, fixture_state(a));
+    const std::string training_path = pg_test::fixtures_dir() + "/lora_training_v" + major + "." +
+                                      std::to_string(pg::lora::kAdapterTrainingMinor) + ".safetensors";
+    pg::io::write_file_atomically(training_path, training.data(), training.size());
 }
 
 TEST_CASE("lora file: corruption matrix, exact statuses", "[lora][lora_file]") {
