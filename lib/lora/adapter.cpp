@@ -53,6 +53,7 @@ BaseIdentity identify_base(const Model& base) {
     BaseIdentity id;
     id.config = base.config();
     id.weights_hash = io::xxh64(base.params(), static_cast<std::size_t>(base.num_params()) * sizeof(float));
+    id.provenance = base.provenance();
     if (const Tokenizer* tok = base.tokenizer()) {
         const std::vector<uint8_t> bytes = tok->serialize();
         id.has_tokenizer = true;

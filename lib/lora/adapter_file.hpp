@@ -18,10 +18,12 @@ namespace pg::lora {
 // The version this library writes. A reader accepts every major <= this one that was ever
 // written (fixtures in tests/fixtures/) and any minor of a known major (minors only add keys).
 constexpr int kAdapterFormatMajor = 1;
-constexpr int kAdapterFormatMinor = 0;
-// Adapter training checkpoints (the adapter plus its trainer state) are 1.1: the key
-// phonegpt.train_state and two moment tensors. Plain adapter files stay 1.0.
+constexpr int kAdapterFormatMinor = 2;
+// The minors and what each added (docs/formats.md §5): 1.1 the adapter training checkpoint (the
+// key phonegpt.train_state and two moment tensors; plain adapter files stayed 1.0), 1.2 the
+// base's provenance in phonegpt.base (plain files and training checkpoints both).
 constexpr int kAdapterTrainingMinor = 1;
+constexpr int kAdapterProvenanceMinor = 2;
 
 // PEFT's name of an adapter tensor ("base_model.model.transformer." + the table's name).
 std::string peft_tensor_name(const AdapterTensor& t);

@@ -48,8 +48,17 @@ pg::Model base_model(int n_layer = 2) {
 
 // The adapter of the v1.0 fixture (and of most tests): c_attn and mlp.c_proj of both layers,
 // rank 2, alpha 4, init seed 77, B ~ 0.01 N(0, 1) from seed 5, a three-step record.
-pg::lora::Adapter fixture_adapter() {
-    const pg::Model base = base_model();
+// Its base was trained for 40 steps (2560 tokens) from seed 1234, which files since 1.2 record;
+// older fixtures load with the base's provenance unknown (`provenance` = false).
+pg::Provenance fixture_provenance() {
+    pg::Provenance p = pg::Provenance::initialised_from(1234);
+    for (int i = 0; i < 40; ++i) p.record_step(64);
+    return p;
+}
+
+pg::lora::Adapter fixture_adapter(bool provenance = true) {
+    pg::Model base = base_model();
+    if (provenance) base.set_provenance(fixture_provenance());
     pg::lora::LoraConfig cfg;
     cfg.rank = 2;
     cfg.alpha = 4.0f;
@@ -149,6 +158,13 @@ TEST_CASE("lora file: round trip, PEFT names, read back on save", "[lora][lora_f
     CHECK(b.record().losses == std::vector<float>{2.5f, 2.25f, 2.0f});
     CHECK(b.config().dropout == 0.05f);
     CHECK(b.base().describe() == a.base().describe());
+    // The base's own description travels with it (format 1.2).
+    CHECK(b.base().provenance.kind == pg::Provenance::Kind::trained);
+    CHECK(b.base().provenance.steps == 40);
+    CHECK(b.base().provenance.tokens == 2560);
+    CHECK(b.base().provenance.init_seed == 1234);
+    CHECK(std::string(bytes.begin(), bytes.begin() + 4096).find("trained for 40 steps (2560 tokens) from seed 1234") !=
+          std::string::npos);
     // A plain safetensors file with PEFT's names and shapes.
     pg::io::MemorySource src(bytes.data(), bytes.size());
     const pg::io::SafetensorsHeader h = pg::io::read_safetensors_header(src);
@@ -209,10 +225,10 @@ TEST_CASE("lora file: every adapter version ever written still loads (fixtures)"
         const char* file;
         bool current;  // written by this version: the writer must still produce it byte for byte
     };
-    const Fixture fixtures[] = {{"lora_adapter_v1.0.safetensors", true}};
-    const pg::lora::Adapter expected = fixture_adapter();
+    const Fixture fixtures[] = {{"lora_adapter_v1.0.safetensors", false}, {"lora_adapter_v1.2.safetensors", true}};
     for (const Fixture& f : fixtures) {
         INFO(f.file);
+        const pg::lora::Adapter expected = fixture_adapter(f.current);  // 1.0 did not record provenance
         const std::vector<uint8_t> bytes = read_bytes(pg_test::fixtures_dir() + "/" + f.file);
         REQUIRE(!bytes.empty());
         const pg::lora::Adapter a = decode(bytes);
@@ -222,10 +238,11 @@ TEST_CASE("lora file: every adapter version ever written still loads (fixtures)"
         if (f.current) CHECK(bytes == encode(expected));
     }
     // Adapter training checkpoints: the adapter and the trainer state both come back.
-    const Fixture training[] = {{"lora_training_v1.1.safetensors", true}};
-    const pg::TrainerState want = fixture_state(expected);
+    const Fixture training[] = {{"lora_training_v1.1.safetensors", false}, {"lora_training_v1.2.safetensors", true}};
     for (const Fixture& f : training) {
         INFO(f.file);
+        const pg::lora::Adapter expected = fixture_adapter(f.current);
+        const pg::TrainerState want = fixture_state(expected);
         const std::vector<uint8_t> bytes = read_bytes(pg_test::fixtures_dir() + "/" + f.file);
         REQUIRE(!bytes.empty());
         pg::io::MemorySource src(bytes.data(), bytes.size(), f.file);
@@ -252,7 +269,7 @@ TEST_CASE("lora file: write the fixtures of the current version", "[.write-fixtu
     pg::io::write_file_atomically(path, bytes.data(), bytes.size());
     const std::vector<uint8_t> training = encode_training(a, fixture_state(a));
     const std::string training_path = pg_test::fixtures_dir() + "/lora_training_v" + major + "." +
-                                      std::to_string(pg::lora::kAdapterTrainingMinor) + ".safetensors";
+                                      std::to_string(pg::lora::kAdapterFormatMinor) + ".safetensors";
     pg::io::write_file_atomically(training_path, training.data(), training.size());
 }
 
@@ -282,9 +299,9 @@ TEST_CASE("lora file: corruption matrix, exact statuses", "[lora][lora_file]") {
     cases.push_back({"tensor data flipped", flipped(good.size() - 1), PG_ERR_CHECKSUM, "checksum mismatch"});
     cases.push_back({"not an adapter", edit_header(good, "phonegpt.adapter_format", "phonegpt.adapter_formal"),
                      PG_ERR_FORMAT, "not a phonegpt adapter file"});
-    cases.push_back({"newer major", edit_header(good, "\"1.0\"", "\"2.0\""), PG_ERR_VERSION, "newer than this library"});
-    cases.push_back({"major 0", edit_header(good, "\"1.0\"", "\"0.9\""), PG_ERR_FORMAT, "never written"});
-    cases.push_back({"bad version text", edit_header(good, "\"1.0\"", "\"1.x\""), PG_ERR_FORMAT, "MAJOR.MINOR"});
+    cases.push_back({"newer major", edit_header(good, "\"1.2\"", "\"2.0\""), PG_ERR_VERSION, "newer than this library"});
+    cases.push_back({"major 0", edit_header(good, "\"1.2\"", "\"0.9\""), PG_ERR_FORMAT, "never written"});
+    cases.push_back({"bad version text", edit_header(good, "\"1.2\"", "\"1.x\""), PG_ERR_FORMAT, "MAJOR.MINOR"});
     cases.push_back({"metadata edited", edit_header(good, "\\\"rank\\\":2", "\\\"rank\\\":3"), PG_ERR_CHECKSUM,
                      "metadata checksum mismatch"});
     cases.push_back({"tensor renamed", edit_header(good, "h.1.mlp.c_proj.lora_A.weight\":{", "h.1.mlp.c_proj.lora_C.weight\":{"),
@@ -293,8 +310,10 @@ TEST_CASE("lora file: corruption matrix, exact statuses", "[lora][lora_file]") {
     cases.push_back({"bad JSON", edit_header(good, "{\"__metadata__\"", "[\"__metadata__\""), PG_ERR_FORMAT, "'{'"});
     cases.push_back({"no metadata checksum", edit_header(good, "phonegpt.metadata_xxh64", "phonegpt.metadata_xxh65"),
                      PG_ERR_FORMAT, "metadata_xxh64"});
+    cases.push_back({"base provenance edited", edit_header(good, "\\\"kind\\\":\\\"trained\\\"", "\\\"kind\\\":\\\"unknown\\\""),
+                     PG_ERR_CHECKSUM, "metadata checksum mismatch"});
     // Statuses pinned per case and the number of cases pinned, so none is dropped silently.
-    REQUIRE(cases.size() == 14);
+    REQUIRE(cases.size() == 15);
     for (const Case& c : cases) {
         std::string message;
         const pg_status s = status_of(c.bytes, &message);
