@@ -314,6 +314,8 @@ TrainingRecord decode_training(const io::JsonValue& v, const std::string& what) 
 
 std::string peft_tensor_name(const AdapterTensor& t) { return kPeftPrefix + t.name; }
 
+std::string base_identity_json(const BaseIdentity& base) { return base_json(base); }
+
 namespace {
 
 // One safetensors tensor entry of the header.

@@ -30,6 +30,10 @@ std::string peft_tensor_name(const AdapterTensor& t);
 
 void write_adapter(const Adapter& adapter, io::ByteSink& sink);
 
+// The base's identity as the file's phonegpt.base stores it (JSON: geometry, hashes, fingerprint,
+// description, provenance).
+std::string base_identity_json(const BaseIdentity& base);
+
 // Reads and validates everything (PG_ERR_FORMAT / VERSION / CHECKSUM naming what is wrong). The
 // adapter is complete on its own; check_adapter_matches_base says whether it fits a base.
 Adapter read_adapter(const io::ByteSource& src);
