@@ -18,18 +18,25 @@ cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
 cmake --build "$build" -j"$jobs" --target phonegpt phonegpt_static phonegpt_unit_tests bench_kernels \
   bench_peak phonegpt_jni > "$build/build.log" 2>&1 || { grep -E "error|Error" "$build/build.log" | head -30; fail "build"; }
 
-# kernels_aarch64_cortex-a53 / kernels_aarch64_max (tests/cmake/kernels_dispatch.cmake) check
-# that dispatch chose arm64+neon+fmla-lane and saw the CPU's HWCAP features, and run every
-# [kernels] test (every aarch64 table) on each CPU; kernels_aarch64_cortex-a76 and
-# kernels_aarch64_midr_cortex-a55 check the GEMM variant follows the core's MIDR;
-# kernels_aarch64_env_neon64 checks that PG_KERNELS=arm64+neon selects the xsimd table.
-(cd "$build" && ctest --output-on-failure --timeout 600 -R '^kernels_aarch64_') || fail "kernel tests under qemu"
-# The Kotlin binding's JNI shim, as an Android app would load it (docs/android.md): an AArch64
-# ELF whose only export is JNI_OnLoad.
-(cd "$build" && ctest --output-on-failure -R '^kotlin_jni_exports$') || fail "JNI shim exports"
-aarch64-linux-gnu-readelf -h "$build/bindings/kotlin/libphonegpt_jni.so" | grep -q 'Machine:.*AArch64' ||
-  fail "libphonegpt_jni.so is not an AArch64 library"
+# The model/train/core/tokenizer tests under qemu -cpu max run in the background beside the
+# kernel tests below (one qemu process per core).
 log="$build/unit_tests_qemu.log"
 timeout 900 qemu-aarch64 -cpu max "$build/tests/phonegpt_unit_tests" '[model],[train],[core],[tokenizer]' \
-  > "$log" 2>&1 || { tail -60 "$log"; fail "model/train/core/tokenizer tests under qemu"; }
+  > "$log" 2>&1 &
+unit_pid=$!
+stop_unit_tests() { kill "$unit_pid" 2>/dev/null || true; }
+# kernels_aarch64_cortex-a53 runs every [kernels] test on every aarch64 table (all of them are
+# ARMv8.0 code, so the bare core runs them all); kernels_aarch64_max checks the table dispatch
+# chose where every extension is present (tests/cmake/kernels_dispatch.cmake); both check that
+# dispatch chose arm64+neon+fmla-lane and saw the CPU's HWCAP features. kernels_aarch64_cortex-a76
+# and kernels_aarch64_midr_cortex-a55 check the GEMM variant follows the core's MIDR;
+# kernels_aarch64_env_neon64 checks that PG_KERNELS=arm64+neon selects the xsimd table.
+(cd "$build" && ctest --output-on-failure -j"$jobs" --timeout 600 -R '^kernels_aarch64_') ||
+  { stop_unit_tests; fail "kernel tests under qemu"; }
+# The Kotlin binding's JNI shim, as an Android app would load it (docs/android.md): an AArch64
+# ELF whose only export is JNI_OnLoad.
+(cd "$build" && ctest --output-on-failure -R '^kotlin_jni_exports$') || { stop_unit_tests; fail "JNI shim exports"; }
+aarch64-linux-gnu-readelf -h "$build/bindings/kotlin/libphonegpt_jni.so" | grep -q 'Machine:.*AArch64' ||
+  { stop_unit_tests; fail "libphonegpt_jni.so is not an AArch64 library"; }
+wait "$unit_pid" || { tail -60 "$log"; fail "model/train/core/tokenizer tests under qemu"; }
 echo "cross_test_aarch64: OK (aarch64 build; [kernels] on cortex-a53 and max; $(tail -2 "$log" | head -1))"

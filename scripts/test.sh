@@ -35,7 +35,7 @@ cmake -S . -B "$build-fuzz" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-
   -DPG_BUILD_BENCHMARKS=OFF -DPG_BUILD_EXAMPLES=OFF -DPG_REQUIRE_ALL_TESTS=ON
 cmake --build "$build-fuzz" -j"$(nproc)" --target pg_fuzz_all
 check_test_count "$build-fuzz" fuzz -L fuzz
-(cd "$build-fuzz" && ctest --output-on-failure -L fuzz --timeout 1800)
+(cd "$build-fuzz" && ctest --output-on-failure -j"$(nproc)" -L fuzz --timeout 1800)
 # --- end of the libFuzzer smoke -----------------------------------------------------------------
 
 # --- ThreadSanitizer (owner: arch) ------------------------------------------------------------------

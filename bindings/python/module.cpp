@@ -397,6 +397,13 @@ struct EnumNames<pg_signature_policy> {
         {PG_SIGNATURE_REQUIRED, "required"}, {PG_SIGNATURE_OPTIONAL, "optional"}, {PG_SIGNATURE_OFF, "off"}};
 };
 template <>
+struct EnumNames<pg_base_trained_policy> {
+    static constexpr std::pair<pg_base_trained_policy, const char*> items[] = {
+        {PG_BASE_TRAINED_REFUSE_UNTRAINED, "refuse_untrained"},
+        {PG_BASE_TRAINED_REQUIRE_RECORD, "require_record"},
+        {PG_BASE_TRAINED_OFF, "off"}};
+};
+template <>
 struct EnumNames<pg_check_outcome> {
     static constexpr std::pair<pg_check_outcome, const char*> items[] = {
         {PG_CHECK_PASSED, "passed"}, {PG_CHECK_FAILED, "failed"}, {PG_CHECK_SKIPPED, "skipped"}};

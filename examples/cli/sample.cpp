@@ -1,5 +1,7 @@
 // phonegpt sample: text generated after a prompt, streamed (or one JSON object).
 #include <cstdio>
+#include <string>
+#include <utility>
 
 #include "cli.hpp"
 
@@ -7,20 +9,42 @@ namespace cli {
 
 namespace {
 
-// Prints each generated token's completed text as it comes (nothing in --json mode).
-struct SampleStream {
-    TextStream text;
-    bool print;
-};
-
 void print_piece(const std::string& piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
 }
 
+// The generated text as the streaming decoder emits it (complete UTF-8), cut right after the
+// first occurrence of the stop string: pg_generate stops after the token that completes it,
+// and that token's text may go on past it. Printed as it comes unless --json.
+struct SampleStream {
+    SampleStream(pg_tokenizer* tok, std::string stop_text, bool print_text)
+        : stream(tok), stop(std::move(stop_text)), print(print_text) {}
+    TextStream stream;
+    std::string stop;  // empty = none
+    bool print = true;
+    std::string text;  // what is shown: the whole text, or up to the stop string's end
+    bool stopped = false;
+
+    void add(const std::string& piece) {
+        if (stopped) return;
+        const std::size_t before = text.size();
+        text += piece;
+        if (!stop.empty()) {
+            const std::size_t from = before + 1 > stop.size() ? before + 1 - stop.size() : 0;
+            const std::size_t at = text.find(stop, from);
+            if (at != std::string::npos) {
+                text.resize(at + stop.size());
+                stopped = true;
+            }
+        }
+        if (print) print_piece(text.substr(before));
+    }
+};
+
 int on_token(void* user, int32_t token) {
     auto* s = static_cast<SampleStream*>(user);
-    if (s->print) print_piece(s->text.push(token));
+    s->add(s->stream.push(token));
     return 0;
 }
 
@@ -36,6 +60,8 @@ int cmd_sample(int argc, char** argv) {
                     {"top-k", "K", "keep the K most likely tokens, 0 = off (default)"},
                     {"top-p", "P", "keep the smallest set with probability >= P, 1 = off (default)"},
                     {"seed", "S", "sampling seed (default 1337)"},
+                    {"stop", "TEXT", "stop after the token that completes TEXT in the generated text; nothing "
+                                     "after TEXT is printed (a newline from the shell: $'\\n')"},
                     {"threads", "N", "threads (default: all cores)"},
                     {"json", nullptr, "print one JSON object (with the text) on stdout instead of streaming"},
                     {"help", nullptr, "this help"},
@@ -61,7 +87,13 @@ int cmd_sample(int argc, char** argv) {
     pg_tokenizer* tok = tokenizer_of(model.get(), "encode --prompt with");
     const std::vector<int32_t> prompt_ids = encode(tok, prompt);
 
-    SampleStream stream{TextStream(tok), !g_output.json};
+    SampleStream stream(tok, opt.text("stop", ""), !g_output.json);
+    if (opt.has("stop") && stream.stop.empty()) throw UsageError{"--stop must hold at least one character"};
+    const char* stops[1] = {stream.stop.c_str()};
+    if (!stream.stop.empty()) {
+        sc.stop_strings = stops;
+        sc.n_stop_strings = 1;
+    }
     sc.on_token = on_token;
     sc.on_token_user = &stream;
     std::vector<int32_t> out(size_t(sc.max_tokens));
@@ -74,16 +106,15 @@ int cmd_sample(int argc, char** argv) {
     check(pg_generate(model.get(), prompt_ids.data(), prompt_ids.size(), &sc, out.data(), out.size(), &n_out),
           "pg_generate");
     const double seconds = now_seconds() - t0;
+    stream.add(stream.stream.finish());
     if (g_output.json) {
-        const std::string text = decode_utf8(tok, out.data(), n_out);
         Json j;
         j.boolean("ok", true).str("command", "sample").str("checkpoint", ckpt).str("prompt", prompt)
-            .str("text", text).integer("tokens", (long long)n_out).flt("temperature", sc.temperature)
-            .integer("top_k", sc.top_k).flt("top_p", sc.top_p).integer("seed", (long long)sc.seed)
+            .str("text", stream.text).boolean("stopped", stream.stopped).integer("tokens", (long long)n_out)
+            .flt("temperature", sc.temperature).integer("top_k", sc.top_k).flt("top_p", sc.top_p).integer("seed", (long long)sc.seed)
             .num("seconds", seconds).num("tokens_per_second", seconds > 0 ? double(n_out) / seconds : 0.0);
         print_result(j);
     } else {
-        print_piece(stream.text.finish());
         std::printf("\n");
         std::fprintf(stderr, "(%zu tokens in %.2f s)\n", n_out, seconds);
     }

@@ -10,11 +10,13 @@ and prints per round the pooled validation loss of the base, of each phone and o
 Endpoints: GET /round (the round, its secret, whether the run is done), GET /base and
 GET /adapter (files), POST /upload (JSON: phone, round, adapter and signature in base64;
 header X-Round-Secret), GET /status (what each phone actually sent), POST /close_round,
-GET /results, POST /shutdown. Enrolled public keys: W/trusted/*.pub (32 bytes each).
+GET /results, POST /shutdown. Enrolled public keys: W/trusted/NAME.pub (32 bytes each), one per
+phone: an upload is credited to the phone it names only when that phone's key signed it.
 """
 import argparse
 import base64
 import glob
+import hashlib
 import json
 import os
 import secrets
@@ -38,7 +40,10 @@ class Coordinator:
         self.base = self.make_base(text, train_text)
         tok = self.base.tokenizer
         self.val = tok.encode(val_text)[: self.shape["heldout_tokens"]]
-        self.keys = phonegpt.TrustedKeys([open(p, "rb").read() for p in sorted(glob.glob(os.path.join(self.workdir, "trusted", "*.pub")))])
+        # Enrolment: phone name -> its public key (the file's name is the phone's).
+        self.enrolled = {os.path.basename(p)[: -len(".pub")]: open(p, "rb").read()
+                         for p in sorted(glob.glob(os.path.join(self.workdir, "trusted", "*.pub")))}
+        self.keys = phonegpt.TrustedKeys(list(self.enrolled.values()))
         self.base_val_loss = self.base.evaluate(self.val).mean_loss
         # Round 0's adapter: fresh (B = 0), the same A for every phone.
         self.adapter = phonegpt.Adapter.create(self.base, rank=self.shape["lora_rank"], target_modules=15, init_seed=7)
@@ -109,9 +114,24 @@ class Coordinator:
         s["last_step"] = report.summary.steps if report.checks[0]["outcome"] == "passed" else None
         if not report.accepted:
             return self.refuse(phone, s, 422, report.first_failure, report)
+        # A trusted signature is not enough: it must be the named phone's own key, or one phone
+        # could upload (and be credited work) as another.
+        own = self.enrolled.get(phone)
+        own_id = key_id(own) if own is not None else None
+        if report.key_id != own_id:
+            enrolled = f"is enrolled with key {own_id}" if own_id else "is not enrolled"
+            return self.refuse(phone, s, 422, f"signer: the upload is signed by key {report.key_id}, "
+                               f"but phone {phone} {enrolled}", report)
+        # The work of this round: the tokens its record adds to the published adapter's. None
+        # means it did not train from this round's adapter (last round's upload sent again).
+        fresh = report.summary.tokens - self.published_tokens()
+        if fresh <= 0:
+            return self.refuse(phone, s, 422, f"stale: the upload records {report.summary.tokens} tokens, no more "
+                               f"than the {self.published_tokens()} of round {self.round}'s published adapter: "
+                               f"it was not trained from this round's adapter", report)
         self.accepted[phone] = (report.adapter(), report.summary)
         s["accepted"] += 1
-        s["verified_tokens"][str(self.round)] = report.summary.tokens - self.published_tokens()
+        s["verified_tokens"][str(self.round)] = fresh
         return 200, {"accepted": True, "round": self.round, "report": json.loads(report.json())}
 
     def published_tokens(self):
@@ -161,6 +181,11 @@ class Coordinator:
         else:
             self.open_round()
         return 200, figures
+
+
+def key_id(public_key):
+    """A key's id as docs/formats.md §6 defines it: the first 8 bytes of SHA-256(public key), hex."""
+    return hashlib.sha256(public_key).hexdigest()[:16]
 
 
 def make_handler(coord):

@@ -11,8 +11,9 @@ a refusal is reported with the coordinator's reason, never swallowed.
 --behaviour makes a phone misbehave the way field phones did (each still trains honestly):
   tampered    flips a byte of the adapter file after signing it
   other_base  trains on a base of its own (same geometry, other weights)
-  nan         a client that writes its training record itself, with Python's json module,
-              which writes NaN for a diverged step's loss
+  nan         a client whose own training loop diverged at its last step and that writes the
+              training record itself, as adapter format 1.2 allows (the loss "nan"), then
+              signs what it sends: refused by the trajectory check, naming the step
   unknown_key signs with a key the coordinator never enrolled
   no_secret   drops the round's secret from the upload
 """
@@ -66,14 +67,16 @@ def xxh64(data, seed=0):
 
 
 def nan_record(file_bytes):
-    """The adapter file with its training record's last loss replaced by NaN, as Python's json
-    module writes it, and the metadata checksum recomputed (what a hand-rolled client does)."""
+    """The adapter file with its training record's last loss replaced by NaN, written as
+    docs/formats.md §5 says (the string "nan", format 1.2), and the metadata checksum
+    recomputed: what a client that keeps its own record does."""
     n = struct.unpack_from("<Q", file_bytes)[0]
     header = json.loads(file_bytes[8:8 + n])
     meta = header["__metadata__"]
     record = json.loads(meta["phonegpt.training"])
-    record["losses"][-1] = float("nan")
+    record["losses"][-1] = "nan"
     meta["phonegpt.training"] = json.dumps(record, separators=(",", ":"))
+    meta["phonegpt.adapter_format"] = "1.2"
     covered = ["phonegpt.adapter_format", "phonegpt.lora_config", "phonegpt.base", "phonegpt.training",
                "phonegpt.checksums"]
     meta["phonegpt.metadata_xxh64"] = "%016x" % xxh64(b"".join(k.encode() + b"\0" + meta[k].encode() + b"\0" for k in covered))
@@ -149,7 +152,10 @@ def main():
             data = bytes(data)
         if args.behaviour == "nan":
             data = nan_record(data)
-            signature = key.sign(adapter, data)   # the client signs what it sends
+            with open(upload_path, "wb") as f:
+                f.write(data)
+            # The client signs what it sends: the file as it now reads, NaN and all.
+            signature = open(key.sign_file(upload_path)).read()
         headers = {"Content-Type": "application/json"}
         if args.behaviour != "no_secret":
             headers["X-Round-Secret"] = secret

@@ -25,7 +25,7 @@ from common import SHAPES, phonegpt, request  # noqa: E402
 
 FAULTS = ["tampered", "other_base", "nan", "unknown_key", "no_secret"]
 # The check (or coordinator rule) that must refuse each misbehaving phone.
-EXPECTED_REFUSAL = {"tampered": "format: ", "other_base": "base weights: ", "nan": "format: ",
+EXPECTED_REFUSAL = {"tampered": "format: ", "other_base": "base weights: ", "nan": "trajectory finite: ",
                     "unknown_key": "signature: ", "no_secret": "no round secret"}
 
 

@@ -13,6 +13,7 @@ import phonegpt.Model
 import phonegpt.ModelConfig
 import phonegpt.PhoneGpt
 import phonegpt.PhoneGptException
+import phonegpt.preset
 import phonegpt.SampleConfig
 import phonegpt.Tokenizer
 import phonegpt.TrainConfig

@@ -359,7 +359,8 @@ PG_API pg_status pg_model_provenance(const pg_model* model, pg_provenance_kind* 
  * trained (PG_PROVENANCE_INITIALISED: its weights are random, and an adapter over it learns
  * noise while its loss still goes down) with PG_ERR_STATE, unless this handle allows it
  * (allow = 1; tests and experiments). The permission belongs to this handle only: it is never
- * saved. */
+ * saved. A validator (pg_validator_create) reports the same rule as its "base trained" check,
+ * governed by its own policy (pg_validation_policy.base_trained), not by this permission. */
 PG_API pg_status pg_model_allow_untrained_base(pg_model* model, int32_t allow);
 
 /* Forward pass on a batch of B sequences of T tokens (T <= n_ctx; ids in [0, vocab_size)).
@@ -1093,6 +1094,17 @@ typedef enum pg_signature_policy {
     PG_SIGNATURE_OFF = 2         /* not checked (skipped) */
 } pg_signature_policy;
 
+/* What a validator asks of its base's provenance (pg_model_provenance), the "base trained"
+ * check. A base that was never trained holds random weights: an adapter over it learns noise
+ * while its loss still falls, and every upload would look fine. */
+typedef enum pg_base_trained_policy {
+    PG_BASE_TRAINED_REFUSE_UNTRAINED = 0, /* PG_PROVENANCE_INITIALISED fails; UNKNOWN (a checkpoint
+                                             before format 1.1, imported weights) is skipped,
+                                             with that reason (default) */
+    PG_BASE_TRAINED_REQUIRE_RECORD = 1,   /* only PG_PROVENANCE_TRAINED passes */
+    PG_BASE_TRAINED_OFF = 2               /* not checked (skipped) */
+} pg_base_trained_policy;
+
 typedef struct pg_validation_policy {
     uint32_t struct_size;
     pg_signature_policy signature;   /* default PG_SIGNATURE_REQUIRED */
@@ -1103,6 +1115,8 @@ typedef struct pg_validation_policy {
     float heldout_tolerance;         /* the adapter's held-out loss may exceed the base's by
                                         this, nats; default 0.5 */
     int32_t n_threads;               /* evaluations; <= 0: all cores (default 0) */
+    pg_base_trained_policy base_trained; /* default PG_BASE_TRAINED_REFUSE_UNTRAINED; this
+                                        policy, not pg_model_allow_untrained_base, decides */
 } pg_validation_policy;
 PG_API void pg_validation_policy_default(pg_validation_policy* policy);
 
@@ -1136,9 +1150,9 @@ typedef struct pg_validation_report pg_validation_report;
 
 /* Validates an upload: the adapter file's `n` bytes and its signature file's text (`signature`
  * NULL = unsigned). Every check runs and is reported, in this order: "format", "geometry",
- * "base weights", "tokenizer", "signature", "trajectory present", "trajectory finite",
- * "trajectory length", "trajectory start", "trajectory not diverging", "held-out evaluation"
- * (docs/federated.md states each rule). Returns PG_OK whenever the validation ran, whatever the
+ * "base weights", "tokenizer", "base trained", "signature", "trajectory present",
+ * "trajectory finite", "trajectory length", "trajectory start", "trajectory not diverging",
+ * "held-out evaluation" (docs/federated.md states each rule). Returns PG_OK whenever the validation ran, whatever the
  * upload holds (hostile bytes included); the report says whether it is accepted. */
 PG_API pg_status pg_lora_validate(const pg_validator* validator, const void* bytes, size_t n,
                                   const char* signature, size_t sig_len, pg_validation_report** out);

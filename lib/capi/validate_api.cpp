@@ -39,6 +39,7 @@ pg_validation_policy default_policy() {
     c.divergence_tolerance = d.divergence_tolerance;
     c.heldout_tolerance = d.heldout_tolerance;
     c.n_threads = d.n_threads;
+    c.base_trained = static_cast<pg_base_trained_policy>(d.base_trained);
     return c;
 }
 
@@ -73,12 +74,15 @@ pg_status pg_validator_create(const pg_model* base, const pg_validation_policy* 
         pg::read_options(policy, &c, fn);
         pg::require_arg(c.signature >= PG_SIGNATURE_REQUIRED && c.signature <= PG_SIGNATURE_OFF, fn,
                         "policy->signature is not a pg_signature_policy");
+        pg::require_arg(c.base_trained >= PG_BASE_TRAINED_REFUSE_UNTRAINED && c.base_trained <= PG_BASE_TRAINED_OFF, fn,
+                        "policy->base_trained is not a pg_base_trained_policy");
         pg::lora::ValidationPolicy p;
         p.signature = static_cast<pg::lora::SignaturePolicy>(c.signature);
         p.start_tolerance = c.start_tolerance;
         p.divergence_tolerance = c.divergence_tolerance;
         p.heldout_tolerance = c.heldout_tolerance;
         p.n_threads = c.n_threads;
+        p.base_trained = static_cast<pg::lora::BaseTrainedPolicy>(c.base_trained);
         *out = new pg_validator(base->impl, p);
     });
 }

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "core/error.hpp"
+#include "tokenizer/utf8_stream.hpp"
 
 namespace pg {
 
@@ -75,6 +77,36 @@ int32_t TokenSampler::pick(const float* logits, Rng& rng) {
 }
 
 // ------------------------------------------------------------------------------------------
+// Stop strings
+// ------------------------------------------------------------------------------------------
+
+StopStringMatcher::StopStringMatcher(const Tokenizer& tokenizer, std::vector<std::string> stops, const char* function)
+    : tokenizer_(tokenizer), stops_(std::move(stops)) {
+    const std::string fn = std::string(function) + ": stop string ";
+    for (std::size_t i = 0; i < stops_.size(); ++i) {
+        require(!stops_[i].empty(), PG_ERR_INVALID_ARGUMENT, fn + std::to_string(i) + " is empty");
+        const std::string bad = utf8::first_invalid(stops_[i]);
+        require(bad.empty(), PG_ERR_INVALID_ARGUMENT, fn + std::to_string(i) + " is not valid UTF-8 (" + bad + ")");
+        longest_ = std::max(longest_, stops_[i].size());
+    }
+    tail_.reserve(4 * longest_ + 64);
+}
+
+bool StopStringMatcher::push(int32_t token) {
+    pending_ += tokenizer_.decode(&token, 1);
+    const std::size_t before = tail_.size();
+    tail_ += utf8::take_complete(pending_, false);
+    bool found = false;
+    for (const std::string& s : stops_) {
+        const std::size_t from = before + 1 > s.size() ? before + 1 - s.size() : 0;
+        if (tail_.find(s, from) != std::string::npos) found = true;
+    }
+    // Keep the last longest - 1 bytes: a later match may begin there.
+    if (tail_.size() > 2 * longest_ + 32) tail_.erase(0, tail_.size() - (longest_ - 1));
+    return found;
+}
+
+// ------------------------------------------------------------------------------------------
 // The generation loop
 // ------------------------------------------------------------------------------------------
 
@@ -87,20 +119,13 @@ std::size_t generate(Session& session, const GenerateOptions& opt, int32_t* out,
     require(session.position() > 0, PG_ERR_STATE,
             "pg_generate: the sequence is empty: append a prompt of at least one token first");
     const Tokenizer* tokenizer = model.tokenizer();
-    std::size_t longest_stop = 0;
-    for (std::size_t i = 0; i < opt.stop_strings.size(); ++i) {
-        require(!opt.stop_strings[i].empty(), PG_ERR_INVALID_ARGUMENT,
-                "pg_generate: stop string " + std::to_string(i) + " is empty");
-        longest_stop = std::max(longest_stop, opt.stop_strings[i].size());
-    }
     require(opt.stop_strings.empty() || tokenizer != nullptr, PG_ERR_STATE,
             "pg_generate: stop strings need the model's tokenizer, and the model has none "
             "(pg_model_set_tokenizer)");
+    std::unique_ptr<StopStringMatcher> stops;
+    if (!opt.stop_strings.empty()) stops = std::make_unique<StopStringMatcher>(*tokenizer, opt.stop_strings, "pg_generate");
     TokenSampler sampler(cfg.vocab_size, opt.sampling);
     Rng rng(opt.seed);
-    // The generated text's tail, searched for stop strings after each token.
-    std::string tail;
-    tail.reserve(4 * longest_stop + 64);
 
     std::size_t generated = 0;
     while (generated < std::size_t(opt.max_tokens)) {
@@ -109,17 +134,7 @@ std::size_t generate(Session& session, const GenerateOptions& opt, int32_t* out,
         if (generated < capacity) out[generated] = token;
         ++generated;
         bool stop = opt.on_token && opt.on_token(opt.on_token_user, token) != 0;
-        if (longest_stop > 0) {
-            const std::size_t before = tail.size();
-            tail += tokenizer->decode(&token, 1);
-            // A match completed by this token ends inside the bytes it added (earlier matches
-            // would have stopped generation already).
-            for (const std::string& s : opt.stop_strings) {
-                const std::size_t from = before + 1 > s.size() ? before + 1 - s.size() : 0;
-                if (tail.find(s, from) != std::string::npos) stop = true;
-            }
-            if (tail.size() > 2 * longest_stop + 32) tail.erase(0, tail.size() - (longest_stop - 1));
-        }
+        if (stops && stops->push(token)) stop = true;
         if (stop) break;
     }
     return generated;

@@ -10,6 +10,7 @@
 #include "core/rng.hpp"
 #include "eval/session.hpp"
 #include "phonegpt/phonegpt.h"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pg {
 
@@ -35,6 +36,27 @@ private:
     SampleOptions opt_;
     std::vector<int32_t> order_;
     std::vector<double> probs_;
+};
+
+// Finds stop strings in generated text as the streaming decoder (pg_token_stream) emits it:
+// complete UTF-8 only, invalid bytes as U+FFFD. So a stop string split across tokens, or whose
+// character is split across tokens, matches once the character is complete, and what is matched
+// is exactly the text a caller printing the stream sees.
+class StopStringMatcher {
+public:
+    // Throws PG_ERR_INVALID_ARGUMENT, naming `function`, for an empty stop string or one that
+    // is not valid UTF-8 (it could never match the decoded text).
+    StopStringMatcher(const Tokenizer& tokenizer, std::vector<std::string> stops, const char* function);
+    // Adds one token; true once a stop string occurs in the text completed so far (it ends in
+    // the text this token completed: an earlier match would have returned true before).
+    bool push(int32_t token);
+
+private:
+    const Tokenizer& tokenizer_;
+    std::vector<std::string> stops_;
+    std::size_t longest_ = 0;
+    std::string pending_;  // bytes of a character not yet complete
+    std::string tail_;     // the last complete text, enough to hold a match ending in new text
 };
 
 // Everything pg_generate takes besides the session's own options, validated.

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <set>
 
 #include "core/error.hpp"
@@ -329,6 +330,20 @@ std::string json_double(double v) {
     return shortest_text(v, 17, [](const char* s) { return std::strtod(s, nullptr); });
 }
 
+const char* nonfinite_token(float v) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    return nullptr;
+}
+
+bool parse_nonfinite_token(const std::string& s, float* out) {
+    if (s == "nan") *out = std::numeric_limits<float>::quiet_NaN();
+    else if (s == "inf") *out = std::numeric_limits<float>::infinity();
+    else if (s == "-inf") *out = -std::numeric_limits<float>::infinity();
+    else return false;
+    return true;
+}
+
 namespace {
 
 void require_finite(double v, const std::string& key) {
@@ -375,6 +390,13 @@ JsonObject& JsonObject::array(const std::string& key, const std::vector<JsonObje
 JsonObject& JsonObject::numbers(const std::string& key, const std::vector<double>& vs) {
     for (double v : vs) require_finite(v, key);
     return raw(key, json_list(vs, json_double));
+}
+
+JsonObject& JsonObject::floats_or_tokens(const std::string& key, const std::vector<float>& vs) {
+    return raw(key, json_list(vs, [](float v) {
+        const char* token = nonfinite_token(v);
+        return token ? json_quote(token) : json_double(double(v));
+    }));
 }
 
 JsonObject& JsonObject::integers(const std::string& key, const std::vector<long long>& vs) {

@@ -56,6 +56,12 @@ std::string json_quote(const std::string& s);
 std::string json_float(float v);
 // The same for a double (up to 17 significant digits).
 std::string json_double(double v);
+// JSON has no NaN or infinity. Where a recorded float may be one (a loss trajectory: adapter
+// format 1.2's training record, the signature manifest; docs/formats.md §5, §6) it is written as
+// the string "nan", "inf" or "-inf". nonfinite_token gives that string for a non-finite v
+// (nullptr for a finite one); parse_nonfinite_token reads one back (false for any other text).
+const char* nonfinite_token(float v);
+bool parse_nonfinite_token(const std::string& s, float* out);
 
 // A JSON object written field by field, keys in the order added (the phonegpt tool's results,
 // docs/cli.md). Numbers are the shortest text that reads back as the same value. A NaN or an
@@ -72,6 +78,9 @@ public:
     JsonObject& object(const std::string& key, const JsonObject& v);
     JsonObject& array(const std::string& key, const std::vector<JsonObject>& items);
     JsonObject& numbers(const std::string& key, const std::vector<double>& vs);
+    // Floats that may be non-finite: finite ones as numbers() writes them, the others as
+    // nonfinite_token's strings.
+    JsonObject& floats_or_tokens(const std::string& key, const std::vector<float>& vs);
     JsonObject& integers(const std::string& key, const std::vector<long long>& vs);
     std::string text() const { return "{" + body_ + "}"; }
 

@@ -153,9 +153,18 @@ std::string base_json(const BaseIdentity& b) {
 std::string training_json(const TrainingRecord& r) {
     io::JsonObject o;
     o.integer("steps", r.steps).integer("tokens", r.tokens).str("seed", std::to_string(r.seed));
-    o.numbers("losses", std::vector<double>(r.losses.begin(), r.losses.end()));
-    o.numbers("learning_rates", std::vector<double>(r.learning_rates.begin(), r.learning_rates.end()));
+    o.floats_or_tokens("losses", r.losses);
+    o.floats_or_tokens("learning_rates", r.learning_rates);
     return o.text();
+}
+
+
+// Equal floats, any NaN equal to any NaN (a NaN's payload is not kept by the file).
+bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+    return true;
 }
 
 // Readers of the metadata's JSON values: each names the key and field on failure.
@@ -282,13 +291,15 @@ BaseIdentity decode_base(const io::JsonValue& v, const std::string& what, int mi
             what + ": fingerprint " + hex64(stored) + " does not match the base identity it summarises (" +
                 hex64(b.fingerprint()) + ")");
     f.text("description");  // for people; the identity above is what is compared
-    // Since 1.2 the base's provenance is always there; before, it was not recorded (unknown).
+    // Since 1.3 the base's provenance is always there; before, it was not recorded (unknown).
     if (minor >= kAdapterProvenanceMinor || v.find("provenance"))
         b.provenance = decode_provenance(f.get("provenance"), what + " provenance");
     return b;
 }
 
-TrainingRecord decode_training(const io::JsonValue& v, const std::string& what) {
+// `tokens_allowed`: the file's version is 1.2 or later, so a non-finite value may be recorded as
+// "nan" / "inf" / "-inf".
+TrainingRecord decode_training(const io::JsonValue& v, const std::string& what, bool tokens_allowed) {
     Fields f{v, what};
     f.only({"steps", "tokens", "seed", "losses", "learning_rates"});
     TrainingRecord r;
@@ -300,6 +311,17 @@ TrainingRecord decode_training(const io::JsonValue& v, const std::string& what) 
         require(int64_t(items.size()) == r.steps, PG_ERR_FORMAT,
                 f.at(key) + " has " + std::to_string(items.size()) + " entries for " + std::to_string(r.steps) + " steps");
         for (const io::JsonValue& x : items) {
+            float token = 0.0f;
+            if (x.is_string()) {
+                const std::string& text = x.as_string(f.at(key));
+                require(io::parse_nonfinite_token(text, &token), PG_ERR_FORMAT,
+                        f.at(key) + " holds the string \"" + text + "\", not a number, \"nan\", \"inf\" or \"-inf\"");
+                require(tokens_allowed, PG_ERR_FORMAT,
+                        f.at(key) + " holds \"" + text + "\": a non-finite value, which format 1." +
+                            std::to_string(kAdapterNonFiniteMinor) + " introduced");
+                out.push_back(token);
+                continue;
+            }
             const double d = x.as_double(f.at(key));
             require(double(float(d)) == d, PG_ERR_FORMAT, f.at(key) + " holds a value that is not a float32");
             out.push_back(float(d));
@@ -443,7 +465,8 @@ Adapter read_adapter_file(const io::ByteSource& src, TrainerState* state) {
             throw Error(PG_ERR_FORMAT, name + ": the configuration does not fit the base it names: " + e.what());
         }
     }();
-    adapter.record() = decode_training(parse_value(meta, kKeyTraining, name), name + ": " + kKeyTraining);
+    adapter.record() = decode_training(parse_value(meta, kKeyTraining, name), name + ": " + kKeyTraining,
+                                       major > 1 || minor >= kAdapterNonFiniteMinor);
     const io::JsonValue sums = parse_value(meta, kKeyChecksums, name);
     const auto train_state = meta.find(kKeyTrainState);
     const bool has_state = train_state != meta.end();
@@ -514,7 +537,7 @@ bool same_adapter(const Adapter& a, const Adapter& b) {
                              x.init_seed == y.init_seed && x.freeze_a == y.freeze_a;
     const TrainingRecord &r = a.record(), &s = b.record();
     const bool same_record = r.steps == s.steps && r.tokens == s.tokens && r.seed == s.seed &&
-                             r.losses == s.losses && r.learning_rates == s.learning_rates;
+                             same_floats(r.losses, s.losses) && same_floats(r.learning_rates, s.learning_rates);
     const Provenance &p = a.base().provenance, &q = b.base().provenance;
     const bool same_provenance = p.kind == q.kind && p.has_init_seed == q.has_init_seed &&
                                  p.init_seed == q.init_seed && p.steps == q.steps && p.tokens == q.tokens;

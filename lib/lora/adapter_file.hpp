@@ -18,12 +18,15 @@ namespace pg::lora {
 // The version this library writes. A reader accepts every major <= this one that was ever
 // written (fixtures in tests/fixtures/) and any minor of a known major (minors only add keys).
 constexpr int kAdapterFormatMajor = 1;
-constexpr int kAdapterFormatMinor = 2;
+constexpr int kAdapterFormatMinor = 3;
 // The minors and what each added (docs/formats.md §5): 1.1 the adapter training checkpoint (the
-// key phonegpt.train_state and two moment tensors; plain adapter files stayed 1.0), 1.2 the
-// base's provenance in phonegpt.base (plain files and training checkpoints both).
+// key phonegpt.train_state and two moment tensors; plain adapter files stayed 1.0); 1.2 a
+// training record's NaN or infinity as the string "nan", "inf" or "-inf" (io::nonfinite_token:
+// a diverged run recorded so that a coordinator refuses it by name); 1.3 the base's provenance in
+// phonegpt.base. Every file is written as 1.3 (the provenance is always there).
 constexpr int kAdapterTrainingMinor = 1;
-constexpr int kAdapterProvenanceMinor = 2;
+constexpr int kAdapterNonFiniteMinor = 2;
+constexpr int kAdapterProvenanceMinor = 3;
 
 // PEFT's name of an adapter tensor ("base_model.model.transformer." + the table's name).
 std::string peft_tensor_name(const AdapterTensor& t);

@@ -55,17 +55,15 @@ std::string hex64(uint64_t v) {
 // Losses as JSON: the shortest decimal that reads back exactly, or "nan" / "inf" / "-inf" as
 // strings (a NaN trajectory must still be signable so that a coordinator can refuse it by name).
 std::string loss_json(float v) {
-    if (std::isnan(v)) return "\"nan\"";
-    if (std::isinf(v)) return v > 0 ? "\"inf\"" : "\"-inf\"";
-    return io::json_float(v);
+    const char* token = io::nonfinite_token(v);
+    return token ? io::json_quote(token) : io::json_float(v);
 }
 
 float loss_from_json(const io::JsonValue& v, const std::string& what) {
     if (v.is_string()) {
         const std::string& s = v.as_string(what);
-        if (s == "nan") return std::nanf("");
-        if (s == "inf") return INFINITY;
-        if (s == "-inf") return -INFINITY;
+        float token = 0.0f;
+        if (io::parse_nonfinite_token(s, &token)) return token;
         throw Error(PG_ERR_FORMAT, what + " is the string \"" + s + "\", not a number, \"nan\" or \"inf\"");
     }
     return static_cast<float>(v.as_double(what));

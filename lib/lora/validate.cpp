@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <utility>
 
 #include "core/error.hpp"
 #include "eval/evaluate.hpp"
@@ -56,6 +57,23 @@ std::vector<int32_t> checked_tokens(const int32_t* tokens, std::size_t n, const 
     for (std::size_t i = 0; i < n; ++i) assert(tokens[i] >= 0 && tokens[i] < base.config().vocab_size);
     (void)base;
     return std::vector<int32_t>(tokens, tokens + n);
+}
+
+// The "base trained" check of the coordinator's own base: its outcome and message.
+std::pair<CheckOutcome, std::string> base_trained_check(const Provenance& p, BaseTrainedPolicy policy) {
+    if (policy == BaseTrainedPolicy::kOff) return {CheckOutcome::kSkipped, "the policy does not check the base's training"};
+    switch (p.kind) {
+        case Provenance::Kind::trained: return {CheckOutcome::kPassed, "the base was " + p.describe()};
+        case Provenance::Kind::initialised:
+            return {CheckOutcome::kFailed, "the base was " + p.describe() +
+                                               ": its weights are random, so an adapter over it learns noise while its "
+                                               "loss still falls (policy base_trained = off allows it)"};
+        case Provenance::Kind::unknown: break;
+    }
+    const std::string why = "the base's provenance is not recorded (a checkpoint older than format 1.1, or imported weights)";
+    if (policy == BaseTrainedPolicy::kRequireRecord)
+        return {CheckOutcome::kFailed, why + " and the policy requires a base recorded as trained"};
+    return {CheckOutcome::kSkipped, why + " (policy base_trained = require_record refuses that)"};
 }
 
 }  // namespace
@@ -135,6 +153,9 @@ Validator::Validator(const Model& base, const ValidationPolicy& policy)
     nonneg(policy.start_tolerance, "start_tolerance");
     nonneg(policy.divergence_tolerance, "divergence_tolerance");
     nonneg(policy.heldout_tolerance, "heldout_tolerance");
+    require(policy.base_trained == BaseTrainedPolicy::kRefuseUntrained ||
+                policy.base_trained == BaseTrainedPolicy::kRequireRecord || policy.base_trained == BaseTrainedPolicy::kOff,
+            PG_ERR_INVALID_ARGUMENT, "validation policy: base_trained is not a pg_base_trained_policy");
     require(policy.signature == SignaturePolicy::kRequired || policy.signature == SignaturePolicy::kOptional ||
                 policy.signature == SignaturePolicy::kOff,
             PG_ERR_INVALID_ARGUMENT, "validation policy: signature is not a pg_signature_policy");
@@ -230,6 +251,12 @@ ValidationReport Validator::validate_loaded(const Adapter* adapter, const std::s
         add("tokenizer", skip, not_loaded);
     }
 
+    // --- the coordinator's base itself: was it trained? (whatever the upload holds) ---
+    {
+        auto [outcome, message] = base_trained_check(base_.provenance(), policy_.base_trained);
+        add("base trained", outcome, std::move(message));
+    }
+
     // --- the signature, by policy ---
     const bool has_signature = signature != nullptr;
     if (policy_.signature == SignaturePolicy::kOff) {
@@ -264,12 +291,16 @@ ValidationReport Validator::validate_loaded(const Adapter* adapter, const std::s
         const std::size_t n_losses = rec.losses.size();
         bool finite = false, long_enough = false;
         if (present) {
-            std::string why;
-            for (std::size_t i = 0; i < n_losses && why.empty(); ++i)
-                if (!std::isfinite(rec.losses[i])) why = "the loss of step " + std::to_string(i) + " is not finite";
-            for (std::size_t i = 0; i < rec.learning_rates.size() && why.empty(); ++i)
-                if (!std::isfinite(rec.learning_rates[i]))
-                    why = "the learning rate of step " + std::to_string(i) + " is not finite";
+            // Steps named as the trainer counts them (pg_step_result.step: 1 after the first).
+            auto first_nonfinite = [&](const std::vector<float>& v, const char* what) -> std::string {
+                for (std::size_t i = 0; i < v.size(); ++i)
+                    if (!std::isfinite(v[i]))
+                        return std::string("the ") + what + " recorded for step " + std::to_string(i + 1) + " of " +
+                               std::to_string(v.size()) + " is " + io::nonfinite_token(v[i]);
+                return "";
+            };
+            std::string why = first_nonfinite(rec.losses, "loss");
+            if (why.empty()) why = first_nonfinite(rec.learning_rates, "learning rate");
             finite = pass_or_fail("trajectory finite", why, "every loss and learning rate is finite");
             std::string len_why;
             if (int64_t(n_losses) != rec.steps || int64_t(rec.learning_rates.size()) != rec.steps)

@@ -7,6 +7,9 @@
 //                       the adapter's own configuration (rank, targets, layers) fits it
 //   base weights        the base weights hash it was trained on is this base's
 //   tokenizer           the same tokenizer (kind, vocabulary, bytes), or both none
+//   base trained        the coordinator's base was trained (model/provenance.hpp), by policy:
+//                       a never-trained base holds random weights, so every upload over it
+//                       learns noise while its loss still falls
 //   signature           by policy: required / optional / off, against the trusted keys
 //   trajectory present  the training record has at least one step
 //   trajectory finite   every recorded loss and learning rate is finite
@@ -35,11 +38,16 @@
 namespace pg::lora {
 
 enum class SignaturePolicy { kRequired = 0, kOptional = 1, kOff = 2 };
+// What the "base trained" check asks of the base's provenance: refuse a base recorded as never
+// trained (an unrecorded provenance is skipped, with the reason); require a record of training
+// (an unrecorded one fails too); or nothing.
+enum class BaseTrainedPolicy { kRefuseUntrained = 0, kRequireRecord = 1, kOff = 2 };
 enum class CheckOutcome { kPassed = 0, kFailed = 1, kSkipped = 2 };
 const char* check_outcome_name(CheckOutcome o);  // "passed", "failed", "skipped"
 
 struct ValidationPolicy {
     SignaturePolicy signature = SignaturePolicy::kRequired;
+    BaseTrainedPolicy base_trained = BaseTrainedPolicy::kRefuseUntrained;
     float start_tolerance = 0.5f;       // nats
     float divergence_tolerance = 0.1f;  // nats
     float heldout_tolerance = 0.5f;     // nats

@@ -53,6 +53,17 @@ inline const char* decode_at(std::string_view text, std::size_t offset, uint32_t
     return nullptr;
 }
 
+// "" when text is valid UTF-8, else "byte offset N: REASON" for its first invalid sequence.
+inline std::string first_invalid(std::string_view text) {
+    for (std::size_t i = 0; i < text.size();) {
+        uint32_t cp;
+        int len;
+        if (const char* why = decode_at(text, i, &cp, &len)) return "byte offset " + std::to_string(i) + ": " + why;
+        i += std::size_t(len);
+    }
+    return "";
+}
+
 // Appends the UTF-8 form of a scalar value.
 inline void append(std::string& out, uint32_t cp) {
     if (cp < 0x80) {

@@ -428,6 +428,19 @@ assert lines["vocab_size"] == 300 and lines["texts"] == len(open(TEXT, newline="
 trained = run("train", "--preset", "tiny", "--data", TEXT, "--tokenizer", out, "--batch", "4", "--threads", "2",
               "--steps", "2", "--eval-interval", "0", "--out", f"{DIR}/run")
 assert trained["model"]["vocab_size"] == 300, trained
+# sample --stop with that BPE model: the text (streamed, and in JSON) ends right after the first
+# occurrence of the stop string, although the token completing it may hold more bytes.
+model = trained["model_path"]
+gen = ["sample", "--checkpoint", model, "--prompt", "First", "--tokens", "40", "--seed", "4"]
+free = run(*gen)
+assert free["stopped"] is False and free["tokens"] == 40, free
+stop = free["text"][10:13]
+cut = free["text"][:free["text"].find(stop) + len(stop)]
+stopped = run(*gen, "--stop", stop)
+assert stopped["stopped"] is True and stopped["text"] == cut and stopped["tokens"] < 40, (stopped, cut)
+plain = subprocess.run([CLI, *gen, "--stop", stop], capture_output=True)
+assert plain.returncode == 0 and plain.stdout == ("First" + cut + "\n").encode(), (plain.stdout, cut)
+run(*gen, "--stop", "", rc=2)
 run("tokenizer", "train", "--data", TEXT, "--vocab-size", "100", "--out", f"{DIR}/x.json", rc=1)
 run("tokenizer", "train", "--data", TEXT, "--vocab-size", "300", "--out", f"{DIR}/x.json", "--pattern", "llama", rc=2)
 run("tokenizer", "train", "--data", TEXT, "--out", f"{DIR}/x.json", rc=2)

@@ -2,7 +2,8 @@
 # this CPU (and every lower table it can run, called directly). These runs check that dispatch
 # itself picks the right table where the CPU is different: qemu-x86_64 -cpu max has AVX2+FMA but
 # no AVX-512 (fma3+avx2 path), -cpu qemu64 is plain x86-64 (sse2 path). PG_EXPECT_ARCH names
-# the table the test "dispatch picks a table..." requires. Only the [kernels] tests run there.
+# the table the test "dispatch picks a table..." requires. Only the [kernels] tests run there,
+# and only on the table dispatch chose (PG_TEST_TABLES=dispatched, tests/unit/kernel_tables_under_test.hpp).
 # Never under a sanitizer: ASan under qemu-user eats the machine's memory (TOOLCHAIN.md §6).
 
 # PG_KERNELS picks a named table natively (here the scalar reference).
@@ -18,10 +19,10 @@ if(PG_QEMU_X86_64 AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64" AND NO
    AND NOT PG_SANITIZE)
   add_test(NAME kernels_dispatch_fma3_avx2
            COMMAND ${PG_QEMU_X86_64} -cpu max $<TARGET_FILE:phonegpt_unit_tests> "[kernels]")
-  set_tests_properties(kernels_dispatch_fma3_avx2 PROPERTIES ENVIRONMENT "PG_EXPECT_ARCH=fma3+avx2")
+  set_tests_properties(kernels_dispatch_fma3_avx2 PROPERTIES ENVIRONMENT "PG_EXPECT_ARCH=fma3+avx2;PG_TEST_TABLES=dispatched")
   add_test(NAME kernels_dispatch_sse2
            COMMAND ${PG_QEMU_X86_64} -cpu qemu64 $<TARGET_FILE:phonegpt_unit_tests> "[kernels]")
-  set_tests_properties(kernels_dispatch_sse2 PROPERTIES ENVIRONMENT "PG_EXPECT_ARCH=sse2")
+  set_tests_properties(kernels_dispatch_sse2 PROPERTIES ENVIRONMENT "PG_EXPECT_ARCH=sse2;PG_TEST_TABLES=dispatched")
 endif()
 
 # In an aarch64 cross build (scripts/cross_test_aarch64.sh) the tests run under qemu-aarch64 on
@@ -38,11 +39,15 @@ if(CMAKE_CROSSCOMPILING AND CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64" AND N
         "PG_EXPECT_NO_FEATURES=fphp asimdhp(fp16) asimddp(dotprod) sve i8mm bf16")
     set(PG_AARCH64_FEATURES_max
         "PG_EXPECT_FEATURES=asimd fphp asimdhp(fp16) asimddp(dotprod) sve i8mm bf16")
+    # Every table is plain ARMv8.0 code, so the bare core runs them all; `max` adds only the
+    # detection of every extension, and checks the table dispatch chose there.
+    set(PG_AARCH64_TABLES_cortex-a53 "PG_TEST_TABLES=all")
+    set(PG_AARCH64_TABLES_max "PG_TEST_TABLES=dispatched")
     foreach(cpu cortex-a53 max)
       add_test(NAME kernels_aarch64_${cpu}
                COMMAND ${PG_QEMU_AARCH64} -cpu ${cpu} $<TARGET_FILE:phonegpt_unit_tests> "[kernels]")
       set_tests_properties(kernels_aarch64_${cpu} PROPERTIES ENVIRONMENT
-        "PG_EXPECT_ARCH=arm64+neon+fmla-lane;${PG_AARCH64_FEATURES_${cpu}}")
+        "PG_EXPECT_ARCH=arm64+neon+fmla-lane;${PG_AARCH64_FEATURES_${cpu}};${PG_AARCH64_TABLES_${cpu}}")
     endforeach()
     # The GEMM variant follows the core: qemu's cortex-a76 reports its real MIDR (read with mrs
     # MIDR_EL1, HWCAP_CPUID), and PG_CPU_MIDR stands in for the cores qemu does not emulate

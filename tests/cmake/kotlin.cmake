@@ -23,7 +23,14 @@ if(TARGET phonegpt_jni AND NOT CMAKE_CROSSCOMPILING)
   add_test(NAME kotlin_c_reference COMMAND kotlin_c_reference ${PG_KT_TEST_DIR}/reference)
   set_tests_properties(kotlin_c_reference PROPERTIES FIXTURES_SETUP pg_kotlin_reference)
 
-  set(PG_KT_JUNIT_CLASSES phonegpt.PhoneGptTest phonegpt.SessionTest phonegpt.PrivacyTest phonegpt.SigningTest)
+  # Every *Test.kt is a JUnit class (BpeTest only with the npm peers, below).
+  set(PG_KT_JUNIT_CLASSES)
+  foreach(src ${PG_KT_TEST_SOURCES})
+    get_filename_component(name ${src} NAME_WE)
+    if(name MATCHES "Test$" AND NOT name STREQUAL "BpeTest")
+      list(APPEND PG_KT_JUNIT_CLASSES phonegpt.${name})
+    endif()
+  endforeach()
   set(PG_KT_JUNIT_ENV "PG_KOTLIN_REFERENCE=${PG_KT_TEST_DIR}/reference" "PG_TEST_TMPDIR=${CMAKE_CURRENT_BINARY_DIR}/tmp")
   # BPE against npm tiktoken: the peer files bpe.cmake exports, and tiktoken's ids for the test
   # texts written in the same ctest run (defined where the peers are; PG_REQUIRE_TOKENIZER_PEERS
@@ -34,16 +41,68 @@ if(TARGET phonegpt_jni AND NOT CMAKE_CROSSCOMPILING)
               ${PG_KT_TEST_DIR}/bpe_reference.txt)
     set_tests_properties(kotlin_bpe_reference PROPERTIES FIXTURES_SETUP pg_kotlin_reference)
     list(APPEND PG_KT_JUNIT_CLASSES phonegpt.BpeTest)
+    if(TARGET bpe_peer_files)
+      add_dependencies(phonegpt_kotlin_tests bpe_peer_files)   # the rank files BpeTest reads
+    endif()
     list(APPEND PG_KT_JUNIT_ENV "PG_BPE_PEERS=${PG_BPE_PEER_FILES}"
                                 "PG_KOTLIN_BPE_REFERENCE=${PG_KT_TEST_DIR}/bpe_reference.txt")
   endif()
 
   set(PG_KT_JAVA ${Java_JAVA_EXECUTABLE} -Xmx256m -Djava.library.path=$<TARGET_FILE_DIR:phonegpt_jni>)
-  add_test(NAME kotlin_junit
-    COMMAND ${PG_KT_JAVA} -cp ${PG_KT_TEST_JAR}:${PG_KT_RUNTIME_CP}:${PG_KT_JUNIT_CP}
-            org.junit.runner.JUnitCore ${PG_KT_JUNIT_CLASSES})
+  set(PG_KT_JUNIT_RUN -cp ${PG_KT_TEST_JAR}:${PG_KT_RUNTIME_CP}:${PG_KT_JUNIT_CP} org.junit.runner.JUnitCore
+                      ${PG_KT_JUNIT_CLASSES})
+
+  # The JVM does not load the sanitizer runtimes itself: an instrumented shim needs them first
+  # (LD_PRELOAD), with libstdc++ so that ASan's __cxa_throw interceptor finds the real one. The
+  # JVM uses SIGSEGV itself (handle_segv=0). LeakSanitizer cannot stop the JVM's threads (it dies
+  # with "Tracer caught signal 11"), so detect_leaks=0: LeakTest checks native memory by RSS
+  # instead, with ASan's quarantine kept small enough for RSS to stay meaningful.
+  set(PG_KT_ASAN_OPTIONS "ASAN_OPTIONS=detect_leaks=0:handle_segv=0:allow_user_segv_handler=1:quarantine_size_mb=16"
+                         "UBSAN_OPTIONS=print_stacktrace=1")
+  function(pg_kt_sanitizer_env out)
+    if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+      execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libclang_rt.asan-x86_64.so
+                      OUTPUT_VARIABLE asan OUTPUT_STRIP_TRAILING_WHITESPACE)
+    else()
+      execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libasan.so
+                      OUTPUT_VARIABLE asan OUTPUT_STRIP_TRAILING_WHITESPACE)
+    endif()
+    execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libstdc++.so.6
+                    OUTPUT_VARIABLE stdcxx OUTPUT_STRIP_TRAILING_WHITESPACE)
+    set(${out} "LD_PRELOAD=${asan} ${stdcxx}" ${PG_KT_ASAN_OPTIONS} PARENT_SCOPE)
+  endfunction()
+
+  set(PG_KT_JUNIT_TEST_ENV ${PG_KT_JUNIT_ENV})
+  if(PG_SANITIZE)   # the whole build is instrumented (the library and the shim)
+    pg_kt_sanitizer_env(PG_KT_SAN_ENV)
+    list(APPEND PG_KT_JUNIT_TEST_ENV ${PG_KT_SAN_ENV})
+  endif()
+  add_test(NAME kotlin_junit COMMAND ${PG_KT_JAVA} ${PG_KT_JUNIT_RUN})
   set_tests_properties(kotlin_junit PROPERTIES FIXTURES_REQUIRED pg_kotlin_reference TIMEOUT 300
-    ENVIRONMENT "${PG_KT_JUNIT_ENV}")
+    ENVIRONMENT "${PG_KT_JUNIT_TEST_ENV}")
+
+  # The same suite on an ASan+UBSan build of the shim (libphonegpt_jni_asan.so, over the
+  # uninstrumented library) in an ordinary build: every JNI path the tests reach (arrays, direct
+  # buffers, strings, callbacks, handles) runs under the sanitizers. gcc only (its runtime is what
+  # pg_kt_sanitizer_env preloads); about 20 s.
+  if(NOT PG_SANITIZE AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    pg_jni_library(phonegpt_jni_asan SANITIZE)
+    add_dependencies(phonegpt_kotlin_tests phonegpt_jni_asan)
+    pg_kt_sanitizer_env(PG_KT_SAN_ENV)
+    add_test(NAME kotlin_junit_asan
+      COMMAND ${PG_KT_JAVA} -Dphonegpt.jni.library=$<TARGET_FILE:phonegpt_jni_asan> ${PG_KT_JUNIT_RUN})
+    set_tests_properties(kotlin_junit_asan PROPERTIES FIXTURES_REQUIRED pg_kotlin_reference TIMEOUT 300
+      ENVIRONMENT "${PG_KT_JUNIT_ENV};${PG_KT_SAN_ENV}")
+  endif()
+
+  # Every PG_API function wrapped or listed with a reason; Kotlin's natives = the registered ones.
+  get_filename_component(_pg_jdk_bin ${Java_JAVAC_EXECUTABLE} DIRECTORY)
+  find_program(PG_JAVAP javap HINTS ${_pg_jdk_bin} REQUIRED)
+  add_test(NAME kotlin_api_coverage
+    COMMAND ${CMAKE_COMMAND} -DPG_HEADER=${PROJECT_SOURCE_DIR}/include/phonegpt/phonegpt.h
+            -DPG_STRUCT_LIST=${PROJECT_SOURCE_DIR}/lib/core/c_struct_fields.def
+            -DPG_JNI_DIR=${PROJECT_SOURCE_DIR}/bindings/kotlin/jni -DPG_JAVAP=${PG_JAVAP} -DPG_JAR=${PG_KT_JAR}
+            -P ${PROJECT_SOURCE_DIR}/bindings/kotlin/jni/check_api_coverage.cmake)
 
   # The example on a generated text (no data file needed), a few steps of the tiny preset.
   if(TARGET phonegpt_kotlin_example)

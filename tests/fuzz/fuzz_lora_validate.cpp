@@ -6,7 +6,8 @@
 // named), never a crash, a sanitizer report or an unbounded allocation; an accepted upload has
 // passed format and signature. The seed corpus (tests/fuzz/corpus/lora_validate) holds a valid
 // signed upload for this target's base, written by this file built with
-// -DPG_FUZZ_WRITE_SEED (see tests/cmake/fuzz_lora.cmake).
+// -DPG_FUZZ_WRITE_SEED (see tests/cmake/fuzz_coord.cmake).
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -23,7 +24,7 @@
 
 namespace {
 
-constexpr std::size_t kNumChecks = 11;
+constexpr std::size_t kNumChecks = 12;
 
 // The coordinator's side: a tiny base (fixed seed), one trusted key, short reference and
 // held-out splits so each input runs in well under a millisecond.
@@ -71,7 +72,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
 
 #ifdef PG_FUZZ_WRITE_SEED
 // Writes the seed corpus: a valid signed upload of a really trained-looking adapter (its record
-// starts at the base's reference loss), the same unsigned, and the adapter alone.
+// starts at the base's reference loss), the same unsigned, and a signed one whose record holds a
+// NaN loss (format 1.2's "nan" strings, so the fuzzer reaches that reader and the trajectory
+// checks).
 int main(int argc, char** argv) {
     if (argc != 2) return 2;
     Fixture& f = fixture();
@@ -84,10 +87,7 @@ int main(int argc, char** argv) {
     a.record().tokens = 4 * 64;
     a.record().losses = {start, start - 0.01f, start - 0.02f, start - 0.03f};
     a.record().learning_rates = {1e-3f, 1e-3f, 1e-3f, 1e-3f};
-    pg::io::VectorSink sink;
-    pg::lora::write_adapter(a, sink);
-    const std::string sig = pg::lora::sign_adapter(f.key, sink.bytes.data(), sink.bytes.size(), a.base(), a.record());
-    auto write = [&](const char* name, std::size_t k, const std::string& s) {
+    auto write = [&](const char* name, std::size_t k, const std::string& s, const pg::io::VectorSink& sink) {
         std::string bytes;
         bytes.push_back(char(k & 0xFF));
         bytes.push_back(char(k >> 8));
@@ -98,8 +98,17 @@ int main(int argc, char** argv) {
         std::printf("%s: %s %s\n", name, r.accepted ? "accepted" : "refused", r.first_failure().c_str());
         pg::io::write_file_atomically(std::string(argv[1]) + "/" + name, bytes.data(), bytes.size());
     };
-    write("signed", sig.size(), sig);
-    write("unsigned", 0xFFFF, "");
+    auto signed_file = [&](const pg::lora::Adapter& adapter, pg::io::VectorSink& sink) {
+        pg::lora::write_adapter(adapter, sink);
+        return pg::lora::sign_adapter(f.key, sink.bytes.data(), sink.bytes.size(), adapter.base(), adapter.record());
+    };
+    pg::io::VectorSink plain, diverged;
+    const std::string sig = signed_file(a, plain);
+    write("signed", sig.size(), sig, plain);
+    write("unsigned", 0xFFFF, "", plain);
+    a.record().losses[2] = std::nanf("");
+    const std::string nan_sig = signed_file(a, diverged);
+    write("nan_record", nan_sig.size(), nan_sig, diverged);
     return 0;
 }
 #endif

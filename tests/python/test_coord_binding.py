@@ -168,17 +168,26 @@ def test_validator_reports_every_check_by_name(tmp_path):
         a.save(path)
         key = phonegpt.SigningKey.from_seed(b"\x05" * 32)
         sig_path = key.sign_file(path)
-        v = phonegpt.Validator(base, trusted_keys=phonegpt.TrustedKeys([key.public_key]), start_tolerance=0.5)
+        keys = phonegpt.TrustedKeys([key.public_key])
+        # This base was never trained (random on purpose): the default policy refuses every
+        # upload over it by name; base_trained="off" lets the rest of the report be checked.
+        assert phonegpt.ValidationPolicy().base_trained == "refuse_untrained"
+        strict = phonegpt.Validator(base, trusted_keys=keys).validate_file(path, sig_path)
+        assert not strict.accepted
+        assert [c["name"] for c in strict.checks if c["outcome"] == "failed"] == ["base trained"]
+        assert strict.first_failure.startswith("base trained: the base was initialised from seed 1, never trained")
+        v = phonegpt.Validator(base, trusted_keys=keys, start_tolerance=0.5, base_trained="off")
         v.set_reference(tokens[:512])
         v.set_heldout(tokens[512:1024])
         r = v.validate_file(path, sig_path)
         assert r.accepted, r.first_failure
-        assert [c["name"] for c in r.checks][:5] == ["format", "geometry", "base weights", "tokenizer", "signature"]
-        assert all(c["outcome"] == "passed" for c in r.checks)
+        assert [c["name"] for c in r.checks][:6] == ["format", "geometry", "base weights", "tokenizer", "base trained",
+                                                     "signature"]
+        assert [c["name"] for c in r.checks if c["outcome"] != "passed"] == ["base trained"]
         assert r.key_id == key.key_id and r.summary.steps == 12
         assert r.summary.heldout_adapter_loss < r.summary.heldout_base_loss
         doc = json.loads(r.json())
-        assert doc["accepted"] is True and len(doc["checks"]) == r.summary.n_checks == 11
+        assert doc["accepted"] is True and len(doc["checks"]) == r.summary.n_checks == 12
         assert np.array_equal(r.adapter().get_weights()[1], a.get_weights()[1])
         # Tampered bytes and a missing signature: refused, each with its reason.
         data = bytearray(path.read_bytes())
@@ -190,10 +199,12 @@ def test_validator_reports_every_check_by_name(tmp_path):
         unsigned = v.validate(path.read_bytes())
         assert not unsigned.accepted and unsigned.first_failure.startswith("signature: ")
         assert "refused" in repr(unsigned)
-        lax = phonegpt.Validator(base, signature="off")
+        lax = phonegpt.Validator(base, signature="off", base_trained="off")
         assert lax.validate(path.read_bytes()).accepted
         with pytest.raises(phonegpt.InvalidArgument):
             phonegpt.Validator(base, heldout_tolerance=-1.0)
+        with pytest.raises(phonegpt.InvalidArgument):
+            phonegpt.Validator(base, base_trained="sometimes")
 
 
 def test_adapter_client_has_numpy_client_shapes():

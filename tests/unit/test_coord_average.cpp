@@ -148,6 +148,12 @@ TEST_CASE("average: frozen shared A makes averaging B exact", "[coord][average]"
     CHECK(out.config().freeze_a);
     CHECK(distance_from_mean(out, in, {3.0, 1.0}) < 1e-6);
     CHECK(rep.relative_error < 1e-6);
+    // Complete and self-describing as well: it reads back from its bytes alone, still frozen.
+    pg::io::VectorSink sink;
+    write_adapter(out, sink);
+    const Adapter back = read_adapter(pg::io::MemorySource(sink.bytes.data(), sink.bytes.size()));
+    CHECK(same_adapter(back, out));
+    CHECK(back.config().freeze_a);
     // With a shared A, FedAvg of factors is the same computation.
     CHECK(average_adapters(in, {3.0, 1.0}, {AverageMethod::kFedAvgFactors, 0}, &rep).config().rank == 4);
     CHECK(rep.relative_error < 1e-6);

@@ -20,14 +20,28 @@
 #include "phonegpt/phonegpt.h"
 #include "test_support.hpp"
 #include "tokenizer/char_tokenizer.hpp"
+#include "train/trainer.hpp"
 
 using namespace pg::lora;
 
 namespace {
 
+std::vector<int32_t> pattern_tokens(const pg::Model& base, std::size_t n, int period);
+
+// A coordinator's base: initialised from `seed`, then really trained for two steps (so its
+// provenance says trained and the "base trained" check passes; it has its own test case).
 pg::Model tiny_model(uint64_t seed) {
     pg::Model m(pg::model_preset("tiny"));
     pg::init_gpt2_params(m.config(), m.params(), seed);
+    m.set_provenance(pg::Provenance::initialised_from(seed));
+    pg::TrainConfig tc;
+    tc.batch_size = 2;
+    tc.warmup_steps = 0;
+    pg::Trainer trainer(m, tc);
+    const std::vector<int32_t> data = pattern_tokens(m, 1024, 7);
+    trainer.set_data(data.data(), data.size());
+    trainer.step();
+    trainer.step();
     return m;
 }
 
@@ -99,7 +113,8 @@ struct Coordinator {
     }
 };
 
-const char* const kAllChecks[] = {"format", "geometry", "base weights", "tokenizer", "signature", "trajectory present",
+const char* const kAllChecks[] = {"format", "geometry", "base weights", "tokenizer", "base trained", "signature",
+                                  "trajectory present",
                                   "trajectory finite", "trajectory length", "trajectory start",
                                   "trajectory not diverging", "held-out evaluation"};
 
@@ -253,14 +268,23 @@ TEST_CASE("validate: each trajectory check fails alone", "[coord][validate]") {
         expect_outcomes(r, {"trajectory present"},
                         {"trajectory finite", "trajectory length", "trajectory start", "trajectory not diverging"});
     }
-    SECTION("finite: a NaN loss (the file format cannot hold one; an in-memory upload can)") {
+    SECTION("finite: a NaN loss, uploaded in a signed file (format 1.2 carries it)") {
         Adapter a = good;
         a.record().losses[5] = std::nanf("");
-        const std::vector<uint8_t> bytes = file_bytes(good);
-        const ValidationReport r = coord.validator.validate_loaded(&a, "", bytes.data(), bytes.size(), nullptr);
-        // The signature is required and absent: expected to fail too; everything else alone.
-        expect_outcomes(r, {"signature", "trajectory finite"}, {"trajectory start", "trajectory not diverging"});
-        CHECK_THAT(r.find("trajectory finite")->message, Catch::Contains("step 5"));
+        const Upload u = signed_upload(a, key_from(1));
+        const std::string bytes(u.bytes.begin(), u.bytes.end());
+        CHECK_THAT(bytes, Catch::Contains("\"phonegpt.adapter_format\":\"1.3\""));
+        const ValidationReport r = coord.check(u);
+        expect_outcomes(r, {"trajectory finite"}, {"trajectory start", "trajectory not diverging"});
+        CHECK(r.find("trajectory finite")->message == "the loss recorded for step 6 of 16 is nan");
+        CHECK_THAT(r.first_failure(), Catch::StartsWith("trajectory finite: "));
+    }
+    SECTION("finite: an infinite learning rate, uploaded in a signed file") {
+        Adapter a = good;
+        a.record().learning_rates[15] = -INFINITY;
+        const ValidationReport r = coord.check(signed_upload(a, key_from(1)));
+        expect_outcomes(r, {"trajectory finite"}, {"trajectory start", "trajectory not diverging"});
+        CHECK(r.find("trajectory finite")->message == "the learning rate recorded for step 16 of 16 is -inf");
     }
     SECTION("length: more steps than losses") {
         Adapter a = good;
@@ -309,6 +333,61 @@ TEST_CASE("validate: the held-out evaluation fails alone when the adapter is wor
     expect_outcomes(r, {"held-out evaluation"}, {});
     CHECK(r.heldout_adapter_loss > r.heldout_base_loss);
     CHECK_THAT(r.find("held-out evaluation")->message, Catch::Contains("worse than the base"));
+}
+
+TEST_CASE("validate: base trained, by policy: the coordinator's base must have been trained", "[coord][validate]") {
+    const pg::Model trained = tiny_model(1);
+    const Upload u = signed_upload(trained_adapter(trained, 8), key_from(1));
+    // The same weights (so every other check passes), recorded as never trained / not recorded.
+    auto with_provenance = [&](const pg::Provenance& p) {
+        pg::Model m(trained.config());
+        std::memcpy(m.params(), trained.params(), std::size_t(trained.num_params()) * 4);
+        m.set_provenance(p);
+        return m;
+    };
+    const pg::Model untrained = with_provenance(pg::Provenance::initialised_from(1));
+    const pg::Model unrecorded = with_provenance(pg::Provenance{});
+    auto check = [&](const pg::Model& base, BaseTrainedPolicy policy) {
+        ValidationPolicy p;
+        p.base_trained = policy;
+        return Coordinator(base, p).check(u);
+    };
+    const std::string trained_message = "the base was " + trained.provenance().describe();
+    CHECK_THAT(trained_message, Catch::StartsWith("the base was trained for 2 steps ("));
+
+    SECTION("refuse_untrained (the default): a never-trained base fails alone, an unrecorded one is skipped") {
+        CHECK(ValidationPolicy{}.base_trained == BaseTrainedPolicy::kRefuseUntrained);
+        ValidationReport r = check(trained, BaseTrainedPolicy::kRefuseUntrained);
+        expect_outcomes(r, {}, {});
+        CHECK(r.find("base trained")->message == trained_message);
+        r = check(untrained, BaseTrainedPolicy::kRefuseUntrained);
+        expect_outcomes(r, {"base trained"}, {});
+        CHECK_THAT(r.first_failure(), Catch::StartsWith("base trained: the base was initialised from seed 1, never trained"));
+        r = check(unrecorded, BaseTrainedPolicy::kRefuseUntrained);
+        expect_outcomes(r, {}, {"base trained"});
+        CHECK_THAT(r.find("base trained")->message, Catch::Contains("provenance is not recorded"));
+    }
+    SECTION("require_record: only a base recorded as trained passes") {
+        expect_outcomes(check(trained, BaseTrainedPolicy::kRequireRecord), {}, {});
+        expect_outcomes(check(untrained, BaseTrainedPolicy::kRequireRecord), {"base trained"}, {});
+        const ValidationReport r = check(unrecorded, BaseTrainedPolicy::kRequireRecord);
+        expect_outcomes(r, {"base trained"}, {});
+        CHECK_THAT(r.find("base trained")->message, Catch::Contains("requires a base recorded as trained"));
+    }
+    SECTION("off: never checked") {
+        const ValidationReport r = check(untrained, BaseTrainedPolicy::kOff);
+        expect_outcomes(r, {}, {"base trained"});
+        CHECK_THAT(r.find("base trained")->message, Catch::Contains("does not check"));
+    }
+    SECTION("an upload that does not even read still shows the base's state") {
+        ValidationPolicy p;
+        const ValidationReport r = Coordinator(untrained, p).validator.validate("junk", 4, nullptr);
+        CHECK(r.find("format")->outcome == CheckOutcome::kFailed);
+        CHECK(r.find("base trained")->outcome == CheckOutcome::kFailed);
+    }
+    ValidationPolicy bad;
+    bad.base_trained = static_cast<BaseTrainedPolicy>(5);
+    CHECK_THROWS_AS(Validator(trained, bad), pg::Error);
 }
 
 TEST_CASE("validate: the reference resumes from the round's adapter", "[coord][validate]") {
@@ -376,6 +455,27 @@ TEST_CASE("validate: the C API, the report's JSON and bad arguments", "[coord][v
     pg_validation_policy_default(&policy);
     CHECK(policy.signature == PG_SIGNATURE_REQUIRED);
     CHECK(policy.start_tolerance == 0.5f);
+    CHECK(policy.base_trained == PG_BASE_TRAINED_REFUSE_UNTRAINED);
+    // This base is random on purpose: the default policy refuses every upload over it, by name.
+    {
+        pg_validator* strict = nullptr;
+        REQUIRE(pg_validator_create(base, &policy, &strict) == PG_OK);
+        REQUIRE(pg_validator_set_trusted_keys(strict, trusted) == PG_OK);
+        pg_validation_report* rep = nullptr;
+        REQUIRE(pg_lora_validate(strict, bytes, n, sig.data(), sig.size(), &rep) == PG_OK);
+        pg_validation_summary s = {sizeof s};
+        REQUIRE(pg_validation_report_summary(rep, &s) == PG_OK);
+        CHECK(s.accepted == 0);
+        CHECK(s.n_failed == 1);
+        pg_validation_check c = {sizeof c};
+        REQUIRE(pg_validation_report_check(rep, 4, &c) == PG_OK);
+        CHECK(std::string(c.name) == "base trained");
+        CHECK(c.outcome == PG_CHECK_FAILED);
+        CHECK_THAT(c.message, Catch::Contains("never trained"));
+        pg_validation_report_free(rep);
+        pg_validator_free(strict);
+    }
+    policy.base_trained = PG_BASE_TRAINED_OFF;
     pg_validator* v = nullptr;
     REQUIRE(pg_validator_create(base, &policy, &v) == PG_OK);
     REQUIRE(pg_validator_set_trusted_keys(v, trusted) == PG_OK);
@@ -387,19 +487,19 @@ TEST_CASE("validate: the C API, the report's JSON and bad arguments", "[coord][v
     pg_validation_summary s = {sizeof s};
     REQUIRE(pg_validation_report_summary(rep, &s) == PG_OK);
     CHECK(s.accepted == 1);
-    CHECK(s.n_checks == 11);
+    CHECK(s.n_checks == 12);
     CHECK(s.n_failed == 0);
-    CHECK(s.n_skipped == 0);
+    CHECK(s.n_skipped == 1);  // base trained: off
     CHECK(s.steps == 6);
     char id[17];
     REQUIRE(pg_key_id(pub, id) == PG_OK);
     CHECK(std::string(s.key_id) == id);
     CHECK(std::isfinite(s.heldout_adapter_loss));
     pg_validation_check c = {sizeof c};
-    REQUIRE(pg_validation_report_check(rep, 4, &c) == PG_OK);
+    REQUIRE(pg_validation_report_check(rep, 5, &c) == PG_OK);
     CHECK(std::string(c.name) == "signature");
     CHECK(c.outcome == PG_CHECK_PASSED);
-    CHECK(pg_validation_report_check(rep, 11, &c) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_validation_report_check(rep, 12, &c) == PG_ERR_INVALID_ARGUMENT);
     size_t len = 0;
     REQUIRE(pg_validation_report_json(rep, nullptr, 0, &len) == PG_ERR_BUFFER_TOO_SMALL);
     std::string json(len + 1, '\0');
@@ -407,7 +507,7 @@ TEST_CASE("validate: the C API, the report's JSON and bad arguments", "[coord][v
     json.resize(len);
     const pg::io::JsonValue parsed = pg::io::parse_json(json.data(), json.size(), "report");
     CHECK(parsed.find("accepted")->as_bool("accepted"));
-    CHECK(parsed.find("checks")->as_array("checks").size() == 11);
+    CHECK(parsed.find("checks")->as_array("checks").size() == 12);
     CHECK(parsed.find("checks")->as_array("checks")[0].find("name")->as_string("name") == "format");
     pg_lora_adapter* got = nullptr;
     REQUIRE(pg_validation_report_adapter(rep, &got) == PG_OK);
@@ -453,6 +553,10 @@ TEST_CASE("validate: the C API, the report's JSON and bad arguments", "[coord][v
     wrong = policy;
     wrong.signature = static_cast<pg_signature_policy>(7);
     CHECK(pg_validator_create(base, &wrong, &w) == PG_ERR_INVALID_ARGUMENT);
+    wrong = policy;
+    wrong.base_trained = static_cast<pg_base_trained_policy>(3);
+    CHECK(pg_validator_create(base, &wrong, &w) == PG_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(pg_last_error(), Catch::Contains("base_trained"));
     pg_validator_free(nullptr);
     pg_validation_report_free(nullptr);
 

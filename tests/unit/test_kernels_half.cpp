@@ -16,6 +16,7 @@
 #include "core/thread_pool.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/kernel_table.hpp"
+#include "kernel_tables_under_test.hpp"
 
 namespace {
 
@@ -67,7 +68,7 @@ TEST_CASE("half_to_float decodes every fp16 and bf16 bit pattern exactly on ever
     std::vector<uint16_t> all(65536 + 5);
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = uint16_t(i);  // 5 more: a vector tail
     std::vector<float> out(all.size());
-    for (const pg::kernels::KernelTable* t : pg::kernels::available_tables())
+    for (const pg::kernels::KernelTable* t : pg::test::kernel_tables_under_test())
         for (HalfFormat format : {HalfFormat::fp16, HalfFormat::bf16}) {
             CAPTURE(t->name, format == HalfFormat::fp16 ? "fp16" : "bf16");
             std::fill(out.begin(), out.end(), -1.0f);
@@ -109,7 +110,7 @@ TEST_CASE("a GEMM with a 16-bit B equals the same table's GEMM on its fp32 copy,
     // plain. Shapes: partial row and column tiles, two K blocks, two N blocks (above the
     // 1.6e7-flop split threshold of sgemm_parallel), the head's 65 columns.
     const int shapes[][3] = {{13, 65, 19}, {64, 128, 128}, {120, 520, 160}, {200, 30, 600}};
-    for (const pg::kernels::KernelTable* t : pg::kernels::available_tables())
+    for (const pg::kernels::KernelTable* t : pg::test::kernel_tables_under_test())
         for (HalfFormat format : {HalfFormat::fp16, HalfFormat::bf16})
             for (const auto& l : layouts)
                 for (const auto& s : shapes) {

@@ -105,6 +105,15 @@ std::vector<uint8_t> encode_training(const pg::lora::Adapter& a, const pg::Train
     return sink.bytes;
 }
 
+// The fixture adapter with a diverged record (format 1.2's non-finite values): a NaN loss, an
+// infinite loss and an infinite learning rate.
+pg::lora::Adapter nonfinite_fixture_adapter(bool provenance = true) {
+    pg::lora::Adapter a = fixture_adapter(provenance);
+    a.record().losses = {2.5f, std::nanf(""), -INFINITY};
+    a.record().learning_rates = {1e-3f, 1e-3f, INFINITY};
+    return a;
+}
+
 std::vector<uint8_t> encode(const pg::lora::Adapter& a) {
     pg::io::VectorSink sink;
     pg::lora::write_adapter(a, sink);
@@ -148,7 +157,63 @@ std::vector<uint8_t> edit_header(const std::vector<uint8_t>& bytes, const std::s
     return out;
 }
 
+// edit_header, then phonegpt.metadata_xxh64 recomputed as docs/formats.md §5 defines it (what a
+// client that writes the metadata itself does), so the edit reaches the reader's later checks.
+std::vector<uint8_t> edit_and_reseal(const std::vector<uint8_t>& bytes, const std::string& from, const std::string& to) {
+    const std::vector<uint8_t> edited = edit_header(bytes, from, to);
+    uint64_t n = 0;
+    std::memcpy(&n, edited.data(), 8);
+    const pg::io::JsonValue header = pg::io::parse_json(reinterpret_cast<const char*>(edited.data()) + 8, n, "header");
+    const pg::io::JsonValue& meta = *header.find("__metadata__");
+    pg::io::Xxh64 h;
+    for (const char* key : {"phonegpt.adapter_format", "phonegpt.lora_config", "phonegpt.base", "phonegpt.training",
+                            "phonegpt.checksums"}) {
+        const std::string& v = meta.find(key)->as_string(key);
+        h.update(key, std::strlen(key) + 1);
+        h.update(v.data(), v.size());
+        h.update("", 1);
+    }
+    char sum[17];
+    std::snprintf(sum, sizeof sum, "%016llx", static_cast<unsigned long long>(h.digest()));
+    const std::string old_sum = meta.find("phonegpt.metadata_xxh64")->as_string("sum");
+    return edit_header(edited, "\"" + old_sum + "\"", "\"" + std::string(sum) + "\"");
+}
+
 }  // namespace
+
+TEST_CASE("lora file: a non-finite training record reads back (since 1.2); 1.0 cannot carry it",
+          "[lora][lora_file]") {
+    const pg::lora::Adapter a = nonfinite_fixture_adapter();
+    const std::vector<uint8_t> bytes = encode(a);
+    const std::string text(bytes.begin(), bytes.end());
+    CHECK(text.find("\"phonegpt.adapter_format\":\"1.3\"") != std::string::npos);
+    CHECK(text.find("\\\"losses\\\":[2.5,\\\"nan\\\",\\\"-inf\\\"]") != std::string::npos);
+    CHECK(text.find("\\\"learning_rates\\\":[0.0010000000474974513,0.0010000000474974513,\\\"inf\\\"]") !=
+          std::string::npos);
+    const pg::lora::Adapter b = decode(bytes);
+    CHECK(b.record().losses[0] == 2.5f);
+    CHECK(std::isnan(b.record().losses[1]));
+    CHECK(b.record().losses[2] == -INFINITY);
+    CHECK(b.record().learning_rates[2] == INFINITY);
+    CHECK(pg::lora::same_adapter(a, b));
+    // Saving reads the file back and compares: a NaN equals a NaN there.
+    const std::string path = pg_test::tmp_dir() + "/lora_adapter_nonfinite.safetensors";
+    pg::lora::save_adapter(a, path);
+    CHECK(pg::lora::same_adapter(a, pg::lora::load_adapter(path)));
+    std::remove(path.c_str());
+    // Since 1.3 every file is 1.3 (the base's provenance is always there).
+    const std::vector<uint8_t> finite = encode(fixture_adapter());
+    CHECK(std::string(finite.begin(), finite.end()).find("\"phonegpt.adapter_format\":\"1.3\"") != std::string::npos);
+
+    // Sealed correctly but labelled 1.0: the value needs 1.2. Another string is never a number.
+    std::string message;
+    CHECK(status_of(edit_and_reseal(bytes, "\"1.3\"", "\"1.0\""), &message) == PG_ERR_FORMAT);
+    CHECK_THAT(message, Catch::Contains("losses holds \"nan\": a non-finite value, which format 1.2 introduced"));
+    CHECK(status_of(edit_and_reseal(bytes, "\\\"nan\\\"", "\\\"NaN\\\""), &message) == PG_ERR_FORMAT);
+    CHECK_THAT(message, Catch::Contains("holds the string \"NaN\", not a number"));
+    // The reseal itself is right: an unedited reseal loads.
+    CHECK(status_of(edit_and_reseal(bytes, "\"1.3\"", "\"1.3\"")) == PG_OK);
+}
 
 TEST_CASE("lora file: round trip, PEFT names, read back on save", "[lora][lora_file]") {
     const pg::lora::Adapter a = fixture_adapter();
@@ -224,11 +289,16 @@ TEST_CASE("lora file: every adapter version ever written still loads (fixtures)"
     struct Fixture {
         const char* file;
         bool current;  // written by this version: the writer must still produce it byte for byte
+        pg::lora::Adapter (*adapter)();
     };
-    const Fixture fixtures[] = {{"lora_adapter_v1.0.safetensors", false}, {"lora_adapter_v1.2.safetensors", true}};
+    // 1.0 and 1.2 did not record the base's provenance: their adapters are the fixture's without it.
+    const Fixture fixtures[] = {{"lora_adapter_v1.0.safetensors", false, [] { return fixture_adapter(false); }},
+                                {"lora_adapter_v1.2.safetensors", false, [] { return nonfinite_fixture_adapter(false); }},
+                                {"lora_adapter_v1.3.safetensors", true, [] { return fixture_adapter(true); }},
+                                {"lora_adapter_v1.3_nonfinite.safetensors", true, [] { return nonfinite_fixture_adapter(true); }}};
     for (const Fixture& f : fixtures) {
         INFO(f.file);
-        const pg::lora::Adapter expected = fixture_adapter(f.current);  // 1.0 did not record provenance
+        const pg::lora::Adapter expected = f.adapter();
         const std::vector<uint8_t> bytes = read_bytes(pg_test::fixtures_dir() + "/" + f.file);
         REQUIRE(!bytes.empty());
         const pg::lora::Adapter a = decode(bytes);
@@ -238,7 +308,7 @@ TEST_CASE("lora file: every adapter version ever written still loads (fixtures)"
         if (f.current) CHECK(bytes == encode(expected));
     }
     // Adapter training checkpoints: the adapter and the trainer state both come back.
-    const Fixture training[] = {{"lora_training_v1.1.safetensors", false}, {"lora_training_v1.2.safetensors", true}};
+    const Fixture training[] = {{"lora_training_v1.1.safetensors", false, nullptr}, {"lora_training_v1.3.safetensors", true, nullptr}};
     for (const Fixture& f : training) {
         INFO(f.file);
         const pg::lora::Adapter expected = fixture_adapter(f.current);
@@ -261,16 +331,15 @@ TEST_CASE("lora file: every adapter version ever written still loads (fixtures)"
 }
 
 TEST_CASE("lora file: write the fixtures of the current version", "[.write-fixtures]") {
+    const std::string version = std::to_string(pg::lora::kAdapterFormatMajor) + "." +
+                                std::to_string(pg::lora::kAdapterFormatMinor);
+    auto write = [](const std::vector<uint8_t>& bytes, const std::string& name) {
+        pg::io::write_file_atomically(pg_test::fixtures_dir() + "/" + name, bytes.data(), bytes.size());
+    };
     const pg::lora::Adapter a = fixture_adapter();
-    const std::vector<uint8_t> bytes = encode(a);
-    const std::string major = std::to_string(pg::lora::kAdapterFormatMajor);
-    const std::string path = pg_test::fixtures_dir() + "/lora_adapter_v" + major + "." +
-                             std::to_string(pg::lora::kAdapterFormatMinor) + ".safetensors";
-    pg::io::write_file_atomically(path, bytes.data(), bytes.size());
-    const std::vector<uint8_t> training = encode_training(a, fixture_state(a));
-    const std::string training_path = pg_test::fixtures_dir() + "/lora_training_v" + major + "." +
-                                      std::to_string(pg::lora::kAdapterFormatMinor) + ".safetensors";
-    pg::io::write_file_atomically(training_path, training.data(), training.size());
+    write(encode(a), "lora_adapter_v" + version + ".safetensors");
+    write(encode(nonfinite_fixture_adapter()), "lora_adapter_v" + version + "_nonfinite.safetensors");
+    write(encode_training(a, fixture_state(a)), "lora_training_v" + version + ".safetensors");
 }
 
 TEST_CASE("lora file: corruption matrix, exact statuses", "[lora][lora_file]") {
@@ -299,9 +368,9 @@ TEST_CASE("lora file: corruption matrix, exact statuses", "[lora][lora_file]") {
     cases.push_back({"tensor data flipped", flipped(good.size() - 1), PG_ERR_CHECKSUM, "checksum mismatch"});
     cases.push_back({"not an adapter", edit_header(good, "phonegpt.adapter_format", "phonegpt.adapter_formal"),
                      PG_ERR_FORMAT, "not a phonegpt adapter file"});
-    cases.push_back({"newer major", edit_header(good, "\"1.2\"", "\"2.0\""), PG_ERR_VERSION, "newer than this library"});
-    cases.push_back({"major 0", edit_header(good, "\"1.2\"", "\"0.9\""), PG_ERR_FORMAT, "never written"});
-    cases.push_back({"bad version text", edit_header(good, "\"1.2\"", "\"1.x\""), PG_ERR_FORMAT, "MAJOR.MINOR"});
+    cases.push_back({"newer major", edit_header(good, "\"1.3\"", "\"2.0\""), PG_ERR_VERSION, "newer than this library"});
+    cases.push_back({"major 0", edit_header(good, "\"1.3\"", "\"0.9\""), PG_ERR_FORMAT, "never written"});
+    cases.push_back({"bad version text", edit_header(good, "\"1.3\"", "\"1.x\""), PG_ERR_FORMAT, "MAJOR.MINOR"});
     cases.push_back({"metadata edited", edit_header(good, "\\\"rank\\\":2", "\\\"rank\\\":3"), PG_ERR_CHECKSUM,
                      "metadata checksum mismatch"});
     cases.push_back({"tensor renamed", edit_header(good, "h.1.mlp.c_proj.lora_A.weight\":{", "h.1.mlp.c_proj.lora_C.weight\":{"),

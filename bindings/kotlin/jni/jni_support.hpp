@@ -1,5 +1,7 @@
-// Helpers shared by the JNI shim's files (phonegpt_jni.cpp, session_jni.cpp, ...): exceptions,
-// strings, bulk data (direct buffers or array copies), field arrays and callbacks into Kotlin.
+// Helpers shared by the JNI shim's files (phonegpt_jni.cpp, model_jni.cpp, ...): exceptions,
+// strings, bulk data (direct buffers or array copies), long arrays and callbacks into Kotlin.
+// struct_jni.hpp has the option and result structs, call_args.hpp the arguments that several
+// calls share.
 // Every file registers its own natives on phonegpt.Native from JNI_OnLoad (phonegpt_jni.cpp).
 #pragma once
 
@@ -126,9 +128,10 @@ inline jbyteArray new_bytes(JNIEnv* env, const void* data, std::size_t n) {
 
 // Bytes from a C call with the library's sizing convention (`fill(data, capacity, &len)`: on
 // PG_ERR_BUFFER_TOO_SMALL nothing changed and len is what is needed, a NUL not counted): a
-// small buffer first, then one of the size asked for. Returns false with an exception pending.
-template <class Fill>
-bool fill_bytes(JNIEnv* env, Fill fill, std::vector<char>* out) {
+// small buffer first, then one of the size asked for. A failure throws with message() (the
+// handle's own message), or the thread's. Returns false with an exception pending.
+template <class Fill, class Message>
+bool fill_bytes(JNIEnv* env, Fill fill, std::vector<char>* out, Message message) {
     out->resize(256);
     size_t len = 0;
     pg_status s = fill(out->data(), out->size(), &len);
@@ -136,15 +139,28 @@ bool fill_bytes(JNIEnv* env, Fill fill, std::vector<char>* out) {
         out->resize(len + 1);
         s = fill(out->data(), out->size(), &len);
     }
-    if (failed(env, s)) return false;
+    if (s != PG_OK) {
+        throw_status(env, s, message());
+        return false;
+    }
     out->resize(len);
     return true;
 }
 
 template <class Fill>
-jbyteArray filled_bytes(JNIEnv* env, Fill fill) {
+bool fill_bytes(JNIEnv* env, Fill fill, std::vector<char>* out) {
+    return fill_bytes(env, fill, out, [] { return pg_last_error(); });
+}
+
+template <class Fill, class Message>
+jbyteArray filled_bytes(JNIEnv* env, Fill fill, Message message) {
     std::vector<char> data;
-    return fill_bytes(env, fill, &data) ? new_bytes(env, data.data(), data.size()) : nullptr;
+    return fill_bytes(env, fill, &data, message) ? new_bytes(env, data.data(), data.size()) : nullptr;
+}
+
+template <class Fill>
+jbyteArray filled_bytes(JNIEnv* env, Fill fill) {
+    return filled_bytes(env, fill, [] { return pg_last_error(); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -245,12 +261,6 @@ inline jlongArray new_longs(JNIEnv* env, const std::vector<jlong>& v) {
     return a;
 }
 
-inline jdoubleArray new_doubles(JNIEnv* env, const std::vector<jdouble>& v) {
-    jdoubleArray a = env->NewDoubleArray(jsize(v.size()));
-    if (a) env->SetDoubleArrayRegion(a, 0, jsize(v.size()), v.data());
-    return a;
-}
-
 inline bool get_longs(JNIEnv* env, jlongArray a, std::size_t want, const char* what, std::vector<jlong>* out) {
     if (!a || std::size_t(env->GetArrayLength(a)) != want) {
         throw_invalid(env, std::string(what) + " must have " + std::to_string(want) + " fields");
@@ -331,235 +341,23 @@ inline int token_trampoline(void* user, int32_t token) {
     return go_on ? 0 : 1;
 }
 
-
-// ---------------------------------------------------------------------------------------------
-// The arguments of the calls that the model and the session share (evaluate, generate, forward)
-// ---------------------------------------------------------------------------------------------
-
-inline pg_eval_result new_eval_result() {
-    pg_eval_result r;
-    std::memset(&r, 0, sizeof r);
-    r.struct_size = sizeof r;
-    return r;
-}
-
-inline jdoubleArray eval_result_fields(JNIEnv* env, const pg_eval_result& r) {
-    return new_doubles(env, {r.mean_loss, r.bits_per_token, double(r.n_scored), double(r.n_windows)});
-}
-
-// pg_eval_config from EvalConfig.fields() (window, stride, batch_size, n_threads); a non-null
-// ProgressBridge is wired to `cb`, which must outlive the call.
-inline bool eval_config_from(JNIEnv* env, jintArray a, jobject bridge, Callback* cb, pg_eval_config* c) {
-    constexpr jsize kFields = 4;
-    if (!a || env->GetArrayLength(a) != kFields) {
-        throw_invalid(env, "EvalConfig must have 4 fields");
-        return false;
-    }
-    jint f[kFields];
-    env->GetIntArrayRegion(a, 0, kFields, f);
-    pg_eval_config_default(c);
-    c->window = f[0];
-    c->stride = f[1];
-    c->batch_size = f[2];
-    c->n_threads = f[3];
-    cb->bridge = bridge;
-    if (bridge) {
-        c->progress = progress_trampoline;
-        c->progress_user = cb;
-    }
-    return true;
-}
-
-// pg_sample_config from SampleConfig.fields() (temperature and top_p as float bits, top_k, seed,
-// max_tokens, n_threads, slide_keep), its stop strings and a TokenBridge (may be null). The
-// struct points into this object's strings and callback: use it in place, do not copy it.
-struct SampleArgs {
-    pg_sample_config config;
-    std::vector<std::string> stops;
-    std::vector<const char*> stop_ptrs;
-    Callback cb;
-};
-
-inline bool sample_config_from(JNIEnv* env, jlongArray jconfig, jobjectArray jstops, jobject bridge,
-                               SampleArgs* args) {
-    std::vector<jlong> f;
-    if (!get_longs(env, jconfig, 7, "SampleConfig", &f)) return false;
-    for (std::size_t i : {1, 4, 5, 6}) {
-        if (f[i] < INT32_MIN || f[i] > INT32_MAX) {
-            throw_invalid(env, "SampleConfig: field " + std::to_string(i) + " is outside int32");
-            return false;
-        }
-    }
-    pg_sample_config& c = args->config;
-    pg_sample_config_default(&c);
-    c.temperature = bits_to_float(f[0]);
-    c.top_k = int32_t(f[1]);
-    c.top_p = bits_to_float(f[2]);
-    c.seed = uint64_t(f[3]);
-    c.max_tokens = int32_t(f[4]);
-    c.n_threads = int32_t(f[5]);
-    c.slide_keep = int32_t(f[6]);
-    if (!get_strings(env, jstops, "stop string", &args->stops)) return false;
-    if (!args->stops.empty()) {
-        for (const std::string& s : args->stops) args->stop_ptrs.push_back(s.c_str());
-        c.stop_strings = args->stop_ptrs.data();
-        c.n_stop_strings = int32_t(args->stop_ptrs.size());
-    }
-    args->cb.bridge = bridge;
-    if (bridge) {
-        c.on_token = token_trampoline;
-        c.on_token_user = &args->cb;
-    }
-    return true;
-}
-
-// Where generated tokens go: an array or direct buffer region, or nowhere (streaming only).
-class GenerateOutput {
-public:
-    bool open(JNIEnv* env, jintArray array, jobject buffer, jint offset, jint capacity) {
-        used_ = array || buffer;
-        return !used_ || bulk_.open(env, array, buffer, offset, capacity, "output", false);
-    }
-    int32_t* data() const { return used_ ? bulk_.data() : nullptr; }
-    size_t capacity() const { return used_ ? bulk_.size() : 0; }
-    // Copies the n written tokens back to an array; returns n.
-    jint commit(size_t n) {
-        if (used_) bulk_.commit(n);
-        return jint(n);
-    }
-
-private:
-    bool used_ = false;
-    Bulk<int32_t> bulk_;
-};
-
-// A forward pass's B*T tokens, optional targets and optional logits (B*T*vocab_size floats of
-// `model`'s vocabulary, checked here so that the library never writes past the region).
-struct ForwardArgs {
-    Bulk<int32_t> tokens, targets;
-    Bulk<float> logits;
-    bool with_targets = false, with_logits = false;
-
-    bool open(JNIEnv* env, const pg_model* model, jint B, jint T, jintArray tok_a, jobject tok_b, jint tok_off,
-              jintArray tgt_a, jobject tgt_b, jint tgt_off, jfloatArray log_a, jobject log_b, jint log_off,
-              jint log_len) {
-        if (B < 1 || T < 1) {
-            throw_invalid(env, "forward: B and T must be >= 1, got " + std::to_string(B) + " and " + std::to_string(T));
-            return false;
-        }
-        const int64_t bt = int64_t(B) * int64_t(T);
-        if (bt > INT32_MAX) {
-            throw_invalid(env, "forward: B*T is too large");
-            return false;
-        }
-        if (!tokens.open(env, tok_a, tok_b, tok_off, jint(bt), "tokens", true)) return false;
-        with_targets = tgt_a || tgt_b;
-        if (with_targets && !targets.open(env, tgt_a, tgt_b, tgt_off, jint(bt), "targets", true)) return false;
-        with_logits = log_a || log_b;
-        if (!with_logits) return true;
-        pg_model_config c;
-        pg_model_config_default(&c);
-        if (failed(env, pg_model_get_config(model, &c))) return false;
-        if (int64_t(log_len) != bt * c.vocab_size) {
-            throw_status(env, PG_ERR_GEOMETRY, ("forward: logits must hold B*T*vocab_size = " +
-                                                std::to_string(bt * c.vocab_size) + " floats, got " +
-                                                std::to_string(log_len)).c_str());
-            return false;
-        }
-        return logits.open(env, log_a, log_b, log_off, log_len, "logits", false);
-    }
-
-    const int32_t* targets_data() const { return with_targets ? targets.data() : nullptr; }
-    float* logits_data() const { return with_logits ? logits.data() : nullptr; }
-    float* loss_out(float* loss) const { return with_targets ? loss : nullptr; }
-
-    // After a successful pass: copies logits back to an array; the loss, or NaN without targets.
-    jfloat finish(float loss) {
-        if (with_logits) logits.commit(logits.size());
-        return with_targets ? loss : std::numeric_limits<float>::quiet_NaN();
-    }
-};
-
-// ---------------------------------------------------------------------------------------------
-// Training arguments that the full and the LoRA trainer share
-// ---------------------------------------------------------------------------------------------
-
-constexpr std::size_t kTrainConfigFields = 18;
-inline std::vector<jlong> train_config_fields(const pg_train_config& c) {
-    return {c.batch_size,         c.seq_len,           c.grad_accum_steps,   jlong(c.schedule),
-            float_to_bits(c.lr_max), float_to_bits(c.lr_min), c.warmup_steps, c.total_steps,
-            float_to_bits(c.beta1), float_to_bits(c.beta2), float_to_bits(c.eps),
-            float_to_bits(c.weight_decay), c.decay_embeddings, float_to_bits(c.grad_clip),
-            float_to_bits(c.dropout), jlong(c.seed), c.n_threads, c.recompute_activations};
-}
-inline bool train_config_from(JNIEnv* env, jlongArray a, pg_train_config* c) {
-    std::vector<jlong> f;
-    if (!get_longs(env, a, kTrainConfigFields, "TrainConfig", &f)) return false;
-    for (std::size_t i : {0, 1, 2, 3, 6, 12, 16, 17}) {
-        if (f[i] < INT32_MIN || f[i] > INT32_MAX) {
-            throw_invalid(env, "TrainConfig: field " + std::to_string(i) + " is outside int32");
-            return false;
-        }
-    }
-    pg_train_config_default(c);
-    c->batch_size = int32_t(f[0]);
-    c->seq_len = int32_t(f[1]);
-    c->grad_accum_steps = int32_t(f[2]);
-    c->schedule = pg_lr_schedule(int32_t(f[3]));
-    c->lr_max = bits_to_float(f[4]);
-    c->lr_min = bits_to_float(f[5]);
-    c->warmup_steps = int32_t(f[6]);
-    c->total_steps = int64_t(f[7]);
-    c->beta1 = bits_to_float(f[8]);
-    c->beta2 = bits_to_float(f[9]);
-    c->eps = bits_to_float(f[10]);
-    c->weight_decay = bits_to_float(f[11]);
-    c->decay_embeddings = int32_t(f[12]);
-    c->grad_clip = bits_to_float(f[13]);
-    c->dropout = bits_to_float(f[14]);
-    c->seed = uint64_t(f[15]);
-    c->n_threads = int32_t(f[16]);
-    c->recompute_activations = int32_t(f[17]);
-    return true;
-}
-
-inline jlongArray step_result_fields(JNIEnv* env, const pg_step_result& r) {
-    return new_longs(env, {r.step, float_to_bits(r.loss), float_to_bits(r.lr), float_to_bits(r.grad_norm), r.tokens});
-}
-
-inline pg_step_result blank_step_result() {
-    pg_step_result r;
-    std::memset(&r, 0, sizeof r);
-    r.struct_size = sizeof r;
-    return r;
-}
-
-inline bool open_batch(JNIEnv* env, jint B, jint T, IntBulk* in, jintArray in_a, jobject in_b, jint in_off,
-                IntBulk* tgt, jintArray tgt_a, jobject tgt_b, jint tgt_off) {
-    if (B < 1 || T < 1 || int64_t(B) * int64_t(T) > INT32_MAX) {
-        throw_invalid(env, "B and T must be >= 1 with B*T in int32, got " + std::to_string(B) + " and " +
-                               std::to_string(T));
-        return false;
-    }
-    const jint n = B * T;
-    return in->open(env, in_a, in_b, in_off, n, "inputs", true) &&
-           tgt->open(env, tgt_a, tgt_b, tgt_off, n, "targets", true);
-}
-
 // Registration: each file of natives has one of these, called from JNI_OnLoad.
 #define PG_NATIVE(name, signature, fn) {const_cast<char*>(name), const_cast<char*>(signature), reinterpret_cast<void*>(fn)}
-#define PG_INTS "[ILjava/nio/IntBuffer;II"    // (int[] array, IntBuffer buffer, int offset, int length)
-#define PG_FLOATS "[FLjava/nio/FloatBuffer;II"
+#define PG_SIG_INTS "[ILjava/nio/IntBuffer;II"    // (int[] array, IntBuffer buffer, int offset, int length)
+#define PG_SIG_FLOATS "[FLjava/nio/FloatBuffer;II"
 
 template <std::size_t N>
 bool register_natives(JNIEnv* env, jclass natives, const JNINativeMethod (&methods)[N]) {
     return env->RegisterNatives(natives, methods, jint(N)) == JNI_OK;
 }
 
+bool register_model_natives(JNIEnv* env, jclass natives);      // model_jni.cpp
+bool register_trainer_natives(JNIEnv* env, jclass natives);    // trainer_jni.cpp
 bool register_session_natives(JNIEnv* env, jclass natives);    // session_jni.cpp
 bool register_tokenizer_natives(JNIEnv* env, jclass natives);  // tokenizer_jni.cpp
-bool register_lora_trainer_natives(JNIEnv* env, jclass natives);  // lora_jni.cpp
-bool register_privacy_natives(JNIEnv* env, jclass natives);       // privacy_jni.cpp
-bool register_signing_natives(JNIEnv* env, jclass natives);       // signing_jni.cpp
+bool register_lora_natives(JNIEnv* env, jclass natives);       // lora_jni.cpp
+bool register_coordinator_natives(JNIEnv* env, jclass natives);  // coordinator_jni.cpp
+bool register_privacy_natives(JNIEnv* env, jclass natives);    // privacy_jni.cpp
+bool register_signing_natives(JNIEnv* env, jclass natives);    // signing_jni.cpp
 
 }  // namespace pg_jni

@@ -1,18 +1,173 @@
-// The LoRA trainer natives (pg_lora_trainer_*; Kotlin: LoraTrainer in Lora.kt). The trainer
-// borrows its base and its adapter: Kotlin keeps both alive while it lives, holds the base's
-// lock shared (it is never written) and the adapter's alone during a step.
-#include "jni_support.hpp"
+// The LoRA natives (pg_lora_*; Kotlin: Lora.kt): configurations, adapters (tensors, files, the
+// base check, PEFT export, the training record), merging, and the LoRA trainer with its
+// checkpoints. The trainer borrows its base and its adapter: Kotlin keeps both alive while it
+// lives, holds the base's lock shared (it is never written) and the adapter's alone during a step.
+#include "call_args.hpp"
+#include "tensor_jni.hpp"
 
 namespace pg_jni {
 namespace {
 
+pg_lora_adapter* adapter_of(JNIEnv* env, jlong h) { return handle_of<pg_lora_adapter>(env, h, "LoraAdapter"); }
 pg_lora_trainer* lora_trainer_of(JNIEnv* env, jlong h) { return handle_of<pg_lora_trainer>(env, h, "LoraTrainer"); }
+
+bool adapter_failed(JNIEnv* env, pg_status s, const pg_lora_adapter* a) {
+    return failed(env, s, a, pg_lora_adapter_last_error);
+}
+bool lora_trainer_failed(JNIEnv* env, pg_status s, const pg_lora_trainer* t) {
+    return failed(env, s, t, pg_lora_trainer_last_error);
+}
+
+// --- configurations: LoraConfig.fields() and its layer list (null = every layer) ------------
+
+// Fills `c`; `layers` keeps the list alive for the call.
+bool lora_config_from(JNIEnv* env, jlongArray jc, jintArray jlayers, pg_lora_config* c, std::vector<int32_t>* layers) {
+    if (!options_from(env, jc, c)) return false;
+    if (jlayers) {
+        layers->resize(std::size_t(env->GetArrayLength(jlayers)));
+        if (!layers->empty())
+            env->GetIntArrayRegion(jlayers, 0, jsize(layers->size()), reinterpret_cast<jint*>(layers->data()));
+        c->layers = layers->empty() ? nullptr : layers->data();
+        c->n_layers = int32_t(layers->size());
+    }
+    return !env->ExceptionCheck();
+}
+
+void n_lora_config_validate(JNIEnv* env, jclass, jlongArray jc, jintArray jlayers) {
+    pg_lora_config c;
+    std::vector<int32_t> layers;
+    if (lora_config_from(env, jc, jlayers, &c, &layers)) failed(env, pg_lora_config_validate(&c));
+}
+
+// --- adapters ------------------------------------------------------------------------------
+
+jlong n_lora_adapter_create(JNIEnv* env, jclass, jlong mh, jlongArray jc, jintArray jlayers) {
+    auto* m = handle_of<pg_model>(env, mh, "Model");
+    pg_lora_config c;
+    std::vector<int32_t> layers;
+    if (!m || !lora_config_from(env, jc, jlayers, &c, &layers)) return 0;
+    pg_lora_adapter* a = nullptr;
+    if (failed(env, pg_lora_adapter_create(m, &c, &a))) return 0;
+    return to_handle(a);
+}
+
+void n_lora_adapter_free(JNIEnv*, jclass, jlong h) {
+    pg_lora_adapter_free(reinterpret_cast<pg_lora_adapter*>(intptr_t(h)));
+}
+
+bool lora_config_of(JNIEnv* env, jlong h, pg_lora_config* c) {
+    auto* a = adapter_of(env, h);
+    *c = defaults<pg_lora_config>();
+    return a && !adapter_failed(env, pg_lora_adapter_get_config(a, c), a);
+}
+
+jlongArray n_lora_adapter_get_config(JNIEnv* env, jclass, jlong h) {
+    pg_lora_config c;
+    if (!lora_config_of(env, h, &c)) return nullptr;
+    return struct_longs(env, c);
+}
+
+// The adapted layers, or null when every layer is adapted.
+jintArray n_lora_adapter_get_layers(JNIEnv* env, jclass, jlong h) {
+    pg_lora_config c;
+    if (!lora_config_of(env, h, &c) || !c.layers || c.n_layers <= 0) return nullptr;
+    jintArray a = env->NewIntArray(c.n_layers);
+    if (a) env->SetIntArrayRegion(a, 0, c.n_layers, reinterpret_cast<const jint*>(c.layers));
+    return a;
+}
+
+jfloat n_lora_adapter_scale(JNIEnv* env, jclass, jlong h) {
+    auto* a = adapter_of(env, h);
+    float scale = 0.0f;
+    if (!a || adapter_failed(env, pg_lora_adapter_scale(a, &scale), a)) return 0;
+    return scale;
+}
+
+jlong n_lora_adapter_num_params(JNIEnv* env, jclass, jlong h) {
+    auto* a = adapter_of(env, h);
+    int64_t n = 0;
+    if (!a || adapter_failed(env, pg_lora_adapter_num_params(a, &n), a)) return 0;
+    return jlong(n);
+}
+
+// The training record: {steps, tokens} in `counts` (2 longs) and the losses and learning rates
+// as one float array (steps losses, then steps learning rates).
+jfloatArray n_lora_adapter_training_record(JNIEnv* env, jclass, jlong h, jlongArray counts) {
+    auto* a = adapter_of(env, h);
+    if (!a) return nullptr;
+    if (!counts || env->GetArrayLength(counts) != 2) {
+        throw_invalid(env, "trainingRecord: counts must have 2 entries");
+        return nullptr;
+    }
+    int64_t steps = 0, tokens = 0;
+    const float* losses = nullptr;
+    const float* lrs = nullptr;
+    if (adapter_failed(env, pg_lora_adapter_training_record(a, &steps, &tokens, &losses, &lrs), a)) return nullptr;
+    if (steps > INT32_MAX / 2) {
+        throw_status(env, PG_ERR_UNSUPPORTED, "trainingRecord: the record does not fit a Java array");
+        return nullptr;
+    }
+    const jlong c[2] = {steps, tokens};
+    env->SetLongArrayRegion(counts, 0, 2, c);
+    jfloatArray out = env->NewFloatArray(jsize(2 * steps));
+    if (out && steps > 0) {
+        env->SetFloatArrayRegion(out, 0, jsize(steps), losses);
+        env->SetFloatArrayRegion(out, jsize(steps), jsize(steps), lrs);
+    }
+    return out;
+}
+
+// Merging an adapter into a model, and adapter files.
+jlong n_lora_merge(JNIEnv* env, jclass, jlong mh, jlong ah, jint n_threads) {
+    auto* m = handle_of<pg_model>(env, mh, "Model");
+    auto* a = m ? adapter_of(env, ah) : nullptr;
+    pg_model* merged = nullptr;
+    if (!a || failed(env, pg_lora_merge(m, a, n_threads, &merged))) return 0;
+    return to_handle(merged);
+}
+
+void n_lora_merge_in_place(JNIEnv* env, jclass, jlong mh, jlong ah, jint n_threads, jboolean unmerge) {
+    auto* m = handle_of<pg_model>(env, mh, "Model");
+    auto* a = m ? adapter_of(env, ah) : nullptr;
+    if (a) failed(env, unmerge ? pg_lora_unmerge_in_place(m, a, n_threads) : pg_lora_merge_in_place(m, a, n_threads));
+}
+
+void n_lora_adapter_save(JNIEnv* env, jclass, jlong h, jstring jpath) {
+    auto* a = adapter_of(env, h);
+    std::string path;
+    if (a && get_string(env, jpath, "path", &path)) adapter_failed(env, pg_lora_adapter_save(a, path.c_str()), a);
+}
+
+void n_lora_export_peft(JNIEnv* env, jclass, jlong h, jstring jfolder) {
+    auto* a = adapter_of(env, h);
+    std::string folder;
+    if (a && get_string(env, jfolder, "folder", &folder)) adapter_failed(env, pg_lora_export_peft(a, folder.c_str()), a);
+}
+
+// `base` 0: no base check.
+jlong n_lora_adapter_load(JNIEnv* env, jclass, jstring jpath, jlong mh) {
+    std::string path;
+    if (!get_string(env, jpath, "path", &path)) return 0;
+    auto* m = mh ? handle_of<pg_model>(env, mh, "Model") : nullptr;
+    if (mh && !m) return 0;
+    pg_lora_adapter* a = nullptr;
+    if (failed(env, pg_lora_adapter_load(path.c_str(), m, &a))) return 0;
+    return to_handle(a);
+}
+
+void n_lora_adapter_check_base(JNIEnv* env, jclass, jlong h, jlong mh) {
+    auto* a = adapter_of(env, h);
+    auto* m = a ? handle_of<pg_model>(env, mh, "Model") : nullptr;
+    if (m) adapter_failed(env, pg_lora_adapter_check_base(a, m), a);
+}
+
+// --- the LoRA trainer ----------------------------------------------------------------------
 
 jlong n_lora_trainer_create(JNIEnv* env, jclass, jlong base, jlong adapter, jlongArray jconfig) {
     auto* m = handle_of<pg_model>(env, base, "Model");
-    auto* a = m ? handle_of<pg_lora_adapter>(env, adapter, "LoraAdapter") : nullptr;
+    auto* a = m ? adapter_of(env, adapter) : nullptr;
     pg_train_config c;
-    if (!a || !train_config_from(env, jconfig, &c)) return 0;
+    if (!a || !options_from(env, jconfig, &c)) return 0;
     pg_lora_trainer* t = nullptr;
     if (failed(env, pg_lora_trainer_create(m, a, &c, &t))) return 0;
     return to_handle(t);
@@ -26,14 +181,14 @@ void n_lora_trainer_set_data(JNIEnv* env, jclass, jlong h, jintArray tok_a, jobj
     auto* t = lora_trainer_of(env, h);
     IntBulk tokens;
     if (!t || !tokens.open(env, tok_a, tok_b, offset, length, "tokens", true)) return;
-    failed(env, pg_lora_trainer_set_data(t, tokens.data(), tokens.size()), t, pg_lora_trainer_last_error);
+    lora_trainer_failed(env, pg_lora_trainer_set_data(t, tokens.data(), tokens.size()), t);
 }
 
 jlongArray n_lora_trainer_step(JNIEnv* env, jclass, jlong h) {
     auto* t = lora_trainer_of(env, h);
-    pg_step_result r = blank_step_result();
-    if (!t || failed(env, pg_lora_trainer_step(t, &r), t, pg_lora_trainer_last_error)) return nullptr;
-    return step_result_fields(env, r);
+    pg_step_result r = blank<pg_step_result>();
+    if (!t || lora_trainer_failed(env, pg_lora_trainer_step(t, &r), t)) return nullptr;
+    return struct_longs(env, r);
 }
 
 jlongArray n_lora_trainer_step_batch(JNIEnv* env, jclass, jlong h, jintArray in_a, jobject in_b, jint in_off,
@@ -41,24 +196,65 @@ jlongArray n_lora_trainer_step_batch(JNIEnv* env, jclass, jlong h, jintArray in_
     auto* t = lora_trainer_of(env, h);
     IntBulk in, tgt;
     if (!t || !open_batch(env, B, T, &in, in_a, in_b, in_off, &tgt, tgt_a, tgt_b, tgt_off)) return nullptr;
-    pg_step_result r = blank_step_result();
-    if (failed(env, pg_lora_trainer_step_batch(t, in.data(), tgt.data(), B, T, &r), t, pg_lora_trainer_last_error))
-        return nullptr;
-    return step_result_fields(env, r);
+    pg_step_result r = blank<pg_step_result>();
+    if (lora_trainer_failed(env, pg_lora_trainer_step_batch(t, in.data(), tgt.data(), B, T, &r), t)) return nullptr;
+    return struct_longs(env, r);
 }
 
-const JNINativeMethod kLoraTrainerNatives[] = {
+void n_lora_trainer_save(JNIEnv* env, jclass, jlong h, jstring jpath) {
+    auto* t = lora_trainer_of(env, h);
+    std::string path;
+    if (t && get_string(env, jpath, "path", &path)) lora_trainer_failed(env, pg_lora_trainer_save(t, path.c_str()), t);
+}
+
+// Returns {adapter handle, trainer handle}.
+jlongArray n_lora_trainer_resume(JNIEnv* env, jclass, jstring jpath, jlong base) {
+    std::string path;
+    if (!get_string(env, jpath, "path", &path)) return nullptr;
+    auto* m = handle_of<pg_model>(env, base, "Model");
+    pg_lora_adapter* a = nullptr;
+    pg_lora_trainer* t = nullptr;
+    if (!m || failed(env, pg_lora_trainer_resume(path.c_str(), m, &a, &t))) return nullptr;
+    jlongArray out = new_longs(env, {to_handle(a), to_handle(t)});
+    if (!out) {
+        pg_lora_trainer_free(t);
+        pg_lora_adapter_free(a);
+    }
+    return out;
+}
+
+const JNINativeMethod kLoraNatives[] = {
+    PG_NATIVE("loraConfigValidate", "([J[I)V", n_lora_config_validate),
+    PG_NATIVE("loraAdapterCreate", "(J[J[I)J", n_lora_adapter_create),
+    PG_NATIVE("loraAdapterFree", "(J)V", n_lora_adapter_free),
+    PG_NATIVE("loraAdapterGetConfig", "(J)[J", n_lora_adapter_get_config),
+    PG_NATIVE("loraAdapterGetLayers", "(J)[I", n_lora_adapter_get_layers),
+    PG_NATIVE("loraAdapterScale", "(J)F", n_lora_adapter_scale),
+    PG_NATIVE("loraAdapterNumParams", "(J)J", n_lora_adapter_num_params),
+    PG_NATIVE("loraAdapterTrainingRecord", "(J[J)[F", n_lora_adapter_training_record),
+    PG_NATIVE("loraAdapterNumTensors", "(J)I", n_num_tensors<pg_lora_adapter>),
+    PG_NATIVE("loraAdapterTensorName", "(JI)Ljava/lang/String;", n_tensor_name<pg_lora_adapter>),
+    PG_NATIVE("loraAdapterTensorShape", "(JI)[J", n_tensor_shape<pg_lora_adapter>),
+    PG_NATIVE("loraAdapterFindTensor", "(JLjava/lang/String;)I", n_find_tensor<pg_lora_adapter>),
+    PG_NATIVE("loraAdapterReadTensor", "(JI" PG_SIG_FLOATS ")V", n_read_tensor<pg_lora_adapter>),
+    PG_NATIVE("loraAdapterWriteTensor", "(JI" PG_SIG_FLOATS ")V", n_write_tensor<pg_lora_adapter>),
+    PG_NATIVE("loraMerge", "(JJI)J", n_lora_merge),
+    PG_NATIVE("loraMergeInPlace", "(JJIZ)V", n_lora_merge_in_place),
+    PG_NATIVE("loraAdapterSave", "(JLjava/lang/String;)V", n_lora_adapter_save),
+    PG_NATIVE("loraExportPeft", "(JLjava/lang/String;)V", n_lora_export_peft),
+    PG_NATIVE("loraAdapterLoad", "(Ljava/lang/String;J)J", n_lora_adapter_load),
+    PG_NATIVE("loraAdapterCheckBase", "(JJ)V", n_lora_adapter_check_base),
     PG_NATIVE("loraTrainerCreate", "(JJ[J)J", n_lora_trainer_create),
     PG_NATIVE("loraTrainerFree", "(J)V", n_lora_trainer_free),
-    PG_NATIVE("loraTrainerSetData", "(J" PG_INTS ")V", n_lora_trainer_set_data),
+    PG_NATIVE("loraTrainerSetData", "(J" PG_SIG_INTS ")V", n_lora_trainer_set_data),
     PG_NATIVE("loraTrainerStep", "(J)[J", n_lora_trainer_step),
     PG_NATIVE("loraTrainerStepBatch", "(J[ILjava/nio/IntBuffer;I[ILjava/nio/IntBuffer;III)[J", n_lora_trainer_step_batch),
+    PG_NATIVE("loraTrainerSave", "(JLjava/lang/String;)V", n_lora_trainer_save),
+    PG_NATIVE("loraTrainerResume", "(Ljava/lang/String;J)[J", n_lora_trainer_resume),
 };
 
 }  // namespace
 
-bool register_lora_trainer_natives(JNIEnv* env, jclass natives) {
-    return register_natives(env, natives, kLoraTrainerNatives);
-}
+bool register_lora_natives(JNIEnv* env, jclass natives) { return register_natives(env, natives, kLoraNatives); }
 
 }  // namespace pg_jni

@@ -1,53 +1,106 @@
 // The data filter natives (pg_data_filter_*; Kotlin: DataFilter.kt): the built-in PII detectors
-// over UTF-8 text, the filtered text, the removed spans and the report (counts, never the text).
-#include "jni_support.hpp"
+// and the app's own rule (a Kotlin lambda) over UTF-8 text, the filtered text, the removed spans
+// and the report (counts, never the text).
+#include "struct_jni.hpp"
 
 namespace pg_jni {
 namespace {
 
 pg_data_filter* filter_of(JNIEnv* env, jlong h) { return handle_of<pg_data_filter>(env, h, "DataFilter"); }
 
-jint n_data_filter_kinds_default(JNIEnv*, jclass) {
-    pg_data_filter_config c;
-    pg_data_filter_config_default(&c);
-    return jint(c.kinds);
+// The app's rule (pg_pii_rule_fn): a Kotlin RuleBridge gets the text's UTF-8 bytes and returns
+// its spans as (begin, end) byte pairs, which the trampoline hands to the library's `add`. It
+// lives as long as the filter and is freed with it. An exception thrown by the rule cancels the
+// apply (the library is told to stop) and is re-thrown by it.
+jmethodID g_rule_method = nullptr;  // long[] RuleBridge.spans(byte[])
+
+struct Rule {
+    Callback cb;  // cb.bridge: a global ref
+};
+
+int rule_trampoline(void* user, const char* text, size_t len, pg_pii_add_fn add, void* sink) {
+    auto* rule = static_cast<Rule*>(user);
+    JNIEnv* env = callback_env();
+    if (!env || rule->cb.pending || len > size_t(INT32_MAX)) return 1;
+    jbyteArray bytes = new_bytes(env, text, len);
+    if (!bytes) {
+        rule->cb.took_exception(env);  // OutOfMemoryError
+        return 1;
+    }
+    auto spans = static_cast<jlongArray>(env->CallObjectMethod(rule->cb.bridge, g_rule_method, bytes));
+    env->DeleteLocalRef(bytes);
+    if (rule->cb.took_exception(env)) return 1;
+    if (!spans) return 0;
+    const jsize n = env->GetArrayLength(spans);
+    std::vector<jlong> v(static_cast<std::size_t>(n));
+    if (n > 0) env->GetLongArrayRegion(spans, 0, n, v.data());
+    env->DeleteLocalRef(spans);
+    // The library checks each span (empty, out of range, off a character boundary: the apply
+    // fails with PG_ERR_INVALID_ARGUMENT); a negative offset is passed as out of range.
+    auto offset = [](jlong x) { return x < 0 ? SIZE_MAX : size_t(x); };
+    for (jsize i = 0; i + 1 < n; i += 2)
+        if (add(sink, offset(v[std::size_t(i)]), offset(v[std::size_t(i) + 1])) != PG_OK) break;
+    return 0;
 }
 
-// kinds: the (1 << kind) bits; replacement: UTF-8 bytes, empty = remove the span.
-jlong n_data_filter_create(JNIEnv* env, jclass, jint kinds, jbyteArray jreplacement) {
+void free_rule(JNIEnv* env, Rule* rule) {
+    if (!rule) return;
+    if (rule->cb.pending) env->DeleteGlobalRef(rule->cb.pending);
+    if (rule->cb.bridge) env->DeleteGlobalRef(rule->cb.bridge);
+    delete rule;
+}
+
+// fields: DataFilterConfig.fields(); replacement: UTF-8 bytes, empty = remove the span; bridge: a
+// RuleBridge or null. Returns {filter handle, rule handle (0 without a rule)}.
+jlongArray n_data_filter_create(JNIEnv* env, jclass, jlongArray jfields, jbyteArray jreplacement, jobject bridge) {
     std::vector<char> replacement;
-    if (!get_bytes(env, jreplacement, "replacement", &replacement)) return 0;
-    replacement.push_back('\0');
     pg_data_filter_config c;
-    pg_data_filter_config_default(&c);
-    c.kinds = uint32_t(kinds);
+    if (!options_from(env, jfields, &c) || !get_bytes(env, jreplacement, "replacement", &replacement)) return nullptr;
+    replacement.push_back('\0');
     c.replacement = replacement.data();
+    Rule* rule = nullptr;
+    if (bridge) {
+        rule = new Rule;
+        rule->cb.bridge = env->NewGlobalRef(bridge);
+        c.custom_rule = rule_trampoline;
+        c.custom_user = rule;
+    }
     pg_data_filter* f = nullptr;
-    if (failed(env, pg_data_filter_create(&c, &f))) return 0;
-    return to_handle(f);
+    if (failed(env, pg_data_filter_create(&c, &f))) {
+        free_rule(env, rule);
+        return nullptr;
+    }
+    jlongArray out = new_longs(env, {to_handle(f), to_handle(rule)});
+    if (!out) {
+        pg_data_filter_free(f);
+        free_rule(env, rule);
+    }
+    return out;
 }
 
-void n_data_filter_free(JNIEnv*, jclass, jlong h) { pg_data_filter_free(reinterpret_cast<pg_data_filter*>(intptr_t(h))); }
+void n_data_filter_free(JNIEnv* env, jclass, jlong h, jlong rule) {
+    pg_data_filter_free(reinterpret_cast<pg_data_filter*>(intptr_t(h)));
+    free_rule(env, reinterpret_cast<Rule*>(intptr_t(rule)));
+}
 
-// Filters `text`; returns DataFilterReport.fields() (bytes_in .. n_custom).
-jlongArray n_data_filter_apply(JNIEnv* env, jclass, jlong h, jbyteArray jtext) {
+// Filters `text` (`rule`: the filter's rule handle, whose exception wins over the status);
+// returns DataFilterReport.fields().
+jlongArray n_data_filter_apply(JNIEnv* env, jclass, jlong h, jlong rule, jbyteArray jtext) {
     auto* f = filter_of(env, h);
     std::vector<char> text;
     if (!f || !get_bytes(env, jtext, "text", &text)) return nullptr;
-    pg_data_filter_report r;
-    std::memset(&r, 0, sizeof r);
-    r.struct_size = sizeof r;
-    if (failed(env, pg_data_filter_apply(f, bytes_of(text), text.size(), &r), f, pg_data_filter_last_error))
-        return nullptr;
-    return new_longs(env, {jlong(r.bytes_in), jlong(r.bytes_out), jlong(r.bytes_removed), jlong(r.n_spans),
-                           jlong(r.n_email), jlong(r.n_phone), jlong(r.n_payment_card), jlong(r.n_iban),
-                           jlong(r.n_ipv4), jlong(r.n_ipv6), jlong(r.n_custom)});
+    pg_data_filter_report r = blank<pg_data_filter_report>();
+    const pg_status s = pg_data_filter_apply(f, bytes_of(text), text.size(), &r);
+    auto* custom = reinterpret_cast<Rule*>(intptr_t(rule));
+    if ((custom && custom->cb.rethrow(env)) || failed(env, s, f, pg_data_filter_last_error)) return nullptr;
+    return struct_longs(env, r);
 }
 
 jbyteArray n_data_filter_output(JNIEnv* env, jclass, jlong h) {
     auto* f = filter_of(env, h);
     if (!f) return nullptr;
-    return filled_bytes(env, [&](char* text, size_t cap, size_t* len) { return pg_data_filter_output(f, text, cap, len); });
+    return filled_bytes(env, [&](char* text, size_t cap, size_t* len) { return pg_data_filter_output(f, text, cap, len); },
+                        [&] { return pg_data_filter_last_error(f); });
 }
 
 // The spans as (begin, end, kind) triples.
@@ -70,16 +123,21 @@ jlongArray n_data_filter_spans(JNIEnv* env, jclass, jlong h) {
 }
 
 const JNINativeMethod kPrivacyNatives[] = {
-    PG_NATIVE("dataFilterKindsDefault", "()I", n_data_filter_kinds_default),
-    PG_NATIVE("dataFilterCreate", "(I[B)J", n_data_filter_create),
-    PG_NATIVE("dataFilterFree", "(J)V", n_data_filter_free),
-    PG_NATIVE("dataFilterApply", "(J[B)[J", n_data_filter_apply),
+    PG_NATIVE("dataFilterCreate", "([J[BLphonegpt/RuleBridge;)[J", n_data_filter_create),
+    PG_NATIVE("dataFilterFree", "(JJ)V", n_data_filter_free),
+    PG_NATIVE("dataFilterApply", "(JJ[B)[J", n_data_filter_apply),
     PG_NATIVE("dataFilterOutput", "(J)[B", n_data_filter_output),
     PG_NATIVE("dataFilterSpans", "(J)[J", n_data_filter_spans),
 };
 
 }  // namespace
 
-bool register_privacy_natives(JNIEnv* env, jclass natives) { return register_natives(env, natives, kPrivacyNatives); }
+bool register_privacy_natives(JNIEnv* env, jclass natives) {
+    jclass rule = env->FindClass("phonegpt/RuleBridge");
+    if (!rule) return false;
+    g_rule_method = env->GetMethodID(rule, "spans", "([B)[J");
+    env->DeleteLocalRef(rule);
+    return g_rule_method && register_natives(env, natives, kPrivacyNatives);
+}
 
 }  // namespace pg_jni

@@ -2,63 +2,19 @@
 // keeps the model's native memory alive while the session lives and holds the session's lock
 // alone for every call (the C API allows one thread at a time on a session), so the shim only
 // checks what comes from Java.
-#include "jni_support.hpp"
+#include "call_args.hpp"
 
 namespace pg_jni {
 namespace {
 
 pg_session* session_of(JNIEnv* env, jlong h) { return handle_of<pg_session>(env, h, "Session"); }
 
-// --- configurations: SessionConfig.fields() = (n_threads, slide_keep), EvalSampledConfig's =
-// (n_batches, batch_size, seed) ----------------------------------------------------------------
-
-jlongArray n_session_config_default(JNIEnv* env, jclass) {
-    pg_session_config c;
-    pg_session_config_default(&c);
-    return new_longs(env, {c.n_threads, c.slide_keep});
-}
-
-bool session_config_from(JNIEnv* env, jlongArray a, pg_session_config* c) {
-    std::vector<jlong> f;
-    if (!get_longs(env, a, 2, "SessionConfig", &f)) return false;
-    for (jlong v : f) {
-        if (v < INT32_MIN || v > INT32_MAX) {
-            throw_invalid(env, "SessionConfig: a field is outside int32");
-            return false;
-        }
-    }
-    pg_session_config_default(c);
-    c->n_threads = int32_t(f[0]);
-    c->slide_keep = int32_t(f[1]);
-    return true;
-}
-
-jlongArray n_eval_sampled_config_default(JNIEnv* env, jclass) {
-    pg_eval_sampled_config c;
-    pg_eval_sampled_config_default(&c);
-    return new_longs(env, {c.n_batches, c.batch_size, jlong(c.seed)});
-}
-
-bool eval_sampled_config_from(JNIEnv* env, jlongArray a, pg_eval_sampled_config* c) {
-    std::vector<jlong> f;
-    if (!get_longs(env, a, 3, "EvalSampledConfig", &f)) return false;
-    if (f[0] < INT32_MIN || f[0] > INT32_MAX || f[1] < INT32_MIN || f[1] > INT32_MAX) {
-        throw_invalid(env, "EvalSampledConfig: nBatches or batchSize is outside int32");
-        return false;
-    }
-    pg_eval_sampled_config_default(c);
-    c->n_batches = int32_t(f[0]);
-    c->batch_size = int32_t(f[1]);
-    c->seed = uint64_t(f[2]);
-    return true;
-}
-
 // --- the handle ----------------------------------------------------------------------------
 
 jlong n_session_create(JNIEnv* env, jclass, jlong model, jlongArray jconfig) {
     auto* m = handle_of<pg_model>(env, model, "Model");
     pg_session_config c;
-    if (!m || !session_config_from(env, jconfig, &c)) return 0;
+    if (!m || !options_from(env, jconfig, &c)) return 0;
     pg_session* s = nullptr;
     if (failed(env, pg_session_create(m, &c, &s))) return 0;
     return to_handle(s);
@@ -96,8 +52,8 @@ jfloat n_session_forward(JNIEnv* env, jclass, jlong h, jlong model, jintArray to
     return a.finish(loss);
 }
 
-jdoubleArray n_session_evaluate(JNIEnv* env, jclass, jlong h, jintArray tok_a, jobject tok_b, jint offset,
-                                jint length, jintArray jconfig, jobject bridge) {
+jlongArray n_session_evaluate(JNIEnv* env, jclass, jlong h, jintArray tok_a, jobject tok_b, jint offset,
+                              jint length, jlongArray jconfig, jobject bridge) {
     auto* s = session_of(env, h);
     IntBulk tokens;
     Callback cb;
@@ -105,24 +61,24 @@ jdoubleArray n_session_evaluate(JNIEnv* env, jclass, jlong h, jintArray tok_a, j
     if (!s || !tokens.open(env, tok_a, tok_b, offset, length, "tokens", true) ||
         !eval_config_from(env, jconfig, bridge, &cb, &c))
         return nullptr;
-    pg_eval_result r = new_eval_result();
+    pg_eval_result r = blank<pg_eval_result>();
     pg_status status = pg_session_evaluate(s, tokens.data(), tokens.size(), &c, &r);
     if (cb.rethrow(env) || failed(env, status, s, pg_session_last_error)) return nullptr;
-    return eval_result_fields(env, r);
+    return struct_longs(env, r);
 }
 
-jdoubleArray n_session_evaluate_sampled(JNIEnv* env, jclass, jlong h, jintArray tok_a, jobject tok_b, jint offset,
-                                        jint length, jlongArray jconfig) {
+jlongArray n_session_evaluate_sampled(JNIEnv* env, jclass, jlong h, jintArray tok_a, jobject tok_b, jint offset,
+                                      jint length, jlongArray jconfig) {
     auto* s = session_of(env, h);
     IntBulk tokens;
     pg_eval_sampled_config c;
     if (!s || !tokens.open(env, tok_a, tok_b, offset, length, "tokens", true) ||
-        !eval_sampled_config_from(env, jconfig, &c))
+        !options_from(env, jconfig, &c))
         return nullptr;
-    pg_eval_result r = new_eval_result();
+    pg_eval_result r = blank<pg_eval_result>();
     if (failed(env, pg_session_evaluate_sampled(s, tokens.data(), tokens.size(), &c, &r), s, pg_session_last_error))
         return nullptr;
-    return eval_result_fields(env, r);
+    return struct_longs(env, r);
 }
 
 // --- the sequence --------------------------------------------------------------------------
@@ -167,21 +123,43 @@ jint n_session_generate(JNIEnv* env, jclass, jlong h, jlongArray jconfig, jobjec
     return out.commit(n_out);
 }
 
+// --- adapters (Kotlin keeps an attached adapter alive and holds its lock shared per call) -----
+
+void n_session_attach_adapter(JNIEnv* env, jclass, jlong h, jlong adapter) {
+    auto* s = session_of(env, h);
+    auto* a = s ? handle_of<pg_lora_adapter>(env, adapter, "LoraAdapter") : nullptr;
+    if (a) failed(env, pg_session_attach_adapter(s, a), s, pg_session_last_error);
+}
+
+void n_session_detach_adapter(JNIEnv* env, jclass, jlong h) {
+    auto* s = session_of(env, h);
+    if (s) failed(env, pg_session_detach_adapter(s), s, pg_session_last_error);
+}
+
+// The attached adapter's handle (the pointer Kotlin attached), or 0.
+jlong n_session_adapter(JNIEnv* env, jclass, jlong h) {
+    auto* s = session_of(env, h);
+    const pg_lora_adapter* a = nullptr;
+    if (!s || failed(env, pg_session_adapter(s, &a), s, pg_session_last_error)) return 0;
+    return to_handle(a);
+}
+
 const JNINativeMethod kSessionNatives[] = {
-    PG_NATIVE("sessionConfigDefault", "()[J", n_session_config_default),
-    PG_NATIVE("evalSampledConfigDefault", "()[J", n_eval_sampled_config_default),
     PG_NATIVE("sessionCreate", "(J[J)J", n_session_create),
     PG_NATIVE("sessionFree", "(J)V", n_session_free),
     PG_NATIVE("sessionLastError", "(J)Ljava/lang/String;", n_session_last_error),
     PG_NATIVE("sessionNThreads", "(J)I", n_session_n_threads),
-    PG_NATIVE("sessionForward", "(JJ[ILjava/nio/IntBuffer;I[ILjava/nio/IntBuffer;III" PG_FLOATS ")F", n_session_forward),
-    PG_NATIVE("sessionEvaluate", "(J" PG_INTS "[ILphonegpt/ProgressBridge;)[D", n_session_evaluate),
-    PG_NATIVE("sessionEvaluateSampled", "(J" PG_INTS "[J)[D", n_session_evaluate_sampled),
-    PG_NATIVE("sessionAppend", "(J" PG_INTS ")V", n_session_append),
-    PG_NATIVE("sessionLogits", "(J" PG_FLOATS ")V", n_session_logits),
+    PG_NATIVE("sessionForward", "(JJ[ILjava/nio/IntBuffer;I[ILjava/nio/IntBuffer;III" PG_SIG_FLOATS ")F", n_session_forward),
+    PG_NATIVE("sessionEvaluate", "(J" PG_SIG_INTS "[JLphonegpt/ProgressBridge;)[J", n_session_evaluate),
+    PG_NATIVE("sessionEvaluateSampled", "(J" PG_SIG_INTS "[J)[J", n_session_evaluate_sampled),
+    PG_NATIVE("sessionAppend", "(J" PG_SIG_INTS ")V", n_session_append),
+    PG_NATIVE("sessionLogits", "(J" PG_SIG_FLOATS ")V", n_session_logits),
     PG_NATIVE("sessionReset", "(J)V", n_session_reset),
     PG_NATIVE("sessionPosition", "(J)J", n_session_position),
-    PG_NATIVE("sessionGenerate", "(J[J[Ljava/lang/String;Lphonegpt/TokenBridge;" PG_INTS ")I", n_session_generate),
+    PG_NATIVE("sessionAttachAdapter", "(JJ)V", n_session_attach_adapter),
+    PG_NATIVE("sessionDetachAdapter", "(J)V", n_session_detach_adapter),
+    PG_NATIVE("sessionAdapter", "(J)J", n_session_adapter),
+    PG_NATIVE("sessionGenerate", "(J[J[Ljava/lang/String;Lphonegpt/TokenBridge;" PG_SIG_INTS ")I", n_session_generate),
 };
 
 }  // namespace

@@ -342,6 +342,7 @@ class ValidationPolicy:
     divergence_tolerance: float
     heldout_tolerance: float
     n_threads: int
+    base_trained: str  # 'refuse_untrained', 'require_record' or 'off'
     def __init__(self, **fields: object) -> None: ...
     def replace(self, **fields: object) -> ValidationPolicy: ...
 

@@ -1,46 +1,22 @@
 package phonegpt
 
 import java.nio.FloatBuffer
-import java.nio.IntBuffer
 
 /** The block linears a LoRA adapter can target (pg_lora_target; Hugging Face GPT-2 names). */
-enum class LoraTarget(val bit: Int, val moduleName: String) {
+enum class LoraTarget(override val bit: Int, val moduleName: String) : CBit {
     ATTN_C_ATTN(1, "attn.c_attn"), ATTN_C_PROJ(2, "attn.c_proj"), MLP_C_FC(4, "mlp.c_fc"), MLP_C_PROJ(8, "mlp.c_proj");
 
     companion object {
         @JvmStatic val ALL: Set<LoraTarget> = values().toSet()
-        internal fun bits(targets: Set<LoraTarget>): Long = targets.fold(0L) { a, t -> a or t.bit.toLong() }
-        internal fun of(bits: Long): Set<LoraTarget> = values().filter { bits and it.bit.toLong() != 0L }.toSet()
     }
 }
 
-/** pg_lora_config (phonegpt.h documents every field; PEFT's semantics). */
-data class LoraConfig(
-    val rank: Int, val alpha: Float, val useRslora: Boolean, val dropout: Float, val targets: Set<LoraTarget>,
-    /** The layers to adapt; null = every layer. */
-    val layers: List<Int>?,
-    val initSeed: Long,
-    /** FFA-LoRA: A keeps its initialisation, only B trains. */
-    val freezeA: Boolean
-) {
-    companion object {
-        @JvmStatic fun default(): LoraConfig = fromFields(Native.loraConfigDefault(), null)
-        /** The order of fields() (the layer list travels separately). */
-        internal val C_FIELDS = listOf("rank", "alpha", "use_rslora", "dropout", "target_modules", "init_seed", "freeze_a")
+/** Throws [InvalidArgumentException] naming the first bad field (layers against a base are checked at creation). */
+fun LoraConfig.validate() = Native.loraConfigValidate(fields(), layers?.toIntArray())
 
-        internal fun fromFields(f: LongArray, layers: IntArray?) = LoraConfig(
-            f[0].toInt(), Float.fromBits(f[1].toInt()), f[2] != 0L, Float.fromBits(f[3].toInt()), LoraTarget.of(f[4]),
-            layers?.toList()?.takeIf { it.isNotEmpty() }, f[5], f[6] != 0L)
-    }
-
-    internal fun fields() = longArrayOf(rank.toLong(), alpha.toRawBits().toLong(), if (useRslora) 1 else 0,
-                                        dropout.toRawBits().toLong(), LoraTarget.bits(targets), initSeed,
-                                        if (freezeA) 1 else 0)
-
-    internal fun layerArray(): IntArray? = layers?.toIntArray()
-
-    /** Throws [InvalidArgumentException] naming the first bad field (layers against a base are checked at creation). */
-    fun validate() = Native.loraConfigValidate(fields(), layerArray())
+/** An adapter's training record: one loss and one learning rate per step, and the tokens seen. */
+class TrainingRecord(val losses: FloatArray, val learningRates: FloatArray, val tokens: Long) {
+    val steps: Int get() = losses.size
 }
 
 /**
@@ -50,7 +26,7 @@ data class LoraConfig(
 class LoraAdapter internal constructor(handle: Long) : NativeHandle(handle, "LoraAdapter") {
     /** A fresh adapter for [base] (B = 0, so it leaves the base's outputs unchanged). */
     constructor(base: Model, config: LoraConfig = LoraConfig.default()) :
-        this(base.reading { Native.loraAdapterCreate(it, config.fields(), config.layerArray()) })
+        this(base.reading { Native.loraAdapterCreate(it, config.fields(), config.layers?.toIntArray()) })
 
     companion object {
         /**
@@ -65,6 +41,21 @@ class LoraAdapter internal constructor(handle: Long) : NativeHandle(handle, "Lor
 
     /** Saves atomically (the file is read back and compared before this returns). */
     fun save(path: String) = reading { Native.loraAdapterSave(it, path) }
+
+    /**
+     * Writes adapter_config.json and adapter_model.safetensors for PEFT into [folder] (which must
+     * exist), for a base exported with [Model.export] as safetensors.
+     */
+    fun exportPeft(folder: String) = reading { Native.loraExportPeft(it, folder) }
+
+    /** The losses and learning rates of the steps that trained it (a copy), and its tokens. */
+    val trainingRecord: TrainingRecord
+        get() = reading { h ->
+            val counts = LongArray(2)
+            val f = Native.loraAdapterTrainingRecord(h, counts)
+            val n = counts[0].toInt()
+            TrainingRecord(f.copyOfRange(0, n), f.copyOfRange(n, 2 * n), counts[1])
+        }
 
     /** Throws [GeometryException] naming the difference unless [base] is this adapter's base. */
     fun checkBase(base: Model) = reading { a -> base.reading { m -> Native.loraAdapterCheckBase(a, m) } }
@@ -81,7 +72,10 @@ class LoraAdapter internal constructor(handle: Long) : NativeHandle(handle, "Lor
     @JvmOverloads fun unmergeFrom(model: Model, nThreads: Int = 0) =
         reading { a -> model.writing { m -> Native.loraMergeInPlace(m, a, nThreads, true) } }
 
-    val config: LoraConfig get() = reading { LoraConfig.fromFields(Native.loraAdapterGetConfig(it), Native.loraAdapterGetLayers(it)) }
+    val config: LoraConfig
+        get() = reading { h ->
+            LoraConfig.fromFields(Native.loraAdapterGetConfig(h), null).copy(layers = Native.loraAdapterGetLayers(h)?.toList())
+        }
 
     /** alpha / rank, or alpha / sqrt(rank) with rsLoRA. */
     val scale: Float get() = reading { Native.loraAdapterScale(it) }
@@ -122,14 +116,14 @@ class LoraAdapter internal constructor(handle: Long) : NativeHandle(handle, "Lor
  * other threads may evaluate the base meanwhile; the adapter waits. Same configuration, data,
  * seed and nThreads give the same bits.
  */
-class LoraTrainer private constructor(handle: Long, val base: Model, val adapter: LoraAdapter) :
-    NativeHandle(handle, "LoraTrainer") {
+class LoraTrainer private constructor(handle: Long, val base: Model, val adapter: LoraAdapter,
+                                      private val ownsAdapter: Boolean) : TrainerBase(handle, "LoraTrainer") {
     /** A trainer of [adapter], which must be [base]'s ([GeometryException] otherwise). */
     @JvmOverloads constructor(base: Model, adapter: LoraAdapter, config: TrainConfig = TrainConfig.default()) :
-        this(create(base, adapter, config), base, adapter)
+        this(create(base, adapter, config), base, adapter, false)
 
-    private companion object {
-        fun create(base: Model, adapter: LoraAdapter, config: TrainConfig): Long {
+    companion object {
+        private fun create(base: Model, adapter: LoraAdapter, config: TrainConfig): Long {
             val fields = config.fields()
             return base.writing { m ->
                 adapter.writing { a ->
@@ -140,35 +134,40 @@ class LoraTrainer private constructor(handle: Long, val base: Model, val adapter
                 }
             }
         }
+
+        /**
+         * Resumes a checkpoint written by [save] against [base] (checked as [LoraAdapter.load]
+         * with a base): a new adapter and a trainer over it, which owns the adapter (closing the
+         * trainer closes it). After [setData] with the same tokens the run continues bit for bit.
+         * A plain adapter file is a [StateException] (it has no training state).
+         */
+        @JvmStatic fun resume(path: String, base: Model): LoraTrainer {
+            val handles = base.reading { m -> Native.loraTrainerResume(path, m) }
+            val adapter = LoraAdapter(handles[0])
+            base.retain()
+            adapter.retain()
+            return LoraTrainer(handles[1], base, adapter, true)
+        }
     }
 
     override fun free(handle: Long) {
         Native.loraTrainerFree(handle)
         adapter.releaseReference()
         base.releaseReference()
+        if (ownsAdapter) adapter.close()
     }
 
-    private inline fun <R> stepping(block: (Long) -> R): R = writing { t ->
+    override fun nativeSetData(h: Long, r: Ints) = Native.loraTrainerSetData(h, r.array, r.buffer, r.offset, r.length)
+    override fun nativeStep(h: Long): LongArray = Native.loraTrainerStep(h)
+    override fun nativeStepBatch(h: Long, i: Ints, g: Ints, batch: Int, seqLen: Int): LongArray =
+        Native.loraTrainerStepBatch(h, i.array, i.buffer, i.offset, g.array, g.buffer, g.offset, batch, seqLen)
+    override fun <R> stepping(block: (Long) -> R): R = writing { t ->
         base.reading(allowClosedByUser = true) { adapter.writing(allowClosedByUser = true) { block(t) } }
     }
 
-    /** The training tokens (copied by the library). */
-    fun setData(tokens: IntArray) = setData(ints(tokens))
-    fun setData(tokens: IntBuffer) = setData(ints(tokens, "tokens"))
-    private fun setData(r: Ints) = writing { Native.loraTrainerSetData(it, r.array, r.buffer, r.offset, r.length) }
-
-    /** One optimizer step on batches drawn from the data ([StateException] without data). */
-    fun step(): StepResult = stepping { StepResult.fromFields(Native.loraTrainerStep(it)) }
-
-    /** One step on a given batch: inputs and targets of batch*seqLen ids (a target of -1 is not scored). */
-    fun stepBatch(inputs: IntArray, targets: IntArray, batch: Int, seqLen: Int): StepResult =
-        stepBatch(ints(inputs), ints(targets), batch, seqLen)
-
-    fun stepBatch(inputs: IntBuffer, targets: IntBuffer, batch: Int, seqLen: Int): StepResult =
-        stepBatch(ints(inputs, "inputs"), ints(targets, "targets"), batch, seqLen)
-
-    private fun stepBatch(i: Ints, g: Ints, batch: Int, seqLen: Int): StepResult = stepping { h ->
-        StepResult.fromFields(Native.loraTrainerStepBatch(h, i.array, i.buffer, i.offset, g.array, g.buffer, g.offset,
-                                                          batch, seqLen))
-    }
+    /**
+     * Saves the adapter and the whole run's state (step, moments, sampler, dropout stream,
+     * configuration) atomically, so that [resume] continues bit for bit.
+     */
+    fun save(path: String) = writing { t -> adapter.reading(allowClosedByUser = true) { Native.loraTrainerSave(t, path) } }
 }

@@ -24,13 +24,17 @@ class Model internal constructor(handle: Long) : NativeHandle(handle, "Model") {
 
     override fun free(handle: Long) = Native.modelFree(handle)
 
-    /** Saves atomically; [compressionLevel] 0 = raw, 1..19 = zstd. */
-    @JvmOverloads fun save(path: String, compressionLevel: Int = 0) = reading { Native.modelSave(it, path, compressionLevel) }
+    /** Saves atomically (options.compressionLevel: 0 = raw, 1..19 = zstd). */
+    @JvmOverloads fun save(path: String, options: SaveOptions = SaveOptions.default()) =
+        reading { Native.modelSave(it, path, options.fields()) }
 
     fun export(path: String, format: InteropFormat) = reading { Native.modelExport(it, format.code, path) }
 
-    val config: ModelConfig get() = reading { ModelConfig.fromFields(Native.modelGetConfig(it)) }
+    val config: ModelConfig get() = reading { ModelConfig.fromFields(Native.modelGetConfig(it), null) }
     val numParams: Long get() = reading { Native.modelNumParams(it) }
+
+    /** Where the weights come from (pg_model_provenance; saved and loaded with the model). */
+    val provenance: Provenance get() = reading { Provenance.fromFields(Native.modelProvenance(it)) }
 
     /**
      * LoRA training on this model and adapter validation against it refuse a model that was
@@ -98,11 +102,7 @@ class Model internal constructor(handle: Long) : NativeHandle(handle, "Model") {
     /** The forward pass on [batch] sequences of [seqLen] tokens (arrays of batch*seqLen ids). */
     @JvmOverloads fun forward(tokens: IntArray, batch: Int, seqLen: Int, targets: IntArray? = null,
                               nThreads: Int = 0): ForwardResult = reading { h ->
-        val vocab = ModelConfig.fromFields(Native.modelGetConfig(h)).vocabSize
-        val size = batch.toLong() * seqLen * vocab
-        if (batch < 1 || seqLen < 1 || size > Int.MAX_VALUE)
-            throw InvalidArgumentException("forward: batch $batch x seqLen $seqLen does not give a valid logits array")
-        val logits = FloatArray(size.toInt())
+        val logits = logitsFor(h, batch, seqLen)
         val loss = Native.modelForward(h, tokens, null, 0, targets, null, 0, batch, seqLen, logits, null, 0,
                                        logits.size, nThreads)
         ForwardResult(logits, if (targets != null) loss else null)
@@ -138,7 +138,7 @@ class Model internal constructor(handle: Long) : NativeHandle(handle, "Model") {
     private fun evaluate(r: Ints, config: EvalConfig, cancel: CancellationToken?,
                          progress: ((Long, Long) -> Unit)?): EvalResult = reading { h ->
         val bridge = if (progress != null || cancel != null) ProgressBridge(progress, cancel) else null
-        EvalResult.fromFields(Native.evaluate(h, r.array, r.buffer, r.offset, r.length, config.fields(), bridge))
+        EvalResult.fromFields(Native.evaluate(h, r.array, r.buffer, r.offset, r.length, config.fields(), bridge), null)
     }
 
     /** nanoGPT-style estimate over random windows (pg_evaluate_sampled). */
@@ -151,7 +151,7 @@ class Model internal constructor(handle: Long) : NativeHandle(handle, "Model") {
 
     private fun evaluateSampled(r: Ints, nBatches: Int, batchSize: Int, seed: Long, nThreads: Int): EvalResult = reading { h ->
         EvalResult.fromFields(Native.evaluateSampled(h, r.array, r.buffer, r.offset, r.length, nBatches, batchSize,
-                                                     seed, nThreads))
+                                                     seed, nThreads), null)
     }
 
     /**
@@ -194,6 +194,28 @@ class Model internal constructor(handle: Long) : NativeHandle(handle, "Model") {
         val index = Native.modelFindTensor(h, name)
         Pair(index, numel(Native.modelTensorShape(h, index)))
     }
+}
+
+/** pg_provenance_kind. */
+enum class ProvenanceKind(override val code: Int) : CEnum { UNKNOWN(0), INITIALISED(1), TRAINED(2) }
+
+/**
+ * Where a model's weights come from: INITIALISED from [initSeed] and never trained, TRAINED for
+ * [steps] optimizer steps over [tokens] tokens, or UNKNOWN (a checkpoint older than format 1.1,
+ * an imported model). [initSeed] is null when not recorded.
+ */
+data class Provenance(val kind: ProvenanceKind, val initSeed: Long?, val steps: Long, val tokens: Long) {
+    internal companion object {
+        fun fromFields(f: LongArray) = Provenance(cEnum(f[0]), if (f[1] != 0L) f[2] else null, f[3], f[4])
+    }
+}
+
+/** A logits array for a forward pass of batch x seqLen tokens over the model [m]'s vocabulary. */
+internal fun logitsFor(m: Long, batch: Int, seqLen: Int): FloatArray {
+    val size = batch.toLong() * seqLen * ModelConfig.fromFields(Native.modelGetConfig(m), null).vocabSize
+    if (batch < 1 || seqLen < 1 || size > Int.MAX_VALUE)
+        throw InvalidArgumentException("forward: batch $batch x seqLen $seqLen does not give a valid logits array")
+    return FloatArray(size.toInt())
 }
 
 internal fun numel(shape: LongArray): Int {

@@ -4,8 +4,8 @@ import java.nio.FloatBuffer
 import java.nio.IntBuffer
 
 /**
- * The JNI shim's functions (bindings/kotlin/jni/phonegpt_jni.cpp registers them with
- * RegisterNatives when the library loads; a signature that does not match fails the load).
+ * The JNI shim's functions (each file of bindings/kotlin/jni registers its own with
+ * RegisterNatives from JNI_OnLoad; a signature that does not match fails the load).
  * Handles are the C pointers as Long; the public classes own them and serialise their use.
  * Bulk arguments come as (array, buffer, offset, length) with exactly one of array/buffer set.
  */
@@ -23,8 +23,9 @@ internal object Native {
     @JvmStatic external fun simdArch(): String
     @JvmStatic external fun statusName(status: Int): String
     @JvmStatic external fun lastError(): String
-    /** The value fields of a C struct in declaration order (lib/core/c_struct_fields.def), or null. */
-    @JvmStatic external fun structValueFields(struct: String?): Array<String>?
+    /** The defaults of an options struct named as in lib/core/c_struct_fields.def (its generated class's fields()). */
+    @JvmStatic external fun structDefault(struct: String?): LongArray
+    @JvmStatic external fun piiKindName(kind: Int): String
     @JvmStatic external fun splitIndex(n: Long, trainFraction: Double): Long
     @JvmStatic external fun readFile(path: String?): ByteArray
 
@@ -34,7 +35,6 @@ internal object Native {
     @JvmStatic external fun tokenizerCreateTiktoken(ranks: ByteArray?, encoding: String?): Long
     @JvmStatic external fun tokenizerCreateGpt2(encoderJson: ByteArray?, vocabBpe: ByteArray?): Long
     @JvmStatic external fun tokenizerCreateHf(tokenizerJson: ByteArray?): Long
-    @JvmStatic external fun bpeTrainOptionsDefault(): LongArray
     @JvmStatic external fun tokenizerTrainBpe(texts: Array<ByteArray>?, vocabSize: Int, options: LongArray?,
                                               specialTokens: Array<String>?, progress: ProgressBridge?): Long
     @JvmStatic external fun tokenizerFree(handle: Long)
@@ -42,7 +42,7 @@ internal object Native {
     @JvmStatic external fun tokenizerVocabSize(handle: Long): Int
     @JvmStatic external fun tokenizerSpecialId(handle: Long, text: String?): Int
     /** Sizes only when out and outBuffer are null; allowedSpecial null = none. */
-    @JvmStatic external fun tokenizerEncode(handle: Long, text: ByteArray?, allowAllSpecial: Boolean,
+    @JvmStatic external fun tokenizerEncode(handle: Long, text: ByteArray?, options: LongArray?,
                                             allowedSpecial: Array<String>?, out: IntArray?, outBuffer: IntBuffer?,
                                             offset: Int, capacity: Int): Long
     @JvmStatic external fun tokenizerDecode(handle: Long, ids: IntArray?, idsBuffer: IntBuffer?, offset: Int,
@@ -54,7 +54,6 @@ internal object Native {
     @JvmStatic external fun tokenStreamPush(handle: Long, id: Int): ByteArray
     @JvmStatic external fun tokenStreamFinish(handle: Long): ByteArray
 
-    @JvmStatic external fun modelConfigDefault(): LongArray
     @JvmStatic external fun modelConfigPreset(name: String?): LongArray
     @JvmStatic external fun modelConfigValidate(fields: LongArray?)
     @JvmStatic external fun modelConfigNumParams(fields: LongArray?): Long
@@ -63,6 +62,8 @@ internal object Native {
     @JvmStatic external fun modelFree(handle: Long)
     @JvmStatic external fun modelGetConfig(handle: Long): LongArray
     @JvmStatic external fun modelNumParams(handle: Long): Long
+    /** {kind, hasInitSeed, initSeed, steps, tokens}. */
+    @JvmStatic external fun modelProvenance(handle: Long): LongArray
     @JvmStatic external fun modelAllowUntrainedBase(handle: Long, allow: Boolean)
     @JvmStatic external fun modelSetTokenizer(handle: Long, tokenizer: Long)
     @JvmStatic external fun modelGetTokenizer(handle: Long): Long
@@ -80,24 +81,21 @@ internal object Native {
                                          targets: IntArray?, targetsBuffer: IntBuffer?, targetsOffset: Int,
                                          batch: Int, seqLen: Int, logits: FloatArray?, logitsBuffer: FloatBuffer?,
                                          logitsOffset: Int, logitsLength: Int, nThreads: Int): Float
-    @JvmStatic external fun modelSave(handle: Long, path: String?, compressionLevel: Int)
+    @JvmStatic external fun modelSave(handle: Long, path: String?, options: LongArray?)
     @JvmStatic external fun modelLoad(path: String?): Long
     @JvmStatic external fun modelExport(handle: Long, format: Int, path: String?)
     @JvmStatic external fun modelImport(format: Int, path: String?): Long
 
-    @JvmStatic external fun evalConfigDefault(): IntArray
-    @JvmStatic external fun sampleConfigDefault(): LongArray
     @JvmStatic external fun evaluate(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?, offset: Int,
-                                     length: Int, config: IntArray?, progress: ProgressBridge?): DoubleArray
+                                     length: Int, config: LongArray?, progress: ProgressBridge?): LongArray
     @JvmStatic external fun evaluateSampled(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?, offset: Int,
                                             length: Int, nBatches: Int, batchSize: Int, seed: Long,
-                                            nThreads: Int): DoubleArray
+                                            nThreads: Int): LongArray
     @JvmStatic external fun generate(handle: Long, prompt: IntArray?, promptBuffer: IntBuffer?, promptOffset: Int,
                                      promptLength: Int, config: LongArray?, stopStrings: Array<String>?,
                                      onToken: TokenBridge?, out: IntArray?, outBuffer: IntBuffer?, outOffset: Int,
                                      capacity: Int): Int
 
-    @JvmStatic external fun trainConfigDefault(): LongArray
     @JvmStatic external fun trainerCreate(model: Long, config: LongArray?): Long
     @JvmStatic external fun trainerFree(handle: Long)
     @JvmStatic external fun trainerGetConfig(handle: Long): LongArray
@@ -114,10 +112,11 @@ internal object Native {
                                             offset: Int, length: Int)
     @JvmStatic external fun trainerStepCount(handle: Long): Long
     @JvmStatic external fun trainerLrAt(handle: Long, step: Long): Float
-    @JvmStatic external fun trainerSave(handle: Long, path: String?, compressionLevel: Int)
+    @JvmStatic external fun trainerThreads(handle: Long): Int
+    @JvmStatic external fun trainerSetThreads(handle: Long, nThreads: Int)
+    @JvmStatic external fun trainerSave(handle: Long, path: String?, options: LongArray?)
     @JvmStatic external fun trainerResume(path: String?): LongArray
 
-    @JvmStatic external fun loraConfigDefault(): LongArray
     @JvmStatic external fun loraConfigValidate(fields: LongArray?, layers: IntArray?)
     @JvmStatic external fun loraAdapterCreate(model: Long, fields: LongArray?, layers: IntArray?): Long
     @JvmStatic external fun loraAdapterFree(handle: Long)
@@ -125,6 +124,9 @@ internal object Native {
     @JvmStatic external fun loraAdapterGetLayers(handle: Long): IntArray?
     @JvmStatic external fun loraAdapterScale(handle: Long): Float
     @JvmStatic external fun loraAdapterNumParams(handle: Long): Long
+    /** Writes {steps, tokens} into counts; returns the losses then the learning rates. */
+    @JvmStatic external fun loraAdapterTrainingRecord(handle: Long, counts: LongArray?): FloatArray
+    @JvmStatic external fun loraExportPeft(handle: Long, folder: String?)
     @JvmStatic external fun loraAdapterNumTensors(handle: Long): Int
     @JvmStatic external fun loraAdapterTensorName(handle: Long, index: Int): String
     @JvmStatic external fun loraAdapterTensorShape(handle: Long, index: Int): LongArray
@@ -140,8 +142,6 @@ internal object Native {
     @JvmStatic external fun loraAdapterCheckBase(handle: Long, base: Long)
 
     // Session.kt (bindings/kotlin/jni/session_jni.cpp)
-    @JvmStatic external fun sessionConfigDefault(): LongArray
-    @JvmStatic external fun evalSampledConfigDefault(): LongArray
     @JvmStatic external fun sessionCreate(model: Long, config: LongArray?): Long
     @JvmStatic external fun sessionFree(handle: Long)
     @JvmStatic external fun sessionLastError(handle: Long): String
@@ -151,9 +151,9 @@ internal object Native {
                                            targetsOffset: Int, batch: Int, seqLen: Int, logits: FloatArray?,
                                            logitsBuffer: FloatBuffer?, logitsOffset: Int, logitsLength: Int): Float
     @JvmStatic external fun sessionEvaluate(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?, offset: Int,
-                                            length: Int, config: IntArray?, progress: ProgressBridge?): DoubleArray
+                                            length: Int, config: LongArray?, progress: ProgressBridge?): LongArray
     @JvmStatic external fun sessionEvaluateSampled(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?,
-                                                   offset: Int, length: Int, config: LongArray?): DoubleArray
+                                                   offset: Int, length: Int, config: LongArray?): LongArray
     @JvmStatic external fun sessionAppend(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?, offset: Int,
                                           length: Int)
     @JvmStatic external fun sessionLogits(handle: Long, out: FloatArray?, outBuffer: FloatBuffer?, offset: Int,
@@ -163,6 +163,10 @@ internal object Native {
     @JvmStatic external fun sessionGenerate(handle: Long, config: LongArray?, stopStrings: Array<String>?,
                                             onToken: TokenBridge?, out: IntArray?, outBuffer: IntBuffer?,
                                             outOffset: Int, capacity: Int): Int
+    @JvmStatic external fun sessionAttachAdapter(handle: Long, adapter: Long)
+    @JvmStatic external fun sessionDetachAdapter(handle: Long)
+    /** The attached adapter's handle, or 0. */
+    @JvmStatic external fun sessionAdapter(handle: Long): Long
 
     // LoraTrainer in Lora.kt (bindings/kotlin/jni/lora_jni.cpp)
     @JvmStatic external fun loraTrainerCreate(base: Long, adapter: Long, config: LongArray?): Long
@@ -173,12 +177,36 @@ internal object Native {
     @JvmStatic external fun loraTrainerStepBatch(handle: Long, inputs: IntArray?, inputsBuffer: IntBuffer?,
                                                  inputsOffset: Int, targets: IntArray?, targetsBuffer: IntBuffer?,
                                                  targetsOffset: Int, batch: Int, seqLen: Int): LongArray
+    @JvmStatic external fun loraTrainerSave(handle: Long, path: String?)
+    /** {adapter handle, trainer handle}. */
+    @JvmStatic external fun loraTrainerResume(path: String?, base: Long): LongArray
+
+    // Coordinator.kt (bindings/kotlin/jni/coordinator_jni.cpp)
+    /** {the averaged adapter's handle, LoraAverageReport.fields()...}. */
+    @JvmStatic external fun loraAverage(adapters: LongArray?, weights: DoubleArray?, config: LongArray?): LongArray
+    @JvmStatic external fun validatorCreate(base: Long, policy: LongArray?): Long
+    @JvmStatic external fun validatorFree(handle: Long)
+    @JvmStatic external fun validatorSetTrustedKeys(handle: Long, keys: Long)
+    @JvmStatic external fun validatorSetReference(handle: Long, resumedFrom: Long, tokens: IntArray?,
+                                                  tokensBuffer: IntBuffer?, offset: Int, length: Int)
+    @JvmStatic external fun validatorSetHeldout(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?, offset: Int,
+                                                length: Int)
+    /** The report's handle; signature null = unsigned. */
+    @JvmStatic external fun loraValidate(handle: Long, bytes: ByteArray?, signature: ByteArray?): Long
+    @JvmStatic external fun loraValidateFile(handle: Long, adapterPath: String?, signaturePath: String?): Long
+    @JvmStatic external fun validationReportFree(handle: Long)
+    /** {ValidationSummary.fields(), its texts}. */
+    @JvmStatic external fun validationReportSummary(handle: Long): Array<Any>
+    /** {ValidationCheck.fields(), its texts}. */
+    @JvmStatic external fun validationReportCheck(handle: Long, index: Int): Array<Any>
+    @JvmStatic external fun validationReportJson(handle: Long): ByteArray
+    @JvmStatic external fun validationReportAdapter(handle: Long): Long
 
     // DataFilter.kt (bindings/kotlin/jni/privacy_jni.cpp)
-    @JvmStatic external fun dataFilterKindsDefault(): Int
-    @JvmStatic external fun dataFilterCreate(kinds: Int, replacement: ByteArray?): Long
-    @JvmStatic external fun dataFilterFree(handle: Long)
-    @JvmStatic external fun dataFilterApply(handle: Long, text: ByteArray?): LongArray
+    /** {filter handle, rule handle (0 without a rule)}. */
+    @JvmStatic external fun dataFilterCreate(config: LongArray?, replacement: ByteArray?, rule: RuleBridge?): LongArray
+    @JvmStatic external fun dataFilterFree(handle: Long, rule: Long)
+    @JvmStatic external fun dataFilterApply(handle: Long, rule: Long, text: ByteArray?): LongArray
     @JvmStatic external fun dataFilterOutput(handle: Long): ByteArray
     @JvmStatic external fun dataFilterSpans(handle: Long): LongArray
 

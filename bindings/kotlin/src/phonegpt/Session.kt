@@ -3,33 +3,6 @@ package phonegpt
 import java.nio.FloatBuffer
 import java.nio.IntBuffer
 
-/** pg_session_config: fixed for a session's life. */
-data class SessionConfig(
-    /** <= 0: all cores. */
-    val nThreads: Int,
-    /** Tokens kept when the window slides, 1..nCtx; 0 = nCtx. */
-    val slideKeep: Int
-) {
-    companion object {
-        @JvmStatic fun default(): SessionConfig = fromFields(Native.sessionConfigDefault())
-        internal val C_FIELDS = listOf("n_threads", "slide_keep")
-        internal fun fromFields(f: LongArray) = SessionConfig(f[0].toInt(), f[1].toInt())
-    }
-
-    internal fun fields() = longArrayOf(nThreads.toLong(), slideKeep.toLong())
-}
-
-/** pg_eval_sampled_config: the options of [Session.evaluateSampled]. */
-data class EvalSampledConfig(val nBatches: Int, val batchSize: Int, val seed: Long) {
-    companion object {
-        @JvmStatic fun default(): EvalSampledConfig = fromFields(Native.evalSampledConfigDefault())
-        internal val C_FIELDS = listOf("n_batches", "batch_size", "seed")
-        internal fun fromFields(f: LongArray) = EvalSampledConfig(f[0].toInt(), f[1].toInt(), f[2])
-    }
-
-    internal fun fields() = longArrayOf(nBatches.toLong(), batchSize.toLong(), seed)
-}
-
 /**
  * The mutable inference state over a read-only [model] (pg_session): its own threads, scratch
  * memory, and one sequence with its key/value cache, so that generation continues after what
@@ -43,6 +16,12 @@ data class EvalSampledConfig(val nBatches: Int, val batchSize: Int, val seed: Lo
  * session call and vice versa. After the model's weights change (a trainer step,
  * [Model.setParameter], a merge), call [reset]: the cache holds keys and values of the old
  * weights. A call on the session from inside one of its own callbacks throws [StateException].
+ *
+ * A [LoraAdapter] attached with [attachAdapter] makes every pass compute base + adapter (as the
+ * merged model would, within fp32 rounding) while the model is never written, so sessions of one
+ * base can each have their own adapter. The session keeps the attached adapter alive and holds
+ * its lock shared during each call, so a [LoraTrainer] step on it waits (train it detached, or
+ * [reset] after training: the cache holds keys and values of the old factors).
  */
 class Session private constructor(handle: Long, val model: Model) : NativeHandle(handle, "Session") {
     /** A session over [model] (several sessions may read one model, one per thread). */
@@ -60,17 +39,58 @@ class Session private constructor(handle: Long, val model: Model) : NativeHandle
         }
     }
 
+    // The attached adapter (guarded by the session's lock).
+    private var attached: LoraAdapter? = null
+
     override fun free(handle: Long) {
         Native.sessionFree(handle)
+        attached?.releaseReference()
+        attached = null
         model.releaseReference()
     }
 
-    /** Runs [block] with the session (alone) and its model (shared). */
+    /** Runs [block] with the session (alone), its model and its attached adapter (shared). */
     private inline fun <R> using(block: (Long, Long) -> R): R {
         if (lock.isWriteLockedByCurrentThread)
             throw StateException("Session: cannot be used from inside a callback of its own running call")
-        return writing { s -> model.reading(allowClosedByUser = true) { m -> block(s, m) } }
+        return writing { s ->
+            model.reading(allowClosedByUser = true) { m ->
+                val a = attached
+                if (a == null) block(s, m) else a.reading(allowClosedByUser = true) { block(s, m) }
+            }
+        }
     }
+
+    // --- adapters ------------------------------------------------------------------------------
+
+    /**
+     * Attaches [adapter] (it must be the model's: [GeometryException] naming both sides
+     * otherwise), replacing an attached one; the sequence stays and is recomputed with the new
+     * weights at the next [logits] or [generate].
+     */
+    fun attachAdapter(adapter: LoraAdapter) = writing { s ->
+        adapter.reading { a -> Native.sessionAttachAdapter(s, a) }
+        adapter.retain()
+        attached?.releaseReference()
+        attached = adapter
+    }
+
+    /** Detaches the attached adapter (nothing happens without one). */
+    fun detachAdapter() = writing { s ->
+        Native.sessionDetachAdapter(s)
+        attached?.releaseReference()
+        attached = null
+    }
+
+    /** The attached adapter, or null (pg_session_adapter). */
+    val adapter: LoraAdapter?
+        get() = writing { s ->
+            val p = Native.sessionAdapter(s)
+            val a = attached
+            if (p == 0L) null
+            else if (a != null && a.handle == p) a
+            else throw InternalException("Session.adapter: the library's attached adapter is not the one this binding attached")
+        }
 
     /** The number of threads the session runs on. */
     val nThreads: Int get() = using { s, _ -> Native.sessionNThreads(s) }
@@ -86,11 +106,7 @@ class Session private constructor(handle: Long, val model: Model) : NativeHandle
     /** The forward pass on [batch] sequences of [seqLen] tokens, on the session's threads. */
     @JvmOverloads fun forward(tokens: IntArray, batch: Int, seqLen: Int, targets: IntArray? = null): Model.ForwardResult =
         using { s, m ->
-            val vocab = ModelConfig.fromFields(Native.modelGetConfig(m)).vocabSize
-            val size = batch.toLong() * seqLen * vocab
-            if (batch < 1 || seqLen < 1 || size > Int.MAX_VALUE)
-                throw InvalidArgumentException("forward: batch $batch x seqLen $seqLen does not give a valid logits array")
-            val logits = FloatArray(size.toInt())
+            val logits = logitsFor(m, batch, seqLen)
             val loss = Native.sessionForward(s, m, tokens, null, 0, targets, null, 0, batch, seqLen, logits, null, 0,
                                              logits.size)
             Model.ForwardResult(logits, if (targets != null) loss else null)
@@ -121,7 +137,7 @@ class Session private constructor(handle: Long, val model: Model) : NativeHandle
     private fun evaluate(r: Ints, config: EvalConfig, cancel: CancellationToken?,
                          progress: ((Long, Long) -> Unit)?): EvalResult = using { s, _ ->
         val bridge = if (progress != null || cancel != null) ProgressBridge(progress, cancel) else null
-        EvalResult.fromFields(Native.sessionEvaluate(s, r.array, r.buffer, r.offset, r.length, config.fields(), bridge))
+        EvalResult.fromFields(Native.sessionEvaluate(s, r.array, r.buffer, r.offset, r.length, config.fields(), bridge), null)
     }
 
     /** nanoGPT-style estimate over random windows (pg_session_evaluate_sampled). */
@@ -132,7 +148,7 @@ class Session private constructor(handle: Long, val model: Model) : NativeHandle
         evaluateSampled(ints(tokens, "tokens"), config)
 
     private fun evaluateSampled(r: Ints, config: EvalSampledConfig): EvalResult = using { s, _ ->
-        EvalResult.fromFields(Native.sessionEvaluateSampled(s, r.array, r.buffer, r.offset, r.length, config.fields()))
+        EvalResult.fromFields(Native.sessionEvaluateSampled(s, r.array, r.buffer, r.offset, r.length, config.fields()), null)
     }
 
     // --- the sequence -------------------------------------------------------------------------
@@ -147,7 +163,7 @@ class Session private constructor(handle: Long, val model: Model) : NativeHandle
 
     /** The vocabSize logits for the token after the sequence ([StateException] if it is empty). */
     fun logits(): FloatArray = using { s, m ->
-        val out = FloatArray(ModelConfig.fromFields(Native.modelGetConfig(m)).vocabSize)
+        val out = FloatArray(ModelConfig.fromFields(Native.modelGetConfig(m), null).vocabSize)
         Native.sessionLogits(s, out, null, 0, out.size)
         out
     }

@@ -16,46 +16,11 @@ enum class TokenizerFile(val code: Int) {
     HF_JSON(4)
 }
 
-/**
- * pg_encode_options: which special tokens (<|endoftext|>, ...) [Tokenizer.encode] recognises;
- * by default none (they are encoded as ordinary text, as tiktoken's encode_ordinary does).
- */
-data class EncodeOptions(
-    /** Every special token of the tokenizer. */
-    val allowAllSpecial: Boolean = false,
-    /** The texts of the special tokens recognised (one the tokenizer lacks is an [InvalidArgumentException]). */
-    val allowedSpecial: List<String> = emptyList()
-) {
-    companion object {
-        /** Every special token recognised (tiktoken's allowed_special="all"). */
-        @JvmStatic val ALL_SPECIAL = EncodeOptions(allowAllSpecial = true)
-        internal val C_FIELDS = listOf("allow_all_special")
-    }
-}
+/** Every special token recognised (tiktoken's allowed_special="all"); the default recognises none. */
+val EncodeOptions.Companion.ALL_SPECIAL: EncodeOptions get() = default().copy(allowAllSpecial = true)
 
 /** The pre-split patterns a BPE tokenizer can be trained with (pg_bpe_pattern). */
-enum class BpePattern(val code: Int) { GPT2(1), CL100K(2), O200K(3) }
-
-/** pg_bpe_train_options without its callback (progress and cancellation are arguments of [Tokenizer.trainBpe]). */
-data class BpeTrainOptions(
-    /** Pairs rarer than this never merge (>= 0). */
-    val minFrequency: Long,
-    val pattern: BpePattern,
-    /** Get ids 0.. in order; ordinary text while training. */
-    val specialTokens: List<String>,
-    /** <= 0: all cores (the result does not depend on it). */
-    val nThreads: Int
-) {
-    companion object {
-        @JvmStatic fun default(): BpeTrainOptions = Native.bpeTrainOptionsDefault().let { f ->
-            BpeTrainOptions(f[0], BpePattern.values().firstOrNull { it.code.toLong() == f[1] }
-                ?: throw InternalException("unknown BPE pattern ${f[1]}"), emptyList(), f[2].toInt())
-        }
-        internal val C_FIELDS = listOf("min_frequency", "pattern", "n_threads")
-    }
-
-    internal fun fields() = longArrayOf(minFrequency, pattern.code.toLong(), nThreads.toLong())
-}
+enum class BpePattern(override val code: Int) : CEnum { GPT2(1), CL100K(2), O200K(3) }
 
 /**
  * A tokenizer handle (pg_tokenizer): a character tokenizer, or byte-level BPE (GPT-2, cl100k,
@@ -133,11 +98,11 @@ class Tokenizer internal constructor(handle: Long) : NativeHandle(handle, "Token
      * The ids of [text]; special tokens are recognised as [options] says (by default they are
      * text). A character outside a character tokenizer's vocabulary is a [TokenizeException].
      */
-    @JvmOverloads fun encode(text: String, options: EncodeOptions = EncodeOptions()): IntArray =
+    @JvmOverloads fun encode(text: String, options: EncodeOptions = EncodeOptions.default()): IntArray =
         encode(text.toByteArray(Charsets.UTF_8), options)
 
     /** The ids of raw bytes (BPE encodes any byte string, invalid UTF-8 too). */
-    @JvmOverloads fun encode(bytes: ByteArray, options: EncodeOptions = EncodeOptions()): IntArray = writing { h ->
+    @JvmOverloads fun encode(bytes: ByteArray, options: EncodeOptions = EncodeOptions.default()): IntArray = writing { h ->
         val n = encodeNative(h, bytes, options, null)
         if (n > Int.MAX_VALUE) throw UnsupportedException("encode: $n ids do not fit a Java array")
         val ids = IntArray(n.toInt())
@@ -146,16 +111,16 @@ class Tokenizer internal constructor(handle: Long) : NativeHandle(handle, "Token
     }
 
     /** Encodes into [out] from its position; returns the number of ids written ([BufferTooSmallException] if they do not fit). */
-    @JvmOverloads fun encode(text: String, out: IntBuffer, options: EncodeOptions = EncodeOptions()): Int = writing { h ->
+    @JvmOverloads fun encode(text: String, out: IntBuffer, options: EncodeOptions = EncodeOptions.default()): Int = writing { h ->
         encodeNative(h, text.toByteArray(Charsets.UTF_8), options, ints(out, "encode output", output = true)).toInt()
     }
 
     /** How many ids [text] encodes to. */
-    @JvmOverloads fun encodedLength(text: String, options: EncodeOptions = EncodeOptions()): Long =
+    @JvmOverloads fun encodedLength(text: String, options: EncodeOptions = EncodeOptions.default()): Long =
         writing { encodeNative(it, text.toByteArray(Charsets.UTF_8), options, null) }
 
     private fun encodeNative(h: Long, bytes: ByteArray, options: EncodeOptions, out: Ints?): Long =
-        Native.tokenizerEncode(h, bytes, options.allowAllSpecial, options.allowedSpecial.toTypedArray(), out?.array,
+        Native.tokenizerEncode(h, bytes, options.fields(), options.allowedSpecial.toTypedArray(), out?.array,
                                out?.buffer, out?.offset ?: 0, out?.length ?: 0)
 
     /** The text of the ids (bytes that are not valid UTF-8 become U+FFFD: use [decodeBytes] for the bytes). */

@@ -4,13 +4,61 @@ import java.nio.FloatBuffer
 import java.nio.IntBuffer
 
 /**
+ * What the full and the LoRA trainer share: training data and optimizer steps (sampled, on a
+ * caller's batch, or a loop with progress and cancellation). Every call holds the trainer's lock
+ * alone; a step also holds the locks its subclass names ([stepping]).
+ */
+abstract class TrainerBase internal constructor(handle: Long, handleKind: String) : NativeHandle(handle, handleKind) {
+    internal abstract fun nativeSetData(h: Long, r: Ints)
+    internal abstract fun nativeStep(h: Long): LongArray
+    internal abstract fun nativeStepBatch(h: Long, i: Ints, g: Ints, batch: Int, seqLen: Int): LongArray
+    /** Runs [block] with the trainer's handle and the locks a step needs. */
+    internal abstract fun <R> stepping(block: (Long) -> R): R
+
+    /** The training tokens (copied by the library). */
+    fun setData(tokens: IntArray) = setData(ints(tokens))
+    fun setData(tokens: IntBuffer) = setData(ints(tokens, "tokens"))
+    private fun setData(r: Ints) = writing { nativeSetData(it, r) }
+
+    /** One optimizer step on batches drawn from the data ([StateException] without data). */
+    fun step(): StepResult = stepping { StepResult.fromFields(nativeStep(it), null) }
+
+    /** One step on a given batch: inputs and targets of batch*seqLen ids (a target of -1 is not scored). */
+    fun stepBatch(inputs: IntArray, targets: IntArray, batch: Int, seqLen: Int): StepResult =
+        stepBatch(ints(inputs), ints(targets), batch, seqLen)
+
+    fun stepBatch(inputs: IntBuffer, targets: IntBuffer, batch: Int, seqLen: Int): StepResult =
+        stepBatch(ints(inputs, "inputs"), ints(targets, "targets"), batch, seqLen)
+
+    private fun stepBatch(i: Ints, g: Ints, batch: Int, seqLen: Int): StepResult =
+        stepping { StepResult.fromFields(nativeStepBatch(it, i, g, batch, seqLen), null) }
+
+    /**
+     * Runs [steps] steps, calling [onStep] after each (outside any lock: it may evaluate the
+     * model). [cancel] (from any thread or from [onStep]) stops after the current step; returns
+     * the steps done. An exception from [onStep] propagates after its step.
+     */
+    @JvmOverloads fun train(steps: Int, cancel: CancellationToken? = null,
+                            onStep: ((StepResult) -> Unit)? = null): List<StepResult> {
+        val results = ArrayList<StepResult>(maxOf(steps, 0))
+        for (i in 0 until steps) {
+            if (cancel != null && cancel.isCancelled) break
+            val r = step()
+            results.add(r)
+            onStep?.invoke(r)
+        }
+        return results
+    }
+}
+
+/**
  * The training state of a model (pg_trainer). It keeps its [model]'s native memory alive until
  * it is closed. Every call holds the trainer's lock alone; steps also hold the model's lock
  * alone (a step writes the weights), so evaluating the model on another thread waits for the
  * step and vice versa.
  */
 class Trainer private constructor(handle: Long, val model: Model, private val ownsModel: Boolean) :
-    NativeHandle(handle, "Trainer") {
+    TrainerBase(handle, "Trainer") {
 
     /** A trainer for [model] with [config] (start from TrainConfig.default()). */
     @JvmOverloads constructor(model: Model, config: TrainConfig = TrainConfig.default()) :
@@ -44,30 +92,13 @@ class Trainer private constructor(handle: Long, val model: Model, private val ow
         if (ownsModel) model.close()
     }
 
-    val config: TrainConfig get() = writing { TrainConfig.fromFields(Native.trainerGetConfig(it)) }
+    val config: TrainConfig get() = writing { TrainConfig.fromFields(Native.trainerGetConfig(it), null) }
 
-    /** The training tokens (copied by the library). */
-    fun setData(tokens: IntArray) = setData(ints(tokens))
-    fun setData(tokens: IntBuffer) = setData(ints(tokens, "tokens"))
-    private fun setData(r: Ints) = writing { Native.trainerSetData(it, r.array, r.buffer, r.offset, r.length) }
-
-    private inline fun <R> stepping(block: (Long) -> R): R =
-        writing { t -> model.writing(allowClosedByUser = true) { block(t) } }
-
-    /** One optimizer step on batches drawn from the data. */
-    fun step(): StepResult = stepping { StepResult.fromFields(Native.trainerStep(it)) }
-
-    /** One step on a given batch: inputs and targets of batch*seqLen ids (a target of -1 is not scored). */
-    fun stepBatch(inputs: IntArray, targets: IntArray, batch: Int, seqLen: Int): StepResult =
-        stepBatch(ints(inputs), ints(targets), batch, seqLen)
-
-    fun stepBatch(inputs: IntBuffer, targets: IntBuffer, batch: Int, seqLen: Int): StepResult =
-        stepBatch(ints(inputs, "inputs"), ints(targets, "targets"), batch, seqLen)
-
-    private fun stepBatch(i: Ints, g: Ints, batch: Int, seqLen: Int): StepResult = stepping { h ->
-        StepResult.fromFields(Native.trainerStepBatch(h, i.array, i.buffer, i.offset, g.array, g.buffer, g.offset,
-                                                      batch, seqLen))
-    }
+    override fun nativeSetData(h: Long, r: Ints) = Native.trainerSetData(h, r.array, r.buffer, r.offset, r.length)
+    override fun nativeStep(h: Long): LongArray = Native.trainerStep(h)
+    override fun nativeStepBatch(h: Long, i: Ints, g: Ints, batch: Int, seqLen: Int): LongArray =
+        Native.trainerStepBatch(h, i.array, i.buffer, i.offset, g.array, g.buffer, g.offset, batch, seqLen)
+    override fun <R> stepping(block: (Long) -> R): R = writing { t -> model.writing(allowClosedByUser = true) { block(t) } }
 
     /** Forward and backward only; returns the mean loss and leaves the gradients for [grad]. */
     fun computeGradients(inputs: IntArray, targets: IntArray, batch: Int, seqLen: Int): Float =
@@ -101,23 +132,17 @@ class Trainer private constructor(handle: Long, val model: Model, private val ow
     /** The learning rate the schedule gives at [step]. */
     fun lrAt(step: Long): Float = writing { Native.trainerLrAt(it, step) }
 
-    /** Saves the model and the whole training state, so that [resume] continues bit for bit. */
-    @JvmOverloads fun save(path: String, compressionLevel: Int = 0) = writing { Native.trainerSave(it, path, compressionLevel) }
+    /** The threads the steps run on (nThreads with <= 0 resolved to this machine's cores). */
+    val threads: Int get() = writing { Native.trainerThreads(it) }
 
     /**
-     * Runs [steps] steps, calling [onStep] after each (outside any lock: it may evaluate the
-     * model). [cancel] (from any thread or from [onStep]) stops after the current step; returns
-     * the steps done. An exception from [onStep] propagates after its step.
+     * Runs the later steps on [nThreads] (<= 0: all cores), e.g. to continue on the cores a busy
+     * phone has free; config and the next [save] record it. Results then match the unchanged
+     * run only up to float rounding (the kernels split their work by thread count).
      */
-    @JvmOverloads fun train(steps: Int, cancel: CancellationToken? = null,
-                            onStep: ((StepResult) -> Unit)? = null): List<StepResult> {
-        val results = ArrayList<StepResult>(maxOf(steps, 0))
-        for (i in 0 until steps) {
-            if (cancel != null && cancel.isCancelled) break
-            val r = step()
-            results.add(r)
-            onStep?.invoke(r)
-        }
-        return results
-    }
+    fun setThreads(nThreads: Int) = writing { Native.trainerSetThreads(it, nThreads) }
+
+    /** Saves the model and the whole training state, so that [resume] continues bit for bit. */
+    @JvmOverloads fun save(path: String, options: SaveOptions = SaveOptions.default()) =
+        writing { Native.trainerSave(it, path, options.fields()) }
 }

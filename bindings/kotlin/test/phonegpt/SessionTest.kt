@@ -6,9 +6,6 @@ import org.junit.Assert.assertEquals
 import org.junit.Assert.assertTrue
 import org.junit.BeforeClass
 import org.junit.Test
-import phonegpt.PhoneGptTest.Companion.assertThrows
-import phonegpt.PhoneGptTest.Companion.generateThenCancelFromAnotherThread
-import phonegpt.PhoneGptTest.Companion.nativeInts
 import java.util.concurrent.atomic.AtomicInteger
 import kotlin.concurrent.thread
 
@@ -21,7 +18,7 @@ import kotlin.concurrent.thread
  */
 class SessionTest {
     companion object {
-        private val text = PhoneGptTest.text
+        private val text = phonegpt.text
         lateinit var tokenizer: Tokenizer
         lateinit var model: Model
         lateinit var ids: IntArray
@@ -50,8 +47,6 @@ class SessionTest {
     @Test fun configsComeFromTheLibrary() {
         assertEquals(SessionConfig(0, 0), SessionConfig.default())
         assertEquals(EvalSampledConfig(20, 8, 1337), EvalSampledConfig.default())
-        assertEquals(Native.structValueFields("pg_session_config")!!.toList(), SessionConfig.C_FIELDS)
-        assertEquals(Native.structValueFields("pg_eval_sampled_config")!!.toList(), EvalSampledConfig.C_FIELDS)
         session(2).use { assertEquals(2, it.nThreads) }
     }
 

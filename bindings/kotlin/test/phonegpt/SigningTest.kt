@@ -6,7 +6,6 @@ import org.junit.Assert.assertNotNull
 import org.junit.Assert.assertNull
 import org.junit.Assert.assertTrue
 import org.junit.Test
-import phonegpt.PhoneGptTest.Companion.assertThrows
 import java.io.File
 import java.security.MessageDigest
 
@@ -27,14 +26,14 @@ class SigningTest {
             assertArrayEquals(public, k.publicKey)
             val sha = MessageDigest.getInstance("SHA-256").digest(public)
             assertEquals(hexOf(sha.copyOf(8)), k.keyId)
-            val file = File(PhoneGptTest.tmp, "signing.key")
+            val file = File(tmp, "signing.key")
             k.save(file.path)
             SigningKey.load(file.path).use { assertArrayEquals(public, it.publicKey) }
         }
         SigningKey.generate().use { a -> SigningKey.generate().use { b -> assertTrue(!a.publicKey.contentEquals(b.publicKey)) } }
         assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { SigningKey.fromSeed(ByteArray(31)) }
         assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { SigningKey.keyIdOf(ByteArray(0)) }
-        assertThrows<IoException>(Status.IO) { SigningKey.load(File(PhoneGptTest.tmp, "no_such.key").path) }
+        assertThrows<IoException>(Status.IO) { SigningKey.load(File(tmp, "no_such.key").path) }
         val k = SigningKey.generate()
         k.close()
         k.close()
@@ -45,7 +44,7 @@ class SigningTest {
         val cfg = ModelConfig.preset("tiny").copy(vocabSize = 65, paddedVocabSize = 0)
         Model(cfg, 2).use { m ->
             LoraAdapter(m).use { adapter ->
-                val file = File(PhoneGptTest.tmp, "signed.adapter")
+                val file = File(tmp, "signed.adapter")
                 adapter.save(file.path)
                 val bytes = file.readBytes()
                 SigningKey.fromSeed(seed).use { key ->

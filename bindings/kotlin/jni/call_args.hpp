@@ -1,0 +1,128 @@
+// The arguments that several natives share: evaluation and sampling configurations with their
+// callbacks (model and session), generation output, forward-pass regions, and a caller's training
+// batch (full and LoRA trainer). Structs cross through struct_jni.hpp.
+#pragma once
+
+#include "struct_jni.hpp"
+
+namespace pg_jni {
+
+// pg_eval_config from EvalConfig.fields(); a non-null ProgressBridge is wired to `cb`, which must
+// outlive the call.
+inline bool eval_config_from(JNIEnv* env, jlongArray a, jobject bridge, Callback* cb, pg_eval_config* c) {
+    if (!options_from(env, a, c)) return false;
+    cb->bridge = bridge;
+    if (bridge) {
+        c->progress = progress_trampoline;
+        c->progress_user = cb;
+    }
+    return true;
+}
+
+// pg_sample_config from SampleConfig.fields(), its stop strings and a TokenBridge (may be null).
+// The struct points into this object's strings and callback: use it in place, do not copy it.
+struct SampleArgs {
+    pg_sample_config config;
+    std::vector<std::string> stops;
+    std::vector<const char*> stop_ptrs;
+    Callback cb;
+};
+
+inline bool sample_config_from(JNIEnv* env, jlongArray jconfig, jobjectArray jstops, jobject bridge,
+                               SampleArgs* args) {
+    pg_sample_config& c = args->config;
+    if (!options_from(env, jconfig, &c)) return false;
+    if (!get_strings(env, jstops, "stop string", &args->stops)) return false;
+    if (!args->stops.empty()) {
+        for (const std::string& s : args->stops) args->stop_ptrs.push_back(s.c_str());
+        c.stop_strings = args->stop_ptrs.data();
+        c.n_stop_strings = int32_t(args->stop_ptrs.size());
+    }
+    args->cb.bridge = bridge;
+    if (bridge) {
+        c.on_token = token_trampoline;
+        c.on_token_user = &args->cb;
+    }
+    return true;
+}
+
+// Where generated tokens go: an array or direct buffer region, or nowhere (streaming only).
+class GenerateOutput {
+public:
+    bool open(JNIEnv* env, jintArray array, jobject buffer, jint offset, jint capacity) {
+        used_ = array || buffer;
+        return !used_ || bulk_.open(env, array, buffer, offset, capacity, "output", false);
+    }
+    int32_t* data() const { return used_ ? bulk_.data() : nullptr; }
+    size_t capacity() const { return used_ ? bulk_.size() : 0; }
+    // Copies the n written tokens back to an array; returns n.
+    jint commit(size_t n) {
+        if (used_) bulk_.commit(n);
+        return jint(n);
+    }
+
+private:
+    bool used_ = false;
+    Bulk<int32_t> bulk_;
+};
+
+// A forward pass's B*T tokens, optional targets and optional logits (B*T*vocab_size floats of
+// `model`'s vocabulary, checked here so that the library never writes past the region).
+struct ForwardArgs {
+    Bulk<int32_t> tokens, targets;
+    Bulk<float> logits;
+    bool with_targets = false, with_logits = false;
+
+    bool open(JNIEnv* env, const pg_model* model, jint B, jint T, jintArray tok_a, jobject tok_b, jint tok_off,
+              jintArray tgt_a, jobject tgt_b, jint tgt_off, jfloatArray log_a, jobject log_b, jint log_off,
+              jint log_len) {
+        if (B < 1 || T < 1) {
+            throw_invalid(env, "forward: B and T must be >= 1, got " + std::to_string(B) + " and " + std::to_string(T));
+            return false;
+        }
+        const int64_t bt = int64_t(B) * int64_t(T);
+        if (bt > INT32_MAX) {
+            throw_invalid(env, "forward: B*T is too large");
+            return false;
+        }
+        if (!tokens.open(env, tok_a, tok_b, tok_off, jint(bt), "tokens", true)) return false;
+        with_targets = tgt_a || tgt_b;
+        if (with_targets && !targets.open(env, tgt_a, tgt_b, tgt_off, jint(bt), "targets", true)) return false;
+        with_logits = log_a || log_b;
+        if (!with_logits) return true;
+        pg_model_config c = defaults<pg_model_config>();
+        if (failed(env, pg_model_get_config(model, &c), model, pg_model_last_error)) return false;
+        if (int64_t(log_len) != bt * c.vocab_size) {
+            throw_status(env, PG_ERR_GEOMETRY, ("forward: logits must hold B*T*vocab_size = " +
+                                                std::to_string(bt * c.vocab_size) + " floats, got " +
+                                                std::to_string(log_len)).c_str());
+            return false;
+        }
+        return logits.open(env, log_a, log_b, log_off, log_len, "logits", false);
+    }
+
+    const int32_t* targets_data() const { return with_targets ? targets.data() : nullptr; }
+    float* logits_data() const { return with_logits ? logits.data() : nullptr; }
+    float* loss_out(float* loss) const { return with_targets ? loss : nullptr; }
+
+    // After a successful pass: copies logits back to an array; the loss, or NaN without targets.
+    jfloat finish(float loss) {
+        if (with_logits) logits.commit(logits.size());
+        return with_targets ? loss : std::numeric_limits<float>::quiet_NaN();
+    }
+};
+
+// The [B, T] inputs and targets of a caller-given training batch.
+inline bool open_batch(JNIEnv* env, jint B, jint T, IntBulk* in, jintArray in_a, jobject in_b, jint in_off,
+                       IntBulk* tgt, jintArray tgt_a, jobject tgt_b, jint tgt_off) {
+    if (B < 1 || T < 1 || int64_t(B) * int64_t(T) > INT32_MAX) {
+        throw_invalid(env, "B and T must be >= 1 with B*T in int32, got " + std::to_string(B) + " and " +
+                               std::to_string(T));
+        return false;
+    }
+    const jint n = B * T;
+    return in->open(env, in_a, in_b, in_off, n, "inputs", true) &&
+           tgt->open(env, tgt_a, tgt_b, tgt_off, n, "targets", true);
+}
+
+}  // namespace pg_jni

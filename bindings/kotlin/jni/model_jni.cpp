@@ -1,0 +1,242 @@
+// The model natives (pg_model_*, pg_evaluate*, pg_generate; Kotlin: Model.kt): configurations,
+// creation, the tokenizer, tensors and parameters, provenance, the forward pass, checkpoints
+// and interop, evaluation and generation. Evaluation and generation call back into Kotlin
+// (progress, tokens) through call_args.hpp.
+#include "call_args.hpp"
+#include "tensor_jni.hpp"
+
+namespace pg_jni {
+namespace {
+
+pg_model* model_of(JNIEnv* env, jlong h) { return handle_of<pg_model>(env, h, "Model"); }
+
+bool model_failed(JNIEnv* env, pg_status s, const pg_model* m) { return failed(env, s, m, pg_model_last_error); }
+
+// A tokenizer's copy through its serialised form (so that a Kotlin Tokenizer never borrows a
+// pointer whose owner could free it).
+pg_tokenizer* copy_tokenizer(JNIEnv* env, pg_tokenizer* tok) {
+    std::vector<char> data;
+    if (!fill_bytes(env, [&](char* d, size_t cap, size_t* len) { return pg_tokenizer_serialize(tok, d, cap, len); },
+                    &data))
+        return nullptr;
+    pg_tokenizer* copy = nullptr;
+    if (failed(env, pg_tokenizer_deserialize(data.data(), data.size(), &copy))) return nullptr;
+    return copy;
+}
+
+// --- configurations ------------------------------------------------------------------------
+
+jlongArray n_model_config_preset(JNIEnv* env, jclass, jstring jname) {
+    std::string name;
+    if (!get_string(env, jname, "preset name", &name)) return nullptr;
+    pg_model_config c = defaults<pg_model_config>();
+    if (failed(env, pg_model_config_preset(name.c_str(), &c))) return nullptr;
+    return struct_longs(env, c);
+}
+
+void n_model_config_validate(JNIEnv* env, jclass, jlongArray jc) {
+    pg_model_config c;
+    if (options_from(env, jc, &c)) failed(env, pg_model_config_validate(&c));
+}
+
+jlong n_model_config_num_params(JNIEnv* env, jclass, jlongArray jc) {
+    pg_model_config c;
+    if (!options_from(env, jc, &c)) return 0;
+    return jlong(pg_model_config_num_params(&c));
+}
+
+// --- the handle ----------------------------------------------------------------------------
+
+jlong n_model_create(JNIEnv* env, jclass, jlongArray jc, jlong seed) {
+    pg_model_config c;
+    if (!options_from(env, jc, &c)) return 0;
+    pg_model* m = nullptr;
+    if (failed(env, pg_model_create(&c, uint64_t(seed), &m))) return 0;
+    return to_handle(m);
+}
+
+void n_model_free(JNIEnv*, jclass, jlong h) { pg_model_free(reinterpret_cast<pg_model*>(intptr_t(h))); }
+
+jlongArray n_model_get_config(JNIEnv* env, jclass, jlong h) {
+    auto* m = model_of(env, h);
+    pg_model_config c = defaults<pg_model_config>();
+    if (!m || model_failed(env, pg_model_get_config(m, &c), m)) return nullptr;
+    return struct_longs(env, c);
+}
+
+jlong n_model_num_params(JNIEnv* env, jclass, jlong h) {
+    auto* m = model_of(env, h);
+    int64_t n = 0;
+    if (!m || model_failed(env, pg_model_num_params(m, &n), m)) return 0;
+    return jlong(n);
+}
+
+// {kind, has_init_seed, init_seed, steps, tokens}.
+jlongArray n_model_provenance(JNIEnv* env, jclass, jlong h) {
+    auto* m = model_of(env, h);
+    pg_provenance_kind kind = PG_PROVENANCE_UNKNOWN;
+    int32_t has_seed = 0;
+    uint64_t seed = 0;
+    int64_t steps = 0, tokens = 0;
+    if (!m || model_failed(env, pg_model_provenance(m, &kind, &has_seed, &seed, &steps, &tokens), m)) return nullptr;
+    return new_longs(env, {jlong(kind), has_seed, jlong(seed), steps, tokens});
+}
+
+void n_model_allow_untrained_base(JNIEnv* env, jclass, jlong h, jboolean allow) {
+    auto* m = model_of(env, h);
+    if (m) model_failed(env, pg_model_allow_untrained_base(m, allow ? 1 : 0), m);
+}
+
+void n_model_set_tokenizer(JNIEnv* env, jclass, jlong h, jlong th) {
+    auto* m = model_of(env, h);
+    auto* tok = m ? handle_of<pg_tokenizer>(env, th, "Tokenizer") : nullptr;
+    if (tok) model_failed(env, pg_model_set_tokenizer(m, tok), m);
+}
+
+// A new tokenizer handle holding a copy of the model's, or 0 if the model has none.
+jlong n_model_get_tokenizer(JNIEnv* env, jclass, jlong h) {
+    auto* m = model_of(env, h);
+    pg_tokenizer* tok = nullptr;
+    if (!m || model_failed(env, pg_model_get_tokenizer(m, &tok), m) || !tok) return 0;
+    return to_handle(copy_tokenizer(env, tok));
+}
+
+void n_model_read_params(JNIEnv* env, jclass, jlong h, jfloatArray a, jobject b, jint offset, jint length) {
+    auto* m = model_of(env, h);
+    const float* data = nullptr;
+    int64_t n = 0;
+    if (!m || model_failed(env, pg_model_params(m, &data, &n), m)) return;
+    copy_out(env, data, n, a, b, offset, length, "readParameters");
+}
+
+// Returns the mean loss when targets are given (NaN otherwise); logits go to the logits region
+// when one is given (it must hold B*T*vocab_size floats).
+jfloat n_model_forward(JNIEnv* env, jclass, jlong h, jintArray tok_a, jobject tok_b, jint tok_off,
+                       jintArray tgt_a, jobject tgt_b, jint tgt_off, jint B, jint T, jfloatArray log_a,
+                       jobject log_b, jint log_off, jint log_len, jint n_threads) {
+    auto* m = model_of(env, h);
+    ForwardArgs a;
+    if (!m || !a.open(env, m, B, T, tok_a, tok_b, tok_off, tgt_a, tgt_b, tgt_off, log_a, log_b, log_off, log_len))
+        return 0;
+    float loss = 0.0f;
+    if (model_failed(env, pg_model_forward(m, a.tokens.data(), B, T, a.targets_data(), a.logits_data(),
+                                           a.loss_out(&loss), n_threads), m))
+        return 0;
+    return a.finish(loss);
+}
+
+// --- checkpoints and interop ---------------------------------------------------------------
+
+void n_model_save(JNIEnv* env, jclass, jlong h, jstring jpath, jlongArray joptions) {
+    auto* m = model_of(env, h);
+    std::string path;
+    pg_save_options o;
+    if (!m || !get_string(env, jpath, "path", &path) || !options_from(env, joptions, &o)) return;
+    model_failed(env, pg_model_save(m, path.c_str(), &o), m);
+}
+
+jlong n_model_load(JNIEnv* env, jclass, jstring jpath) {
+    std::string path;
+    if (!get_string(env, jpath, "path", &path)) return 0;
+    pg_model* m = nullptr;
+    if (failed(env, pg_model_load(path.c_str(), &m))) return 0;
+    return to_handle(m);
+}
+
+void n_model_export(JNIEnv* env, jclass, jlong h, jint format, jstring jpath) {
+    auto* m = model_of(env, h);
+    std::string path;
+    if (!m || !get_string(env, jpath, "path", &path)) return;
+    model_failed(env, pg_model_export(m, pg_interop_format(format), path.c_str()), m);
+}
+
+jlong n_model_import(JNIEnv* env, jclass, jint format, jstring jpath) {
+    std::string path;
+    if (!get_string(env, jpath, "path", &path)) return 0;
+    pg_model* m = nullptr;
+    if (failed(env, pg_model_import(pg_interop_format(format), path.c_str(), &m))) return 0;
+    return to_handle(m);
+}
+
+// --- evaluation and sampling ---------------------------------------------------------------
+
+// `bridge` (a ProgressBridge) may be null. Returns EvalResult.fields().
+jlongArray n_evaluate(JNIEnv* env, jclass, jlong h, jintArray tok_a, jobject tok_b, jint offset, jint length,
+                      jlongArray jconfig, jobject bridge) {
+    auto* m = model_of(env, h);
+    IntBulk tokens;
+    Callback cb;
+    pg_eval_config c;
+    if (!m || !tokens.open(env, tok_a, tok_b, offset, length, "tokens", true) ||
+        !eval_config_from(env, jconfig, bridge, &cb, &c))
+        return nullptr;
+    pg_eval_result r = blank<pg_eval_result>();
+    pg_status s = pg_evaluate(m, tokens.data(), tokens.size(), &c, &r);
+    if (cb.rethrow(env) || model_failed(env, s, m)) return nullptr;
+    return struct_longs(env, r);
+}
+
+jlongArray n_evaluate_sampled(JNIEnv* env, jclass, jlong h, jintArray tok_a, jobject tok_b, jint offset,
+                              jint length, jint n_batches, jint batch_size, jlong seed, jint n_threads) {
+    auto* m = model_of(env, h);
+    IntBulk tokens;
+    if (!m || !tokens.open(env, tok_a, tok_b, offset, length, "tokens", true)) return nullptr;
+    pg_eval_result r = blank<pg_eval_result>();
+    if (model_failed(env, pg_evaluate_sampled(m, tokens.data(), tokens.size(), n_batches, batch_size, uint64_t(seed),
+                                              n_threads, &r), m))
+        return nullptr;
+    return struct_longs(env, r);
+}
+
+// Generated tokens go to the bridge (a TokenBridge, may be null) and the first `capacity` of them
+// to the output region (may be absent). Returns how many were written.
+jint n_generate(JNIEnv* env, jclass, jlong h, jintArray p_a, jobject p_b, jint p_off, jint p_len,
+                jlongArray jconfig, jobjectArray jstops, jobject bridge, jintArray out_a, jobject out_b,
+                jint out_off, jint out_cap) {
+    auto* m = model_of(env, h);
+    IntBulk prompt;
+    SampleArgs args;
+    GenerateOutput out;
+    if (!m || !prompt.open(env, p_a, p_b, p_off, p_len, "prompt", true) ||
+        !sample_config_from(env, jconfig, jstops, bridge, &args) || !out.open(env, out_a, out_b, out_off, out_cap))
+        return 0;
+    size_t n_out = 0;
+    pg_status s = pg_generate(m, prompt.data(), prompt.size(), &args.config, out.data(), out.capacity(), &n_out);
+    if (args.cb.rethrow(env) || model_failed(env, s, m)) return 0;
+    return out.commit(n_out);
+}
+
+const JNINativeMethod kModelNatives[] = {
+    PG_NATIVE("modelConfigPreset", "(Ljava/lang/String;)[J", n_model_config_preset),
+    PG_NATIVE("modelConfigValidate", "([J)V", n_model_config_validate),
+    PG_NATIVE("modelConfigNumParams", "([J)J", n_model_config_num_params),
+    PG_NATIVE("modelCreate", "([JJ)J", n_model_create),
+    PG_NATIVE("modelFree", "(J)V", n_model_free),
+    PG_NATIVE("modelGetConfig", "(J)[J", n_model_get_config),
+    PG_NATIVE("modelNumParams", "(J)J", n_model_num_params),
+    PG_NATIVE("modelProvenance", "(J)[J", n_model_provenance),
+    PG_NATIVE("modelAllowUntrainedBase", "(JZ)V", n_model_allow_untrained_base),
+    PG_NATIVE("modelSetTokenizer", "(JJ)V", n_model_set_tokenizer),
+    PG_NATIVE("modelGetTokenizer", "(J)J", n_model_get_tokenizer),
+    PG_NATIVE("modelNumTensors", "(J)I", n_num_tensors<pg_model>),
+    PG_NATIVE("modelTensorName", "(JI)Ljava/lang/String;", n_tensor_name<pg_model>),
+    PG_NATIVE("modelTensorShape", "(JI)[J", n_tensor_shape<pg_model>),
+    PG_NATIVE("modelFindTensor", "(JLjava/lang/String;)I", n_find_tensor<pg_model>),
+    PG_NATIVE("modelReadTensor", "(JI" PG_SIG_FLOATS ")V", n_read_tensor<pg_model>),
+    PG_NATIVE("modelWriteTensor", "(JI" PG_SIG_FLOATS ")V", n_write_tensor<pg_model>),
+    PG_NATIVE("modelReadParams", "(J" PG_SIG_FLOATS ")V", n_model_read_params),
+    PG_NATIVE("modelForward", "(J[ILjava/nio/IntBuffer;I[ILjava/nio/IntBuffer;III" PG_SIG_FLOATS "I)F", n_model_forward),
+    PG_NATIVE("modelSave", "(JLjava/lang/String;[J)V", n_model_save),
+    PG_NATIVE("modelLoad", "(Ljava/lang/String;)J", n_model_load),
+    PG_NATIVE("modelExport", "(JILjava/lang/String;)V", n_model_export),
+    PG_NATIVE("modelImport", "(ILjava/lang/String;)J", n_model_import),
+    PG_NATIVE("evaluate", "(J" PG_SIG_INTS "[JLphonegpt/ProgressBridge;)[J", n_evaluate),
+    PG_NATIVE("evaluateSampled", "(J" PG_SIG_INTS "IIJI)[J", n_evaluate_sampled),
+    PG_NATIVE("generate", "(J" PG_SIG_INTS "[J[Ljava/lang/String;Lphonegpt/TokenBridge;" PG_SIG_INTS ")I", n_generate),
+};
+
+}  // namespace
+
+bool register_model_natives(JNIEnv* env, jclass natives) { return register_natives(env, natives, kModelNatives); }
+
+}  // namespace pg_jni

@@ -1,0 +1,281 @@
+package phonegpt
+
+import kotlinx.coroutines.GlobalScope
+import kotlinx.coroutines.channels.toList
+import kotlinx.coroutines.launch
+import kotlinx.coroutines.runBlocking
+import org.junit.Assert.assertArrayEquals
+import org.junit.Assert.assertEquals
+import org.junit.Assert.assertFalse
+import org.junit.Assert.assertNotNull
+import org.junit.Assert.assertNull
+import org.junit.Assert.assertTrue
+import org.junit.Assert.fail
+import org.junit.Test
+import java.io.File
+import java.nio.ByteBuffer
+import java.nio.ByteOrder
+import java.nio.IntBuffer
+import java.util.concurrent.CountDownLatch
+import java.util.concurrent.TimeUnit
+import java.util.concurrent.atomic.AtomicInteger
+import java.util.concurrent.atomic.AtomicReference
+import kotlin.concurrent.thread
+
+/** Models: configurations, tensors, the forward pass, files, evaluation and generation (streaming, cancellation, coroutines). */
+class ModelTest {
+    // --- model ---------------------------------------------------------------------------------
+
+    @Test fun modelConfigs() {
+        val d = ModelConfig.default()
+        assertEquals(ModelConfig(6, 4, 128, 128, 65, 68, 1e-5f), d)
+        assertEquals(1_214_976L, d.numParams)
+        d.validate()
+        val tiny = ModelConfig.preset("tiny")
+        assertEquals(2, tiny.nLayer)
+        assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { ModelConfig.preset("huge") }
+        val e = assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { tiny.copy(nHead = 3).validate() }
+        assertTrue(e.message, e.message!!.contains("n_head"))
+        assertEquals(0L, tiny.copy(nLayer = 0).numParams)
+        assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { Model(tiny.copy(nEmbd = 0)) }
+        Model.preset("tiny", 3).use { m -> assertEquals(tiny, m.config) }
+    }
+
+    @Test fun modelTensorsAndParameters() {
+        tinyModel().use { m ->
+            val cfg = m.config
+            assertEquals(cfg.numParams, m.numParams)
+            val names = m.tensorNames
+            assertEquals("wte", names[0])
+            assertEquals("wpe", names[1])
+            assertArrayEquals(longArrayOf(cfg.paddedVocabSize.toLong(), cfg.nEmbd.toLong()), m.tensorShape("wte"))
+            val flat = m.flatParameters()
+            assertEquals(m.numParams, flat.size.toLong())
+            val wte = m.parameter("wte")
+            assertArrayEquals(wte, flat.copyOf(wte.size), 0f)
+            val buf = directFloatBuffer(wte.size)
+            m.readParameter("wte", buf)
+            for (i in wte.indices) assertEquals(wte[i], buf.get(i), 0f)
+            val flatBuf = directFloatBuffer(flat.size)
+            m.readFlatParameters(flatBuf)
+            assertEquals(flat[flat.size - 1], flatBuf.get(flat.size - 1), 0f)
+            // writes: an array and a direct buffer
+            val bias = FloatArray(m.parameter("ln_f.bias").size) { it * 0.5f }
+            m.setParameter("ln_f.bias", bias)
+            assertArrayEquals(bias, m.parameter("ln_f.bias"), 0f)
+            val b2 = directFloatBuffer(bias.size)
+            for (i in bias.indices) b2.put(i, -1f)
+            m.setParameter("ln_f.bias", b2)
+            assertEquals(-1f, m.parameter("ln_f.bias")[0], 0f)
+            assertThrows<GeometryException>(Status.GEOMETRY) { m.setParameter("ln_f.bias", FloatArray(3)) }
+            assertThrows<GeometryException>(Status.GEOMETRY) { m.readParameter("wte", directFloatBuffer(3)) }
+            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.parameter("no.such") }
+            // the tokenizer is a copy
+            val t = m.tokenizer!!
+            t.use { assertEquals(tokenizer.vocabSize, it.vocabSize) }
+            assertNotNull(m.tokenizer?.use { it.kind })
+        }
+        Model(tinyConfig()).use { m ->
+            assertNull(m.tokenizer)
+            assertThrows<StateException>(Status.STATE) { m.generate("First") }
+            Tokenizer.char("ab").use { small -> assertThrows<PhoneGptException>(Status.GEOMETRY) { m.tokenizer = small } }
+        }
+    }
+
+    @Test fun forwardWithArraysAndDirectBuffers() {
+        tinyModel().use { m ->
+            val b = 2
+            val t = 8
+            val tokens = ids.copyOf(b * t)
+            val targets = ids.copyOfRange(1, b * t + 1)
+            val r = m.forward(tokens, b, t, targets, 1)
+            assertEquals(b * t * tokenizer.vocabSize, r.logits.size)
+            val loss = r.loss!!
+            assertTrue(loss > 0)
+            assertNull(m.forward(tokens, b, t).loss)
+            val logits = directFloatBuffer(r.logits.size)
+            val loss2 = m.forward(nativeInts(tokens), b, t, nativeInts(targets), logits, 1)
+            assertEquals(loss, loss2, 0f)
+            for (i in r.logits.indices step 37) assertEquals(r.logits[i], logits.get(i), 0f)
+            assertTrue(m.forward(nativeInts(tokens), b, t, null, logits, 1).isNaN())
+            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.forward(nativeInts(tokens), b, t, null, null) }
+            assertThrows<GeometryException>(Status.GEOMETRY) { m.forward(nativeInts(tokens), b, t, null, directFloatBuffer(5)) }
+            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.forward(tokens, b, 99, null) }
+            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.forward(tokens.copyOf(3), b, t, null) }
+            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.forward(IntArray(b * t) { 1000 }, b, t) }
+            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.forward(tokens, 0, t) }
+        }
+    }
+
+    @Test fun saveLoadExportImport() {
+        tinyModel().use { m ->
+            val want = m.evaluate(ids).meanLoss
+            val raw = File(tmp, "m.bin").path
+            val zst = File(tmp, "mz.bin").path
+            m.save(raw)
+            m.save(zst, SaveOptions(3))
+            for (p in listOf(raw, zst)) Model.load(p).use { l ->
+                assertEquals(want, l.evaluate(ids).meanLoss, 0.0)
+                assertNotNull(l.tokenizer?.use { it.vocabSize })
+            }
+            val llmc = File(tmp, "m.llmc").path
+            m.export(llmc, InteropFormat.LLMC)
+            Model.importFrom(llmc, InteropFormat.LLMC).use { l ->
+                l.tokenizer = tokenizer
+                assertEquals(want, l.evaluate(ids).meanLoss, 0.0)
+            }
+            val st = File(tmp, "st").apply { mkdirs() }
+            m.export(File(st, "model.safetensors").path, InteropFormat.SAFETENSORS)
+            Model.importFrom(File(st, "model.safetensors").path, InteropFormat.SAFETENSORS).use { l ->
+                assertEquals(want, l.evaluate(ids).meanLoss, 1e-6)
+            }
+            assertThrows<IoException>(Status.IO) { Model.load(File(tmp, "nope.bin").path) }
+            assertThrows<IoException>(Status.IO) { m.save(File(tmp, "no/such/dir/m.bin").path) }
+            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.save(raw, SaveOptions(99)) }
+            val bad = File(tmp, "bad.bin").apply { writeBytes(File(raw).readBytes().copyOf(100)) }
+            assertThrows<PhoneGptException>(Status.FORMAT) { Model.load(bad.path) }
+            val flipped = File(raw).readBytes().also { it[it.size - 9] = (it[it.size - 9] + 1).toByte() }
+            File(tmp, "flip.bin").writeBytes(flipped)
+            assertThrows<ChecksumException>(Status.CHECKSUM) { Model.load(File(tmp, "flip.bin").path) }
+        }
+    }
+
+    // --- evaluation ----------------------------------------------------------------------------
+
+    @Test fun evaluateWithProgressAndBuffers() {
+        tinyModel().use { m ->
+            val calls = AtomicInteger()
+            var last = 0L
+            val r = m.evaluate(ids, EvalConfig.default().copy(batchSize = 4, nThreads = 1)) { done, total ->
+                calls.incrementAndGet(); assertEquals(ids.size - 1L, total); assertTrue(done > last); last = done
+            }
+            assertEquals(ids.size - 1L, r.nScored)
+            assertEquals(ids.size - 1L, last)
+            assertTrue(calls.get() >= 2)
+            assertEquals(r.meanLoss / Math.log(2.0), r.bitsPerToken, 1e-12)
+            assertEquals(r, m.evaluate(nativeInts(ids)))
+            val slide = m.evaluate(ids, EvalConfig.default().copy(window = 16, stride = 8))
+            assertEquals(ids.size - 1L, slide.nScored)
+            val s = m.evaluateSampled(ids, 3, 2, 5, 1)
+            assertEquals(3L * 2 * 16, s.nScored)
+            assertEquals(s, m.evaluateSampled(nativeInts(ids), 3, 2, 5, 1))
+            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.evaluate(ids, EvalConfig.default().copy(stride = 99)) }
+            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.evaluate(intArrayOf(1)) }
+            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.evaluateSampled(ids, 0, 2) }
+        }
+    }
+
+    @Test fun evaluationIsCancelledFromAnotherThread() {
+        tinyModel().use { m ->
+            val long = IntArray(ids.size * 20) { ids[it % ids.size] }
+            val cancel = CancellationToken()
+            val started = CountDownLatch(1)
+            val error = AtomicReference<Throwable>()
+            val worker = thread {
+                try {
+                    m.evaluate(long, EvalConfig.default().copy(batchSize = 1, nThreads = 1), cancel) { _, _ ->
+                        started.countDown(); Thread.sleep(2)
+                    }
+                } catch (e: Throwable) {
+                    error.set(e)
+                }
+            }
+            assertTrue(started.await(30, TimeUnit.SECONDS))
+            cancel.cancel()
+            worker.join(30_000)
+            assertTrue("got ${error.get()}", error.get() is CancelledException)
+            // still usable
+            assertEquals(ids.size - 1L, m.evaluate(ids).nScored)
+        }
+    }
+
+    @Test fun aThrowingCallbackStopsTheCallAndIsRethrown() {
+        tinyModel().use { m ->
+            val calls = AtomicInteger()
+            try {
+                m.evaluate(ids, EvalConfig.default().copy(batchSize = 1)) { _, _ ->
+                    calls.incrementAndGet(); throw IllegalStateException("from progress")
+                }
+                fail("no exception")
+            } catch (e: IllegalStateException) {
+                assertEquals("from progress", e.message)
+            }
+            assertEquals(1, calls.get())
+            try {
+                m.generate(ids.copyOf(4), SampleConfig.default().copy(maxTokens = 20)) { if (it >= 0) throw ArithmeticException("from token") }
+                fail("no exception")
+            } catch (e: ArithmeticException) {
+                assertEquals("from token", e.message)
+            }
+            // closing the model from its own callback is refused, not a deadlock
+            assertThrows<StateException>(Status.STATE) { m.generate(ids.copyOf(4)) { m.close() } }
+            assertFalse(m.isClosed)
+            assertEquals(ids.size - 1L, m.evaluate(ids).nScored)
+        }
+    }
+
+    // --- generation ----------------------------------------------------------------------------
+
+    @Test fun generateStreamsAndStops() {
+        tinyModel().use { m ->
+            val cfg = SampleConfig.default().copy(maxTokens = 24, seed = 3, topK = 5)
+            val streamed = ArrayList<Int>()
+            val out = m.generate(ids.copyOf(5), cfg) { streamed.add(it) }
+            assertEquals(24, out.size)
+            assertEquals(out.toList(), streamed)
+            assertArrayEquals(out, m.generate(ids.copyOf(5), cfg))            // same seed, same tokens
+            // into a direct buffer
+            val buf = directIntBuffer(10)
+            assertEquals(10, m.generate(nativeInts(ids.copyOf(5)), buf, cfg))
+            for (i in 0 until 10) assertEquals(out[i], buf.get(i))
+            assertEquals(0, m.generate(nativeInts(ids.copyOf(5)), null, cfg))
+            // stopping from the callback is not an error
+            val cancel = CancellationToken()
+            val few = m.generate(ids.copyOf(5), cfg, cancel) { if (it >= 0 && streamed.size > 0) cancel.cancel() }
+            assertEquals(1, few.size)
+            // text in, text out, and stop strings
+            val textOut = StringBuilder()
+            val s = m.generate("First", cfg.copy(maxTokens = 12)) { textOut.append(it) }
+            assertEquals(12, s.length)
+            assertEquals(s, textOut.toString())
+            val greedy = cfg.copy(temperature = 0f, maxTokens = 200, stopStrings = listOf("e"))
+            assertTrue(m.generate("First", greedy).let { it.length < 200 && it.endsWith("e") } ||
+                       !m.generate("First", greedy.copy(stopStrings = emptyList())).contains("e"))
+            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.generate(IntArray(0), cfg) }
+            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.generate(ids.copyOf(5), cfg.copy(temperature = -1f)) }
+            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.generate(intArrayOf(9999), cfg) }
+        }
+    }
+
+    @Test fun generationIsCancelledFromAnotherThread() {
+        tinyModel().use { m ->
+            generateThenCancelFromAnotherThread { cancel, onToken ->
+                m.generate(ids.copyOf(5), SampleConfig.default().copy(maxTokens = 1_000_000, nThreads = 1), cancel, onToken)
+            }
+        }
+    }
+
+    @Test fun coroutineChannelAndSuspendingForms() {
+        tinyModel().use { m ->
+            val cfg = SampleConfig.default().copy(maxTokens = 16, seed = 11)
+            val want = m.generate(ids.copyOf(5), cfg).toList()
+            runBlocking {
+                assertEquals(want, generateTokens(m, ids.copyOf(5), cfg).toList())
+                assertEquals(want, m.generateSuspending(ids.copyOf(5), cfg).toList())
+                assertEquals(m.evaluate(ids), m.evaluateSuspending(ids))
+                // cancelling the consumer stops the producer
+                val channel = generateTokens(m, ids.copyOf(5), cfg.copy(maxTokens = 1_000_000), capacity = 0)
+                assertEquals(want[0], channel.receive())
+                channel.cancel()
+                // a cancelled suspending evaluation
+                val long = IntArray(ids.size * 20) { ids[it % ids.size] }
+                val job = GlobalScope.launch { m.evaluateSuspending(long, EvalConfig.default().copy(batchSize = 1, nThreads = 1)) }
+                Thread.sleep(20)
+                job.cancel()
+                job.join()
+                assertTrue(job.isCancelled)
+            }
+            assertEquals(want, m.generate(ids.copyOf(5), cfg).toList())  // the model is fine afterwards
+        }
+    }
+}
