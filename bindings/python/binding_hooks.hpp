@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <phonegpt/phonegpt.h>
 
@@ -31,12 +32,41 @@ struct Hooks {
     // The handle of a phonegpt.Model, shared (StateError once closed; TypeError for anything
     // else): holding it keeps the native model alive.
     std::shared_ptr<pg_model> (*model_of)(const py::handle& model);
+    // A new phonegpt.Model owning `model`.
+    py::object (*wrap_model)(pg_model* model);
     // str, bytes or os.PathLike -> file-system bytes.
     std::string (*to_path)(const py::object& path);
+    // A numpy float32 array over native memory kept alive by `keep` (no copy); read-only
+    // unless `writable`.
+    py::array (*float_view)(std::shared_ptr<void> keep, const float* data, std::vector<py::ssize_t> shape,
+                            bool writable);
 };
+
+// close(), closed and the context manager of a handle class C (close() frees the native handle;
+// views taken earlier stay valid).
+template <class C, class PyC>
+void add_lifetime(PyC& cls, const char* what) {
+    cls.def("close", &C::close,
+            (std::string("Frees the native ") + what +
+             " now. Further use raises StateError; numpy views taken earlier stay valid.")
+                .c_str())
+        .def_property_readonly("closed", &C::closed)
+        .def("__enter__", [](py::object self) { return self; })
+        .def("__exit__", [](C& self, py::args) { self.close(); });
+}
 
 // bindings/python/coord_bindings.cpp: the data filter, keys and signatures, adapters as numpy
 // arrays (get/set, fit/evaluate), averaging and validation.
 void bind_coord(py::module_& m, const Hooks& hooks);
+// Also coord_bindings.cpp: the native adapter of a phonegpt.Adapter (shared: holding it keeps the
+// adapter alive; TypeError for anything else, StateError once closed), and a new phonegpt.Adapter
+// owning `adapter`.
+std::shared_ptr<pg_lora_adapter> adapter_of(const py::handle& adapter);
+py::object wrap_adapter(pg_lora_adapter* adapter);
+
+// bindings/python/lora_bindings.cpp: the LoRA parts beside the federated ones: numpy views of an
+// Adapter's A and B, PEFT import and export, the base it records, and LoraTrainer. Call after
+// bind_coord (it extends phonegpt.Adapter).
+void bind_lora(py::module_& m, const Hooks& hooks);
 
 }  // namespace pg_py

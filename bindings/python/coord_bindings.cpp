@@ -571,6 +571,13 @@ void add_close(PyC& cls, const char* what) {
 
 }  // namespace
 
+std::shared_ptr<pg_lora_adapter> adapter_of(const py::handle& adapter) {
+    if (!py::isinstance<Adapter>(adapter)) throw py::type_error("expected a phonegpt.Adapter");
+    return adapter.cast<const Adapter&>().ptr();
+}
+
+py::object wrap_adapter(pg_lora_adapter* adapter) { return py::cast(Adapter(own_adapter(adapter))); }
+
 void bind_coord(py::module_& m, const Hooks& hooks) {
     H = hooks;
     using py::arg;

@@ -1307,17 +1307,7 @@ private:
     TrainerPtr p_;
 };
 
-// Context-manager helpers shared by the handle classes.
-template <class C, class PyC>
-void add_lifetime(PyC& cls, const char* what) {
-    cls.def("close", &C::close,
-            (std::string("Frees the native ") + what +
-             " now. Further use raises StateError; numpy views taken earlier stay valid.")
-                .c_str())
-        .def_property_readonly("closed", &C::closed)
-        .def("__enter__", [](py::object self) { return self; })
-        .def("__exit__", [](C& self, py::args) { self.close(); });
-}
+using pg_py::add_lifetime;
 
 // What the other binding files borrow from this one (binding_hooks.hpp).
 pg_py::Hooks binding_hooks() {
@@ -1330,7 +1320,9 @@ pg_py::Hooks binding_hooks() {
         if (!py::isinstance<Model>(obj)) throw py::type_error("expected a phonegpt.Model");
         return obj.cast<const Model&>().ptr();
     };
+    h.wrap_model = [](pg_model* m) { return py::cast(Model(own_model(m))); };
     h.to_path = to_path;
+    h.float_view = float_view;
     return h;
 }
 
@@ -1573,4 +1565,5 @@ PYBIND11_MODULE(_phonegpt, m) {
 
     // The coordinator's side and the phone's data filter (bindings/python/coord_bindings.cpp).
     pg_py::bind_coord(m, binding_hooks());
+    pg_py::bind_lora(m, binding_hooks());
 }

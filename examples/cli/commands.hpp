@@ -9,5 +9,6 @@ int cmd_sample(int argc, char** argv);  // sample.cpp
 int cmd_export(int argc, char** argv);  // export.cpp
 int cmd_import(int argc, char** argv);  // import.cpp
 int cmd_tokenizer(int argc, char** argv);  // tokenizer.cpp: info, encode, decode
+int cmd_lora(int argc, char** argv);       // lora.cpp: train, merge, unmerge, info, export-peft, import-peft
 
 }  // namespace cli

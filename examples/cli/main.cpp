@@ -8,6 +8,7 @@
 //   phonegpt export --checkpoint PATH --format llmc|safetensors --out PATH [--json]
 //   phonegpt import --format llmc|safetensors --in PATH --out PATH [--tokenizer-from PATH] [--json]
 //   phonegpt tokenizer info|encode|decode --tokenizer PATH ... [--json]
+//   phonegpt lora train|merge|unmerge|info|export-peft|import-peft ... [--json]
 //
 // Exit codes: 0 success, 1 a runtime failure (a library call failed: the message names it; or
 // the run diverged), 2 a usage error (unknown option, bad value, missing file argument).
@@ -32,6 +33,7 @@ const char* const kUsage =
     "  export   write a checkpoint's weights as an llm.c or safetensors file\n"
     "  import   read an llm.c or safetensors file into a native checkpoint\n"
     "  tokenizer info|encode|decode   a tokenizer file (checkpoint, .tiktoken, GPT-2, tokenizer.json)\n"
+    "  lora train|merge|unmerge|info|export-peft|import-peft   LoRA adapters over a frozen base\n"
     "\n"
     "phonegpt <command> --help shows a command's options; every command takes --json.\n"
     "Exit codes: 0 success, 1 runtime failure (or a diverged run), 2 usage error.\n";
@@ -71,7 +73,8 @@ int main(int argc, char** argv) {
     }
     const std::map<std::string, int (*)(int, char**)> commands = {
         {"train", cli::cmd_train},   {"eval", cli::cmd_eval},     {"sample", cli::cmd_sample},
-        {"export", cli::cmd_export}, {"import", cli::cmd_import}, {"tokenizer", cli::cmd_tokenizer}};
+        {"export", cli::cmd_export}, {"import", cli::cmd_import}, {"tokenizer", cli::cmd_tokenizer},
+        {"lora", cli::cmd_lora}};
     auto it = commands.find(command);
     if (it == commands.end()) {
         std::fprintf(stderr, "phonegpt: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);

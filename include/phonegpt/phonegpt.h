@@ -872,6 +872,27 @@ PG_API pg_status pg_lora_adapter_check_base(const pg_lora_adapter* adapter, cons
  * [out, r]). For a base exported with pg_model_export(PG_FORMAT_SAFETENSORS). Both files are
  * written atomically and read back and checked before success. */
 PG_API pg_status pg_lora_export_peft(const pg_lora_adapter* adapter, const char* folder);
+/* Imports a PEFT LoRA adapter for `base` from `folder`: adapter_config.json (peft_type LORA, r,
+ * lora_alpha, lora_dropout, use_rslora, target_modules as a list of module names or a regular
+ * expression or "all-linear", matched as PEFT matches them, layers_to_transform,
+ * fan_in_fan_out, which GPT-2's Conv1D makes irrelevant to A and B) and
+ * adapter_model.safetensors (base_model.model.transformer.h.{i}.{module}.lora_A.weight
+ * [r, in] / lora_B.weight [out, r] for module attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj;
+ * F32, F16, BF16 or F64, converted to fp32). The adapted layers and modules, the rank and every
+ * shape are read from the files: the two files disagreeing is PG_ERR_FORMAT naming both, a shape
+ * or layer that does not fit the base PG_ERR_GEOMETRY naming both sides, and what this library's
+ * adapters cannot be (use_dora, rank_pattern / alpha_pattern, a LoRA bias, modules_to_save,
+ * another module, different modules in different layers) PG_ERR_UNSUPPORTED. The adapter's
+ * base identity is `base`'s, its init_seed 0 and its training record empty; a pair written by
+ * pg_lora_export_peft comes back whole (seed, record, base identity: it must be that base). */
+PG_API pg_status pg_lora_import_peft(const char* folder, const pg_model* base,
+                                     pg_lora_adapter** out);
+/* The identity of the base the adapter was made for, as the adapter file stores it (JSON:
+ * geometry, weights_xxh64, tokenizer, fingerprint, description, and provenance: kind
+ * "trained" / "initialised" / "unknown", init_seed, steps, tokens, description; docs/formats.md
+ * §5). Sizing as for pg_tokenizer_decode (text may be NULL with capacity 0). */
+PG_API pg_status pg_lora_adapter_base_json(const pg_lora_adapter* adapter, char* text,
+                                           size_t capacity, size_t* len);
 
 /* The adapter's training record: *n_steps optimizer steps, with one loss and one learning rate
  * each (borrowed arrays, valid until the adapter is trained further or freed; NULL when there
@@ -902,6 +923,15 @@ PG_API pg_status pg_lora_trainer_step(pg_lora_trainer* trainer, pg_step_result* 
 PG_API pg_status pg_lora_trainer_step_batch(pg_lora_trainer* trainer, const int32_t* inputs,
                                             const int32_t* targets, int32_t B, int32_t T,
                                             pg_step_result* result);
+/* Forward and backward only, no update and nothing recorded: the gradients of the batch's mean
+ * loss with respect to every factor (A's too with freeze_a) are left in the trainer, readable
+ * with pg_lora_trainer_grad (tensor `index` in the adapter's numbering and shapes; valid until
+ * the next step or computation). As pg_trainer_compute_gradients otherwise. */
+PG_API pg_status pg_lora_trainer_compute_gradients(pg_lora_trainer* trainer, const int32_t* inputs,
+                                                   const int32_t* targets, int32_t B, int32_t T,
+                                                   float* mean_loss);
+PG_API pg_status pg_lora_trainer_grad(const pg_lora_trainer* trainer, int32_t index,
+                                      const float** data);
 /* Adapters on sessions: attaching makes every pass on `session` (pg_session_forward,
  * _evaluate, _evaluate_sampled, _append/_logits, _generate) compute base + adapter, as the
  * merged model would within fp32 rounding (docs/lora.md states the bound), while the model is

@@ -5,6 +5,7 @@
 #include "capi/boundary.hpp"
 #include "capi/handles.hpp"
 #include "capi/lora_handles.hpp"
+#include "capi/text_out.hpp"
 #include "capi/train_boundary.hpp"
 #include "lora/adapter.hpp"
 #include "lora/adapter_file.hpp"
@@ -221,6 +222,16 @@ pg_status pg_lora_adapter_check_base(const pg_lora_adapter* adapter, const pg_mo
     });
 }
 
+pg_status pg_lora_adapter_base_json(const pg_lora_adapter* adapter, char* text, size_t capacity, size_t* len) {
+    return pg::guarded(err(adapter), [&] {
+        const char* fn = "pg_lora_adapter_base_json";
+        PG_REQUIRE_NOT_NULL(fn, adapter);
+        PG_REQUIRE_NOT_NULL(fn, len);
+        pg::require_arg(text != nullptr || capacity == 0, fn, "text is NULL with a capacity above 0");
+        pg::capi::copy_text_out(pg::lora::base_identity_json(adapter->impl.base()), text, capacity, len, fn);
+    });
+}
+
 pg_status pg_lora_adapter_training_record(const pg_lora_adapter* adapter, int64_t* n_steps, int64_t* tokens,
                                           const float** losses, const float** learning_rates) {
     return pg::guarded(err(adapter), [&] {
@@ -290,6 +301,30 @@ pg_status pg_lora_trainer_step_batch(pg_lora_trainer* trainer, const int32_t* in
     });
 }
 
+pg_status pg_lora_trainer_compute_gradients(pg_lora_trainer* trainer, const int32_t* inputs, const int32_t* targets,
+                                            int32_t B, int32_t T, float* mean_loss) {
+    return pg::guarded(err(trainer), [&] {
+        const char* fn = "pg_lora_trainer_compute_gradients";
+        pg::lora::LoraTrainer& t = impl(trainer, fn);
+        pg::check_batch_args(inputs, targets, B, T, t.base().config(), fn);
+        float loss = 0.0f;
+        pg::named(fn, [&] { loss = t.compute_gradients(inputs, targets, B, T); });
+        if (mean_loss) *mean_loss = loss;
+    });
+}
+
+pg_status pg_lora_trainer_grad(const pg_lora_trainer* trainer, int32_t index, const float** data) {
+    return pg::guarded(err(trainer), [&] {
+        const char* fn = "pg_lora_trainer_grad";
+        PG_REQUIRE_NOT_NULL(fn, trainer);
+        PG_REQUIRE_NOT_NULL(fn, data);
+        pg::require_arg(trainer->impl != nullptr, fn, "trainer has no state");
+        const pg::lora::LoraTrainer& t = *trainer->impl;
+        check_index(trainer->adapter, index, fn);
+        *data = t.grads() + t.adapter().tensors()[std::size_t(index)].offset;
+    });
+}
+
 pg_status pg_lora_trainer_save(const pg_lora_trainer* trainer, const char* path) {
     return pg::guarded(err(trainer), [&] {
         const char* fn = "pg_lora_trainer_save";
@@ -337,6 +372,17 @@ pg_status pg_lora_export_peft(const pg_lora_adapter* adapter, const char* folder
         PG_REQUIRE_NOT_NULL(fn, adapter);
         PG_REQUIRE_NOT_NULL(fn, folder);
         pg::named(fn, [&] { pg::lora::export_peft(adapter->impl, folder); });
+    });
+}
+
+pg_status pg_lora_import_peft(const char* folder, const pg_model* base, pg_lora_adapter** out) {
+    return pg::guarded(nullptr, [&] {
+        const char* fn = "pg_lora_import_peft";
+        PG_REQUIRE_NOT_NULL(fn, out);
+        *out = nullptr;
+        PG_REQUIRE_NOT_NULL(fn, folder);
+        PG_REQUIRE_NOT_NULL(fn, base);
+        pg::named(fn, [&] { *out = new pg_lora_adapter(pg::lora::import_peft(folder, base->impl)); });
     });
 }
 

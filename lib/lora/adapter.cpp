@@ -53,6 +53,7 @@ BaseIdentity identify_base(const Model& base) {
     BaseIdentity id;
     id.config = base.config();
     id.weights_hash = base.fp32_weights_hash();  // a 16-bit base: of the fp32 weights it came from
+    id.provenance = base.provenance();
     if (const Tokenizer* tok = base.tokenizer()) {
         const std::vector<uint8_t> bytes = tok->serialize();
         id.has_tokenizer = true;

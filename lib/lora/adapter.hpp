@@ -25,6 +25,10 @@ struct BaseIdentity {
     uint64_t tokenizer_hash = 0;   // xxh64 of the tokenizer's serialized bytes
     pg_tokenizer_kind tokenizer_kind = PG_TOKENIZER_CHAR;  // when has_tokenizer
     int32_t tokenizer_vocab = 0;                           // when has_tokenizer
+    // The base's own account of its weights (trained for N steps from seed S, never trained,
+    // or unknown): a description, not part of the identity (the weights hash is), so a base
+    // reloaded from a file that does not record it still matches. Unknown in files before 1.2.
+    Provenance provenance;
     // One number for the whole base: xxh64 over the geometry's fields and the two hashes.
     uint64_t fingerprint() const;
     // "6 layers, 4 heads, width 128, context 128, vocab 65 (68 rows), char tokenizer".

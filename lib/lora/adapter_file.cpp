@@ -115,6 +115,15 @@ std::string config_json(const LoraConfig& c) {
     return o.text();
 }
 
+const char* provenance_kind_name(Provenance::Kind k) {
+    switch (k) {
+        case Provenance::Kind::initialised: return "initialised";
+        case Provenance::Kind::trained: return "trained";
+        case Provenance::Kind::unknown: break;
+    }
+    return "unknown";
+}
+
 std::string base_json(const BaseIdentity& b) {
     const ModelConfig& m = b.config;
     io::JsonObject o;
@@ -129,6 +138,15 @@ std::string base_json(const BaseIdentity& b) {
         o.null("tokenizer");
     }
     o.str("fingerprint", hex64(b.fingerprint())).str("description", b.describe());
+    const Provenance& p = b.provenance;
+    io::JsonObject prov;
+    prov.str("kind", provenance_kind_name(p.kind));
+    if (p.has_init_seed)
+        prov.str("init_seed", std::to_string(p.init_seed));
+    else
+        prov.null("init_seed");
+    prov.integer("steps", p.steps).integer("tokens", p.tokens).str("description", p.describe());
+    o.object("provenance", prov);
     return o.text();
 }
 
@@ -140,13 +158,6 @@ std::string training_json(const TrainingRecord& r) {
     return o.text();
 }
 
-bool all_finite(const std::vector<float>& v) {
-    for (float x : v)
-        if (!std::isfinite(x)) return false;
-    return true;
-}
-
-bool record_is_finite(const TrainingRecord& r) { return all_finite(r.losses) && all_finite(r.learning_rates); }
 
 // Equal floats, any NaN equal to any NaN (a NaN's payload is not kept by the file).
 bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
@@ -224,10 +235,33 @@ LoraConfig decode_config(const io::JsonValue& v, const std::string& what) {
     return c;
 }
 
-BaseIdentity decode_base(const io::JsonValue& v, const std::string& what) {
+// The base's provenance (format 1.2): a kind and the numbers that go with it, consistent with it.
+Provenance decode_provenance(const io::JsonValue& v, const std::string& what) {
+    Fields f{v, what};
+    f.only({"kind", "init_seed", "steps", "tokens", "description"});
+    Provenance p;
+    const std::string kind = f.text("kind");
+    if (kind == "initialised") p.kind = Provenance::Kind::initialised;
+    else if (kind == "trained") p.kind = Provenance::Kind::trained;
+    else require(kind == "unknown", PG_ERR_FORMAT, f.at("kind") + " \"" + kind + "\" is not initialised, trained or unknown");
+    const io::JsonValue& seed = f.get("init_seed");
+    p.has_init_seed = !seed.is_null();
+    if (p.has_init_seed) p.init_seed = parse_u64_text(seed.as_string(f.at("init_seed")), f.at("init_seed"));
+    p.steps = f.integer("steps", 0, int64_t(1) << 50);
+    p.tokens = f.integer("tokens", 0, int64_t(1) << 62);
+    const bool consistent = p.kind == Provenance::Kind::trained ? p.steps > 0
+                                                                : p.steps == 0 && p.tokens == 0 &&
+                                                                      (p.kind != Provenance::Kind::initialised || p.has_init_seed);
+    require(consistent, PG_ERR_FORMAT, what + ": kind " + kind + " with " + std::to_string(p.steps) + " steps, " +
+                                           std::to_string(p.tokens) + " tokens" + (p.has_init_seed ? "" : ", no seed"));
+    f.text("description");  // for people
+    return p;
+}
+
+BaseIdentity decode_base(const io::JsonValue& v, const std::string& what, int minor) {
     Fields f{v, what};
     f.only({"n_layer", "n_head", "n_embd", "n_ctx", "vocab_size", "padded_vocab_size", "layernorm_eps",
-            "weights_xxh64", "tokenizer", "fingerprint", "description"});
+            "weights_xxh64", "tokenizer", "fingerprint", "description", "provenance"});
     BaseIdentity b;
     ModelConfig& m = b.config;
     m.n_layer = int(f.integer("n_layer", 1, kMaxLayers));
@@ -257,6 +291,9 @@ BaseIdentity decode_base(const io::JsonValue& v, const std::string& what) {
             what + ": fingerprint " + hex64(stored) + " does not match the base identity it summarises (" +
                 hex64(b.fingerprint()) + ")");
     f.text("description");  // for people; the identity above is what is compared
+    // Since 1.3 the base's provenance is always there; before, it was not recorded (unknown).
+    if (minor >= kAdapterProvenanceMinor || v.find("provenance"))
+        b.provenance = decode_provenance(f.get("provenance"), what + " provenance");
     return b;
 }
 
@@ -299,6 +336,8 @@ TrainingRecord decode_training(const io::JsonValue& v, const std::string& what, 
 
 std::string peft_tensor_name(const AdapterTensor& t) { return kPeftPrefix + t.name; }
 
+std::string base_identity_json(const BaseIdentity& base) { return base_json(base); }
+
 namespace {
 
 // One safetensors tensor entry of the header.
@@ -316,10 +355,7 @@ void write_adapter_file(const Adapter& adapter, const TrainerState* state, io::B
         require(state->adam_m.size() == n && state->adam_v.size() == n, PG_ERR_INTERNAL,
                 "adapter training checkpoint: the moments do not match the adapter");
     std::map<std::string, std::string> meta;
-    const int minor = !record_is_finite(adapter.record()) ? kAdapterNonFiniteMinor
-                      : state                                ? kAdapterTrainingMinor
-                                                             : kAdapterFormatMinor;
-    meta[kKeyFormat] = std::to_string(kAdapterFormatMajor) + "." + std::to_string(minor);
+    meta[kKeyFormat] = std::to_string(kAdapterFormatMajor) + "." + std::to_string(kAdapterFormatMinor);
     meta[kKeyConfig] = config_json(adapter.config());
     meta[kKeyBase] = base_json(adapter.base());
     meta[kKeyTraining] = training_json(adapter.record());
@@ -421,7 +457,7 @@ Adapter read_adapter_file(const io::ByteSource& src, TrainerState* state) {
                 "): the file is corrupt");
 
     const LoraConfig cfg = decode_config(parse_value(meta, kKeyConfig, name), name + ": " + kKeyConfig);
-    const BaseIdentity base = decode_base(parse_value(meta, kKeyBase, name), name + ": " + kKeyBase);
+    const BaseIdentity base = decode_base(parse_value(meta, kKeyBase, name), name + ": " + kKeyBase, minor);
     Adapter adapter = [&] {
         try {
             return Adapter(cfg, base);
@@ -502,7 +538,10 @@ bool same_adapter(const Adapter& a, const Adapter& b) {
     const TrainingRecord &r = a.record(), &s = b.record();
     const bool same_record = r.steps == s.steps && r.tokens == s.tokens && r.seed == s.seed &&
                              same_floats(r.losses, s.losses) && same_floats(r.learning_rates, s.learning_rates);
-    return same_config && same_record && a.base().fingerprint() == b.base().fingerprint() &&
+    const Provenance &p = a.base().provenance, &q = b.base().provenance;
+    const bool same_provenance = p.kind == q.kind && p.has_init_seed == q.has_init_seed &&
+                                 p.init_seed == q.init_seed && p.steps == q.steps && p.tokens == q.tokens;
+    return same_config && same_record && same_provenance && a.base().fingerprint() == b.base().fingerprint() &&
            a.num_params() == b.num_params() &&
            std::memcmp(a.params(), b.params(), std::size_t(a.num_params()) * 4) == 0;
 }

@@ -18,19 +18,24 @@ namespace pg::lora {
 // The version this library writes. A reader accepts every major <= this one that was ever
 // written (fixtures in tests/fixtures/) and any minor of a known major (minors only add keys).
 constexpr int kAdapterFormatMajor = 1;
-constexpr int kAdapterFormatMinor = 0;
-// Adapter training checkpoints (the adapter plus its trainer state) are 1.1: the key
-// phonegpt.train_state and two moment tensors. Plain adapter files stay 1.0.
+constexpr int kAdapterFormatMinor = 3;
+// The minors and what each added (docs/formats.md §5): 1.1 the adapter training checkpoint (the
+// key phonegpt.train_state and two moment tensors; plain adapter files stayed 1.0); 1.2 a
+// training record's NaN or infinity as the string "nan", "inf" or "-inf" (io::nonfinite_token:
+// a diverged run recorded so that a coordinator refuses it by name); 1.3 the base's provenance in
+// phonegpt.base. Every file is written as 1.3 (the provenance is always there).
 constexpr int kAdapterTrainingMinor = 1;
-// A training record holding a NaN or an infinity (a diverged run, recorded so that a
-// coordinator refuses it by name) is written as 1.2: such a value is the string "nan", "inf" or
-// "-inf" (io::nonfinite_token). Files whose record is finite keep their 1.0 / 1.1 bytes.
 constexpr int kAdapterNonFiniteMinor = 2;
+constexpr int kAdapterProvenanceMinor = 3;
 
 // PEFT's name of an adapter tensor ("base_model.model.transformer." + the table's name).
 std::string peft_tensor_name(const AdapterTensor& t);
 
 void write_adapter(const Adapter& adapter, io::ByteSink& sink);
+
+// The base's identity as the file's phonegpt.base stores it (JSON: geometry, hashes, fingerprint,
+// description, provenance).
+std::string base_identity_json(const BaseIdentity& base);
 
 // Reads and validates everything (PG_ERR_FORMAT / VERSION / CHECKSUM naming what is wrong). The
 // adapter is complete on its own; check_adapter_matches_base says whether it fits a base.

@@ -42,7 +42,12 @@ public:
     int64_t step_count() const { return driver_.step_count(); }
     const TrainConfig& config() const { return driver_.config(); }
     const Model& base() const { return driver_.base(); }
-    // dA and dB of the last step, laid out like adapter.params().
+    // Gradients of the batch's mean loss with respect to every factor (A's too with freeze_a),
+    // left in grads(); no update, nothing recorded. As StepDriver::compute_gradients.
+    float compute_gradients(const int32_t* inputs, const int32_t* targets, int B, int T) {
+        return driver_.compute_gradients(inputs, targets, B, T);
+    }
+    // dA and dB of the last step (or compute_gradients), laid out like adapter.params().
     const float* grads() const { return driver_.grads(); }
     std::size_t activation_bytes() const { return driver_.activation_bytes(); }
 

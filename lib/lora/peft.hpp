@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "io/file_io.hpp"
 #include "lora/adapter.hpp"
 
 namespace pg::lora {
@@ -17,5 +18,18 @@ std::string peft_adapter_config_json(const LoraConfig& cfg);
 // Writes both files into `folder` (which must exist) atomically, then reads them back and checks
 // them against the adapter before returning (PG_ERR_IO when they differ).
 void export_peft(const Adapter& adapter, const std::string& folder);
+
+// Reads `folder`/adapter_config.json and `folder`/adapter_model.safetensors (PEFT's LoRA for a
+// Hugging Face GPT-2 base: tensors base_model.model.transformer.h.{i}.{module}.lora_{A,B}.weight,
+// F32 / F16 / BF16 / F64) as an adapter of `base` (lib/lora/peft_import.cpp). The adapted modules,
+// the layers, the rank and every shape are read from the files; the two files must agree
+// (PG_ERR_FORMAT naming both) and fit the base (PG_ERR_GEOMETRY naming both sides); what PEFT
+// expresses but this library does not (DoRA, rank_pattern, LoRA biases, modules_to_save, other
+// modules) is PG_ERR_UNSUPPORTED. init_seed is 0 (PEFT does not record it) and the training
+// record empty, except for a pair written by export_peft, which comes back whole.
+Adapter import_peft(const std::string& folder, const Model& base);
+// The same from the files' contents (`config_name` names the first in messages).
+Adapter import_peft_from(const std::string& config_json, const std::string& config_name, const io::ByteSource& tensors,
+                         const Model& base);
 
 }  // namespace pg::lora

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <regex>
 #include <set>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "io/file_io.hpp"
+#include "lora/adapter_file.hpp"
 #include "test_checkpoint_support.hpp"
 
 using namespace ckpt_test;
@@ -93,9 +95,9 @@ struct Kills {
 // Children that save `path` in a loop and are SIGKILLed mid-save, `rounds` times; each kill
 // comes once the child's temporary file exists (plus a random delay), so most leave one behind.
 // Each child's own first save removes the temporaries of the children killed before it.
-Kills kill_saves(const std::string& path, int rounds, std::mt19937& rng) {
+// `save(i)` is the child's i-th save into `path`.
+Kills kill_saves_with(const std::string& path, int rounds, std::mt19937& rng, const std::function<void(int)>& save) {
     Kills kills;
-    auto a = make_model(small_config(), 11), b = make_model(small_config(), 12);
     const std::string dir = pg::io::parent_folder(path);
     for (int round = 0; round < rounds; ++round) {
         const pid_t child = fork();
@@ -103,7 +105,7 @@ Kills kill_saves(const std::string& path, int rounds, std::mt19937& rng) {
         if (child == 0) {
             for (int i = 0;; ++i) {
                 try {
-                    pg::io::save_checkpoint(i % 2 ? *a : *b, nullptr, i % 3 == 1 ? 1 : 0, path);
+                    save(i);
                 } catch (...) {
                     _exit(3);
                 }
@@ -120,6 +122,14 @@ Kills kill_saves(const std::string& path, int rounds, std::mt19937& rng) {
         kills.left_temporary += kills.last_left;
     }
     return kills;
+}
+
+// Checkpoint saves of two models, compressed and not.
+Kills kill_saves(const std::string& path, int rounds, std::mt19937& rng) {
+    auto a = make_model(small_config(), 11), b = make_model(small_config(), 12);
+    return kill_saves_with(path, rounds, rng, [&](int i) {
+        pg::io::save_checkpoint(i % 2 ? *a : *b, nullptr, i % 3 == 1 ? 1 : 0, path);
+    });
 }
 
 }  // namespace
@@ -242,4 +252,26 @@ TEST_CASE("temporaries of killed saves are removed by the next save or load, liv
     // Its writer now gone, the sleeper's temporary goes with the next save too.
     pg::io::save_checkpoint(*model, nullptr, 0, path);
     CHECK(names_in(dir).count(live_there) == 0);
+}
+
+TEST_CASE("killed adapter saves never leave a broken adapter file, and their temporaries do not pile up",
+          "[io][atomic][kill][lora]") {
+    std::mt19937 rng(20261202);
+    const std::string dir = fresh_folder("stale_adapter"), path = dir + "/adapter.safetensors";
+    auto base = make_model(small_config(), 3);
+    pg::lora::LoraConfig cfg;
+    cfg.rank = 2;
+    cfg.target_modules = PG_LORA_ALL_LINEARS;
+    const pg::lora::Adapter a = pg::lora::Adapter::create(*base, cfg);
+    cfg.init_seed = 99;
+    const pg::lora::Adapter b = pg::lora::Adapter::create(*base, cfg);
+    pg::lora::save_adapter(a, path);
+    const Kills kills = kill_saves_with(path, 10, rng, [&](int i) { pg::lora::save_adapter(i % 2 ? a : b, path); });
+    INFO("killed adapter saves that left a temporary: " << kills.left_temporary << " of 10");
+    CHECK(kills.left_temporary >= 5);
+    CHECK(temporaries_in(dir) == int(kills.last_left));  // each save removed the ones before it
+    // The file is always one of the two adapters whole; loading it removes the last temporary.
+    const pg::lora::Adapter back = pg::lora::load_adapter(path);
+    CHECK((pg::lora::same_adapter(back, a) || pg::lora::same_adapter(back, b)));
+    CHECK(names_in(dir) == std::set<std::string>{"adapter.safetensors"});
 }

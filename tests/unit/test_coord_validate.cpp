@@ -273,7 +273,7 @@ TEST_CASE("validate: each trajectory check fails alone", "[coord][validate]") {
         a.record().losses[5] = std::nanf("");
         const Upload u = signed_upload(a, key_from(1));
         const std::string bytes(u.bytes.begin(), u.bytes.end());
-        CHECK_THAT(bytes, Catch::Contains("\"phonegpt.adapter_format\":\"1.2\""));
+        CHECK_THAT(bytes, Catch::Contains("\"phonegpt.adapter_format\":\"1.3\""));
         const ValidationReport r = coord.check(u);
         expect_outcomes(r, {"trajectory finite"}, {"trajectory start", "trajectory not diverging"});
         CHECK(r.find("trajectory finite")->message == "the loss recorded for step 6 of 16 is nan");

@@ -48,8 +48,17 @@ pg::Model base_model(int n_layer = 2) {
 
 // The adapter of the v1.0 fixture (and of most tests): c_attn and mlp.c_proj of both layers,
 // rank 2, alpha 4, init seed 77, B ~ 0.01 N(0, 1) from seed 5, a three-step record.
-pg::lora::Adapter fixture_adapter() {
-    const pg::Model base = base_model();
+// Its base was trained for 40 steps (2560 tokens) from seed 1234, which files since 1.2 record;
+// older fixtures load with the base's provenance unknown (`provenance` = false).
+pg::Provenance fixture_provenance() {
+    pg::Provenance p = pg::Provenance::initialised_from(1234);
+    for (int i = 0; i < 40; ++i) p.record_step(64);
+    return p;
+}
+
+pg::lora::Adapter fixture_adapter(bool provenance = true) {
+    pg::Model base = base_model();
+    if (provenance) base.set_provenance(fixture_provenance());
     pg::lora::LoraConfig cfg;
     cfg.rank = 2;
     cfg.alpha = 4.0f;
@@ -68,10 +77,38 @@ pg::lora::Adapter fixture_adapter() {
     return a;
 }
 
+// The trainer state of the training-checkpoint fixtures: made up (no training run, so the
+// fixture's values do not depend on the machine's kernels), but valid.
+pg::TrainerState fixture_state(const pg::lora::Adapter& a) {
+    pg::TrainerState s;
+    s.config.batch_size = 2;
+    s.config.seq_len = 8;
+    s.config.seed = 42;
+    s.config.n_threads = 1;
+    s.step = 3;
+    pg::Rng rng(9);
+    for (int64_t i = 0; i < a.num_params(); ++i) {
+        s.adam_m.push_back(float(1e-3 * rng.normal()));
+        s.adam_v.push_back(float(1e-6 * rng.uniform()));
+    }
+    s.sampler_rng[0] = 1;
+    s.sampler_rng[1] = 2;
+    s.sampler_rng[2] = 3;
+    s.sampler_rng[3] = 4;
+    s.micro_batches = 3;
+    return s;
+}
+
+std::vector<uint8_t> encode_training(const pg::lora::Adapter& a, const pg::TrainerState& s) {
+    pg::io::VectorSink sink;
+    pg::lora::write_adapter_training(a, s, sink);
+    return sink.bytes;
+}
+
 // The fixture adapter with a diverged record (format 1.2's non-finite values): a NaN loss, an
 // infinite loss and an infinite learning rate.
-pg::lora::Adapter nonfinite_fixture_adapter() {
-    pg::lora::Adapter a = fixture_adapter();
+pg::lora::Adapter nonfinite_fixture_adapter(bool provenance = true) {
+    pg::lora::Adapter a = fixture_adapter(provenance);
     a.record().losses = {2.5f, std::nanf(""), -INFINITY};
     a.record().learning_rates = {1e-3f, 1e-3f, INFINITY};
     return a;
@@ -144,12 +181,12 @@ std::vector<uint8_t> edit_and_reseal(const std::vector<uint8_t>& bytes, const st
 
 }  // namespace
 
-TEST_CASE("lora file: a non-finite training record is format 1.2 and reads back; 1.0 cannot carry it",
+TEST_CASE("lora file: a non-finite training record reads back (since 1.2); 1.0 cannot carry it",
           "[lora][lora_file]") {
     const pg::lora::Adapter a = nonfinite_fixture_adapter();
     const std::vector<uint8_t> bytes = encode(a);
     const std::string text(bytes.begin(), bytes.end());
-    CHECK(text.find("\"phonegpt.adapter_format\":\"1.2\"") != std::string::npos);
+    CHECK(text.find("\"phonegpt.adapter_format\":\"1.3\"") != std::string::npos);
     CHECK(text.find("\\\"losses\\\":[2.5,\\\"nan\\\",\\\"-inf\\\"]") != std::string::npos);
     CHECK(text.find("\\\"learning_rates\\\":[0.0010000000474974513,0.0010000000474974513,\\\"inf\\\"]") !=
           std::string::npos);
@@ -164,18 +201,18 @@ TEST_CASE("lora file: a non-finite training record is format 1.2 and reads back;
     pg::lora::save_adapter(a, path);
     CHECK(pg::lora::same_adapter(a, pg::lora::load_adapter(path)));
     std::remove(path.c_str());
-    // A finite record is still written as 1.0 (the fixture test checks those bytes).
+    // Since 1.3 every file is 1.3 (the base's provenance is always there).
     const std::vector<uint8_t> finite = encode(fixture_adapter());
-    CHECK(std::string(finite.begin(), finite.end()).find("\"phonegpt.adapter_format\":\"1.0\"") != std::string::npos);
+    CHECK(std::string(finite.begin(), finite.end()).find("\"phonegpt.adapter_format\":\"1.3\"") != std::string::npos);
 
     // Sealed correctly but labelled 1.0: the value needs 1.2. Another string is never a number.
     std::string message;
-    CHECK(status_of(edit_and_reseal(bytes, "\"1.2\"", "\"1.0\""), &message) == PG_ERR_FORMAT);
+    CHECK(status_of(edit_and_reseal(bytes, "\"1.3\"", "\"1.0\""), &message) == PG_ERR_FORMAT);
     CHECK_THAT(message, Catch::Contains("losses holds \"nan\": a non-finite value, which format 1.2 introduced"));
     CHECK(status_of(edit_and_reseal(bytes, "\\\"nan\\\"", "\\\"NaN\\\""), &message) == PG_ERR_FORMAT);
     CHECK_THAT(message, Catch::Contains("holds the string \"NaN\", not a number"));
     // The reseal itself is right: an unedited reseal loads.
-    CHECK(status_of(edit_and_reseal(bytes, "\"1.2\"", "\"1.2\"")) == PG_OK);
+    CHECK(status_of(edit_and_reseal(bytes, "\"1.3\"", "\"1.3\"")) == PG_OK);
 }
 
 TEST_CASE("lora file: round trip, PEFT names, read back on save", "[lora][lora_file]") {
@@ -186,6 +223,13 @@ TEST_CASE("lora file: round trip, PEFT names, read back on save", "[lora][lora_f
     CHECK(b.record().losses == std::vector<float>{2.5f, 2.25f, 2.0f});
     CHECK(b.config().dropout == 0.05f);
     CHECK(b.base().describe() == a.base().describe());
+    // The base's own description travels with it (format 1.2).
+    CHECK(b.base().provenance.kind == pg::Provenance::Kind::trained);
+    CHECK(b.base().provenance.steps == 40);
+    CHECK(b.base().provenance.tokens == 2560);
+    CHECK(b.base().provenance.init_seed == 1234);
+    CHECK(std::string(bytes.begin(), bytes.begin() + 4096).find("trained for 40 steps (2560 tokens) from seed 1234") !=
+          std::string::npos);
     // A plain safetensors file with PEFT's names and shapes.
     pg::io::MemorySource src(bytes.data(), bytes.size());
     const pg::io::SafetensorsHeader h = pg::io::read_safetensors_header(src);
@@ -247,8 +291,11 @@ TEST_CASE("lora file: every adapter version ever written still loads (fixtures)"
         bool current;  // written by this version: the writer must still produce it byte for byte
         pg::lora::Adapter (*adapter)();
     };
-    const Fixture fixtures[] = {{"lora_adapter_v1.0.safetensors", true, fixture_adapter},
-                                {"lora_adapter_v1.2.safetensors", true, nonfinite_fixture_adapter}};
+    // 1.0 and 1.2 did not record the base's provenance: their adapters are the fixture's without it.
+    const Fixture fixtures[] = {{"lora_adapter_v1.0.safetensors", false, [] { return fixture_adapter(false); }},
+                                {"lora_adapter_v1.2.safetensors", false, [] { return nonfinite_fixture_adapter(false); }},
+                                {"lora_adapter_v1.3.safetensors", true, [] { return fixture_adapter(true); }},
+                                {"lora_adapter_v1.3_nonfinite.safetensors", true, [] { return nonfinite_fixture_adapter(true); }}};
     for (const Fixture& f : fixtures) {
         INFO(f.file);
         const pg::lora::Adapter expected = f.adapter();
@@ -260,18 +307,39 @@ TEST_CASE("lora file: every adapter version ever written still loads (fixtures)"
               pg::io::xxh64(expected.params(), size_t(expected.num_params()) * 4));
         if (f.current) CHECK(bytes == encode(expected));
     }
+    // Adapter training checkpoints: the adapter and the trainer state both come back.
+    const Fixture training[] = {{"lora_training_v1.1.safetensors", false, nullptr}, {"lora_training_v1.3.safetensors", true, nullptr}};
+    for (const Fixture& f : training) {
+        INFO(f.file);
+        const pg::lora::Adapter expected = fixture_adapter(f.current);
+        const pg::TrainerState want = fixture_state(expected);
+        const std::vector<uint8_t> bytes = read_bytes(pg_test::fixtures_dir() + "/" + f.file);
+        REQUIRE(!bytes.empty());
+        pg::io::MemorySource src(bytes.data(), bytes.size(), f.file);
+        pg::TrainerState state;
+        const pg::lora::Adapter a = pg::lora::read_adapter_training(src, state);
+        CHECK(pg::lora::same_adapter(a, expected));
+        CHECK(state.step == want.step);
+        CHECK(state.micro_batches == want.micro_batches);
+        CHECK(state.config.seed == want.config.seed);
+        CHECK(state.adam_m == want.adam_m);
+        CHECK(state.adam_v == want.adam_v);
+        CHECK(std::memcmp(state.sampler_rng, want.sampler_rng, sizeof want.sampler_rng) == 0);
+        CHECK(pg::lora::same_adapter(decode(bytes), expected));  // loads as a plain adapter too
+        if (f.current) CHECK(bytes == encode_training(expected, want));
+    }
 }
 
 TEST_CASE("lora file: write the fixtures of the current version", "[.write-fixtures]") {
-    auto write = [](const pg::lora::Adapter& a, int minor) {
-        const std::vector<uint8_t> bytes = encode(a);
-        const std::string path = pg_test::fixtures_dir() + "/lora_adapter_v" +
-                                 std::to_string(pg::lora::kAdapterFormatMajor) + "." + std::to_string(minor) +
-                                 ".safetensors";
-        pg::io::write_file_atomically(path, bytes.data(), bytes.size());
+    const std::string version = std::to_string(pg::lora::kAdapterFormatMajor) + "." +
+                                std::to_string(pg::lora::kAdapterFormatMinor);
+    auto write = [](const std::vector<uint8_t>& bytes, const std::string& name) {
+        pg::io::write_file_atomically(pg_test::fixtures_dir() + "/" + name, bytes.data(), bytes.size());
     };
-    write(fixture_adapter(), pg::lora::kAdapterFormatMinor);
-    write(nonfinite_fixture_adapter(), pg::lora::kAdapterNonFiniteMinor);
+    const pg::lora::Adapter a = fixture_adapter();
+    write(encode(a), "lora_adapter_v" + version + ".safetensors");
+    write(encode(nonfinite_fixture_adapter()), "lora_adapter_v" + version + "_nonfinite.safetensors");
+    write(encode_training(a, fixture_state(a)), "lora_training_v" + version + ".safetensors");
 }
 
 TEST_CASE("lora file: corruption matrix, exact statuses", "[lora][lora_file]") {
@@ -300,9 +368,9 @@ TEST_CASE("lora file: corruption matrix, exact statuses", "[lora][lora_file]") {
     cases.push_back({"tensor data flipped", flipped(good.size() - 1), PG_ERR_CHECKSUM, "checksum mismatch"});
     cases.push_back({"not an adapter", edit_header(good, "phonegpt.adapter_format", "phonegpt.adapter_formal"),
                      PG_ERR_FORMAT, "not a phonegpt adapter file"});
-    cases.push_back({"newer major", edit_header(good, "\"1.0\"", "\"2.0\""), PG_ERR_VERSION, "newer than this library"});
-    cases.push_back({"major 0", edit_header(good, "\"1.0\"", "\"0.9\""), PG_ERR_FORMAT, "never written"});
-    cases.push_back({"bad version text", edit_header(good, "\"1.0\"", "\"1.x\""), PG_ERR_FORMAT, "MAJOR.MINOR"});
+    cases.push_back({"newer major", edit_header(good, "\"1.3\"", "\"2.0\""), PG_ERR_VERSION, "newer than this library"});
+    cases.push_back({"major 0", edit_header(good, "\"1.3\"", "\"0.9\""), PG_ERR_FORMAT, "never written"});
+    cases.push_back({"bad version text", edit_header(good, "\"1.3\"", "\"1.x\""), PG_ERR_FORMAT, "MAJOR.MINOR"});
     cases.push_back({"metadata edited", edit_header(good, "\\\"rank\\\":2", "\\\"rank\\\":3"), PG_ERR_CHECKSUM,
                      "metadata checksum mismatch"});
     cases.push_back({"tensor renamed", edit_header(good, "h.1.mlp.c_proj.lora_A.weight\":{", "h.1.mlp.c_proj.lora_C.weight\":{"),
@@ -311,8 +379,10 @@ TEST_CASE("lora file: corruption matrix, exact statuses", "[lora][lora_file]") {
     cases.push_back({"bad JSON", edit_header(good, "{\"__metadata__\"", "[\"__metadata__\""), PG_ERR_FORMAT, "'{'"});
     cases.push_back({"no metadata checksum", edit_header(good, "phonegpt.metadata_xxh64", "phonegpt.metadata_xxh65"),
                      PG_ERR_FORMAT, "metadata_xxh64"});
+    cases.push_back({"base provenance edited", edit_header(good, "\\\"kind\\\":\\\"trained\\\"", "\\\"kind\\\":\\\"unknown\\\""),
+                     PG_ERR_CHECKSUM, "metadata checksum mismatch"});
     // Statuses pinned per case and the number of cases pinned, so none is dropped silently.
-    REQUIRE(cases.size() == 14);
+    REQUIRE(cases.size() == 15);
     for (const Case& c : cases) {
         std::string message;
         const pg_status s = status_of(c.bytes, &message);

@@ -28,7 +28,7 @@ from ._phonegpt import (  # noqa: F401  (re-exported API)
     DataFilterReport, LoraAverageConfig, LoraAverageReport,
     Adapter, DataFilter, DataFilterConfig, LoraConfig, SigningKey, TrustedKeys, ValidationPolicy,
     ValidationCheck, ValidationReport, ValidationSummary, Validator,
-    BpeTrainOptions, EncodeOptions,
+    BpeTrainOptions, EncodeOptions, LoraTrainer,
 )
 
 __all__ = [
@@ -42,7 +42,7 @@ __all__ = [
     "DataFilterReport", "LoraAverageConfig", "LoraAverageReport",
     "Adapter", "DataFilter", "DataFilterConfig", "LoraConfig", "SigningKey", "TrustedKeys", "ValidationPolicy",
     "ValidationCheck", "ValidationReport", "ValidationSummary", "Validator",
-    "BpeTrainOptions", "EncodeOptions",
+    "BpeTrainOptions", "EncodeOptions", "LoraTrainer",
 ]
 
 

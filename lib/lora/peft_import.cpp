@@ -1,0 +1,323 @@
+// PEFT import (peft.hpp): adapter_config.json + adapter_model.safetensors as PEFT saves them for
+// a Hugging Face GPT-2 base. The adapted (layer, module) pairs, the rank and every shape are read
+// from the files; the configuration and the tensors must agree with each other (PG_ERR_FORMAT
+// naming both) and with the base (PG_ERR_GEOMETRY naming both sides). What PEFT can express but a
+// libphonegpt adapter cannot (DoRA, per-module ranks, LoRA biases, ...) is PG_ERR_UNSUPPORTED.
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <regex>
+#include <set>
+#include <utility>
+
+#include "core/error.hpp"
+#include "io/file_io.hpp"
+#include "io/json.hpp"
+#include "io/safetensors.hpp"
+#include "kernels/half_float.hpp"
+#include "lora/adapter_file.hpp"
+#include "lora/peft.hpp"
+
+namespace pg::lora {
+
+namespace {
+
+using Site = std::pair<int, LinearKind>;  // (layer, module)
+
+std::string site_name(const Site& s) { return "h." + std::to_string(s.first) + "." + linear_kind_name(s.second); }
+
+std::string sites_text(const std::set<Site>& sites) {
+    std::string out;
+    int shown = 0;
+    for (const Site& s : sites) {
+        if (shown++ == 6) return out + ", ... (" + std::to_string(sites.size()) + " in all)";
+        out += (out.empty() ? "" : ", ") + site_name(s);
+    }
+    return out.empty() ? "none" : out;
+}
+
+// What adapter_config.json says, with PEFT's defaults for absent keys.
+struct PeftConfig {
+    int64_t r = 8;
+    double alpha = 8;
+    bool use_rslora = false;
+    double dropout = 0;
+    bool fan_in_fan_out = false;
+    std::set<Site> sites;  // the base's modules it targets (target_modules, layers_to_transform)
+};
+
+// PEFT's matching of a module key ("transformer.h.3.attn.c_attn"): a string is a regular
+// expression that must match the whole key ("all-linear": every linear but the output layer);
+// a list matches a key equal to an entry or ending in "." + entry.
+bool targets_key(const io::JsonValue& targets, const std::string& key, const std::string& what) {
+    if (targets.is_string()) {
+        const std::string& pattern = targets.as_string(what);
+        if (pattern == "all-linear") return true;  // GPT-2's four block linears (the head is tied)
+        try {
+            return std::regex_match(key, std::regex(pattern));
+        } catch (const std::regex_error&) {
+            throw Error(PG_ERR_UNSUPPORTED, what + ": the regular expression \"" + pattern +
+                                                "\" is not one this library can evaluate (give a list of module names)");
+        }
+    }
+    for (const io::JsonValue& t : targets.as_array(what)) {
+        const std::string& name = t.as_string(what + " entry");
+        if (key == name || (key.size() > name.size() && key.compare(key.size() - name.size(), name.size(), name) == 0 &&
+                            key[key.size() - name.size() - 1] == '.'))
+            return true;
+    }
+    return false;
+}
+
+// Keys PEFT writes whose non-default values ask for something a libphonegpt adapter is not.
+void refuse_unsupported(const io::JsonValue& v, const std::string& what) {
+    auto flag = [&](const char* key) {
+        const io::JsonValue* f = v.find(key);
+        require(!f || f->is_null() || !f->as_bool(what + " " + key), PG_ERR_UNSUPPORTED,
+                what + ": " + key + " = true is not supported (plain LoRA only)");
+    };
+    flag("use_dora");
+    flag("lora_bias");
+    auto empty = [&](const char* key) {
+        const io::JsonValue* f = v.find(key);
+        const bool none = !f || f->is_null() || (f->is_object() && f->as_object("").empty()) ||
+                          (f->is_array() && f->as_array("").empty());
+        require(none, PG_ERR_UNSUPPORTED, what + ": " + key + " is not supported (one rank and alpha for every module, "
+                                                              "no extra trained modules)");
+    };
+    empty("rank_pattern");
+    empty("alpha_pattern");
+    empty("modules_to_save");
+    const io::JsonValue* bias = v.find("bias");
+    require(!bias || bias->is_null() || bias->as_string(what + " bias") == "none", PG_ERR_UNSUPPORTED,
+            what + ": bias = \"" + (bias && bias->is_string() ? bias->as_string("") : std::string()) +
+                "\" is not supported (LoRA adapters here train no biases)");
+    const io::JsonValue* pattern = v.find("layers_pattern");
+    if (pattern && !pattern->is_null()) {
+        bool h = pattern->is_string() && pattern->as_string("") == "h";
+        if (pattern->is_array()) {
+            h = true;
+            for (const io::JsonValue& p : pattern->as_array("")) h = h && p.is_string() && p.as_string("") == "h";
+        }
+        require(h, PG_ERR_UNSUPPORTED, what + ": layers_pattern must be \"h\" (GPT-2's blocks)");
+    }
+}
+
+PeftConfig parse_peft_config(const std::string& text, const std::string& what, const ModelConfig& base) {
+    const io::JsonValue v = io::parse_json(text.data(), text.size(), what);
+    v.as_object(what);
+    const io::JsonValue* type = v.find("peft_type");
+    require(!type || type->as_string(what + " peft_type") == "LORA", PG_ERR_UNSUPPORTED,
+            what + ": peft_type \"" + (type ? type->as_string("") : std::string()) + "\" is not LORA");
+    refuse_unsupported(v, what);
+    PeftConfig c;
+    auto get = [&](const char* key) { return v.find(key); };
+    if (const io::JsonValue* r = get("r")) c.r = int64_t(std::min<uint64_t>(r->as_u64(what + " r"), uint64_t(1) << 40));
+    if (const io::JsonValue* a = get("lora_alpha")) c.alpha = a->as_double(what + " lora_alpha");
+    if (const io::JsonValue* d = get("lora_dropout")) c.dropout = d->as_double(what + " lora_dropout");
+    if (const io::JsonValue* s = get("use_rslora")) c.use_rslora = s->as_bool(what + " use_rslora");
+    // GPT-2's linears are Conv1D (weights [in, out]); PEFT sets fan_in_fan_out for them whatever the
+    // file says (with a warning when false), and A [r, in], B [out, r] are the same either way.
+    if (const io::JsonValue* f = get("fan_in_fan_out")) c.fan_in_fan_out = f->as_bool(what + " fan_in_fan_out");
+    const io::JsonValue* targets = get("target_modules");
+    require(targets && !targets->is_null(), PG_ERR_FORMAT, what + ": target_modules is missing");
+    std::set<int> layers;
+    bool all_layers = true;
+    if (const io::JsonValue* l = get("layers_to_transform"); l && !l->is_null()) {
+        all_layers = false;
+        if (l->is_number()) {
+            layers.insert(int(std::min<uint64_t>(l->as_u64(what + " layers_to_transform"), kMaxLayers)));
+        } else {
+            for (const io::JsonValue& x : l->as_array(what + " layers_to_transform"))
+                layers.insert(int(std::min<uint64_t>(x.as_u64(what + " layers_to_transform entry"), kMaxLayers)));
+        }
+        for (int layer : layers)
+            require(layer < base.n_layer, PG_ERR_GEOMETRY,
+                    what + ": layers_to_transform holds layer " + std::to_string(layer) + ", the base has n_layer = " +
+                        std::to_string(base.n_layer));
+    }
+    for (int layer = 0; layer < base.n_layer; ++layer) {
+        if (!all_layers && !layers.count(layer)) continue;
+        for (int k = 0; k < kNumLinearKinds; ++k) {
+            const LinearKind kind = static_cast<LinearKind>(k);
+            if (targets_key(*targets, "transformer.h." + std::to_string(layer) + "." + linear_kind_name(kind),
+                            what + " target_modules"))
+                c.sites.insert({layer, kind});
+        }
+    }
+    require(!c.sites.empty(), PG_ERR_FORMAT, what + ": target_modules matches none of the base's block linears");
+    return c;
+}
+
+// "base_model.model.transformer.h.3.attn.c_attn.lora_A.weight" -> (3, attn_qkv), A. False when
+// the name is not a LoRA factor of a block linear.
+bool parse_factor_name(const std::string& full, Site& site, bool& is_a) {
+    std::string name;
+    for (const char* prefix : {"base_model.model.transformer.", "base_model.model."})
+        if (full.compare(0, std::strlen(prefix), prefix) == 0) {
+            name = full.substr(std::strlen(prefix));
+            break;
+        }
+    if (name.compare(0, 2, "h.") != 0) return false;
+    std::size_t at = 2;
+    int layer = 0;
+    while (at < name.size() && at < 8 && name[at] >= '0' && name[at] <= '9') layer = layer * 10 + (name[at++] - '0');
+    if (at == 2 || at >= name.size() || name[at] != '.' || (name[2] == '0' && at > 3)) return false;
+    const std::string rest = name.substr(at + 1);
+    for (int k = 0; k < kNumLinearKinds; ++k) {
+        const std::string stem = linear_kind_name(static_cast<LinearKind>(k));
+        for (bool a : {true, false})
+            if (rest == stem + (a ? ".lora_A.weight" : ".lora_B.weight")) {
+                site = {layer, static_cast<LinearKind>(k)};
+                is_a = a;
+                return true;
+            }
+    }
+    return false;
+}
+
+// One tensor's values as fp32 (F32, F16, BF16, F64), each finite.
+void read_factor(const io::ByteSource& src, const io::SafetensorsHeader& file, const io::SafetensorsTensor& t,
+                 float* dst, std::size_t count) {
+    const std::string what = src.name() + ": tensor \"" + t.name + "\"";
+    std::vector<uint8_t> raw(std::size_t(t.end - t.begin));
+    src.read_at(file.data_start + t.begin, raw.data(), raw.size(), "PEFT adapter tensor data");
+    for (std::size_t i = 0; i < count; ++i) {
+        const uint8_t* p = raw.data() + i * (raw.size() / count);
+        uint16_t h = 0;
+        double d = 0;
+        if (t.dtype == "F32") {
+            std::memcpy(&dst[i], p, 4);
+        } else if (t.dtype == "F16" || t.dtype == "BF16") {
+            std::memcpy(&h, p, 2);
+            dst[i] = t.dtype == "F16" ? kernels::fp16_to_float(h) : kernels::bf16_to_float(h);
+        } else {
+            std::memcpy(&d, p, 8);
+            dst[i] = float(d);
+        }
+        require(std::isfinite(dst[i]), PG_ERR_FORMAT,
+                what + " holds a value that is not finite in fp32 at element " + std::to_string(i));
+    }
+}
+
+// The configuration of the imported adapter, in libphonegpt's terms (layers x modules).
+LoraConfig lora_config_of(const PeftConfig& c, const std::set<Site>& sites, int n_layer, const std::string& what) {
+    std::set<int> layers;
+    uint32_t bits = 0;
+    for (const Site& s : sites) {
+        layers.insert(s.first);
+        bits |= target_bit(s.second);
+    }
+    for (int layer : layers)
+        for (int k = 0; k < kNumLinearKinds; ++k)
+            if (bits & target_bit(static_cast<LinearKind>(k)))
+                require(sites.count({layer, static_cast<LinearKind>(k)}) != 0, PG_ERR_UNSUPPORTED,
+                        what + ": " + site_name({layer, static_cast<LinearKind>(k)}) +
+                            " is not adapted while other layers' are: a libphonegpt adapter adapts the same modules "
+                            "in every adapted layer");
+    LoraConfig cfg;
+    require(c.r >= 1 && c.r <= PG_LORA_MAX_RANK, PG_ERR_FORMAT,
+            what + ": r = " + std::to_string(c.r) + " is outside [1, " + std::to_string(PG_LORA_MAX_RANK) + "]");
+    cfg.rank = int(c.r);
+    cfg.alpha = float(c.alpha);
+    cfg.use_rslora = c.use_rslora;
+    cfg.dropout = float(c.dropout);
+    cfg.target_modules = bits;
+    if (int(layers.size()) != n_layer) cfg.layers.assign(layers.begin(), layers.end());
+    cfg.init_seed = 0;  // PEFT does not record it
+    try {
+        validate_lora_config(cfg);
+    } catch (const Error& e) {
+        throw Error(PG_ERR_FORMAT, what + ": " + e.what());
+    }
+    return cfg;
+}
+
+bool same_lora_shape(const LoraConfig& a, const LoraConfig& b) {
+    return a.rank == b.rank && a.alpha == b.alpha && a.use_rslora == b.use_rslora && a.dropout == b.dropout &&
+           a.target_modules == b.target_modules && a.layers == b.layers;
+}
+
+}  // namespace
+
+Adapter import_peft_from(const std::string& config_json, const std::string& config_name, const io::ByteSource& src,
+                         const Model& base) {
+    const ModelConfig& mc = base.config();
+    const PeftConfig peft = parse_peft_config(config_json, config_name, mc);
+    const std::string& name = src.name();
+    const io::SafetensorsHeader file = io::read_safetensors_header(src);
+
+    // The factors the file holds, by (layer, module).
+    std::map<Site, std::pair<const io::SafetensorsTensor*, const io::SafetensorsTensor*>> factors;
+    for (const io::SafetensorsTensor& t : file.tensors) {
+        Site site;
+        bool is_a = true;
+        require(parse_factor_name(t.name, site, is_a), PG_ERR_UNSUPPORTED,
+                name + ": tensor \"" + t.name + "\" is not a LoRA factor of a GPT-2 block linear (this library imports "
+                       "base_model.model.transformer.h.{i}.{attn.c_attn|attn.c_proj|mlp.c_fc|mlp.c_proj}.lora_{A|B}.weight)");
+        require(site.first < mc.n_layer, PG_ERR_GEOMETRY,
+                name + ": tensor \"" + t.name + "\" adapts layer " + std::to_string(site.first) +
+                    ", the base has n_layer = " + std::to_string(mc.n_layer));
+        require(t.dtype == "F32" || t.dtype == "F16" || t.dtype == "BF16" || t.dtype == "F64", PG_ERR_UNSUPPORTED,
+                name + ": tensor \"" + t.name + "\" is " + t.dtype + " (F32, F16, BF16 or F64 are imported)");
+        (is_a ? factors[site].first : factors[site].second) = &t;
+    }
+    std::set<Site> in_file;
+    for (const auto& [site, ab] : factors) {
+        require(ab.first && ab.second, PG_ERR_FORMAT,
+                name + ": " + site_name(site) + " has lora_" + (ab.first ? "A" : "B") + " but no lora_" +
+                    (ab.first ? "B" : "A"));
+        in_file.insert(site);
+    }
+    require(in_file == peft.sites, PG_ERR_FORMAT,
+            "the PEFT adapter's two files disagree: " + config_name + " targets " + sites_text(peft.sites) + "; " +
+                name + " holds factors for " + sites_text(in_file));
+    const LoraConfig cfg = lora_config_of(peft, in_file, mc.n_layer, config_name);
+
+    // Shapes: A [r, in], B [out, r], r from the configuration, in and out from the base.
+    for (const auto& [site, ab] : factors) {
+        const int64_t in = target_in(site.second, mc.n_embd), out = target_out(site.second, mc.n_embd);
+        for (const io::SafetensorsTensor* t : {ab.first, ab.second}) {
+            const bool is_a = t == ab.first;
+            const uint64_t want_r = uint64_t(cfg.rank), want_side = uint64_t(is_a ? in : out);
+            require(t->shape.size() == 2, PG_ERR_FORMAT, name + ": tensor \"" + t->name + "\" is not 2-D");
+            const uint64_t r = is_a ? t->shape[0] : t->shape[1], side = is_a ? t->shape[1] : t->shape[0];
+            const std::string shape = "[" + std::to_string(t->shape[0]) + ", " + std::to_string(t->shape[1]) + "]";
+            require(r == want_r, PG_ERR_FORMAT,
+                    name + ": tensor \"" + t->name + "\" is " + shape + ", rank " + std::to_string(r) + "; " +
+                        config_name + " has r = " + std::to_string(cfg.rank));
+            require(side == want_side, PG_ERR_GEOMETRY,
+                    name + ": tensor \"" + t->name + "\" is " + shape + "; the base's " + linear_kind_name(site.second) +
+                        " (n_embd = " + std::to_string(mc.n_embd) + ") has " + (is_a ? "in = " : "out = ") +
+                        std::to_string(want_side));
+        }
+    }
+
+    Adapter adapter(cfg, identify_base(base));
+    for (const AdaptedLinear& m : adapter.linears()) {
+        const auto& ab = factors.at({m.layer, m.target});
+        read_factor(src, file, *ab.first, adapter.a(m), std::size_t(cfg.rank * m.in));
+        read_factor(src, file, *ab.second, adapter.b(m), std::size_t(m.out * cfg.rank));
+    }
+    // A pair pg_lora_export_peft wrote comes back whole (init seed, training record, base identity),
+    // after the same checks as any other pair and those of the adapter file.
+    if (file.metadata_value("phonegpt.adapter_format")) {
+        Adapter own = read_adapter(src);
+        check_adapter_matches_base(own, base);
+        require(same_lora_shape(own.config(), cfg), PG_ERR_FORMAT,
+                name + ": its phonegpt metadata describes another adapter (rank " + std::to_string(own.config().rank) +
+                    ", targets " + std::to_string(own.config().target_modules) + ") than " + config_name + " (r = " +
+                    std::to_string(cfg.rank) + ", targets " + std::to_string(cfg.target_modules) + ")");
+        return own;
+    }
+    return adapter;
+}
+
+Adapter import_peft(const std::string& folder, const Model& base) {
+    const std::string config_path = folder + "/adapter_config.json";
+    const std::vector<uint8_t> config = io::read_small_file(config_path, 1 << 20);
+    io::FileSource src(folder + "/adapter_model.safetensors");
+    return import_peft_from(std::string(config.begin(), config.end()), config_path, src, base);
+}
+
+}  // namespace pg::lora

@@ -1,0 +1,77 @@
+"""phonegpt lora train | merge | unmerge | info | export-peft | import-peft, run as the real
+binary (PHONEGPT_CLI) on a checkpoint that `phonegpt train` itself wrote; the results are
+checked through the Python binding (the adapter's record, merge then unmerge, PEFT round trip)."""
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import phonegpt
+from conftest import skip_or_fail
+
+TEXT = ("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n") * 40
+
+
+@pytest.fixture
+def exe():
+    path = os.environ.get("PHONEGPT_CLI")
+    if not path:
+        skip_or_fail("the phonegpt CLI is not built (PHONEGPT_CLI unset)")
+    return path
+
+
+def run(exe, *args, code=0):
+    p = subprocess.run([exe, *map(str, args), "--json"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == code, p.stderr
+    return json.loads(p.stdout), p.stderr
+
+
+def test_lora_commands_end_to_end(exe, tmp_path):
+    data = tmp_path / "text.txt"
+    data.write_text(TEXT)
+    run(exe, "train", "--preset", "tiny", "--data", data, "--steps", 5, "--out", tmp_path / "run")
+    base = tmp_path / "run" / "model.bin"
+    adapter = tmp_path / "a.safetensors"
+    out, err = run(exe, "lora", "train", "--base", base, "--data", data, "--out", adapter, "--rank", 4,
+                   "--targets", "c_attn,mlp.c_proj", "--layers", "1", "--steps", 12, "--batch", 4, "--lr", "1e-2",
+                   "--log-interval", 4, "--checkpoint", tmp_path / "a.train.safetensors")
+    assert out["ok"] and out["step"] == 12 and out["config"]["target_modules"] == 9 and out["config"]["layers"] == [1]
+    assert "step 12/12 | loss" in err and "ms/step" in err   # the progress line
+    with phonegpt.Model.load(base) as model, phonegpt.Adapter.load(adapter, model) as a:
+        assert a.training_record()["steps"] == 12
+        assert a.base_info()["provenance"]["kind"] == "trained"
+
+        info, _ = run(exe, "lora", "info", "--adapter", adapter, "--base", base)
+        assert info["tensors"] == 4 and info["checked_against_base"]
+        assert info["base"]["provenance"].startswith("trained for 5 steps")
+
+        # Resuming continues the record.
+        more, _ = run(exe, "lora", "train", "--base", base, "--data", data, "--out", tmp_path / "b.safetensors",
+                      "--resume", tmp_path / "a.train.safetensors", "--steps", 3)
+        assert more["step"] == 15
+
+        run(exe, "lora", "merge", "--model", base, "--adapter", adapter, "--out", tmp_path / "merged.bin")
+        run(exe, "lora", "unmerge", "--model", tmp_path / "merged.bin", "--adapter", adapter,
+            "--out", tmp_path / "unmerged.bin")
+        with phonegpt.Model.load(tmp_path / "merged.bin") as merged, \
+                phonegpt.Model.load(tmp_path / "unmerged.bin") as unmerged:
+            w = "h.1.attn.c_attn.weight"
+            delta = a.scale * a.lora_B(1).astype(np.float64) @ a.lora_A(1).astype(np.float64)
+            assert np.allclose(merged.parameters()[w] - model.parameters()[w], delta, atol=1e-6)
+            for name, v in unmerged.parameters().items():
+                assert np.max(np.abs(v - model.parameters()[name])) <= 4e-7, name
+
+        peft = tmp_path / "peft"
+        run(exe, "lora", "export-peft", "--adapter", adapter, "--out", peft)
+        assert json.loads((peft / "adapter_config.json").read_text())["target_modules"] == ["c_attn", "mlp.c_proj"]
+        run(exe, "lora", "import-peft", "--in", peft, "--base", base, "--out", tmp_path / "c.safetensors")
+        assert (tmp_path / "c.safetensors").read_bytes() == adapter.read_bytes()
+
+    # Another base: a runtime failure naming both sides; a bad option: a usage error.
+    run(exe, "train", "--preset", "tiny", "--data", data, "--steps", 2, "--seed", 9, "--out", tmp_path / "other")
+    fail, _ = run(exe, "lora", "info", "--adapter", adapter, "--base", tmp_path / "other" / "model.bin", code=1)
+    assert fail["status"] == "PG_ERR_GEOMETRY" and "weights" in fail["error"]
+    usage, _ = run(exe, "lora", "train", "--base", base, "--data", data, "--out", adapter, "--targets", "q_proj", code=2)
+    assert "q_proj" in usage["error"]
