@@ -83,7 +83,8 @@ TEST_CASE("the field list covers every byte of each listed struct", "[core][stru
         ++n;
         CHECK(f.offset + f.size <= sizeof(pg_train_config));
     }
-    CHECK(n == 18);
+    CHECK(n == 21);
     CHECK(std::string(pg::CStruct<pg_train_config>::fields[17].name) == "recompute_activations");
+    CHECK(std::string(pg::CStruct<pg_train_config>::fields[20].name) == "muon_lr_scale");
     CHECK(pg::CStruct<pg_tensor_info>::fields[2].scalars == PG_MAX_DIMS);
 }
