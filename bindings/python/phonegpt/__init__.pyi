@@ -115,6 +115,9 @@ class TrainConfig:
     seed: int
     n_threads: int
     recompute_activations: bool
+    optimizer: str  # 'adamw' or 'muon'
+    muon_momentum: float
+    muon_lr_scale: float
     def __init__(self, **fields: object) -> None: ...
     def replace(self, **fields: object) -> TrainConfig: ...
 

@@ -150,12 +150,12 @@ class CoordinatorTest {
                         // a signed upload from a trusted key: every check runs, in the documented order
                         v.validate(bytes, signature).use { r ->
                             val names = r.checks.map { it.name }
-                            assertEquals(listOf("format", "geometry", "base weights", "tokenizer", "signature",
+                            assertEquals(listOf("format", "geometry", "base weights", "tokenizer", "base trained", "signature",
                                                 "trajectory present", "trajectory finite", "trajectory length",
                                                 "trajectory start", "trajectory not diverging", "held-out evaluation"),
                                          names)
                             val s = r.summary
-                            assertEquals(11, s.nChecks)
+                            assertEquals(12, s.nChecks)
                             assertEquals(key.keyId, s.keyId)
                             assertEquals(4L, s.steps)
                             assertEquals(CheckOutcome.PASSED, r.checks.first { it.name == "signature" }.outcome)
