@@ -42,6 +42,14 @@ struct Hooks {
                             bool writable);
 };
 
+// A C result or option struct with its struct_size set and everything else zero.
+template <class S>
+S sized() {
+    S s{};
+    s.struct_size = sizeof s;
+    return s;
+}
+
 // close(), closed and the context manager of a handle class C (close() frees the native handle;
 // views taken earlier stay valid).
 template <class C, class PyC>

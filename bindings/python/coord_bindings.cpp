@@ -26,14 +26,6 @@ Hooks H;  // set once by bind_coord
 using AdapterPtr = std::shared_ptr<pg_lora_adapter>;
 using ModelPtr = std::shared_ptr<pg_model>;
 
-// A result struct with its struct_size set and everything else zero.
-template <class S>
-S sized() {
-    S s{};
-    s.struct_size = sizeof s;
-    return s;
-}
-
 AdapterPtr own_adapter(pg_lora_adapter* a) { return AdapterPtr(a, pg_lora_adapter_free); }
 
 std::string as_bytes(const py::object& obj, const char* what) {

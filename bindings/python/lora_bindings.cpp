@@ -23,13 +23,6 @@ Hooks H;  // set once by bind_lora
 using AdapterPtr = std::shared_ptr<pg_lora_adapter>;
 using ModelPtr = std::shared_ptr<pg_model>;
 
-template <class S>
-S sized() {
-    S s{};
-    s.struct_size = sizeof s;
-    return s;
-}
-
 pg_tensor_info tensor_info(pg_lora_adapter* a, int32_t index) {
     pg_tensor_info t = sized<pg_tensor_info>();
     H.check(pg_lora_adapter_tensor_info(a, index, &t));
