@@ -8,6 +8,9 @@
 #   - 30,000 tokens, min_frequency 0: libphonegpt and HF, because the npm binding trains only
 #     with its default BpeTrainer (vocab_size 30,000, min_frequency 0; no trainer options in
 #     its JS API). Both read the file line by line (ours with --lines).
+#   - HF's wall time to 4,096 and to 32,768 tokens, read off its progress bar during a run to
+#     30,000 (hf_train_progress.py: an interval for 4,096; the whole run, a lower bound, for
+#     32,768, which it never reaches). Wall seconds: compare them on a quiet machine only.
 # The text: the first SIZE_MB of the Debian corpus (make_bpe_corpus.sh), valid UTF-8.
 # Usage: benchmarks/run_bpe_train.sh [build-dir] [SIZE_MB] [threads]
 set -euo pipefail
@@ -41,3 +44,5 @@ done
 run libphonegpt 30000 "$cli" tokenizer train --data "$text" --vocab-size 30000 --min-frequency 0 \
   --out "$work/ours.json" --lines --threads "$threads"
 run hf-tokenizers 30000 node benchmarks/bench_bpe_train_hf.js "$text" "$work/hf.json"
+echo "== HF's wall seconds to each vocabulary size during its run to 30,000 (progress bar redraws)"
+python3 benchmarks/hf_train_progress.py --summary "$text" 4096 32768
