@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -158,6 +159,40 @@ void FileSource::read_raw(uint64_t offset, void* dst, std::size_t n) const {
         offset += uint64_t(got);
         n -= std::size_t(got);
     }
+}
+
+MappedFile::MappedFile(const std::string& path) : path_(path) {
+    remove_stale_temporaries(parent_folder(path));
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw Error(PG_ERR_IO, "cannot open \"" + path + "\": " + errno_text(errno));
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        ::close(fd);
+        throw Error(PG_ERR_IO, "cannot stat \"" + path + "\": " + errno_text(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        throw Error(PG_ERR_IO, "\"" + path + "\" is not a regular file");
+    }
+    size_ = uint64_t(st.st_size);
+    if (size_ == 0) {
+        ::close(fd);
+        throw Error(PG_ERR_FORMAT, "\"" + path + "\" is empty: nothing to map");
+    }
+    void* p = ::mmap(nullptr, std::size_t(size_), PROT_READ, MAP_PRIVATE, fd, 0);
+    const int err = errno;
+    ::close(fd);  // the mapping keeps the file (its inode) alive
+    if (p == MAP_FAILED) throw Error(PG_ERR_IO, "cannot map \"" + path + "\": " + errno_text(err));
+    data_ = static_cast<const uint8_t*>(p);
+}
+
+MappedFile::~MappedFile() {
+    if (data_) ::munmap(const_cast<uint8_t*>(data_), std::size_t(size_));
+}
+
+void MappedFile::read_raw(uint64_t offset, void* dst, std::size_t n) const {
+    std::memcpy(dst, data_ + offset, n);
 }
 
 void MemorySource::read_raw(uint64_t offset, void* dst, std::size_t n) const {
