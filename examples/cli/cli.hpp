@@ -103,6 +103,8 @@ using TrainerPtr = std::unique_ptr<pg_trainer, TrainerDeleter>;
 using TokenizerPtr = std::unique_ptr<pg_tokenizer, TokenizerDeleter>;
 
 ModelPtr load_model(const std::string& path);
+// pg_model_load_with map_weights: the weights stay in the file's read-only mapping.
+ModelPtr map_model(const std::string& path);
 // The model's tokenizer (borrowed); a runtime failure naming `needed_for` when it has none.
 pg_tokenizer* tokenizer_of(pg_model* model, const char* needed_for);
 
