@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "io/checksum.hpp"
 #include "phonegpt/phonegpt.h"
 #include "test_support.hpp"
 
@@ -177,6 +178,32 @@ std::vector<char> file_bytes(const std::string& path) {
 void write_bytes(const std::string& path, const std::vector<char>& bytes) {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     f.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+// Edits the payload of header section `tag` of a checkpoint's bytes and fixes the header
+// checksum, so that only the edited field is wrong.
+template <class Edit>
+std::vector<char> edit_section(std::vector<char> b, const char* tag, Edit edit) {
+    uint64_t header = 0;
+    std::memcpy(&header, b.data() + 16, 8);
+    std::size_t at = 32;
+    bool found = false;
+    while (at < 32 + header) {
+        uint64_t len = 0;
+        std::memcpy(&len, b.data() + at + 8, 8);
+        if (std::memcmp(b.data() + at, tag, 4) == 0) {
+            edit(reinterpret_cast<uint8_t*>(b.data() + at + 16), std::size_t(len));
+            found = true;
+        }
+        at += 16 + std::size_t(len);
+    }
+    REQUIRE(found);
+    pg::io::Xxh64 h;
+    h.update(b.data(), 24);
+    h.update(b.data() + 32, std::size_t(header));
+    const uint64_t sum = h.digest();
+    std::memcpy(b.data() + 24, &sum, 8);
+    return b;
 }
 
 std::string error_text(const pg_model* m) { return pg_model_last_error(m); }
@@ -456,3 +483,45 @@ TEST_CASE("a mapped file replaced by rename or deleted leaves the model as it wa
 #endif
     std::remove(path.c_str());
 }
+
+TEST_CASE("the mapping layout's own fields are checked: WLAY, PADD, dtypes, the fp32 hash", "[io][checkpoint][mapped]") {
+    ModelHandle m{tiny_base(4)};
+    const std::string dir = pg_test::tmp_dir();
+    const std::string f16 = dir + "/mapped_fields_16.pgck", f32 = dir + "/mapped_fields_32.pgck";
+    save(m.m, f16, PG_WEIGHTS_FP16, 1);
+    save(m.m, f32, PG_WEIGHTS_FP32, 1);
+    const std::vector<char> b16 = file_bytes(f16), b32 = file_bytes(f32);
+    struct Case {
+        const char* what;
+        std::vector<char> bytes;
+        pg_status status;
+        const char* message;
+    };
+    auto put32 = [](uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); };
+    const Case cases[] = {
+        {"unknown storage", edit_section(b16, "WLAY", [&](uint8_t* p, std::size_t) { put32(p, 7); }), PG_ERR_FORMAT,
+         "unknown weight storage 7"},
+        {"other alignment", edit_section(b16, "WLAY", [&](uint8_t* p, std::size_t) { put32(p + 4, 128); }),
+         PG_ERR_FORMAT, "alignment 128"},
+        {"fp16 tensors under an fp32 WLAY", edit_section(b16, "WLAY", [&](uint8_t* p, std::size_t) { put32(p, 0); }),
+         PG_ERR_FORMAT, "dtype"},
+        {"an fp32 file's hash", edit_section(b32, "WLAY", [&](uint8_t* p, std::size_t) { p[8] ^= 1; }),
+         PG_ERR_CHECKSUM, "section WLAY records"},
+        {"padding not zero", edit_section(b16, "PADD", [&](uint8_t* p, std::size_t n) { REQUIRE(n > 0); p[0] = 1; }),
+         PG_ERR_FORMAT, "PADD holds a non-zero byte"},
+    };
+    const std::string bad = dir + "/mapped_fields_bad.pgck";
+    for (const Case& c : cases) {
+        for (bool map : {false, true}) {
+            CAPTURE(c.what, map);
+            write_bytes(bad, c.bytes);
+            ModelHandle out;
+            CHECK(load(bad, map, &out.m) == c.status);
+            CHECK(out.m == nullptr);
+            INFO(pg_last_error());
+            CHECK(contains(pg_last_error(), c.message));
+        }
+    }
+    for (const std::string& p : {f16, f32, bad}) std::remove(p.c_str());
+}
+
