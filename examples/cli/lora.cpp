@@ -212,30 +212,7 @@ int lora_train(int argc, char** argv) {
     const int32_t* val = corpus.tokens.data() + corpus.n_train;
     const size_t n_val = corpus.tokens.size() - corpus.n_train;
     auto val_loss = [&](const char* what) {
-        if (score_on_session) {
-            pg_session_config sc;
-            pg_session_config_default(&sc);
-            sc.n_threads = int32_t(opt.integer("threads", 0, 0, 1024));
-            pg_session* s = nullptr;
-            check(pg_session_create(base.get(), &sc, &s), "pg_session_create");
-            std::unique_ptr<pg_session, void (*)(pg_session*)> session(s, pg_session_free);
-            check(pg_session_attach_adapter(s, adapter.get()), "pg_session_attach_adapter");
-            pg_eval_result r{};
-            r.struct_size = sizeof r;
-            const double t0 = now_seconds();
-            const pg_status st = pg_session_evaluate(s, val, n_val, &ec, &r);
-            if (st == PG_ERR_NOT_FINITE)
-                throw RuntimeError{std::string(what) + ": " + call_message("pg_session_evaluate"), pg_status_name(st),
-                                   std::nullopt};
-            check(st, "pg_session_evaluate");
-            EvalFigures f;
-            f.seconds = now_seconds() - t0;
-            f.loss = r.mean_loss;
-            f.bits = r.bits_per_token;
-            f.scored = r.n_scored;
-            f.windows = r.n_windows;
-            return f;
-        }
+        if (score_on_session) return evaluate(base.get(), val, n_val, ec, what, adapter.get());
         pg_model* merged = nullptr;
         check(pg_lora_merge(base.get(), adapter.get(), 0, &merged), "pg_lora_merge");
         ModelPtr m(merged);

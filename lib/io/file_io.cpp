@@ -127,22 +127,31 @@ void ByteSource::read_at(uint64_t offset, void* dst, std::size_t n, const char* 
     if (n) read_raw(offset, dst, n);
 }
 
-FileSource::FileSource(const std::string& path) : path_(path) {
+namespace {
+
+// What FileSource and MappedFile read: a regular file opened read-only, its size in *size; the
+// folder's stale temporaries removed first, so loads clean up after killed saves too.
+int open_regular_file(const std::string& path, uint64_t* size) {
     remove_stale_temporaries(parent_folder(path));
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw Error(PG_ERR_IO, "cannot open \"" + path + "\": " + errno_text(errno));
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw Error(PG_ERR_IO, "cannot open \"" + path + "\": " + errno_text(errno));
     struct stat st;
-    if (::fstat(fd_, &st) != 0) {
-        int err = errno;
-        ::close(fd_);
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        ::close(fd);
         throw Error(PG_ERR_IO, "cannot stat \"" + path + "\": " + errno_text(err));
     }
     if (!S_ISREG(st.st_mode)) {
-        ::close(fd_);
+        ::close(fd);
         throw Error(PG_ERR_IO, "\"" + path + "\" is not a regular file");
     }
-    size_ = uint64_t(st.st_size);
+    *size = uint64_t(st.st_size);
+    return fd;
 }
+
+}  // namespace
+
+FileSource::FileSource(const std::string& path) : path_(path) { fd_ = open_regular_file(path, &size_); }
 
 FileSource::~FileSource() {
     if (fd_ >= 0) ::close(fd_);
@@ -162,20 +171,7 @@ void FileSource::read_raw(uint64_t offset, void* dst, std::size_t n) const {
 }
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-    remove_stale_temporaries(parent_folder(path));
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw Error(PG_ERR_IO, "cannot open \"" + path + "\": " + errno_text(errno));
-    struct stat st;
-    if (::fstat(fd, &st) != 0) {
-        const int err = errno;
-        ::close(fd);
-        throw Error(PG_ERR_IO, "cannot stat \"" + path + "\": " + errno_text(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
-        throw Error(PG_ERR_IO, "\"" + path + "\" is not a regular file");
-    }
-    size_ = uint64_t(st.st_size);
+    const int fd = open_regular_file(path, &size_);
     if (size_ == 0) {
         ::close(fd);
         throw Error(PG_ERR_FORMAT, "\"" + path + "\" is empty: nothing to map");

@@ -27,32 +27,14 @@
 #include <string>
 #include <vector>
 
+#include "frozen_base_support.hpp"
 #include "io/checksum.hpp"
 #include "phonegpt/phonegpt.h"
 #include "test_support.hpp"
 
+using namespace frozen_base_test;
+
 namespace {
-
-constexpr int kVocab = 65, kT = 16, kB = 3;
-
-pg_model* tiny_base(uint64_t seed) {
-    pg_model_config mc;
-    REQUIRE(pg_model_config_preset("tiny", &mc) == PG_OK);  // 2 layers, width 16, context 16
-    pg_model* m = nullptr;
-    REQUIRE(pg_model_create(&mc, seed, &m) == PG_OK);
-    REQUIRE(pg_model_allow_untrained_base(m, 1) == PG_OK);
-    int32_t n = 0;
-    REQUIRE(pg_model_num_tensors(m, &n) == PG_OK);
-    for (int32_t i = 0; i < n; ++i) {  // larger than GPT-2's initialisation: rounding shows
-        float* w = nullptr;
-        pg_tensor_info info;
-        info.struct_size = sizeof info;
-        REQUIRE(pg_model_tensor_info(m, i, &info) == PG_OK);
-        REQUIRE(pg_model_tensor_data_mutable(m, i, &w) == PG_OK);
-        for (int64_t k = 0; k < info.numel; ++k) w[k] *= 10.0f;
-    }
-    return m;
-}
 
 struct ModelHandle {
     pg_model* m = nullptr;
@@ -76,60 +58,9 @@ pg_status load(const std::string& path, bool map, pg_model** out) {
     return pg_model_load_with(path.c_str(), &lo, out);
 }
 
-pg_lora_adapter* adapter_with_b(const pg_model* base) {
-    pg_lora_config c;
-    pg_lora_config_default(&c);
-    c.rank = 4;
-    c.alpha = 8.0f;
-    c.target_modules = PG_LORA_ALL_LINEARS;
-    pg_lora_adapter* a = nullptr;
-    REQUIRE(pg_lora_adapter_create(base, &c, &a) == PG_OK);
-    int32_t n = 0;
-    REQUIRE(pg_lora_adapter_num_tensors(a, &n) == PG_OK);
-    for (int32_t i = 0; i < n; ++i) {
-        pg_tensor_info info;
-        info.struct_size = sizeof info;
-        REQUIRE(pg_lora_adapter_tensor_info(a, i, &info) == PG_OK);
-        if (std::string(info.name).find("lora_B") == std::string::npos) continue;
-        float* b = nullptr;
-        REQUIRE(pg_lora_adapter_tensor_data_mutable(a, i, &b) == PG_OK);
-        for (int64_t k = 0; k < info.numel; ++k) b[k] = 0.3f * std::sin(0.7f * float(k) + float(i));
-    }
-    return a;
-}
-
-std::vector<int32_t> tokens(int n, int shift) {
-    std::vector<int32_t> t;
-    for (int i = 0; i < n; ++i) t.push_back(int32_t((i * 11 + shift) % kVocab));
-    return t;
-}
-
-// Batched logits and a few KV-cached one-position steps of a session, with an adapter or none.
-std::vector<float> session_outputs(const pg_model* m, bool with_adapter) {
-    pg_lora_adapter* adapter = with_adapter ? adapter_with_b(m) : nullptr;
-    pg_session_config sc;
-    pg_session_config_default(&sc);
-    sc.n_threads = 2;
-    pg_session* s = nullptr;
-    REQUIRE(pg_session_create(m, &sc, &s) == PG_OK);
-    if (adapter) REQUIRE(pg_session_attach_adapter(s, adapter) == PG_OK);
-    const std::vector<int32_t> in = tokens(kB * kT, 3);
-    std::vector<float> out(std::size_t(kB) * kT * kVocab);
-    REQUIRE(pg_session_forward(s, in.data(), kB, kT, nullptr, out.data(), nullptr) == PG_OK);
-    std::vector<float> step(kVocab);
-    for (int i = 0; i < 4; ++i) {
-        REQUIRE(pg_session_append(s, in.data() + i, 1) == PG_OK);
-        REQUIRE(pg_session_logits(s, step.data(), step.size()) == PG_OK);
-        out.insert(out.end(), step.begin(), step.end());
-    }
-    pg_session_free(s);
-    pg_lora_adapter_free(adapter);
-    return out;
-}
-
 // The loss and every dA / dB of one LoRA gradient computation over `base`.
 std::vector<float> lora_gradients(pg_model* base) {
-    pg_lora_adapter* a = adapter_with_b(base);
+    pg_lora_adapter* a = adapter_with_b(base, PG_LORA_ALL_LINEARS);
     pg_train_config tc;
     pg_train_config_default(&tc);
     tc.batch_size = kB;
@@ -157,7 +88,7 @@ std::vector<float> lora_gradients(pg_model* base) {
 }
 
 std::string base_json(const pg_model* base) {
-    pg_lora_adapter* a = adapter_with_b(base);
+    pg_lora_adapter* a = adapter_with_b(base, PG_LORA_ALL_LINEARS);
     size_t len = 0;
     REQUIRE(pg_lora_adapter_base_json(a, nullptr, 0, &len) == PG_ERR_BUFFER_TOO_SMALL);
     std::vector<char> text(len + 1, '\0');
@@ -261,7 +192,7 @@ TEST_CASE("a base saved in fp32 / fp16 / bf16 gives the same bits mapped and cop
     const std::string json = base_json(original.m);
     CHECK(base_json(copied.m) == json);
     CHECK(base_json(mapped.m) == json);
-    pg_lora_adapter* a = adapter_with_b(original.m);
+    pg_lora_adapter* a = adapter_with_b(original.m, PG_LORA_ALL_LINEARS);
     CHECK(pg_lora_adapter_check_base(a, mapped.m) == PG_OK);
     pg_lora_adapter_free(a);
 
@@ -296,7 +227,7 @@ TEST_CASE("a mapped base refuses every writer of its weights, naming the file", 
     const float* p = nullptr;
     int64_t n = 0;
     CHECK(pg_model_params(mapped.m, &p, &n) == PG_ERR_STATE);
-    pg_lora_adapter* a = adapter_with_b(original.m);
+    pg_lora_adapter* a = adapter_with_b(original.m, PG_LORA_ALL_LINEARS);
     CHECK(pg_lora_merge_in_place(mapped.m, a, 1) == PG_ERR_STATE);
     CHECK(pg_lora_unmerge_in_place(mapped.m, a, 1) == PG_ERR_STATE);
     pg_model* merged = nullptr;

@@ -1,7 +1,6 @@
 package phonegpt
 
 import java.nio.FloatBuffer
-import java.nio.IntBuffer
 
 /** The block linears a LoRA adapter can target (pg_lora_target; Hugging Face GPT-2 names). */
 enum class LoraTarget(override val bit: Int, val moduleName: String) : CBit {
@@ -180,19 +179,8 @@ class LoraTrainer private constructor(handle: Long, val base: Model, val adapter
         base.reading(allowClosedByUser = true) { adapter.writing(allowClosedByUser = true) { block(t) } }
     }
 
-    /**
-     * Forward and backward only, no update and nothing recorded: returns the batch's mean loss
-     * and leaves dA and dB of every factor for [grad] (pg_lora_trainer_compute_gradients).
-     */
-    fun computeGradients(inputs: IntArray, targets: IntArray, batch: Int, seqLen: Int): Float =
-        computeGradients(ints(inputs), ints(targets), batch, seqLen)
-
-    fun computeGradients(inputs: IntBuffer, targets: IntBuffer, batch: Int, seqLen: Int): Float =
-        computeGradients(ints(inputs, "inputs"), ints(targets, "targets"), batch, seqLen)
-
-    private fun computeGradients(i: Ints, g: Ints, batch: Int, seqLen: Int): Float = stepping { h ->
+    override fun nativeComputeGradients(h: Long, i: Ints, g: Ints, batch: Int, seqLen: Int): Float =
         Native.loraTrainerComputeGradients(h, i.array, i.buffer, i.offset, g.array, g.buffer, g.offset, batch, seqLen)
-    }
 
     /** A copy of one adapter tensor's gradient (as left by the last step or [computeGradients]). */
     fun grad(name: String): FloatArray = writing { t ->
