@@ -378,8 +378,9 @@ typedef enum pg_weight_storage {
  * fingerprint stays the one of the fp32 weights it came from, so adapters made for the fp32
  * model load against its 16-bit copy and the other way round (their outputs differ by the
  * rounding of the weights). Afterwards everything that needs the fp32 weights (pg_trainer_create,
- * pg_model_save / export, merging, pg_model_tensor_data_mutable, pg_model_params) is refused with
- * PG_ERR_STATE; a 16-bit model cannot go back (PG_ERR_STATE: load it again). The same storage
+ * pg_model_export, saving as fp32, merging, pg_model_tensor_data_mutable, pg_model_params) is
+ * refused with PG_ERR_STATE (pg_model_save writes it in its own storage: a 16-bit checkpoint,
+ * pg_save_options.weight_storage); a 16-bit model cannot go back (PG_ERR_STATE: load it again). The same storage
  * again is a no-op. PG_ERR_NOT_FINITE (naming the tensor) when a weight overflows fp16. Not while
  * another call uses the model (like pg_model_tensor_data_mutable); sessions and LoRA trainers
  * made before the call read the new storage from their next pass on. */
