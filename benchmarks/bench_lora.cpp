@@ -8,6 +8,14 @@
 //                  base is ready, so a conversion's transient fp32 copy is not counted)
 //   peak_process_mb the process's whole peak (getrusage), conversion included
 //   weights_mb, activations_mb, trained_state_mb  the breakdown the library itself holds
+//   smaps_ready / smaps_train  /proc/self/smaps_rollup after the base is ready and after the
+//                  steps (MB): rss, anonymous (private memory the process made), file_rss = rss -
+//                  anonymous (file-backed pages: a mapped base's, shared with every process that
+//                  maps the file and droppable by the kernel), shared_clean, private_clean,
+//                  private_dirty
+// The base is made in memory (random weights), or read from a checkpoint: --write-base PATH saves
+// the shape's base in --base's storage with the mapping layout and exits; --base-file PATH loads
+// it (copied), --map-base with it maps it read-only (docs/performance.md, "a mapped base").
 // benchmarks/run_lora_bench.sh runs it interleaved with the PyTorch twin
 // (benchmarks/lora_torch_twin.py, which prints the same fields) and summarises.
 #include <sys/resource.h>
@@ -22,6 +30,7 @@
 #include <vector>
 
 #include "core/rng.hpp"
+#include "io/checkpoint.hpp"
 #include "io/json.hpp"
 #include "lora/adapter.hpp"
 #include "lora/lora_trainer.hpp"
@@ -38,6 +47,9 @@ struct Options {
     std::string mode = "lora";     // lora | full
     std::string targets = "all";   // all | c_attn
     std::string base = "fp16";     // fp32 | fp16 | bf16
+    std::string write_base;        // set: save the base there (mapping layout) and exit
+    std::string base_file;         // set: read the base from this checkpoint
+    bool map_base = false;         // with base_file: map it instead of copying
     bool recompute = false;
 };
 
@@ -45,7 +57,8 @@ struct Options {
     std::fprintf(stderr,
                  "usage: %s [--shape ailoos|gpt2] [--ctx N] [--batch 4] [--seq 256] [--threads 2]\n"
                  "          [--mode lora|full] [--targets all|c_attn] [--base fp32|fp16|bf16] [--rank 8]\n"
-                 "          [--recompute] [--steps 3] [--warmup 1]\n",
+                 "          [--recompute] [--steps 3] [--warmup 1]\n"
+                 "          [--write-base PATH | --base-file PATH [--map-base]]\n",
                  argv0);
     std::exit(2);
 }
@@ -70,11 +83,15 @@ Options parse(int argc, char** argv) {
         else if (a == "--targets") o.targets = value();
         else if (a == "--base") o.base = value();
         else if (a == "--recompute") o.recompute = true;
+        else if (a == "--write-base") o.write_base = value();
+        else if (a == "--base-file") o.base_file = value();
+        else if (a == "--map-base") o.map_base = true;
         else usage(argv[0]);
     }
     const bool ok = (o.shape == "ailoos" || o.shape == "gpt2") && (o.mode == "lora" || o.mode == "full") &&
                     (o.targets == "all" || o.targets == "c_attn") &&
                     (o.base == "fp32" || o.base == "fp16" || o.base == "bf16") && o.steps >= 1 && o.warmup >= 0 &&
+                    (!o.map_base || !o.base_file.empty()) && (o.write_base.empty() || o.base_file.empty()) &&
                     (o.mode == "lora" || o.base == "fp32");
     if (!ok) usage(argv[0]);
     return o;
@@ -108,6 +125,50 @@ bool reset_peak() {
     return bool(f);
 }
 
+// /proc/self/smaps_rollup's resident memory split (MB), as a JSON object; empty without it.
+pg::io::JsonObject smaps_rollup() {
+    std::ifstream f("/proc/self/smaps_rollup");
+    std::string line;
+    double rss = 0, anon = 0, shared_clean = 0, private_clean = 0, private_dirty = 0;
+    auto field = [&](const char* key, double* out) {
+        const std::size_t n = std::strlen(key);
+        if (line.compare(0, n, key) == 0) *out = std::atof(line.c_str() + n) / 1024.0;
+    };
+    while (std::getline(f, line)) {
+        field("Rss:", &rss);
+        field("Anonymous:", &anon);
+        field("Shared_Clean:", &shared_clean);
+        field("Private_Clean:", &private_clean);
+        field("Private_Dirty:", &private_dirty);
+    }
+    pg::io::JsonObject j;
+    j.num("rss", rss).num("anonymous", anon).num("file_rss", rss - anon).num("shared_clean", shared_clean)
+        .num("private_clean", private_clean).num("private_dirty", private_dirty);
+    return j;
+}
+
+pg::WeightStorage storage_of(const std::string& base) {
+    return base == "fp16" ? pg::WeightStorage::fp16 : base == "bf16" ? pg::WeightStorage::bf16 : pg::WeightStorage::fp32;
+}
+
+// The shape's base with random weights, or the checkpoint's (copied or mapped).
+pg::Model make_base(const Options& o) {
+    if (o.base_file.empty()) {
+        pg::Model model(shape_config(o));
+        pg::init_gpt2_params(model.config(), model.params(), 1);
+        return model;
+    }
+    if (o.map_base) {
+        auto file = std::make_shared<const pg::io::MappedFile>(o.base_file);
+        return pg::io::map_checkpoint(file, pg::io::read_checkpoint_header(*file));
+    }
+    pg::io::FileSource src(o.base_file);
+    const pg::io::CheckpointHeader h = pg::io::read_checkpoint_header(src);
+    pg::Model model = pg::io::make_model_for(h);
+    pg::io::read_checkpoint_data(src, h, model, nullptr);
+    return model;
+}
+
 double cpu_ms() {
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
@@ -129,8 +190,15 @@ int main(int argc, char** argv) {
 #endif
     const Options o = parse(argc, argv);
     try {
-        pg::Model model(shape_config(o));
-        pg::init_gpt2_params(model.config(), model.params(), 1);
+        pg::Model model = make_base(o);
+        if (!o.write_base.empty()) {
+            pg::io::CheckpointOptions co;
+            co.storage = storage_of(o.base);
+            co.mappable = true;
+            pg::io::save_checkpoint(model, nullptr, co, o.write_base);
+            std::printf("{\"wrote\": \"%s\"}\n", o.write_base.c_str());
+            return 0;
+        }
         // Tokens: a fixed pseudo-random stream (the speed does not depend on the text).
         std::vector<int32_t> data(size_t(1) << 20);
         pg::Rng rng(7);
@@ -153,9 +221,7 @@ int main(int argc, char** argv) {
             lc.alpha = float(o.rank);
             lc.target_modules = o.targets == "all" ? PG_LORA_ALL_LINEARS : PG_LORA_ATTN_C_ATTN;
             adapter = std::make_unique<pg::lora::Adapter>(pg::lora::Adapter::create(model, lc));
-            model.hold_frozen_in(o.base == "fp16"   ? pg::WeightStorage::fp16
-                                 : o.base == "bf16" ? pg::WeightStorage::bf16
-                                                    : pg::WeightStorage::fp32);
+            if (o.base_file.empty()) model.hold_frozen_in(storage_of(o.base));  // a file's base is as stored
             lora = std::make_unique<pg::lora::LoraTrainer>(model, *adapter, tc, true);
             lora->set_data(data.data(), data.size());
             trained = adapter->num_params();
@@ -164,6 +230,7 @@ int main(int argc, char** argv) {
             full->set_data(data.data(), data.size());
         }
         const double rss_ready = status_mb("VmRSS");
+        const pg::io::JsonObject smaps_ready = smaps_rollup();
         const bool peak_reset = reset_peak();
         std::vector<double> wall, cpu;
         float last_loss = 0.0f;
@@ -185,7 +252,9 @@ int main(int argc, char** argv) {
         pg::io::JsonObject j;
         j.str("peer", "phonegpt").str("shape", o.shape).integer("ctx", model.config().n_ctx)
             .integer("params", model.num_params()).str("mode", o.mode)
-            .str("targets", o.mode == "lora" ? o.targets : "-").str("base", o.base)
+            .str("targets", o.mode == "lora" ? o.targets : "-")
+            .str("base", pg::weight_storage_name(model.storage()))
+            .str("base_source", o.base_file.empty() ? "memory" : o.map_base ? "mapped" : "copied")
             .boolean("recompute", o.recompute).integer("batch", o.batch).integer("seq", o.seq)
             .integer("threads", o.threads).integer("trained_params", trained)
             .num("ms_median", median(wall)).num("cpu_ms_median", median(cpu)).numbers("ms", wall)
@@ -194,7 +263,7 @@ int main(int argc, char** argv) {
             .boolean("peak_reset", peak_reset).num("peak_process_mb", double(u.ru_maxrss) / 1024.0)
             .num("weights_mb", double(model.weight_bytes()) / 1048576.0)
             .num("activations_mb", activations / 1048576.0).num("trained_state_mb", trained_state / 1048576.0)
-            .flt("last_loss", last_loss);
+            .flt("last_loss", last_loss).object("smaps_ready", smaps_ready).object("smaps_train", smaps_rollup());
         std::printf("%s\n", j.text().c_str());
     } catch (const std::exception& e) {
         std::fprintf(stderr, "bench_lora: %s\n", e.what());

@@ -463,7 +463,11 @@ const char* struct_doc(const std::string& c_struct) {
     if (c_struct == "pg_train_config")
         return "Training configuration; TrainConfig(**fields) starts from the library defaults\n"
                "(batch 32, AdamW 0.9/0.95/1e-8, lr 1e-3 cosine to 1e-4, 100 warm-up steps, ...).";
-    if (c_struct == "pg_save_options") return "How a checkpoint is saved: compression_level 0 = raw, 1..19 = zstd level.";
+    if (c_struct == "pg_save_options")
+        return "How a checkpoint is saved: compression_level 0 = raw, 1..19 = zstd level; weight_storage -1 = as\n"
+               "held, 1 = fp16, 2 = bf16 (a frozen base); align_for_mapping writes the mappable layout.";
+    if (c_struct == "pg_load_options")
+        return "How a checkpoint is loaded: map_weights maps a mappable raw file read-only (Model.load(path, map_weights=True)).";
     if (c_struct == "pg_eval_config")
         return "Whole-split evaluation options: Model.evaluate(tokens, config, progress=..., **fields).";
     if (c_struct == "pg_sample_config")
@@ -810,10 +814,11 @@ public:
         call_nogil([&] { return pg_model_create(&c, seed, &m); });
         return Model(own_model(m));
     }
-    static Model load(const py::object& path) {
+    static Model load(const py::object& path, const py::object& options, const py::kwargs& fields) {
         std::string p = to_path(path);
+        const pg_load_options o = options_from<pg_load_options>(options, fields);
         pg_model* m = nullptr;
-        call_nogil([&] { return pg_model_load(p.c_str(), &m); });
+        call_nogil([&] { return pg_model_load_with(p.c_str(), &o, &m); });
         return Model(own_model(m));
     }
     static Model import_from(const py::object& path, const std::string& format) {
@@ -842,6 +847,11 @@ public:
         int64_t n = 0;
         check(pg_model_num_params(get(), &n));
         return n;
+    }
+    bool mapped() const {
+        int32_t m = 0;
+        check(pg_model_weights_mapped(get(), &m));
+        return m == 1;
     }
     // {"kind": "unknown" | "initialised" | "trained", "init_seed": int or None, "steps", "tokens"}.
     py::dict provenance() const {
@@ -1468,7 +1478,9 @@ PYBIND11_MODULE(_phonegpt, m) {
         "Model.load(path) opens a native checkpoint.");
     model.def(py::init([](const py::object& config, uint64_t seed) { return Model::create(config, seed); }),
               py::arg("config") = "phonegpt", py::arg("seed") = 0)
-        .def_static("load", &Model::load, py::arg("path"), "Loads and validates a native checkpoint.")
+        .def_static("load", &Model::load, py::arg("path"), py::arg("options") = py::none(),
+                    "Loads and validates a native checkpoint; options: a LoadOptions, keyword arguments change\n"
+                    "its fields (map_weights=True maps a raw file saved with the mapping layout read-only).")
         .def_static("import_from", &Model::import_from, py::arg("path"), py::arg("format"),
                     "Imports an 'llmc' model file or a 'safetensors' file (config.json beside it).")
         .def("save", &Model::save, py::arg("path"), py::arg("options") = py::none(),
@@ -1478,6 +1490,7 @@ PYBIND11_MODULE(_phonegpt, m) {
              "Exports the weights as 'llmc' or 'safetensors' (+ config.json).")
         .def_property_readonly("config", &Model::config)
         .def_property_readonly("num_params", &Model::num_params)
+        .def_property_readonly("mapped", &Model::mapped, "True when the weights are a read-only file mapping.")
         .def_property_readonly("provenance", &Model::provenance,
                                "Where the weights come from: {'kind': 'unknown' | 'initialised' | 'trained',\n"
                                "'init_seed': int or None, 'steps': int, 'tokens': int} (saved with the model).")

@@ -103,6 +103,8 @@ using TrainerPtr = std::unique_ptr<pg_trainer, TrainerDeleter>;
 using TokenizerPtr = std::unique_ptr<pg_tokenizer, TokenizerDeleter>;
 
 ModelPtr load_model(const std::string& path);
+// pg_model_load_with map_weights: the weights stay in the file's read-only mapping.
+ModelPtr map_model(const std::string& path);
 // The model's tokenizer (borrowed); a runtime failure naming `needed_for` when it has none.
 pg_tokenizer* tokenizer_of(pg_model* model, const char* needed_for);
 
@@ -157,15 +159,17 @@ std::string duration(double seconds);  // "42s", "3m05s", "1h02m"
 pg_model_config config_of(pg_model* model);
 Json model_json(pg_model* model);
 
-// One pg_evaluate call, timed. A loss that is not finite is never a score: the library refuses
-// it (PG_ERR_NOT_FINITE), and evaluate() throws a RuntimeError with that status, its message
-// prefixed with `what` ("scoring x.bin on the val split").
+// One pg_evaluate call, timed (with `adapter`: pg_session_evaluate on a session of the model with
+// the adapter attached, for a base that cannot be merged into, such as a mapped or 16-bit one). A
+// loss that is not finite is never a score: the library refuses it (PG_ERR_NOT_FINITE), and
+// evaluate() throws a RuntimeError with that status, its message prefixed with `what`
+// ("scoring x.bin on the val split").
 struct EvalFigures {
     double loss = 0, bits = 0, seconds = 0;
     int64_t scored = 0, windows = 0;
 };
 EvalFigures evaluate(pg_model* model, const int32_t* tokens, size_t n, const pg_eval_config& config,
-                     const std::string& what);
+                     const std::string& what, const pg_lora_adapter* adapter = nullptr);
 Json eval_json(const EvalFigures& f);
 
 }  // namespace cli

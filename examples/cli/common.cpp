@@ -50,6 +50,15 @@ ModelPtr load_model(const std::string& path) {
     return ModelPtr(m);
 }
 
+ModelPtr map_model(const std::string& path) {
+    pg_load_options lo;
+    pg_load_options_default(&lo);
+    lo.map_weights = 1;
+    pg_model* m = nullptr;
+    check(pg_model_load_with(path.c_str(), &lo, &m), "pg_model_load_with");
+    return ModelPtr(m);
+}
+
 pg_tokenizer* tokenizer_of(pg_model* model, const char* needed_for) {
     pg_tokenizer* tok = nullptr;
     check(pg_model_get_tokenizer(model, &tok), "pg_model_get_tokenizer");

@@ -1,5 +1,6 @@
-// phonegpt import: an llm.c or safetensors model into a native checkpoint, with a tokenizer
-// carried by the file, copied from a checkpoint, built from a text, or none.
+// phonegpt import: an llm.c or safetensors model (or a native checkpoint, to re-save it) into a
+// native checkpoint, with a tokenizer carried by the file, copied from a checkpoint, built from a
+// text, or none; optionally with 16-bit weights or the mapping layout (pg_save_options).
 #include "interop.hpp"
 
 namespace cli {
@@ -7,22 +8,35 @@ namespace cli {
 int cmd_import(int argc, char** argv) {
     Options opt("import",
                 {
-                    {"format", "KIND", "llmc (llm.c model file) or safetensors (Hugging Face GPT-2)"},
+                    {"format", "KIND",
+                     "llmc (llm.c model file), safetensors (Hugging Face GPT-2) or native (a checkpoint, re-saved)"},
                     {"in", "PATH", "the file to read (safetensors: with its config.json beside it)"},
                     {"out", "PATH", "the native checkpoint to write (e.g. model.bin)"},
                     {"tokenizer-from", "PATH", "copy the tokenizer of this native checkpoint"},
                     {"vocab-text", "PATH", "build the character tokenizer from this text (as train does)"},
+                    {"weights", "KIND",
+                     "fp32 (default), fp16 or bf16: the frozen base's storage in the file (16-bit files are mappable)"},
+                    {"align-for-mapping", nullptr, "write the mapping layout (lora train --map-base maps such a file)"},
                     {"json", nullptr, "print one JSON object of results on stdout"},
                     {"help", nullptr, "this help"},
                 },
                 argc, argv);
-    if (opt.handle_help_and_output("--format llmc|safetensors --in PATH --out PATH [options]",
+    if (opt.handle_help_and_output("--format llmc|safetensors|native --in PATH --out PATH [options]",
                                    "Reads an llm.c or safetensors model into a native checkpoint. llm.c files\n"
                                    "hold no tokenizer (safetensors files written by phonegpt do): give one with\n"
                                    "--tokenizer-from or --vocab-text, or the checkpoint has none (eval and\n"
                                    "sample then refuse it)."))
         return 0;
-    const pg_interop_format format = interop_format(opt);
+    const bool native = opt.text("format", "") == "native";
+    const pg_interop_format format = native ? PG_FORMAT_LLMC : interop_format(opt);
+    int32_t weights = -1;
+    if (opt.has("weights")) {
+        const std::string w = opt.text("weights", "");
+        if (w == "fp32") weights = PG_WEIGHTS_FP32;
+        else if (w == "fp16") weights = PG_WEIGHTS_FP16;
+        else if (w == "bf16") weights = PG_WEIGHTS_BF16;
+        else throw UsageError{"--weights must be fp32, fp16 or bf16, got \"" + w + "\""};
+    }
     if (!opt.has("in")) throw UsageError{"--in PATH is required"};
     if (!opt.has("out")) throw UsageError{"--out PATH is required"};
     if (opt.has("tokenizer-from") && opt.has("vocab-text"))
@@ -32,7 +46,10 @@ int cmd_import(int argc, char** argv) {
         throw UsageError{"--vocab-text: no file at \"" + opt.text("vocab-text", "") + "\""};
 
     pg_model* m = nullptr;
-    check(pg_model_import(format, in.c_str(), &m), "pg_model_import");
+    if (native)
+        check(pg_model_load(in.c_str(), &m), "pg_model_load");
+    else
+        check(pg_model_import(format, in.c_str(), &m), "pg_model_import");
     ModelPtr model(m);
     // This library's safetensors files carry the tokenizer in their metadata; llm.c files never do.
     pg_tokenizer* carried = nullptr;
@@ -58,6 +75,8 @@ int cmd_import(int argc, char** argv) {
     }
     pg_save_options so;
     pg_save_options_default(&so);
+    so.weight_storage = weights;
+    so.align_for_mapping = opt.has("align-for-mapping") ? 1 : 0;
     check(pg_model_save(model.get(), out.c_str(), &so), "pg_model_save");
     say("imported %s (%s) to %s; tokenizer: %s\n", in.c_str(), opt.text("format", "").c_str(), out.c_str(),
         tokenizer_source == "none" ? "none (give --tokenizer-from or --vocab-text to add one)"

@@ -144,6 +144,9 @@ int lora_train(int argc, char** argv) {
         {"threads", "N", "threads (default: all cores)"},
         {"log-interval", "N", "steps between progress lines (default 10)"},
         {"allow-untrained-base", nullptr, "train over a base that was never trained (its weights are random)"},
+        {"map-base", nullptr,
+         "map the base's weights read-only from its file instead of copying them (a raw checkpoint saved with "
+         "the mapping layout: phonegpt import --weights fp16, or --align-for-mapping)"},
     };
     Options opt("lora train", with_common(specs), argc, argv);
     if (opt.handle_help_and_output("--base PATH --out PATH [--data PATH] [--rank N] [--targets LIST] [--steps N] ...",
@@ -151,9 +154,15 @@ int lora_train(int argc, char** argv) {
         return 0;
     const std::string base_path = required_file(opt, "base", "PATH");
     const std::string out = required(opt, "out", "PATH");
-    ModelPtr base = load_model(base_path);
+    const bool map_base = opt.has("map-base");
+    ModelPtr base = map_base ? map_model(base_path) : load_model(base_path);
     if (opt.has("allow-untrained-base")) check(pg_model_allow_untrained_base(base.get(), 1), "pg_model_allow_untrained_base");
     pg_tokenizer* tok = tokenizer_of(base.get(), "lora train");
+    pg_weight_storage storage = PG_WEIGHTS_FP32;
+    check(pg_model_weight_storage(base.get(), &storage, nullptr), "pg_model_weight_storage");
+    // A mapped or 16-bit base cannot be merged into a new fp32 model: score base + adapter on a
+    // session with the adapter attached instead (the same figures within the merge bound).
+    const bool score_on_session = map_base || storage != PG_WEIGHTS_FP32;
     const Corpus corpus = load_corpus(resolve_data_path(opt), tok, 0.9);
     const long long steps = opt.integer("steps", 200, 0, 100000000);
 
@@ -203,6 +212,7 @@ int lora_train(int argc, char** argv) {
     const int32_t* val = corpus.tokens.data() + corpus.n_train;
     const size_t n_val = corpus.tokens.size() - corpus.n_train;
     auto val_loss = [&](const char* what) {
+        if (score_on_session) return evaluate(base.get(), val, n_val, ec, what, adapter.get());
         pg_model* merged = nullptr;
         check(pg_lora_merge(base.get(), adapter.get(), 0, &merged), "pg_lora_merge");
         ModelPtr m(merged);
@@ -227,7 +237,8 @@ int lora_train(int argc, char** argv) {
         duration(progress.train_seconds()).c_str());
     if (g_output.json) {
         Json j;
-        j.boolean("ok", true).str("command", "lora train").str("base", base_path).str("out", out)
+        j.boolean("ok", true).str("command", "lora train").str("base", base_path).boolean("base_mapped", map_base)
+            .str("out", out)
             .object("config", config_json(adapter.get())).integer("steps", steps).integer("step", done + steps)
             .integer("tokens", progress.tokens()).num("val_loss_before", before.loss).num("val_loss_after", after.loss)
             .num("train_seconds", progress.train_seconds());

@@ -378,8 +378,9 @@ typedef enum pg_weight_storage {
  * fingerprint stays the one of the fp32 weights it came from, so adapters made for the fp32
  * model load against its 16-bit copy and the other way round (their outputs differ by the
  * rounding of the weights). Afterwards everything that needs the fp32 weights (pg_trainer_create,
- * pg_model_save / export, merging, pg_model_tensor_data_mutable, pg_model_params) is refused with
- * PG_ERR_STATE; a 16-bit model cannot go back (PG_ERR_STATE: load it again). The same storage
+ * pg_model_export, saving as fp32, merging, pg_model_tensor_data_mutable, pg_model_params) is
+ * refused with PG_ERR_STATE (pg_model_save writes it in its own storage: a 16-bit checkpoint,
+ * pg_save_options.weight_storage); a 16-bit model cannot go back (PG_ERR_STATE: load it again). The same storage
  * again is a no-op. PG_ERR_NOT_FINITE (naming the tensor) when a weight overflows fp16. Not while
  * another call uses the model (like pg_model_tensor_data_mutable); sessions and LoRA trainers
  * made before the call read the new storage from their next pass on. */
@@ -548,6 +549,17 @@ PG_API pg_status pg_trainer_set_threads(pg_trainer* trainer, int32_t n_threads);
 typedef struct pg_save_options {
     uint32_t struct_size;
     int32_t compression_level;    /* 0 = raw; 1..19 = zstd level (default 0) */
+    /* The weights' storage in the file (checkpoint format 1.3): -1 (default) as the model holds
+     * them; PG_WEIGHTS_FP16 / PG_WEIGHTS_BF16 from an fp32 model round its token embedding and
+     * block linears while writing (as pg_model_set_weight_storage would; PG_ERR_NOT_FINITE
+     * beyond fp16's range), so a phone downloads and maps a 16-bit base directly. A 16-bit model
+     * saves in its own storage only (PG_ERR_STATE otherwise); a trainer state needs fp32
+     * (PG_ERR_INVALID_ARGUMENT). */
+    int32_t weight_storage;
+    /* 1: write the mapping layout (format 1.3: tensors in llm.c's order, 64-byte aligned), so
+     * pg_model_load_with can map the file; implied by a 16-bit storage. 0 (default): the file
+     * is written as before (1.1, or 1.2 for a Muon state), byte for byte. */
+    int32_t align_for_mapping;
 } pg_save_options;
 PG_API void pg_save_options_default(pg_save_options* options);
 
@@ -564,6 +576,34 @@ PG_API pg_status pg_model_save(const pg_model* model, const char* path,
  * pg_model_import) refuses a file whose weights (or moments) hold NaN or infinity with
  * PG_ERR_NOT_FINITE naming the tensor and element: a diverged model is never loaded. */
 PG_API pg_status pg_model_load(const char* path, pg_model** out);
+
+typedef struct pg_load_options {
+    uint32_t struct_size;
+    /* 0 (default): read the weights into memory the model owns. 1: map the file read-only
+     * (mmap, MAP_PRIVATE) and let the model's weights point into it, nothing copied: the pages
+     * are file-backed, shared by every process and handle that maps the same file, and the
+     * kernel may drop them under memory pressure and read them again. Needs a raw (uncompressed)
+     * file with the mapping layout (pg_save_options.align_for_mapping, or a 16-bit
+     * weight_storage); any other file is PG_ERR_UNSUPPORTED, naming how to save a mappable one. */
+    int32_t map_weights;
+} pg_load_options;
+PG_API void pg_load_options_default(pg_load_options* options);
+/* pg_model_load with options (NULL = defaults). A 16-bit file loads as a 16-bit frozen base
+ * (pg_model_weight_storage says which), mapped or not, and no fp32 copy of its weights ever
+ * exists. Mapping validates the whole file first (size, every tensor's checksum, the fp32
+ * weights' hash, finiteness), as a copy does. A mapped model is a frozen base: everything that
+ * writes its weights or needs them as one fp32 array (pg_trainer_create, merging in place or
+ * unmerging, pg_model_tensor_data_mutable, pg_model_params, pg_model_set_weight_storage to
+ * another storage, pg_model_export, pg_lora_merge) is refused with PG_ERR_STATE naming the file;
+ * sessions, evaluation, LoRA trainers and pg_model_save work, and pg_model_tensor_info gives the
+ * mapped fp32 tensors' data. Adapter fingerprints and base descriptions are the same for a mapped
+ * and a copied base. The file must stay as it is while mapped: replacing it by rename (as every
+ * libphonegpt save does) or deleting it is safe (the mapping keeps the old file), but truncating
+ * or rewriting it in place changes the weights under the model or kills the process with SIGBUS
+ * (docs/formats.md 1.8). */
+PG_API pg_status pg_model_load_with(const char* path, const pg_load_options* options, pg_model** out);
+/* *mapped = 1 when the model's weights are a file mapping (pg_load_options.map_weights). */
+PG_API pg_status pg_model_weights_mapped(const pg_model* model, int32_t* mapped);
 /* Saves the model plus the trainer's state (step, AdamW moments, RNG and sampler state,
  * configuration) so that pg_trainer_resume continues the run bit for bit. */
 PG_API pg_status pg_trainer_save(const pg_trainer* trainer, const char* path,

@@ -22,20 +22,55 @@ pg::ErrorTarget err(const pg_trainer* t) { return pg::shared_errors(t); }
 pg_save_options full_default_save_options() {
     pg_save_options o = pg::blank_c_struct<pg_save_options>();
     o.compression_level = 0;
+    o.weight_storage = -1;
+    o.align_for_mapping = 0;
     return o;
 }
 
-int compression_level(const pg_save_options* options, const char* fn) {
+pg::io::CheckpointOptions checkpoint_options(const pg_save_options* options, const char* fn) {
     pg_save_options o = full_default_save_options();
     pg::read_options(options, &o, fn);
     pg::require_arg(o.compression_level >= 0 && o.compression_level <= 19, fn,
                     ("options->compression_level " + std::to_string(o.compression_level) +
                      " is outside [0, 19] (0 = raw, 1..19 = zstd level)").c_str());
-    return o.compression_level;
+    pg::require_arg(o.weight_storage >= -1 && o.weight_storage <= PG_WEIGHTS_BF16, fn,
+                    ("options->weight_storage " + std::to_string(o.weight_storage) +
+                     " is not -1 (as the model holds them), PG_WEIGHTS_FP32, _FP16 or _BF16").c_str());
+    pg::require_arg(o.align_for_mapping == 0 || o.align_for_mapping == 1, fn,
+                    ("options->align_for_mapping must be 0 or 1, not " + std::to_string(o.align_for_mapping)).c_str());
+    pg::io::CheckpointOptions c;
+    c.compression_level = o.compression_level;
+    if (o.weight_storage >= 0) c.storage = pg::WeightStorage(o.weight_storage);
+    c.mappable = o.align_for_mapping == 1;
+    return c;
+}
+
+pg_load_options full_default_load_options() {
+    pg_load_options o = pg::blank_c_struct<pg_load_options>();
+    o.map_weights = 0;
+    return o;
 }
 
 // A model handle for a validated geometry (the weights are filled by the caller).
 std::unique_ptr<pg_model> new_model(const pg::ModelConfig& cfg) { return std::make_unique<pg_model>(cfg); }
+
+// pg_model_load and pg_model_load_with: copied into the model, or mapped.
+std::unique_ptr<pg_model> load_model(const char* path, bool map) {
+    std::unique_ptr<pg_model> model;
+    pg::io::CheckpointHeader header;
+    if (map) {
+        auto file = std::make_shared<const pg::io::MappedFile>(path);
+        header = pg::io::read_checkpoint_header(*file);
+        model = std::make_unique<pg_model>(pg::io::map_checkpoint(file, header));
+    } else {
+        pg::io::FileSource src(path);
+        header = pg::io::read_checkpoint_header(src);
+        model = std::make_unique<pg_model>(pg::io::make_model_for(header));
+        pg::io::read_checkpoint_data(src, header, model->impl, nullptr);
+    }
+    model->set_tokenizer(std::move(header.tokenizer));  // the reader checked its vocabulary
+    return model;
+}
 
 // A tokenizer the caller passed beside an imported file: checked at the boundary, then installed.
 void attach_tokenizer(pg_model& model, std::unique_ptr<pg::Tokenizer> tok, const std::string& where) {
@@ -61,12 +96,15 @@ void pg_save_options_default(pg_save_options* options) {
     if (options) *options = full_default_save_options();
 }
 
+void pg_load_options_default(pg_load_options* options) {
+    if (options) *options = full_default_load_options();
+}
+
 pg_status pg_model_save(const pg_model* model, const char* path, const pg_save_options* options) {
     return pg::guarded(err(model), [&] {
         PG_REQUIRE_NOT_NULL("pg_model_save", model);
         PG_REQUIRE_NOT_NULL("pg_model_save", path);
-        const int level = compression_level(options, "pg_model_save");
-        pg::io::save_checkpoint(model->impl, nullptr, level, path);
+        pg::io::save_checkpoint(model->impl, nullptr, checkpoint_options(options, "pg_model_save"), path);
     });
 }
 
@@ -75,12 +113,20 @@ pg_status pg_model_load(const char* path, pg_model** out) {
         PG_REQUIRE_NOT_NULL("pg_model_load", out);
         *out = nullptr;
         PG_REQUIRE_NOT_NULL("pg_model_load", path);
-        pg::io::FileSource src(path);
-        pg::io::CheckpointHeader header = pg::io::read_checkpoint_header(src);
-        auto model = new_model(header.config);
-        pg::io::read_checkpoint_data(src, header, model->impl, nullptr);
-        model->set_tokenizer(std::move(header.tokenizer));  // the reader checked its vocabulary
-        *out = model.release();
+        *out = load_model(path, false).release();
+    });
+}
+
+pg_status pg_model_load_with(const char* path, const pg_load_options* options, pg_model** out) {
+    return pg::guarded(nullptr, [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_load_with", out);
+        *out = nullptr;
+        PG_REQUIRE_NOT_NULL("pg_model_load_with", path);
+        pg_load_options o = full_default_load_options();
+        pg::read_options(options, &o, "pg_model_load_with");
+        pg::require_arg(o.map_weights == 0 || o.map_weights == 1, "pg_model_load_with",
+                        ("options->map_weights must be 0 or 1, not " + std::to_string(o.map_weights)).c_str());
+        *out = load_model(path, o.map_weights == 1).release();
     });
 }
 
@@ -90,9 +136,9 @@ pg_status pg_trainer_save(const pg_trainer* trainer, const char* path, const pg_
         PG_REQUIRE_NOT_NULL("pg_trainer_save", path);
         pg::require_arg(trainer->impl != nullptr && trainer->model != nullptr, "pg_trainer_save",
                         "trainer is not initialised");
-        const int level = compression_level(options, "pg_trainer_save");
+        const pg::io::CheckpointOptions o = checkpoint_options(options, "pg_trainer_save");
         const pg::TrainerState state = trainer->impl->state();
-        pg::io::save_checkpoint(trainer->model->impl, &state, level, path);
+        pg::io::save_checkpoint(trainer->model->impl, &state, o, path);
     });
 }
 

@@ -26,6 +26,7 @@ struct pg_tokenizer {
 // threads may read one model at once.
 struct pg_model {
     explicit pg_model(const pg::ModelConfig& cfg) : impl(cfg) {}
+    explicit pg_model(pg::Model&& m) : impl(std::move(m)) {}  // a 16-bit or mapped model
     pg::Model impl;
     // The handle pg_model_get_tokenizer returns: a view of impl.tokenizer() built whenever the
     // tokenizer changes (set_tokenizer / sync_tokenizer_handle), never by a reader.

@@ -104,6 +104,14 @@ pg_status pg_model_weight_storage(const pg_model* model, pg_weight_storage* stor
     });
 }
 
+pg_status pg_model_weights_mapped(const pg_model* model, int32_t* mapped) {
+    return pg::guarded(err(model), [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_weights_mapped", model);
+        PG_REQUIRE_NOT_NULL("pg_model_weights_mapped", mapped);
+        *mapped = model->impl.mapped() ? 1 : 0;
+    });
+}
+
 const char* pg_model_last_error(const pg_model* model) {
     return model ? pg::handle_last_error(model->id, nullptr) : "model is NULL";
 }
@@ -164,7 +172,10 @@ pg_status pg_model_tensor_info(const pg_model* model, int32_t index, pg_tensor_i
         full.numel = e.numel;
         full.offset = e.offset;
         // A 16-bit frozen base has no fp32 copy to point into (pg_model_set_weight_storage).
-        full.data = model->impl.storage() == pg::WeightStorage::fp32 ? model->impl.params() + e.offset : nullptr;
+        // fp32 tensors (owned or mapped) give their data; 16-bit ones NULL.
+        full.data = model->impl.element_bytes(e.kind) == 4
+                        ? reinterpret_cast<const float*>(model->impl.tensor_bytes(e))
+                        : nullptr;
         pg::write_result(full, info, "pg_model_tensor_info");
     });
 }

@@ -30,6 +30,8 @@ constexpr char kTagTrainState[5] = "TRAN";
 constexpr char kTagTensors[5] = "TENS";
 constexpr char kTagProvenance[5] = "PROV";
 constexpr char kTagOptimizer[5] = "OPTM";
+constexpr char kTagLayout[5] = "WLAY";
+constexpr char kTagPadding[5] = "PADD";
 
 const char* kAdamM = "optimizer.adam_m";
 const char* kAdamV = "optimizer.adam_v";
@@ -61,21 +63,42 @@ struct ExpectedTensor {
     std::string name;
     int n_dims;
     std::array<uint64_t, 4> shape;
+    int model_index;   // in build_tensor_table's order; -1 / -2 for the moments
+    bool half;         // 16 bits in a 16-bit file
+    bool group_start;  // mapping layout: the first tensor of its kind (or a moment), aligned
 };
 
-std::vector<ExpectedTensor> expected_tensors(const ModelConfig& cfg, bool with_moments) {
+uint64_t round_up_to(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
+
+// The table's order (1.0 - 1.2 and the default), or llm.c's order (the mapping layout: every
+// kind's tensors contiguous, so a mapped kind is one array as the engine reads it).
+std::vector<ExpectedTensor> expected_tensors(const ModelConfig& cfg, bool with_moments, bool mappable = false) {
     std::vector<ExpectedTensor> out;
-    for (const TensorEntry& e : build_tensor_table(cfg)) {
-        ExpectedTensor t{e.name, e.n_dims, {}};
+    const std::vector<TensorEntry> table = build_tensor_table(cfg);
+    std::vector<int> order(table.size());
+    for (std::size_t i = 0; i < table.size(); ++i) order[i] = int(i);
+    if (mappable)
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return table[a].offset < table[b].offset; });
+    for (std::size_t j = 0; j < order.size(); ++j) {
+        const TensorEntry& e = table[std::size_t(order[j])];
+        ExpectedTensor t{e.name, e.n_dims, {}, order[j], held_in_16_bits(e.kind),
+                         j == 0 || table[std::size_t(order[j - 1])].kind != e.kind};
         for (int d = 0; d < e.n_dims; ++d) t.shape[d] = uint64_t(e.shape[d]);
         out.push_back(std::move(t));
     }
     if (with_moments) {
         const uint64_t n = uint64_t(count_params(cfg));
-        out.push_back({kAdamM, 1, {n, 0, 0, 0}});
-        out.push_back({kAdamV, 1, {n, 0, 0, 0}});
+        out.push_back({kAdamM, 1, {n, 0, 0, 0}, -1, false, true});
+        out.push_back({kAdamV, 1, {n, 0, 0, 0}, -2, false, true});
     }
     return out;
+}
+
+int dtype_bytes(TensorDtype d) { return d == TensorDtype::kF32 ? 4 : 2; }
+
+TensorDtype dtype_of(WeightStorage storage, bool half) {
+    if (!half || storage == WeightStorage::fp32) return TensorDtype::kF32;
+    return storage == WeightStorage::fp16 ? TensorDtype::kF16 : TensorDtype::kBF16;
 }
 
 std::string shape_text(int n_dims, const std::array<uint64_t, 4>& shape) {
@@ -249,7 +272,9 @@ void encode_tensor_table(ByteWriter& w, const std::vector<CheckpointTensor>& ten
 
 // Parses the table and checks it is well formed on its own: dtypes, shapes, sizes = shape x
 // dtype, offsets contiguous from 0 (hence in order, without gaps or overlap).
-std::vector<CheckpointTensor> decode_tensor_table(ByteReader& r) {
+// The mapping layout also allows the 16-bit dtypes and alignment gaps (under
+// kCheckpointAlignment bytes; check_tensors_against_geometry checks where they are).
+std::vector<CheckpointTensor> decode_tensor_table(ByteReader& r, bool mappable) {
     const uint32_t count = r.get<uint32_t>("tensor count");
     // Each entry takes at least 38 bytes, so the count is bounded by the section size.
     require(uint64_t(count) * 38 <= r.remaining(), PG_ERR_FORMAT,
@@ -268,8 +293,14 @@ std::vector<CheckpointTensor> decode_tensor_table(ByteReader& r) {
         t.name.assign(reinterpret_cast<const char*>(name), name_len);
         const std::string what = where + " (\"" + t.name + "\")";
         const uint8_t dtype = r.get<uint8_t>("dtype");
-        require(dtype == uint8_t(TensorDtype::kF32), PG_ERR_FORMAT,
-                what + ": unknown dtype code " + std::to_string(dtype) + " (1 = f32 is the only one)");
+        if (mappable)
+            require(dtype >= uint8_t(TensorDtype::kF32) && dtype <= uint8_t(TensorDtype::kBF16), PG_ERR_FORMAT,
+                    what + ": unknown dtype code " + std::to_string(dtype) + " (1 = f32, 2 = f16, 3 = bf16)");
+        else
+            require(dtype == uint8_t(TensorDtype::kF32), PG_ERR_FORMAT,
+                    what + ": unknown dtype code " + std::to_string(dtype) +
+                        " (1 = f32 is the only one without the mapping layout)");
+        t.dtype = TensorDtype(dtype);
         t.n_dims = r.get<uint8_t>("n_dims");
         require(t.n_dims >= 1 && t.n_dims <= 4, PG_ERR_FORMAT,
                 what + ": n_dims " + std::to_string(t.n_dims) + " is outside [1, 4]");
@@ -282,24 +313,29 @@ std::vector<CheckpointTensor> decode_tensor_table(ByteReader& r) {
         t.offset = r.get<uint64_t>("offset");
         t.nbytes = r.get<uint64_t>("nbytes");
         t.checksum = r.get<uint64_t>("checksum");
-        const uint64_t expect_bytes = checked_mul(numel, 4, what + " shape");
+        const int width = dtype_bytes(t.dtype);
+        const uint64_t expect_bytes = checked_mul(numel, uint64_t(width), what + " shape");
         require(t.nbytes == expect_bytes, PG_ERR_FORMAT,
                 what + ": nbytes " + std::to_string(t.nbytes) + " != shape " + shape_text(t.n_dims, t.shape) +
-                    " x 4 bytes = " + std::to_string(expect_bytes));
-        if (t.offset != next_offset)
+                    " x " + std::to_string(width) + " bytes = " + std::to_string(expect_bytes));
+        const bool aligned_gap = mappable && t.offset >= next_offset && t.offset - next_offset < kCheckpointAlignment;
+        if (t.offset != next_offset && !aligned_gap)
             throw Error(PG_ERR_FORMAT, what + ": offset " + std::to_string(t.offset) +
                                            (t.offset < next_offset ? " overlaps the previous tensor" : " leaves a gap") +
                                            " (tensors must be contiguous; expected " + std::to_string(next_offset) + ")");
-        next_offset = checked_add(next_offset, t.nbytes, what + " end");
+        next_offset = checked_add(t.offset, t.nbytes, what + " end");  // t.offset == next_offset but for an aligned gap
     }
     r.expect_end();
     return tensors;
 }
 
 // The geometry decides which tensors exist and their shapes; the table must say the same.
-void check_tensors_against_geometry(const std::vector<CheckpointTensor>& tensors, const ModelConfig& cfg,
-                                    bool with_moments) {
-    const std::vector<ExpectedTensor> expected = expected_tensors(cfg, with_moments);
+// Returns each file tensor's model_index. The mapping layout: llm.c's order, the dtypes of
+// `storage`, and each group's first tensor exactly on the next aligned offset, the others
+// right after the previous one.
+std::vector<int> check_tensors_against_geometry(const std::vector<CheckpointTensor>& tensors, const ModelConfig& cfg,
+                                                bool with_moments, bool mappable, WeightStorage storage) {
+    const std::vector<ExpectedTensor> expected = expected_tensors(cfg, with_moments, mappable);
     const std::string geometry = "geometry (n_layer " + std::to_string(cfg.n_layer) + ", n_embd " +
                                  std::to_string(cfg.n_embd) + ", n_ctx " + std::to_string(cfg.n_ctx) +
                                  ", padded_vocab_size " + std::to_string(cfg.padded_vocab_size) + ")";
@@ -314,11 +350,25 @@ void check_tensors_against_geometry(const std::vector<CheckpointTensor>& tensors
             throw Error(PG_ERR_GEOMETRY, "checkpoint tensor \"" + t.name + "\" has shape " +
                                              shape_text(t.n_dims, t.shape) + " but the " + geometry +
                                              " needs " + shape_text(e.n_dims, e.shape));
+        if (!mappable) continue;
+        const TensorDtype dtype = dtype_of(storage, e.half);
+        require(t.dtype == dtype, PG_ERR_FORMAT,
+                "checkpoint tensor \"" + t.name + "\" has dtype " + std::to_string(int(t.dtype)) + " but the file's " +
+                    weight_storage_name(storage) + " storage (section WLAY) needs " + std::to_string(int(dtype)));
+        const uint64_t prev_end = i == 0 ? 0 : tensors[i - 1].offset + tensors[i - 1].nbytes;
+        const uint64_t at = e.group_start ? round_up_to(prev_end, kCheckpointAlignment) : prev_end;
+        require(t.offset == at, PG_ERR_FORMAT,
+                "checkpoint tensor \"" + t.name + "\" starts at " + std::to_string(t.offset) + " of the data region; the " +
+                    "mapping layout puts it at " + std::to_string(at) +
+                    (e.group_start ? " (its kind's first tensor, on a 64-byte boundary)" : " (right after the previous one)"));
     }
     if (tensors.size() != expected.size())
         throw Error(PG_ERR_GEOMETRY, "checkpoint has " + std::to_string(tensors.size()) + " tensors but the " +
                                          geometry + (with_moments ? " with training state" : "") + " needs " +
                                          std::to_string(expected.size()));
+    std::vector<int> index;
+    for (const ExpectedTensor& e : expected) index.push_back(e.model_index);
+    return index;
 }
 
 std::vector<uint8_t> build_prelude(uint32_t flags, uint64_t header_bytes, uint16_t minor) {
@@ -406,16 +456,42 @@ private:
     bool frame_done_ = false;
 };
 
-// Streams the tensors (raw or as one zstd frame) into the sink.
+// One piece of the data region, streamed into the sink: bytes as they are, zeros (alignment
+// padding: data null), or fp32 values rounded to 16 bits while writing (to16 set).
 struct TensorBytes {
     const void* data;
-    std::size_t nbytes;
+    std::size_t nbytes;  // bytes in the file
+    std::optional<WeightStorage> to16;
 };
+
+constexpr std::size_t kConvertChunk = std::size_t(1) << 16;  // values rounded per chunk
+
+// Calls emit(bytes, n) with the piece's file bytes, in chunks.
+template <class Emit>
+void piece_chunks(const TensorBytes& p, Emit&& emit) {
+    static const uint8_t kZeros[kCheckpointAlignment] = {};
+    if (!p.data) {
+        emit(kZeros, p.nbytes);  // padding is shorter than the alignment
+        return;
+    }
+    if (!p.to16) {
+        emit(p.data, p.nbytes);
+        return;
+    }
+    const float* from = static_cast<const float*>(p.data);
+    std::vector<uint16_t> buf(kConvertChunk);
+    for (std::size_t done = 0, n = p.nbytes / 2; done < n;) {
+        const std::size_t m = std::min(kConvertChunk, n - done);
+        round_to_16_bits(from + done, buf.data(), int64_t(m), *p.to16);  // range checked by the caller
+        emit(buf.data(), m * 2);
+        done += m;
+    }
+}
 
 uint64_t write_data_region(const std::vector<TensorBytes>& parts, uint64_t total, int level, ByteSink& sink) {
     const uint64_t start = sink.bytes_written();
     if (level == 0) {
-        for (const TensorBytes& p : parts) sink.write(p.data, p.nbytes);
+        for (const TensorBytes& p : parts) piece_chunks(p, [&](const void* d, std::size_t n) { sink.write(d, n); });
         return sink.bytes_written() - start;
     }
     std::unique_ptr<ZSTD_CCtx, CctxDeleter> cctx(ZSTD_createCCtx());
@@ -429,17 +505,18 @@ uint64_t write_data_region(const std::vector<TensorBytes>& parts, uint64_t total
     check(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_contentSizeFlag, 1));
     check(ZSTD_CCtx_setPledgedSrcSize(cctx.get(), total));
     std::vector<uint8_t> out(ZSTD_CStreamOutSize());
-    for (std::size_t i = 0; i <= parts.size(); ++i) {
-        const bool last = i == parts.size();
-        ZSTD_inBuffer ib{last ? nullptr : parts[i].data, last ? 0 : parts[i].nbytes, 0};
-        const ZSTD_EndDirective mode = last ? ZSTD_e_end : ZSTD_e_continue;
+    auto compress = [&](const void* data, std::size_t n, ZSTD_EndDirective mode) {
+        ZSTD_inBuffer ib{data, n, 0};
         for (;;) {
             ZSTD_outBuffer ob{out.data(), out.size(), 0};
             const std::size_t left = check(ZSTD_compressStream2(cctx.get(), &ob, &ib, mode));
             sink.write(out.data(), ob.pos);
-            if (last ? left == 0 : ib.pos == ib.size) break;
+            if (mode == ZSTD_e_end ? left == 0 : ib.pos == ib.size) break;
         }
-    }
+    };
+    for (const TensorBytes& p : parts)
+        piece_chunks(p, [&](const void* d, std::size_t n) { compress(d, n, ZSTD_e_continue); });
+    compress(nullptr, 0, ZSTD_e_end);
     return sink.bytes_written() - start;
 }
 
@@ -447,7 +524,9 @@ uint64_t write_data_region(const std::vector<TensorBytes>& parts, uint64_t total
 
 // ---- writing -----------------------------------------------------------------------------
 
-void write_checkpoint(const Model& model, const TrainerState* state, int compression_level, ByteSink& sink) {
+void write_checkpoint(const Model& model, const TrainerState* state, const CheckpointOptions& options,
+                      ByteSink& sink) {
+    const int compression_level = options.compression_level;
     require(compression_level >= 0 && compression_level <= 19, PG_ERR_INVALID_ARGUMENT,
             "compression_level " + std::to_string(compression_level) + " is outside [0, 19]");
     const int64_t n_params = model.num_params();
@@ -457,34 +536,73 @@ void write_checkpoint(const Model& model, const TrainerState* state, int compres
                                   " / " + std::to_string(state->adam_v.size()) + " elements, the model " +
                                   std::to_string(n_params) + " parameters");
     }
+    const WeightStorage storage = options.storage.value_or(model.storage());
+    require(storage == WeightStorage::fp32 || storage == WeightStorage::fp16 || storage == WeightStorage::bf16,
+            PG_ERR_INVALID_ARGUMENT, "weight storage must be fp32, fp16 or bf16");
+    require(model.storage() == WeightStorage::fp32 || storage == model.storage(), PG_ERR_STATE,
+            std::string("the model's weights are held in ") + weight_storage_name(model.storage()) +
+                " and their fp32 values are gone: it saves in " + weight_storage_name(model.storage()) +
+                " only, not in " + weight_storage_name(storage));
+    require(!state || storage == WeightStorage::fp32, PG_ERR_INVALID_ARGUMENT,
+            std::string("a training state is saved with fp32 weights only, not ") + weight_storage_name(storage));
+    const bool mappable = options.mappable || storage != WeightStorage::fp32;
+
     // Tensor table and the bytes behind it, in file order.
     std::vector<CheckpointTensor> tensors;
     std::vector<TensorBytes> parts;
     uint64_t offset = 0;
-    auto add = [&](const std::string& name, int n_dims, const std::array<uint64_t, 4>& shape, const float* data,
-                   uint64_t numel) {
+    auto add = [&](const std::string& name, int n_dims, const std::array<uint64_t, 4>& shape, const void* data,
+                   uint64_t numel, TensorDtype dtype, bool convert, bool group_start) {
+        if (mappable && group_start && offset % kCheckpointAlignment != 0) {
+            const uint64_t pad = round_up_to(offset, kCheckpointAlignment) - offset;
+            parts.push_back({nullptr, std::size_t(pad), std::nullopt});
+            offset += pad;
+        }
         CheckpointTensor t;
         t.name = name;
+        t.dtype = dtype;
         t.n_dims = n_dims;
         t.shape = shape;
         t.offset = offset;
-        t.nbytes = numel * 4;
-        t.checksum = xxh64(data, std::size_t(t.nbytes));
+        t.nbytes = numel * uint64_t(dtype_bytes(dtype));
+        TensorBytes piece{data, std::size_t(t.nbytes), std::nullopt};
+        if (convert) {
+            piece.to16 = storage;
+            std::vector<uint16_t> buf(kConvertChunk);
+            const float* from = static_cast<const float*>(data);
+            for (uint64_t done = 0; done < numel;) {
+                const int64_t m = int64_t(std::min<uint64_t>(kConvertChunk, numel - done));
+                const int64_t bad = round_to_16_bits(from + done, buf.data(), m, storage);
+                if (bad >= 0)
+                    throw Error(PG_ERR_NOT_FINITE, "tensor \"" + name + "\" holds " + std::to_string(from[done + bad]) +
+                                                       ", beyond the range of " + weight_storage_name(storage) +
+                                                       ": save this model in fp32 (or bf16)");
+                done += uint64_t(m);
+            }
+        }
+        Xxh64 hash;
+        piece_chunks(piece, [&](const void* d, std::size_t n) { hash.update(d, n); });
+        t.checksum = hash.digest();
         offset += t.nbytes;
-        parts.push_back({data, std::size_t(t.nbytes)});
+        parts.push_back(piece);
         tensors.push_back(std::move(t));
     };
-    for (const TensorEntry& e : model.tensors()) {
-        std::array<uint64_t, 4> shape{};
-        for (int d = 0; d < e.n_dims; ++d) shape[d] = uint64_t(e.shape[d]);
-        add(e.name, e.n_dims, shape, model.params() + e.offset, uint64_t(e.numel));
+    const std::vector<TensorEntry>& table = model.tensors();
+    for (const ExpectedTensor& x : expected_tensors(model.config(), false, mappable)) {
+        const TensorEntry& e = table[std::size_t(x.model_index)];
+        const TensorDtype dtype = dtype_of(storage, x.half);
+        const bool convert = dtype != TensorDtype::kF32 && model.storage() == WeightStorage::fp32;
+        add(e.name, x.n_dims, x.shape, model.tensor_bytes(e), uint64_t(e.numel), dtype, convert, x.group_start);
     }
     if (state) {
-        add(kAdamM, 1, {uint64_t(n_params), 0, 0, 0}, state->adam_m.data(), uint64_t(n_params));
-        add(kAdamV, 1, {uint64_t(n_params), 0, 0, 0}, state->adam_v.data(), uint64_t(n_params));
+        add(kAdamM, 1, {uint64_t(n_params), 0, 0, 0}, state->adam_m.data(), uint64_t(n_params), TensorDtype::kF32,
+            false, true);
+        add(kAdamV, 1, {uint64_t(n_params), 0, 0, 0}, state->adam_v.data(), uint64_t(n_params), TensorDtype::kF32,
+            false, true);
     }
 
-    // Header: sections GEOM, TOKN (if any), TRAN (if any), PROV, TENS.
+    // Header: sections GEOM, TOKN (if any), TRAN (if any), OPTM (Muon), PROV, WLAY (mapping
+    // layout), TENS, PADD (mapping layout: the data region starts aligned).
     ByteWriter header;
     auto section = [&](const char* tag, uint32_t flags, ByteWriter& payload) {
         header.put_bytes(tag, 4);
@@ -512,15 +630,31 @@ void write_checkpoint(const Model& model, const TrainerState* state, int compres
             section(kTagOptimizer, kSectionRequired, optimizer);
         }
     }
-    // 1.2 only where it adds something: an AdamW (or no) training state is written as 1.1.
-    const uint16_t minor = state && state->config.optimizer != PG_OPTIMIZER_ADAMW ? kCheckpointMinorOptimizer
-                                                                                  : kCheckpointMinor;
+    // 1.2 / 1.3 only where they add something: an AdamW (or no) training state in the table's
+    // order is written as 1.1.
+    const uint16_t minor = mappable ? kCheckpointMinorMappable
+                           : state && state->config.optimizer != PG_OPTIMIZER_ADAMW ? kCheckpointMinorOptimizer
+                                                                                    : kCheckpointMinor;
     ByteWriter provenance;
     encode_provenance(provenance, model.provenance());
     section(kTagProvenance, 0, provenance);
-    ByteWriter table;
-    encode_tensor_table(table, tensors);
-    section(kTagTensors, kSectionRequired, table);
+    if (mappable) {
+        // Required: a reader that skipped it would expect the table's order and fp32.
+        ByteWriter layout;
+        layout.put<uint32_t>(uint32_t(storage));
+        layout.put<uint32_t>(uint32_t(kCheckpointAlignment));
+        layout.put<uint64_t>(model.fp32_weights_hash());
+        section(kTagLayout, kSectionRequired, layout);
+    }
+    ByteWriter table_bytes;
+    encode_tensor_table(table_bytes, tensors);
+    section(kTagTensors, kSectionRequired, table_bytes);
+    if (mappable) {
+        const uint64_t used = kCheckpointPreludeBytes + header.size() + 16;
+        ByteWriter zeros;
+        for (uint64_t i = used; i % kCheckpointAlignment != 0; ++i) zeros.put<uint8_t>(0);
+        section(kTagPadding, 0, zeros);
+    }
     require(header.size() <= kMaxCheckpointHeaderBytes, PG_ERR_INVALID_ARGUMENT,
             "checkpoint header of " + std::to_string(header.size()) + " bytes exceeds the format's cap");
 
@@ -543,9 +677,10 @@ void write_checkpoint(const Model& model, const TrainerState* state, int compres
     }
 }
 
-void save_checkpoint(const Model& model, const TrainerState* state, int compression_level, const std::string& path) {
+void save_checkpoint(const Model& model, const TrainerState* state, const CheckpointOptions& options,
+                     const std::string& path) {
     AtomicFileWriter file(path);
-    write_checkpoint(model, state, compression_level, file);
+    write_checkpoint(model, state, options, file);
     file.commit();
 }
 
@@ -608,7 +743,8 @@ CheckpointHeader read_checkpoint_header(const ByteSource& src) {
                 name + ": section " + tag_name + " of " + std::to_string(len) + " bytes runs past the header's end");
         const uint8_t* payload = hr.take(std::size_t(len), "section payload");
         const bool is_known = tag_name == kTagGeometry || tag_name == kTagTokenizer || tag_name == kTagTrainState ||
-                              tag_name == kTagProvenance || tag_name == kTagTensors || tag_name == kTagOptimizer;
+                              tag_name == kTagProvenance || tag_name == kTagTensors || tag_name == kTagOptimizer ||
+                              tag_name == kTagLayout || tag_name == kTagPadding;
         if (!is_known) {
             require((sflags & kSectionRequired) == 0, PG_ERR_VERSION,
                     name + ": section " + tag_name + " is marked required but this library (format " +
@@ -664,17 +800,44 @@ CheckpointHeader read_checkpoint_header(const ByteSource& src) {
         ByteReader r(p, n, name + ": section PROV");
         h.provenance = decode_provenance(r);
     }
+    if (known.count(kTagLayout)) {
+        auto [p, n] = known[kTagLayout];
+        ByteReader r(p, n, name + ": section WLAY");
+        const uint32_t storage = r.get<uint32_t>("storage");
+        const uint32_t alignment = r.get<uint32_t>("alignment");
+        h.fp32_weights_hash = r.get<uint64_t>("fp32 weights hash");
+        r.expect_end();
+        require(storage <= uint32_t(WeightStorage::bf16), PG_ERR_FORMAT,
+                r.context() + ": unknown weight storage " + std::to_string(storage) + " (0 fp32, 1 fp16, 2 bf16)");
+        require(alignment == kCheckpointAlignment, PG_ERR_FORMAT,
+                r.context() + ": alignment " + std::to_string(alignment) + " (the format's is " +
+                    std::to_string(kCheckpointAlignment) + ")");
+        h.mappable = true;
+        h.storage = WeightStorage(storage);
+        require(h.storage == WeightStorage::fp32 || !h.has_train_state, PG_ERR_FORMAT,
+                r.context() + ": a training state with " + weight_storage_name(h.storage) +
+                    " weights (training needs fp32 weights)");
+    }
+    if (known.count(kTagPadding)) {
+        auto [p, n] = known[kTagPadding];
+        require(h.mappable, PG_ERR_FORMAT, name + ": a PADD section without the mapping layout (WLAY)");
+        for (std::size_t i = 0; i < n; ++i)
+            require(p[i] == 0, PG_ERR_FORMAT, name + ": section PADD holds a non-zero byte");
+    }
     {
         auto [p, n] = known[kTagTensors];
         ByteReader r(p, n, name + ": section TENS");
-        h.tensors = decode_tensor_table(r);
+        h.tensors = decode_tensor_table(r, h.mappable);
     }
     try {
-        check_tensors_against_geometry(h.tensors, h.config, h.has_train_state);
+        h.model_index = check_tensors_against_geometry(h.tensors, h.config, h.has_train_state, h.mappable, h.storage);
     } catch (const Error& e) {
         throw Error(e.status(), name + ": " + e.what());
     }
     h.data_start = kCheckpointPreludeBytes + header_bytes;
+    require(!h.mappable || h.data_start % kCheckpointAlignment == 0, PG_ERR_FORMAT,
+            name + ": the data region starts at byte " + std::to_string(h.data_start) + ", which the mapping layout " +
+                "puts on a " + std::to_string(kCheckpointAlignment) + "-byte boundary");
     h.data_bytes = h.tensors.empty() ? 0 : h.tensors.back().offset + h.tensors.back().nbytes;
 
     // The data region: raw, it must be exactly the tensors (nothing missing, nothing after);
@@ -722,8 +885,8 @@ void read_checkpoint_data(const ByteSource& src, const CheckpointHeader& h, Mode
     const ModelConfig& mc = model.config();
     require(mc.n_layer == h.config.n_layer && mc.n_head == h.config.n_head && mc.n_embd == h.config.n_embd &&
                 mc.n_ctx == h.config.n_ctx && mc.vocab_size == h.config.vocab_size &&
-                mc.padded_vocab_size == h.config.padded_vocab_size,
-            PG_ERR_INTERNAL, "read_checkpoint_data: the model's geometry differs from the header's");
+                mc.padded_vocab_size == h.config.padded_vocab_size && model.storage() == h.storage,
+            PG_ERR_INTERNAL, "read_checkpoint_data: the model's geometry or storage differs from the header's");
     if (state) {
         require(h.has_train_state, PG_ERR_STATE,
                 src.name() + ": the checkpoint holds no training state (it was saved with pg_model_save)");
@@ -735,12 +898,22 @@ void read_checkpoint_data(const ByteSource& src, const CheckpointHeader& h, Mode
     // Where each tensor goes (null: not wanted, read only to verify).
     std::vector<uint8_t*> dst(h.tensors.size(), nullptr);
     const auto& table = model.tensors();
-    for (std::size_t i = 0; i < table.size(); ++i)
-        dst[i] = reinterpret_cast<uint8_t*>(model.params() + table[i].offset);
-    if (h.has_train_state && state) {
-        dst[table.size()] = reinterpret_cast<uint8_t*>(state->adam_m.data());
-        dst[table.size() + 1] = reinterpret_cast<uint8_t*>(state->adam_v.data());
+    for (std::size_t i = 0; i < h.tensors.size(); ++i) {
+        const int at = h.model_index[i];
+        if (at >= 0)
+            dst[i] = model.tensor_bytes(table[std::size_t(at)]);
+        else if (state)
+            dst[i] = reinterpret_cast<uint8_t*>(at == -1 ? state->adam_m.data() : state->adam_v.data());
     }
+    // The mapping layout names the fp32 weights' hash (the base's identity): an fp32 file's
+    // must be its weights'.
+    auto check_identity = [&] {
+        if (!h.mappable || h.storage != WeightStorage::fp32) return;
+        const uint64_t sum = model.fp32_weights_hash();
+        require(sum == h.fp32_weights_hash, PG_ERR_CHECKSUM,
+                src.name() + ": the weights' hash " + hex64(sum) + " differs from the one section WLAY records (" +
+                    hex64(h.fp32_weights_hash) + "): the file is corrupt");
+    };
     auto verify = [&](const CheckpointTensor& t, uint64_t sum) {
         require(sum == t.checksum, PG_ERR_CHECKSUM,
                 src.name() + ": tensor \"" + t.name + "\" checksum mismatch (stored " + hex64(t.checksum) +
@@ -753,13 +926,20 @@ void read_checkpoint_data(const ByteSource& src, const CheckpointHeader& h, Mode
             src.read_at(h.data_start + t.offset, dst[i], std::size_t(t.nbytes), "tensor data");
             verify(t, xxh64(dst[i], std::size_t(t.nbytes)));
         }
+        check_identity();
         require_finite_contents(model, state, src.name());
         return;
     }
     FrameReader frame(src, h.data_start);
     std::vector<uint8_t> scratch;
+    uint64_t at = 0;  // position in the decompressed region (the mapping layout has gaps)
     for (std::size_t i = 0; i < h.tensors.size(); ++i) {
         const CheckpointTensor& t = h.tensors[i];
+        if (t.offset > at) {
+            uint8_t gap[kCheckpointAlignment];
+            frame.read(gap, std::size_t(t.offset - at));
+        }
+        at = t.offset + t.nbytes;
         if (dst[i]) {
             frame.read(dst[i], std::size_t(t.nbytes));
             verify(t, xxh64(dst[i], std::size_t(t.nbytes)));
@@ -776,7 +956,52 @@ void read_checkpoint_data(const ByteSource& src, const CheckpointHeader& h, Mode
         verify(t, hash.digest());
     }
     frame.finish();
+    check_identity();
     require_finite_contents(model, state, src.name());
+}
+
+Model make_model_for(const CheckpointHeader& h) { return Model(h.config, h.storage, h.fp32_weights_hash); }
+
+Model map_checkpoint(std::shared_ptr<const MappedFile> file, const CheckpointHeader& h) {
+    const std::string& name = file->name();
+    const std::string version = std::to_string(h.major) + "." + std::to_string(h.minor);
+    require(!h.compressed, PG_ERR_UNSUPPORTED,
+            name + ": the weights are zstd-compressed, so they cannot be mapped: save the model raw (compression_level "
+                   "0) with align_for_mapping = 1 or a 16-bit weight_storage, or load it without map_weights");
+    require(h.mappable, PG_ERR_UNSUPPORTED,
+            name + ": a format " + version + " file without the mapping layout (section WLAY, format 1.3) cannot be "
+                   "mapped: save it again with pg_save_options.align_for_mapping = 1 (or a 16-bit weight_storage), "
+                   "or load it without map_weights");
+    const uint8_t* region = file->data() + h.data_start;
+    const ParamLayout layout(h.config);
+    const std::vector<TensorEntry> table = build_tensor_table(h.config);
+    std::array<const uint8_t*, kNumParamKinds> kinds{};
+    for (std::size_t i = 0; i < h.tensors.size(); ++i) {
+        const int at = h.model_index[i];
+        if (at < 0) continue;  // the moments are not the model's
+        const CheckpointTensor& t = h.tensors[i];
+        const uint64_t sum = xxh64(region + t.offset, std::size_t(t.nbytes));
+        require(sum == t.checksum, PG_ERR_CHECKSUM,
+                name + ": tensor \"" + t.name + "\" checksum mismatch (stored " + hex64(t.checksum) + ", computed " +
+                    hex64(sum) + "): the file is corrupt");
+        const TensorEntry& e = table[std::size_t(at)];
+        if (e.offset == layout.offset[std::size_t(e.kind)]) kinds[std::size_t(e.kind)] = region + t.offset;
+    }
+    for (const uint8_t* p : kinds)
+        require(p && reinterpret_cast<uintptr_t>(p) % kCheckpointAlignment == 0, PG_ERR_INTERNAL,
+                name + ": a mapped kind is missing or misaligned");
+    if (h.storage == WeightStorage::fp32) {
+        Xxh64 hash;  // llm.c's order, each kind contiguous: the hash of the fp32 parameters
+        for (int k = 0; k < kNumParamKinds; ++k) hash.update(kinds[std::size_t(k)], std::size_t(layout.size[std::size_t(k)]) * 4);
+        const uint64_t sum = hash.digest();
+        require(sum == h.fp32_weights_hash, PG_ERR_CHECKSUM,
+                name + ": the weights' hash " + hex64(sum) + " differs from the one section WLAY records (" +
+                    hex64(h.fp32_weights_hash) + "): the file is corrupt");
+    }
+    Model model(h.config, h.storage, h.fp32_weights_hash, file, kinds, name);
+    model.set_provenance(h.provenance);
+    require_finite_weights(model, name);
+    return model;
 }
 
 }  // namespace pg::io

@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ constexpr uint16_t kCheckpointMajor = 1;
 constexpr uint16_t kCheckpointMinor = 1;  // 1.1 added the optional PROV section (provenance)
 // 1.2 added the required OPTM section (a Muon trainer state); only such files are written as 1.2.
 constexpr uint16_t kCheckpointMinorOptimizer = 2;
+// 1.3 added the mapping layout (the required WLAY section): tensors in llm.c's order, each kind's
+// first tensor and the data region on a kCheckpointAlignment boundary, the 16-bit dtypes for a
+// frozen base. Only files written with it (CheckpointOptions: a 16-bit storage or mappable) are
+// 1.3; every other file is written as before, byte for byte.
+constexpr uint16_t kCheckpointMinorMappable = 3;
+constexpr uint64_t kCheckpointAlignment = 64;
 
 constexpr uint64_t kCheckpointPreludeBytes = 32;
 constexpr uint64_t kMaxCheckpointHeaderBytes = uint64_t(16) << 20;
@@ -37,7 +44,7 @@ constexpr uint64_t kMaxCheckpointHeaderBytes = uint64_t(16) << 20;
 // compresses further; the writer stores such data raw instead, so every file it writes loads.
 constexpr uint64_t kMaxCompressionRatio = 256;
 
-enum class TensorDtype : uint8_t { kF32 = 1 };
+enum class TensorDtype : uint8_t { kF32 = 1, kF16 = 2, kBF16 = 3 };  // 2 and 3 only in the mapping layout
 
 struct CheckpointTensor {
     std::string name;
@@ -58,6 +65,14 @@ struct CheckpointHeader {
     TrainerState train_state;  // when has_train_state: every field except adam_m / adam_v
     Provenance provenance;     // from PROV; unknown for a file without it (1.0)
     std::vector<CheckpointTensor> tensors;
+    // The mapping layout (section WLAY, 1.3): the tensors in llm.c's order, aligned; the weights'
+    // storage (16-bit: wte and the four block linears are fp16 / bf16) and the xxh64 of the fp32
+    // weights they are (or were rounded from), the base's identity.
+    bool mappable = false;
+    WeightStorage storage = WeightStorage::fp32;
+    uint64_t fp32_weights_hash = 0;
+    // For each file tensor, its index in the model's tensors(), or -1 / -2 for the AdamW moments.
+    std::vector<int> model_index;
     uint64_t data_start = 0;  // file offset of the data region
     uint64_t data_bytes = 0;  // uncompressed size of the data region
     std::vector<std::string> skipped_sections;  // unknown optional sections (tags)
@@ -72,18 +87,53 @@ TrainerState decode_train_state(ByteReader& r);
 // Phase 1. Throws PG_ERR_FORMAT / VERSION / CHECKSUM / GEOMETRY / IO naming what is wrong.
 CheckpointHeader read_checkpoint_header(const ByteSource& src);
 
-// Phase 2. `model` must have header.config; it receives the weights and header.provenance. If
+// Phase 2. `model` must have header.config and header.storage (make_model_for); it receives the
+// weights and header.provenance. If
 // `state` is not null the file must hold training state (PG_ERR_STATE otherwise) and *state
 // receives all of it, moments included.
 void read_checkpoint_data(const ByteSource& src, const CheckpointHeader& header, Model& model,
                           TrainerState* state);
 
+// A model with the header's geometry and storage (zeroed), for read_checkpoint_data: a 16-bit
+// file gives a 16-bit model directly, so loading it never holds fp32 weights.
+Model make_model_for(const CheckpointHeader& header);
+
+// Instead of phase 2: a model whose weights are `file`'s bytes, not a copy (the model keeps the
+// mapping alive). Refused with PG_ERR_UNSUPPORTED for a compressed file or one without the
+// mapping layout (the message says how to save one). Every model tensor's checksum and the
+// fp32 weights' hash are verified over the mapping first, so a file truncated or corrupted
+// before this call is refused; what happens after it is the caller's (docs/formats.md 1.8).
+Model map_checkpoint(std::shared_ptr<const MappedFile> file, const CheckpointHeader& header);
+
+// How write_checkpoint lays out a file.
+struct CheckpointOptions {
+    int compression_level = 0;  // 0 = raw, 1..19 = zstd
+    // The weights' storage in the file: unset = as the model holds them. fp16 / bf16 from an fp32
+    // model rounds wte and the block linears while writing (PG_ERR_NOT_FINITE beyond fp16's
+    // range); from a 16-bit model only its own storage (its fp32 values are gone: PG_ERR_STATE).
+    std::optional<WeightStorage> storage;
+    bool mappable = false;  // the mapping layout (1.3); implied by a 16-bit storage
+};
+
 // Encodes model (+ training state when `state` is not null) into `sink`. compression_level 0 =
 // raw, 1..19 = zstd. `state`'s moments must have num_params() elements each.
-void write_checkpoint(const Model& model, const TrainerState* state, int compression_level, ByteSink& sink);
+// A training state needs fp32 weights in the file (PG_ERR_INVALID_ARGUMENT otherwise).
+void write_checkpoint(const Model& model, const TrainerState* state, const CheckpointOptions& options,
+                      ByteSink& sink);
+inline void write_checkpoint(const Model& model, const TrainerState* state, int compression_level, ByteSink& sink) {
+    CheckpointOptions o;
+    o.compression_level = compression_level;
+    write_checkpoint(model, state, o, sink);
+}
 
 // write_checkpoint to `path` through an AtomicFileWriter.
-void save_checkpoint(const Model& model, const TrainerState* state, int compression_level,
+void save_checkpoint(const Model& model, const TrainerState* state, const CheckpointOptions& options,
                      const std::string& path);
+inline void save_checkpoint(const Model& model, const TrainerState* state, int compression_level,
+                            const std::string& path) {
+    CheckpointOptions o;
+    o.compression_level = compression_level;
+    save_checkpoint(model, state, o, path);
+}
 
 }  // namespace pg::io

@@ -59,6 +59,30 @@ private:
     std::string name_;
 };
 
+// A whole regular file mapped read-only (PROT_READ, MAP_PRIVATE; the descriptor is closed once
+// mapped), read like any source. Bytes past the file's end at mapping time are never exposed.
+// If another process truncates the file while it is mapped, touching the lost pages raises
+// SIGBUS: validate at open, and replace files by rename (AtomicFileWriter), never in place.
+class MappedFile : public ByteSource {
+public:
+    // Throws PG_ERR_IO naming the path and errno (PG_ERR_FORMAT for an empty file: nothing to map).
+    explicit MappedFile(const std::string& path);
+    ~MappedFile() override;
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+    uint64_t size() const override { return size_; }
+    const std::string& name() const override { return path_; }
+    const uint8_t* data() const { return data_; }
+
+protected:
+    void read_raw(uint64_t offset, void* dst, std::size_t n) const override;
+
+private:
+    std::string path_;
+    const uint8_t* data_ = nullptr;
+    uint64_t size_ = 0;
+};
+
 // Where encoders put their bytes: a file being written atomically, or memory (tests, fuzz
 // seeds). restart() empties what was written so far.
 class ByteSink {

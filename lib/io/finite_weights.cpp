@@ -1,6 +1,7 @@
 #include "io/finite_weights.hpp"
 
 #include <cmath>
+#include <cstring>
 
 #include "core/error.hpp"
 
@@ -17,8 +18,27 @@ void require_finite_values(const float* values, int64_t n, const std::string& so
 }
 
 void require_finite_weights(const Model& model, const std::string& source) {
-    for (const auto& t : model.tensors())
-        require_finite_values(model.params() + t.offset, t.numel, source, "tensor \"" + t.name + "\"");
+    // Every storage (fp32, 16-bit, owned or mapped): an fp16 / bf16 value is NaN or infinite
+    // exactly when its exponent bits are all ones.
+    const uint16_t exponent = model.storage() == WeightStorage::bf16 ? 0x7f80 : 0x7c00;
+    for (const auto& t : model.tensors()) {
+        const uint8_t* bytes = model.tensor_bytes(t);
+        const std::string what = "tensor \"" + t.name + "\"";
+        if (model.element_bytes(t.kind) == 4) {
+            require_finite_values(reinterpret_cast<const float*>(bytes), t.numel, source, what);
+            continue;
+        }
+        for (int64_t i = 0; i < t.numel; ++i) {
+            uint16_t h;
+            std::memcpy(&h, bytes + 2 * i, 2);
+            if ((h & exponent) == exponent)
+                throw Error(PG_ERR_NOT_FINITE, source + ": " + what + " element " + std::to_string(i) + " is " +
+                                                   ((h & (exponent ^ 0x7fff)) ? "nan" : "inf") + " (" +
+                                                   weight_storage_name(model.storage()) +
+                                                   "): the file holds a diverged model (NaN or infinite values), "
+                                                   "which is never loaded");
+        }
+    }
 }
 
 }  // namespace pg::io

@@ -4,6 +4,9 @@
 // big matrices are fp16 or bf16 and everything that needs fp32 weights (params(): training every
 // weight, saving, merging, tensor access) is refused with PG_ERR_STATE, while passes over the
 // frozen base (evaluation, sessions, LoRA training) read weights().
+// A model's weights may also live in a read-only file mapping (a checkpoint opened with
+// pg_model_load_with's map_weights, io/checkpoint.hpp map_checkpoint): then nothing is owned or
+// writable, and params() is refused the same way.
 #pragma once
 
 #include <cassert>
@@ -25,6 +28,10 @@ namespace pg {
 // IEEE fp16 or bfloat16. The values match pg_weight_storage.
 enum class WeightStorage : int { fp32 = 0, fp16 = 1, bf16 = 2 };
 const char* weight_storage_name(WeightStorage storage);
+// Rounds n fp32 values to `storage`'s 16-bit format (fp16 or bf16; round to nearest, ties to
+// even) into `to`. Returns the index of the first finite value beyond the format's range (the
+// conversion stops there), or -1.
+int64_t round_to_16_bits(const float* from, uint16_t* to, int64_t n, WeightStorage storage);
 
 class Model {
 public:
@@ -34,12 +41,23 @@ public:
           layout_(cfg),
           tensors_(build_tensor_table(cfg)),
           params_(static_cast<std::size_t>(layout_.total)) {}
+    // Allocates zeroed weights held in `storage` from the start (a 16-bit checkpoint's reader:
+    // no fp32 copy ever exists). `fp32_hash` is fp32_weights_hash() of the fp32 weights the
+    // 16-bit ones were rounded from (the file records it); ignored for fp32.
+    Model(const ModelConfig& cfg, WeightStorage storage, uint64_t fp32_hash);
+    // Weights that live in `mapping` (kept alive by the model): `kind_bytes[k]` is where kind k's
+    // tensors start (all layers contiguous, llm.c's order), in `storage`'s representation
+    // (held_in_16_bits kinds 16-bit for fp16 / bf16). Read-only: params() and every writer of
+    // the weights are refused with PG_ERR_STATE naming `origin`.
+    Model(const ModelConfig& cfg, WeightStorage storage, uint64_t fp32_hash, std::shared_ptr<const void> mapping,
+          const std::array<const uint8_t*, kNumParamKinds>& kind_bytes, std::string origin);
 
     const ModelConfig& config() const { return config_; }
     const ParamLayout& layout() const { return layout_; }
     const std::vector<TensorEntry>& tensors() const { return tensors_; }
     int64_t num_params() const { return layout_.total; }
-    // All num_params() weights in fp32, llm.c's order. Throws PG_ERR_STATE for a 16-bit base.
+    // All num_params() weights in fp32, llm.c's order. Throws PG_ERR_STATE for a 16-bit or a
+    // mapped base.
     float* params() {
         require_fp32();
         return params_.data();
@@ -52,6 +70,12 @@ public:
     WeightsView weights() const;
 
     WeightStorage storage() const { return storage_; }
+    bool mapped() const { return mapping_ != nullptr; }
+    // The bytes of one tensor of tensors() in this model's storage (2 per element when its kind
+    // is held in 16 bits, else 4), owned or mapped; the writable one refuses a mapped model.
+    const uint8_t* tensor_bytes(const TensorEntry& e) const;
+    uint8_t* tensor_bytes(const TensorEntry& e);
+    int element_bytes(ParamKind kind) const { return storage_ != WeightStorage::fp32 && held_in_16_bits(kind) ? 2 : 4; }
     // Makes this model a frozen base held in `storage` (model/weight_storage.cpp): fp16 / bf16
     // round every held_in_16_bits tensor to the nearest value (ties to even) and free its fp32
     // copy; fp32 on an fp32 model, or the model's own storage again, changes nothing. Refused
@@ -62,8 +86,8 @@ public:
     void hold_frozen_in(WeightStorage storage);
     // xxh64 of the fp32 weights (llm.c order) this model holds or was converted from.
     uint64_t fp32_weights_hash() const;
-    // Bytes of weight memory held (fp32 and 16-bit parts).
-    std::size_t weight_bytes() const { return params_.size() * sizeof(float) + half_.size() * sizeof(uint16_t); }
+    // Bytes of weight memory held (fp32 and 16-bit parts; for a mapped model, the mapped tensors').
+    std::size_t weight_bytes() const;
 
     const Tokenizer* tokenizer() const { return tokenizer_.get(); }
     // Precondition: tok is NULL or its vocabulary is config().vocab_size (checked at the C
@@ -80,11 +104,19 @@ public:
 
 private:
     void require_fp32() const {
+        require_owned();
         require(storage_ == WeightStorage::fp32, PG_ERR_STATE,
                 std::string("the model's weights are held in ") + weight_storage_name(storage_) +
                     " as a frozen base (pg_model_set_weight_storage): this needs its fp32 weights; load the model "
                     "again for it");
     }
+    void require_owned() const {
+        require(!mapping_, PG_ERR_STATE,
+                "the model's weights are memory-mapped read-only from \"" + origin_ +
+                    "\" (pg_model_load_with, map_weights): this needs weights the model owns; load the file "
+                    "without map_weights for it");
+    }
+    void allocate_16_bit();
 
     ModelConfig config_;
     ParamLayout layout_;
@@ -94,7 +126,10 @@ private:
     AlignedBuffer<float> params_;
     AlignedBuffer<uint16_t> half_;  // 16-bit: the held_in_16_bits tensors, at offset16_
     std::array<int64_t, kNumParamKinds> offset32_{}, offset16_{};
-    uint64_t converted_from_hash_ = 0;  // 16-bit: fp32_weights_hash() of the weights before
+    uint64_t converted_from_hash_ = 0;  // 16-bit or mapped: fp32_weights_hash() of the fp32 weights
+    std::shared_ptr<const void> mapping_;  // set: the weights are read-only in this mapping
+    std::array<const uint8_t*, kNumParamKinds> mapped_{};  // mapped: where each kind starts
+    std::string origin_;                                   // mapped: the file, for messages
     std::unique_ptr<Tokenizer> tokenizer_;
     Provenance provenance_;
 };

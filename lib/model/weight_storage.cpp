@@ -28,7 +28,80 @@ const char* weight_storage_name(WeightStorage storage) {
     return "?";
 }
 
+int64_t round_to_16_bits(const float* from, uint16_t* to, int64_t n, WeightStorage storage) {
+    const bool fp16 = storage == WeightStorage::fp16;
+    for (int64_t i = 0; i < n; ++i) {
+        to[i] = fp16 ? kernels::float_to_fp16(from[i]) : kernels::float_to_bf16(from[i]);
+        const float back = fp16 ? kernels::fp16_to_float(to[i]) : kernels::bf16_to_float(to[i]);
+        if (!std::isfinite(back) && std::isfinite(from[i])) return i;
+    }
+    return -1;
+}
+
+namespace {
+
+// Where each kind goes in a 16-bit model's two buffers: the 16-bit kinds in `half`, the rest
+// in `rest`, each kind starting on a 64-byte boundary.
+struct Layout16 {
+    std::array<int64_t, kNumParamKinds> at32{}, at16{};
+    int64_t n32 = 0, n16 = 0;
+};
+
+Layout16 layout_16_bit(const ParamLayout& layout) {
+    Layout16 l;
+    for (int k = 0; k < kNumParamKinds; ++k) {
+        const int64_t size = layout.size[size_t(k)];
+        if (held_in_16_bits(ParamKind(k))) {
+            l.at16[size_t(k)] = l.n16;
+            l.n16 += round_up(size, 32);
+        } else {
+            l.at32[size_t(k)] = l.n32;
+            l.n32 += round_up(size, 16);
+        }
+    }
+    return l;
+}
+
+}  // namespace
+
+Model::Model(const ModelConfig& cfg, WeightStorage storage, uint64_t fp32_hash)
+    : config_((validate_model_config(cfg), cfg)), layout_(cfg), tensors_(build_tensor_table(cfg)) {
+    if (storage == WeightStorage::fp32) {
+        params_ = AlignedBuffer<float>(static_cast<std::size_t>(layout_.total));
+        return;
+    }
+    const Layout16 l = layout_16_bit(layout_);
+    params_ = AlignedBuffer<float>(static_cast<std::size_t>(l.n32));
+    half_ = AlignedBuffer<uint16_t>(static_cast<std::size_t>(l.n16));
+    offset32_ = l.at32;
+    offset16_ = l.at16;
+    storage_ = storage;
+    converted_from_hash_ = fp32_hash;
+}
+
+Model::Model(const ModelConfig& cfg, WeightStorage storage, uint64_t fp32_hash, std::shared_ptr<const void> mapping,
+             const std::array<const uint8_t*, kNumParamKinds>& kind_bytes, std::string origin)
+    : config_((validate_model_config(cfg), cfg)),
+      layout_(cfg),
+      tensors_(build_tensor_table(cfg)),
+      storage_(storage),
+      converted_from_hash_(fp32_hash),
+      mapping_(std::move(mapping)),
+      mapped_(kind_bytes),
+      origin_(std::move(origin)) {}
+
 WeightsView Model::weights() const {
+    if (mapping_) {
+        WeightsView v;
+        v.format = storage_ == WeightStorage::bf16 ? kernels::HalfFormat::bf16 : kernels::HalfFormat::fp16;
+        for (int k = 0; k < kNumParamKinds; ++k) {
+            if (element_bytes(ParamKind(k)) == 2)
+                v.half[size_t(k)] = reinterpret_cast<const uint16_t*>(mapped_[size_t(k)]);
+            else
+                v.f32[size_t(k)] = reinterpret_cast<const float*>(mapped_[size_t(k)]);
+        }
+        return v;
+    }
     if (storage_ == WeightStorage::fp32) return WeightsView::fp32(layout_, params_.data());
     WeightsView v;
     v.format = storage_ == WeightStorage::fp16 ? kernels::HalfFormat::fp16 : kernels::HalfFormat::bf16;
@@ -42,8 +115,29 @@ WeightsView Model::weights() const {
     return v;
 }
 
+const uint8_t* Model::tensor_bytes(const TensorEntry& e) const {
+    const WeightsView v = weights();
+    const size_t k = size_t(e.kind);
+    const int64_t within = e.offset - layout_.offset[k];  // elements into its kind
+    if (v.half[k]) return reinterpret_cast<const uint8_t*>(v.half[k] + within);
+    return reinterpret_cast<const uint8_t*>(v.f32[k] + within);
+}
+
+uint8_t* Model::tensor_bytes(const TensorEntry& e) {
+    require_owned();
+    return const_cast<uint8_t*>(static_cast<const Model&>(*this).tensor_bytes(e));
+}
+
+std::size_t Model::weight_bytes() const {
+    if (!mapping_) return params_.size() * sizeof(float) + half_.size() * sizeof(uint16_t);
+    std::size_t n = 0;
+    for (int k = 0; k < kNumParamKinds; ++k)
+        n += std::size_t(layout_.size[size_t(k)]) * std::size_t(element_bytes(ParamKind(k)));
+    return n;
+}
+
 uint64_t Model::fp32_weights_hash() const {
-    if (storage_ != WeightStorage::fp32) return converted_from_hash_;
+    if (storage_ != WeightStorage::fp32 || mapping_) return converted_from_hash_;
     return io::xxh64(params_.data(), size_t(layout_.total) * sizeof(float));
 }
 
@@ -54,50 +148,35 @@ void Model::hold_frozen_in(WeightStorage storage) {
     require(storage_ == WeightStorage::fp32, PG_ERR_STATE,
             std::string("the model's weights are already held in ") + weight_storage_name(storage_) +
                 " and their fp32 values are gone: load the model again to hold it in " + weight_storage_name(storage));
-    const bool fp16 = storage == WeightStorage::fp16;
+    require_owned();
     const float* src = params_.data();
     // Convert into new buffers first: a refusal leaves the model as it was.
-    int64_t n32 = 0, n16 = 0;
-    std::array<int64_t, kNumParamKinds> at32{}, at16{};
-    for (int k = 0; k < kNumParamKinds; ++k) {
-        const int64_t size = layout_.size[size_t(k)];
-        if (held_in_16_bits(ParamKind(k))) {
-            at16[size_t(k)] = n16;
-            n16 += round_up(size, 32);
-        } else {
-            at32[size_t(k)] = n32;
-            n32 += round_up(size, 16);
-        }
-    }
-    AlignedBuffer<uint16_t> half(static_cast<size_t>(n16));
-    AlignedBuffer<float> rest(static_cast<size_t>(n32));
+    const Layout16 l = layout_16_bit(layout_);
+    AlignedBuffer<uint16_t> half(static_cast<size_t>(l.n16));
+    AlignedBuffer<float> rest(static_cast<size_t>(l.n32));
     for (int k = 0; k < kNumParamKinds; ++k) {
         const float* from = src + layout_.offset[size_t(k)];
         const int64_t size = layout_.size[size_t(k)];
         if (!held_in_16_bits(ParamKind(k))) {
-            std::copy(from, from + size, rest.data() + at32[size_t(k)]);
+            std::copy(from, from + size, rest.data() + l.at32[size_t(k)]);
             continue;
         }
-        uint16_t* to = half.data() + at16[size_t(k)];
-        for (int64_t i = 0; i < size; ++i) {
-            to[i] = fp16 ? kernels::float_to_fp16(from[i]) : kernels::float_to_bf16(from[i]);
-            const float back = fp16 ? kernels::fp16_to_float(to[i]) : kernels::bf16_to_float(to[i]);
-            if (!std::isfinite(back) && std::isfinite(from[i])) {
-                for (const TensorEntry& e : tensors_)
-                    if (e.kind == ParamKind(k) && e.offset <= layout_.offset[size_t(k)] + i &&
-                        layout_.offset[size_t(k)] + i < e.offset + e.numel)
-                        throw Error(PG_ERR_NOT_FINITE, "tensor \"" + e.name + "\" holds " + std::to_string(from[i]) +
-                                                           ", beyond the range of " + weight_storage_name(storage) +
-                                                           ": keep this model in fp32 (or bf16)");
-                throw Error(PG_ERR_NOT_FINITE, std::string("a weight is beyond the range of ") + weight_storage_name(storage));
-            }
+        const int64_t i = round_to_16_bits(from, half.data() + l.at16[size_t(k)], size, storage);
+        if (i >= 0) {
+            for (const TensorEntry& e : tensors_)
+                if (e.kind == ParamKind(k) && e.offset <= layout_.offset[size_t(k)] + i &&
+                    layout_.offset[size_t(k)] + i < e.offset + e.numel)
+                    throw Error(PG_ERR_NOT_FINITE, "tensor \"" + e.name + "\" holds " + std::to_string(from[i]) +
+                                                       ", beyond the range of " + weight_storage_name(storage) +
+                                                       ": keep this model in fp32 (or bf16)");
+            throw Error(PG_ERR_NOT_FINITE, std::string("a weight is beyond the range of ") + weight_storage_name(storage));
         }
     }
     converted_from_hash_ = fp32_weights_hash();
     params_ = std::move(rest);
     half_ = std::move(half);
-    offset32_ = at32;
-    offset16_ = at16;
+    offset32_ = l.at32;
+    offset16_ = l.at16;
     storage_ = storage;
 }
 

@@ -151,6 +151,24 @@ static void test_whole_flow(void) {
     CHECK(pg_model_forward(model, ids, 1, 16, ids + 1, NULL, &loss_a, 1) == PG_OK);
     CHECK(pg_model_forward(loaded, ids, 1, 16, ids + 1, NULL, &loss_b, 1) == PG_OK);
     CHECK(loss_a == loss_b);
+    {
+        /* The same model saved in fp16 with the mapping layout, mapped read-only. */
+        pg_save_options so;
+        pg_load_options lo;
+        pg_model* mapped = NULL;
+        int32_t is_mapped = 0;
+        float loss_m = 0;
+        pg_save_options_default(&so);
+        so.weight_storage = PG_WEIGHTS_FP16;
+        CHECK(pg_model_save(model, path, &so) == PG_OK);
+        pg_load_options_default(&lo);
+        lo.map_weights = 1;
+        CHECK(pg_model_load_with(path, &lo, &mapped) == PG_OK);
+        CHECK(pg_model_weights_mapped(mapped, &is_mapped) == PG_OK && is_mapped == 1);
+        CHECK(pg_model_forward(mapped, ids, 1, 16, ids + 1, NULL, &loss_m, 1) == PG_OK);
+        CHECK((loss_m > loss_a ? loss_m - loss_a : loss_a - loss_m) < 1e-2f); /* the weights' rounding only */
+        pg_model_free(mapped);
+    }
 
     pg_eval_config_default(&ec);
     memset(&er, 0, sizeof er);

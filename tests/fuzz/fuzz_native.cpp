@@ -16,6 +16,7 @@ namespace {
 
 struct Loaded {
     std::unique_ptr<pg::Model> model;
+    bool mappable = false;  // format 1.3's layout: written back the same way
     bool has_state = false;
     pg::TrainerState state;
 };
@@ -24,7 +25,8 @@ Loaded load(const uint8_t* data, std::size_t size) {
     pg::io::MemorySource src(data, size);
     pg::io::CheckpointHeader header = pg::io::read_checkpoint_header(src);
     Loaded l;
-    l.model = std::make_unique<pg::Model>(header.config);
+    l.model = std::make_unique<pg::Model>(pg::io::make_model_for(header));
+    l.mappable = header.mappable;
     l.has_state = header.has_train_state;
     pg::io::read_checkpoint_data(src, header, *l.model, l.has_state ? &l.state : nullptr);
     l.model->set_tokenizer(std::move(header.tokenizer));
@@ -33,7 +35,9 @@ Loaded load(const uint8_t* data, std::size_t size) {
 
 std::vector<uint8_t> encode(const Loaded& l) {
     pg::io::VectorSink sink;
-    pg::io::write_checkpoint(*l.model, l.has_state ? &l.state : nullptr, 0, sink);
+    pg::io::CheckpointOptions o;
+    o.mappable = l.mappable;
+    pg::io::write_checkpoint(*l.model, l.has_state ? &l.state : nullptr, o, sink);
     return sink.bytes;
 }
 

@@ -25,8 +25,14 @@ inline void require_same_model(const pg::Model& a, const pg::Model& b, const cha
                                x.n_ctx == y.n_ctx && x.vocab_size == y.vocab_size &&
                                x.padded_vocab_size == y.padded_vocab_size &&
                                std::memcmp(&x.layernorm_eps, &y.layernorm_eps, sizeof x.layernorm_eps) == 0;
-    if (!same_geometry) property_failed(what);
-    if (std::memcmp(a.params(), b.params(), std::size_t(a.num_params()) * sizeof(float)) != 0) property_failed(what);
+    if (!same_geometry || a.storage() != b.storage() || a.fp32_weights_hash() != b.fp32_weights_hash())
+        property_failed(what);
+    // Every tensor's stored bytes (fp32, or 16-bit for a frozen base's big matrices).
+    for (std::size_t i = 0; i < a.tensors().size(); ++i) {
+        const pg::TensorEntry& e = a.tensors()[i];
+        const std::size_t n = std::size_t(e.numel) * std::size_t(a.element_bytes(e.kind));
+        if (std::memcmp(a.tensor_bytes(e), b.tensor_bytes(b.tensors()[i]), n) != 0) property_failed(what);
+    }
 }
 
 inline void require_same_bytes(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, const char* what) {

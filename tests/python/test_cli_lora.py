@@ -75,3 +75,27 @@ def test_lora_commands_end_to_end(exe, tmp_path):
     assert fail["status"] == "PG_ERR_GEOMETRY" and "weights" in fail["error"]
     usage, _ = run(exe, "lora", "train", "--base", base, "--data", data, "--out", adapter, "--targets", "q_proj", code=2)
     assert "q_proj" in usage["error"]
+
+
+def test_lora_train_over_a_mapped_fp16_base(exe, tmp_path):
+    """import --format native --weights fp16 writes a mappable 16-bit base; lora train --map-base
+    trains over it as over its loaded copy (the same losses, the same adapter bytes), and a file
+    without the mapping layout is refused with PG_ERR_UNSUPPORTED."""
+    data = tmp_path / "text.txt"
+    data.write_text(TEXT)
+    run(exe, "train", "--preset", "tiny", "--data", data, "--steps", 5, "--out", tmp_path / "run")
+    base = tmp_path / "run" / "model.bin"
+    base16 = tmp_path / "base16.pgck"
+    run(exe, "import", "--format", "native", "--in", base, "--out", base16, "--weights", "fp16")
+    assert base16.stat().st_size < 0.75 * base.stat().st_size
+    args = ["--data", data, "--rank", 4, "--steps", 4, "--batch", 4, "--threads", 1]
+    mapped, _ = run(exe, "lora", "train", "--base", base16, "--out", tmp_path / "m.safetensors", "--map-base", *args)
+    copied, _ = run(exe, "lora", "train", "--base", base16, "--out", tmp_path / "c.safetensors", *args)
+    assert mapped["base_mapped"] and not copied["base_mapped"]
+    assert mapped["val_loss_after"] == copied["val_loss_after"]
+    assert (tmp_path / "m.safetensors").read_bytes() == (tmp_path / "c.safetensors").read_bytes()
+    with phonegpt.Model.load(base16, map_weights=True) as m:
+        assert m.mapped
+    fail, _ = run(exe, "lora", "train", "--base", base, "--out", tmp_path / "x.safetensors", "--map-base", *args,
+                  code=1)
+    assert fail["status"] == "PG_ERR_UNSUPPORTED" and "align_for_mapping" in fail["error"]

@@ -5,7 +5,9 @@
 //
 // To add fixtures for a new version: bump kCheckpointMajor/Minor, then run
 //   phonegpt_unit_tests "[.write-fixtures]"
-// and add a row below with the digests it prints.
+// and add a row below with the digests it prints. (Format 1.3, the mapping layout, is written
+// only when asked for: its fixtures are kMappableFixtures, written by the same test case; the
+// default files stay 1.1.)
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -98,6 +100,72 @@ TEST_CASE("every checkpoint version ever written still loads (fixtures)", "[io][
     }
 }
 
+namespace {
+
+// Format 1.3's mapping layout, one file per storage: the same model (the fp32 one above, its
+// wte and block linears rounded for fp16 / bf16), written with CheckpointOptions{storage,
+// mappable}. weights_digest: xxh64 of every tensor's stored bytes in the model's table order.
+struct MappableFixture {
+    const char* file;
+    pg::WeightStorage storage;
+    uint64_t weights_digest;
+};
+const MappableFixture kMappableFixtures[] = {
+    {"checkpoint_v1.3_model_fp32.pgck", pg::WeightStorage::fp32, 0x3aa16fd8d73791d9ull},
+    {"checkpoint_v1.3_model_fp16.pgck", pg::WeightStorage::fp16, 0x578d214c789169c1ull},
+    {"checkpoint_v1.3_model_bf16.pgck", pg::WeightStorage::bf16, 0x0e1df7f37c27b1a0ull},
+};
+
+uint64_t weights_digest(const pg::Model& m) {
+    pg::io::Xxh64 h;
+    for (const pg::TensorEntry& e : m.tensors())
+        h.update(m.tensor_bytes(e), std::size_t(e.numel) * std::size_t(m.element_bytes(e.kind)));
+    return h.digest();
+}
+
+pg::io::CheckpointOptions mappable_options(pg::WeightStorage storage) {
+    pg::io::CheckpointOptions o;
+    o.storage = storage;
+    o.mappable = true;
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("format 1.3 fixtures (the mapping layout in fp32, fp16, bf16) load copied and mapped",
+          "[io][checkpoint][fixtures][mapped]") {
+    for (const MappableFixture& f : kMappableFixtures) {
+        INFO(f.file);
+        const std::string path = pg_test::fixtures_dir() + "/" + f.file;
+        const std::vector<uint8_t> bytes = read_bytes(path);
+        REQUIRE(!bytes.empty());
+        pg::io::MemorySource src(bytes.data(), bytes.size());
+        const pg::io::CheckpointHeader h = pg::io::read_checkpoint_header(src);
+        CHECK(h.major == 1);
+        CHECK(h.minor == pg::io::kCheckpointMinorMappable);
+        CHECK(h.mappable);
+        CHECK(h.storage == f.storage);
+        Loaded back = load_bytes(bytes);
+        INFO(back.message);
+        REQUIRE(back.status == PG_OK);
+        CHECK(back.model->storage() == f.storage);
+        CHECK(weights_digest(*back.model) == f.weights_digest);
+        // The base's identity is the fp32 weights' (the 1.0 - 1.1 fixtures' parameters).
+        CHECK(back.model->fp32_weights_hash() == 0x3aa16fd8d73791d9ull);
+        CHECK(back.model->provenance().steps == 1234);
+        auto file = std::make_shared<const pg::io::MappedFile>(path);
+        const pg::io::CheckpointHeader mh = pg::io::read_checkpoint_header(*file);
+        const pg::Model mapped = pg::io::map_checkpoint(file, mh);
+        CHECK(mapped.mapped());
+        CHECK(weights_digest(mapped) == f.weights_digest);
+        CHECK(mapped.fp32_weights_hash() == 0x3aa16fd8d73791d9ull);
+        // This version's fixtures are what the writer writes today.
+        pg::io::VectorSink sink;
+        pg::io::write_checkpoint(*back.model, nullptr, mappable_options(f.storage), sink);
+        CHECK(sink.bytes == bytes);
+    }
+}
+
 TEST_CASE("write the fixtures of the current format version", "[.write-fixtures]") {
     auto model = make_model(small_config(), 1234);
     model->set_provenance(fixture_provenance());
@@ -107,6 +175,13 @@ TEST_CASE("write the fixtures of the current format version", "[.write-fixtures]
     pg::io::save_checkpoint(*model, nullptr, 0, dir + "_model.pgck");
     pg::io::save_checkpoint(*model, nullptr, 3, dir + "_model_zstd.pgck");
     pg::io::save_checkpoint(*model, &state, 0, dir + "_train.pgck");
+    for (const MappableFixture& f : kMappableFixtures) {
+        pg::io::save_checkpoint(*model, nullptr, mappable_options(f.storage), pg_test::fixtures_dir() + "/" + f.file);
+        auto back = load_bytes(read_bytes(pg_test::fixtures_dir() + "/" + f.file));
+        INFO(back.message);
+        REQUIRE(back.status == PG_OK);
+        std::printf("%s: weights digest 0x%016llx\n", f.file, (unsigned long long)weights_digest(*back.model));
+    }
     std::printf("params digest 0x%016llx, moments digest 0x%016llx\n",
                 (unsigned long long)pg::io::xxh64(model->params(), std::size_t(model->num_params()) * 4),
                 (unsigned long long)moments_digest(state));

@@ -34,6 +34,14 @@ TEST_CASE("write the fuzz seed corpus", "[.write-fuzz-corpus]") {
     write_bytes(root + "/native/train_raw", encode(model, &state, 0));
     write_bytes(root + "/native/train_zstd", encode(model, &state, 1));
     write_bytes(root + "/native/no_tokenizer", encode(bare, nullptr, 0));
+    for (pg::WeightStorage s : {pg::WeightStorage::fp32, pg::WeightStorage::fp16}) {  // format 1.3's mapping layout
+        pg::io::CheckpointOptions o;
+        o.storage = s;
+        o.mappable = true;
+        pg::io::VectorSink sink;
+        pg::io::write_checkpoint(model, nullptr, o, sink);
+        write_bytes(root + (s == pg::WeightStorage::fp32 ? "/native/mappable_fp32" : "/native/mappable_fp16"), sink.bytes);
+    }
 
     pg::io::VectorSink llmc;
     pg::io::write_llmc(model, llmc);

@@ -88,7 +88,7 @@ inline Loaded load_bytes(const std::vector<uint8_t>& bytes, bool want_state = fa
     try {
         pg::io::MemorySource src(bytes.data(), bytes.size());
         pg::io::CheckpointHeader h = pg::io::read_checkpoint_header(src);
-        out.model = std::make_unique<pg::Model>(h.config);
+        out.model = std::make_unique<pg::Model>(pg::io::make_model_for(h));
         out.has_state = h.has_train_state;
         pg::io::read_checkpoint_data(src, h, *out.model, want_state ? &out.state : nullptr);
         out.model->set_tokenizer(std::move(h.tokenizer));

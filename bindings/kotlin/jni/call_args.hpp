@@ -125,4 +125,30 @@ inline bool open_batch(JNIEnv* env, jint B, jint T, IntBulk* in, jintArray in_a,
            tgt->open(env, tgt_a, tgt_b, tgt_off, n, "targets", true);
 }
 
+// pg_trainer_compute_gradients and pg_lora_trainer_compute_gradients: the caller's batch in, the
+// mean loss out (0 with an exception pending on failure).
+template <class H>
+jfloat compute_gradients(JNIEnv* env, H* t, pg_status (*compute)(H*, const int32_t*, const int32_t*, int32_t, int32_t, float*),
+                         const char* (*message)(const H*), jintArray in_a, jobject in_b, jint in_off, jintArray tgt_a,
+                         jobject tgt_b, jint tgt_off, jint B, jint T) {
+    IntBulk in, tgt;
+    if (!t || !open_batch(env, B, T, &in, in_a, in_b, in_off, &tgt, tgt_a, tgt_b, tgt_off)) return 0;
+    float loss = 0.0f;
+    if (failed(env, compute(t, in.data(), tgt.data(), B, T, &loss), t, message)) return 0;
+    return loss;
+}
+
+// pg_trainer_grad and pg_lora_trainer_grad: copies tensor `index`'s gradient (`length` floats;
+// Kotlin knows the shape) into the Java array or buffer.
+template <class H>
+void read_grad(JNIEnv* env, const H* t, pg_status (*grad)(const H*, int32_t, const float**),
+               const char* (*message)(const H*), jint index, jfloatArray a, jobject b, jint offset, jint length) {
+    const float* data = nullptr;
+    if (!t || failed(env, grad(t, index, &data), t, message)) return;
+    FloatBulk dst;
+    if (!dst.open(env, a, b, offset, length, "readGrad", false)) return;
+    if (length > 0) std::memcpy(dst.data(), data, std::size_t(length) * sizeof(float));
+    dst.commit(std::size_t(length));
+}
+
 }  // namespace pg_jni

@@ -12,11 +12,7 @@ cmake_minimum_required(VERSION 3.25)   # IN_LIST
 
 # name -> why the binding does not call it
 set(PG_NOT_WRAPPED
-  "pg_tokenizer_encode=pg_tokenizer_encode_with with default options is the same call (phonegpt.h), and Tokenizer.encode always passes its EncodeOptions"
-  "pg_lora_import_peft=added with the PEFT import (issue 12), and its Kotlin wrapper is not written yet"
-  "pg_lora_adapter_base_json=added with adapter format 1.3 (issue 12), and its Kotlin wrapper is not written yet"
-  "pg_lora_trainer_compute_gradients=the LoRA gradient readout for the twin tests (issue 12), not wrapped in Kotlin yet"
-  "pg_lora_trainer_grad=the LoRA gradient readout for the twin tests (issue 12), not wrapped in Kotlin yet")
+  "pg_tokenizer_encode=pg_tokenizer_encode_with with default options is the same call (phonegpt.h), and Tokenizer.encode always passes its EncodeOptions")
 
 file(READ ${PG_HEADER} header)
 string(REGEX MATCHALL "PG_API[^;(]*[ *](pg_[a-z0-9_]+)\\(" decls "${header}")

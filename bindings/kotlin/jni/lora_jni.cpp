@@ -1,6 +1,6 @@
 // The LoRA natives (pg_lora_*; Kotlin: Lora.kt): configurations, adapters (tensors, files, the
-// base check, PEFT export, the training record), merging, and the LoRA trainer with its
-// checkpoints. The trainer borrows its base and its adapter: Kotlin keeps both alive while it
+// base check and the base's JSON, PEFT export and import, the training record), merging, and the
+// LoRA trainer with its gradients and checkpoints. The trainer borrows its base and its adapter: Kotlin keeps both alive while it
 // lives, holds the base's lock shared (it is never written) and the adapter's alone during a step.
 #include "call_args.hpp"
 #include "tensor_jni.hpp"
@@ -155,6 +155,23 @@ jlong n_lora_adapter_load(JNIEnv* env, jclass, jstring jpath, jlong mh) {
     return to_handle(a);
 }
 
+jlong n_lora_import_peft(JNIEnv* env, jclass, jstring jfolder, jlong mh) {
+    std::string folder;
+    if (!get_string(env, jfolder, "folder", &folder)) return 0;
+    auto* m = handle_of<pg_model>(env, mh, "Model");
+    pg_lora_adapter* a = nullptr;
+    if (!m || failed(env, pg_lora_import_peft(folder.c_str(), m, &a))) return 0;
+    return to_handle(a);
+}
+
+// The recorded base's identity as UTF-8 JSON bytes (Kotlin decodes them).
+jbyteArray n_lora_adapter_base_json(JNIEnv* env, jclass, jlong h) {
+    auto* a = adapter_of(env, h);
+    if (!a) return nullptr;
+    return filled_bytes(env, [&](char* text, size_t cap, size_t* len) { return pg_lora_adapter_base_json(a, text, cap, len); },
+                        [&] { return pg_lora_adapter_last_error(a); });
+}
+
 void n_lora_adapter_check_base(JNIEnv* env, jclass, jlong h, jlong mh) {
     auto* a = adapter_of(env, h);
     auto* m = a ? handle_of<pg_model>(env, mh, "Model") : nullptr;
@@ -201,6 +218,18 @@ jlongArray n_lora_trainer_step_batch(JNIEnv* env, jclass, jlong h, jintArray in_
     return struct_longs(env, r);
 }
 
+jfloat n_lora_trainer_compute_gradients(JNIEnv* env, jclass, jlong h, jintArray in_a, jobject in_b, jint in_off,
+                                        jintArray tgt_a, jobject tgt_b, jint tgt_off, jint B, jint T) {
+    return compute_gradients(env, lora_trainer_of(env, h), pg_lora_trainer_compute_gradients, pg_lora_trainer_last_error,
+                             in_a, in_b, in_off, tgt_a, tgt_b, tgt_off, B, T);
+}
+
+// Copies the gradient of adapter tensor `index` (numel floats; Kotlin knows the shape).
+void n_lora_trainer_read_grad(JNIEnv* env, jclass, jlong h, jint index, jfloatArray a, jobject b, jint offset,
+                              jint length) {
+    read_grad(env, lora_trainer_of(env, h), pg_lora_trainer_grad, pg_lora_trainer_last_error, index, a, b, offset, length);
+}
+
 void n_lora_trainer_save(JNIEnv* env, jclass, jlong h, jstring jpath) {
     auto* t = lora_trainer_of(env, h);
     std::string path;
@@ -244,11 +273,16 @@ const JNINativeMethod kLoraNatives[] = {
     PG_NATIVE("loraExportPeft", "(JLjava/lang/String;)V", n_lora_export_peft),
     PG_NATIVE("loraAdapterLoad", "(Ljava/lang/String;J)J", n_lora_adapter_load),
     PG_NATIVE("loraAdapterCheckBase", "(JJ)V", n_lora_adapter_check_base),
+    PG_NATIVE("loraImportPeft", "(Ljava/lang/String;J)J", n_lora_import_peft),
+    PG_NATIVE("loraAdapterBaseJson", "(J)[B", n_lora_adapter_base_json),
     PG_NATIVE("loraTrainerCreate", "(JJ[J)J", n_lora_trainer_create),
     PG_NATIVE("loraTrainerFree", "(J)V", n_lora_trainer_free),
     PG_NATIVE("loraTrainerSetData", "(J" PG_SIG_INTS ")V", n_lora_trainer_set_data),
     PG_NATIVE("loraTrainerStep", "(J)[J", n_lora_trainer_step),
     PG_NATIVE("loraTrainerStepBatch", "(J[ILjava/nio/IntBuffer;I[ILjava/nio/IntBuffer;III)[J", n_lora_trainer_step_batch),
+    PG_NATIVE("loraTrainerComputeGradients", "(J[ILjava/nio/IntBuffer;I[ILjava/nio/IntBuffer;III)F",
+              n_lora_trainer_compute_gradients),
+    PG_NATIVE("loraTrainerReadGrad", "(JI" PG_SIG_FLOATS ")V", n_lora_trainer_read_grad),
     PG_NATIVE("loraTrainerSave", "(JLjava/lang/String;)V", n_lora_trainer_save),
     PG_NATIVE("loraTrainerResume", "(Ljava/lang/String;J)[J", n_lora_trainer_resume),
 };

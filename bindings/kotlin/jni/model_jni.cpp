@@ -157,6 +157,22 @@ jlong n_model_load(JNIEnv* env, jclass, jstring jpath) {
     return to_handle(m);
 }
 
+jlong n_model_load_with(JNIEnv* env, jclass, jstring jpath, jlongArray joptions) {
+    std::string path;
+    pg_load_options o;
+    if (!get_string(env, jpath, "path", &path) || !options_from(env, joptions, &o)) return 0;
+    pg_model* m = nullptr;
+    if (failed(env, pg_model_load_with(path.c_str(), &o, &m))) return 0;
+    return to_handle(m);
+}
+
+jboolean n_model_weights_mapped(JNIEnv* env, jclass, jlong h) {
+    auto* m = model_of(env, h);
+    int32_t mapped = 0;
+    if (!m || model_failed(env, pg_model_weights_mapped(m, &mapped), m)) return JNI_FALSE;
+    return mapped ? JNI_TRUE : JNI_FALSE;
+}
+
 void n_model_export(JNIEnv* env, jclass, jlong h, jint format, jstring jpath) {
     auto* m = model_of(env, h);
     std::string path;
@@ -244,6 +260,8 @@ const JNINativeMethod kModelNatives[] = {
     PG_NATIVE("modelForward", "(J[ILjava/nio/IntBuffer;I[ILjava/nio/IntBuffer;III" PG_SIG_FLOATS "I)F", n_model_forward),
     PG_NATIVE("modelSave", "(JLjava/lang/String;[J)V", n_model_save),
     PG_NATIVE("modelLoad", "(Ljava/lang/String;)J", n_model_load),
+    PG_NATIVE("modelLoadWith", "(Ljava/lang/String;[J)J", n_model_load_with),
+    PG_NATIVE("modelWeightsMapped", "(J)Z", n_model_weights_mapped),
     PG_NATIVE("modelExport", "(JILjava/lang/String;)V", n_model_export),
     PG_NATIVE("modelImport", "(ILjava/lang/String;)J", n_model_import),
     PG_NATIVE("evaluate", "(J" PG_SIG_INTS "[JLphonegpt/ProgressBridge;)[J", n_evaluate),

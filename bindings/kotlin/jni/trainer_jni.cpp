@@ -54,24 +54,14 @@ jlongArray n_trainer_step_batch(JNIEnv* env, jclass, jlong h, jintArray in_a, jo
 
 jfloat n_trainer_compute_gradients(JNIEnv* env, jclass, jlong h, jintArray in_a, jobject in_b, jint in_off,
                                    jintArray tgt_a, jobject tgt_b, jint tgt_off, jint B, jint T) {
-    auto* t = trainer_of(env, h);
-    IntBulk in, tgt;
-    if (!t || !open_batch(env, B, T, &in, in_a, in_b, in_off, &tgt, tgt_a, tgt_b, tgt_off)) return 0;
-    float loss = 0.0f;
-    if (trainer_failed(env, pg_trainer_compute_gradients(t, in.data(), tgt.data(), B, T, &loss), t)) return 0;
-    return loss;
+    return compute_gradients(env, trainer_of(env, h), pg_trainer_compute_gradients, pg_trainer_last_error, in_a, in_b,
+                             in_off, tgt_a, tgt_b, tgt_off, B, T);
 }
 
 // Copies the gradient of tensor `index` (numel floats; Kotlin knows the shape from the model).
 void n_trainer_read_grad(JNIEnv* env, jclass, jlong h, jint index, jfloatArray a, jobject b, jint offset,
                          jint length) {
-    auto* t = trainer_of(env, h);
-    const float* data = nullptr;
-    if (!t || trainer_failed(env, pg_trainer_grad(t, index, &data), t)) return;
-    FloatBulk dst;
-    if (!dst.open(env, a, b, offset, length, "readGrad", false)) return;
-    if (length > 0) std::memcpy(dst.data(), data, std::size_t(length) * sizeof(float));
-    dst.commit(std::size_t(length));
+    read_grad(env, trainer_of(env, h), pg_trainer_grad, pg_trainer_last_error, index, a, b, offset, length);
 }
 
 jlong n_trainer_step_count(JNIEnv* env, jclass, jlong h) {

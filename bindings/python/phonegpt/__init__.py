@@ -28,13 +28,13 @@ from ._phonegpt import (  # noqa: F401  (re-exported API)
     DataFilterReport, LoraAverageConfig, LoraAverageReport,
     Adapter, DataFilter, DataFilterConfig, LoraConfig, SigningKey, TrustedKeys, ValidationPolicy,
     ValidationCheck, ValidationReport, ValidationSummary, Validator,
-    BpeTrainOptions, EncodeOptions, LoraTrainer,
+    BpeTrainOptions, EncodeOptions, LoraTrainer, LoadOptions,
 )
 
 __all__ = [
     "Cancelled", "ChecksumError", "BufferTooSmall", "Error", "EvalConfig", "EvalResult", "EvalSampledConfig",
     "FormatError", "GeometryError", "HEADER_VERSION", "InternalError", "InvalidArgument", "IOError",
-    "Model", "ModelConfig", "NotFinite", "OutOfMemory", "SampleConfig", "SaveOptions", "Session", "SessionConfig", "StateError",
+    "LoadOptions", "Model", "ModelConfig", "NotFinite", "OutOfMemory", "SampleConfig", "SaveOptions", "Session", "SessionConfig", "StateError",
     "StepResult", "TensorInfo", "TokenizeError", "Tokenizer", "TrainConfig", "Trainer",
     "Unsupported", "VersionError", "__version__", "read_file",
     "simd_arch", "split_index", "status_name", "version", "version_number", "version_info",

@@ -35,6 +35,14 @@ class LoraAdapter internal constructor(handle: Long) : NativeHandle(handle, "Lor
          */
         @JvmStatic @JvmOverloads fun load(path: String, base: Model? = null): LoraAdapter =
             LoraAdapter(if (base == null) Native.loraAdapterLoad(path, 0) else base.reading { Native.loraAdapterLoad(path, it) })
+
+        /**
+         * Reads a PEFT adapter folder (adapter_config.json + adapter_model.safetensors) for
+         * [base] (pg_lora_import_peft): geometry from the files, checked against the base
+         * ([GeometryException], [FormatException] or [UnsupportedException] naming what differs).
+         */
+        @JvmStatic fun importPeft(folder: String, base: Model): LoraAdapter =
+            LoraAdapter(base.reading { Native.loraImportPeft(folder, it) })
     }
 
     override fun free(handle: Long) = Native.loraAdapterFree(handle)
@@ -56,6 +64,12 @@ class LoraAdapter internal constructor(handle: Long) : NativeHandle(handle, "Lor
             val n = counts[0].toInt()
             TrainingRecord(f.copyOfRange(0, n), f.copyOfRange(n, 2 * n), counts[1])
         }
+
+    /**
+     * The identity of the base it was made for, as the adapter file stores it (JSON: geometry,
+     * weights_xxh64, tokenizer, fingerprint, description, provenance; pg_lora_adapter_base_json).
+     */
+    val baseJson: String get() = reading { String(Native.loraAdapterBaseJson(it), Charsets.UTF_8) }
 
     /** Throws [GeometryException] naming the difference unless [base] is this adapter's base. */
     fun checkBase(base: Model) = reading { a -> base.reading { m -> Native.loraAdapterCheckBase(a, m) } }
@@ -163,6 +177,19 @@ class LoraTrainer private constructor(handle: Long, val base: Model, val adapter
         Native.loraTrainerStepBatch(h, i.array, i.buffer, i.offset, g.array, g.buffer, g.offset, batch, seqLen)
     override fun <R> stepping(block: (Long) -> R): R = writing { t ->
         base.reading(allowClosedByUser = true) { adapter.writing(allowClosedByUser = true) { block(t) } }
+    }
+
+    override fun nativeComputeGradients(h: Long, i: Ints, g: Ints, batch: Int, seqLen: Int): Float =
+        Native.loraTrainerComputeGradients(h, i.array, i.buffer, i.offset, g.array, g.buffer, g.offset, batch, seqLen)
+
+    /** A copy of one adapter tensor's gradient (as left by the last step or [computeGradients]). */
+    fun grad(name: String): FloatArray = writing { t ->
+        adapter.reading(allowClosedByUser = true) { a ->
+            val index = Native.loraAdapterFindTensor(a, name)
+            val out = FloatArray(numel(Native.loraAdapterTensorShape(a, index)))
+            Native.loraTrainerReadGrad(t, index, out, null, 0, out.size)
+            out
+        }
     }
 
     /**

@@ -18,13 +18,23 @@ class Model internal constructor(handle: Long) : EvaluatingHandle(handle, "Model
         @JvmStatic @JvmOverloads fun preset(name: String, seed: Long = 0): Model = Model(ModelConfig.preset(name), seed)
         /** Loads a native checkpoint (pg_model_load). */
         @JvmStatic fun load(path: String): Model = Model(Native.modelLoad(path))
+        /**
+         * Loads with options (pg_model_load_with): [LoadOptions.mapWeights] maps a raw checkpoint
+         * saved with the mapping layout ([SaveOptions.alignForMapping] or a 16-bit
+         * [SaveOptions.weightStorage]) read-only instead of copying its weights: a frozen base for
+         * sessions and LoRA trainers, refusing every writer of its weights with [StateException].
+         */
+        @JvmStatic fun load(path: String, options: LoadOptions): Model = Model(Native.modelLoadWith(path, options.fields()))
         /** Imports an llm.c or safetensors file (pg_model_import). */
         @JvmStatic fun importFrom(path: String, format: InteropFormat): Model = Model(Native.modelImport(format.code, path))
     }
 
     override fun free(handle: Long) = Native.modelFree(handle)
 
-    /** Saves atomically (options.compressionLevel: 0 = raw, 1..19 = zstd). */
+    /**
+     * Saves atomically (options.compressionLevel: 0 = raw, 1..19 = zstd; weightStorage -1 = as
+     * held, or a [WeightStorage] code for a 16-bit base file; alignForMapping: mappable).
+     */
     @JvmOverloads fun save(path: String, options: SaveOptions = SaveOptions.default()) =
         reading { Native.modelSave(it, path, options.fields()) }
 
@@ -32,6 +42,8 @@ class Model internal constructor(handle: Long) : EvaluatingHandle(handle, "Model
 
     val config: ModelConfig get() = reading { ModelConfig.fromFields(Native.modelGetConfig(it), null) }
     val numParams: Long get() = reading { Native.modelNumParams(it) }
+    /** True when the weights are a read-only file mapping (pg_model_weights_mapped). */
+    val weightsMapped: Boolean get() = reading { Native.modelWeightsMapped(it) }
 
     /** Where the weights come from (pg_model_provenance; saved and loaded with the model). */
     val provenance: Provenance get() = reading { Provenance.fromFields(Native.modelProvenance(it)) }

@@ -85,6 +85,8 @@ internal object Native {
                                          logitsOffset: Int, logitsLength: Int, nThreads: Int): Float
     @JvmStatic external fun modelSave(handle: Long, path: String?, options: LongArray?)
     @JvmStatic external fun modelLoad(path: String?): Long
+    @JvmStatic external fun modelLoadWith(path: String?, options: LongArray?): Long
+    @JvmStatic external fun modelWeightsMapped(handle: Long): Boolean
     @JvmStatic external fun modelExport(handle: Long, format: Int, path: String?)
     @JvmStatic external fun modelImport(format: Int, path: String?): Long
 
@@ -142,6 +144,8 @@ internal object Native {
     @JvmStatic external fun loraAdapterSave(handle: Long, path: String?)
     @JvmStatic external fun loraAdapterLoad(path: String?, base: Long): Long
     @JvmStatic external fun loraAdapterCheckBase(handle: Long, base: Long)
+    @JvmStatic external fun loraImportPeft(folder: String?, base: Long): Long
+    @JvmStatic external fun loraAdapterBaseJson(handle: Long): ByteArray
 
     // Session.kt (bindings/kotlin/jni/session_jni.cpp)
     @JvmStatic external fun sessionCreate(model: Long, config: LongArray?): Long
@@ -179,6 +183,11 @@ internal object Native {
     @JvmStatic external fun loraTrainerStepBatch(handle: Long, inputs: IntArray?, inputsBuffer: IntBuffer?,
                                                  inputsOffset: Int, targets: IntArray?, targetsBuffer: IntBuffer?,
                                                  targetsOffset: Int, batch: Int, seqLen: Int): LongArray
+    @JvmStatic external fun loraTrainerComputeGradients(handle: Long, inputs: IntArray?, inputsBuffer: IntBuffer?,
+                                                        inputsOffset: Int, targets: IntArray?, targetsBuffer: IntBuffer?,
+                                                        targetsOffset: Int, batch: Int, seqLen: Int): Float
+    @JvmStatic external fun loraTrainerReadGrad(handle: Long, index: Int, out: FloatArray?, outBuffer: FloatBuffer?,
+                                                offset: Int, length: Int)
     @JvmStatic external fun loraTrainerSave(handle: Long, path: String?)
     /** {adapter handle, trainer handle}. */
     @JvmStatic external fun loraTrainerResume(path: String?, base: Long): LongArray

@@ -12,6 +12,7 @@ abstract class TrainerBase internal constructor(handle: Long, handleKind: String
     internal abstract fun nativeSetData(h: Long, r: Ints)
     internal abstract fun nativeStep(h: Long): LongArray
     internal abstract fun nativeStepBatch(h: Long, i: Ints, g: Ints, batch: Int, seqLen: Int): LongArray
+    internal abstract fun nativeComputeGradients(h: Long, i: Ints, g: Ints, batch: Int, seqLen: Int): Float
     /** Runs [block] with the trainer's handle and the locks a step needs. */
     internal abstract fun <R> stepping(block: (Long) -> R): R
 
@@ -32,6 +33,19 @@ abstract class TrainerBase internal constructor(handle: Long, handleKind: String
 
     private fun stepBatch(i: Ints, g: Ints, batch: Int, seqLen: Int): StepResult =
         stepping { StepResult.fromFields(nativeStepBatch(it, i, g, batch, seqLen), null) }
+
+    /**
+     * Forward and backward only, no update and nothing recorded: returns the batch's mean loss
+     * and leaves the gradients for `grad` (every weight's for [Trainer], dA and dB for [LoraTrainer]).
+     */
+    fun computeGradients(inputs: IntArray, targets: IntArray, batch: Int, seqLen: Int): Float =
+        computeGradients(ints(inputs), ints(targets), batch, seqLen)
+
+    fun computeGradients(inputs: IntBuffer, targets: IntBuffer, batch: Int, seqLen: Int): Float =
+        computeGradients(ints(inputs, "inputs"), ints(targets, "targets"), batch, seqLen)
+
+    private fun computeGradients(i: Ints, g: Ints, batch: Int, seqLen: Int): Float =
+        stepping { nativeComputeGradients(it, i, g, batch, seqLen) }
 
     /**
      * Runs [steps] steps, calling [onStep] after each (outside any lock: it may evaluate the
@@ -100,16 +114,8 @@ class Trainer private constructor(handle: Long, val model: Model, private val ow
         Native.trainerStepBatch(h, i.array, i.buffer, i.offset, g.array, g.buffer, g.offset, batch, seqLen)
     override fun <R> stepping(block: (Long) -> R): R = writing { t -> model.writing(allowClosedByUser = true) { block(t) } }
 
-    /** Forward and backward only; returns the mean loss and leaves the gradients for [grad]. */
-    fun computeGradients(inputs: IntArray, targets: IntArray, batch: Int, seqLen: Int): Float =
-        computeGradients(ints(inputs), ints(targets), batch, seqLen)
-
-    fun computeGradients(inputs: IntBuffer, targets: IntBuffer, batch: Int, seqLen: Int): Float =
-        computeGradients(ints(inputs, "inputs"), ints(targets, "targets"), batch, seqLen)
-
-    private fun computeGradients(i: Ints, g: Ints, batch: Int, seqLen: Int): Float = stepping { h ->
+    override fun nativeComputeGradients(h: Long, i: Ints, g: Ints, batch: Int, seqLen: Int): Float =
         Native.trainerComputeGradients(h, i.array, i.buffer, i.offset, g.array, g.buffer, g.offset, batch, seqLen)
-    }
 
     /** A copy of one tensor's gradient (as left by the last step or computeGradients). */
     fun grad(name: String): FloatArray = writing { h ->

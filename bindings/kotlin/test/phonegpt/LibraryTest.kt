@@ -58,7 +58,8 @@ class LibraryTest {
     @Test fun generatedStructsMatchTheLibrary() {
         val defaults = mapOf(
             "pg_model_config" to ModelConfig.default().fields(), "pg_train_config" to TrainConfig.default().fields(),
-            "pg_save_options" to SaveOptions.default().fields(), "pg_eval_config" to EvalConfig.default().fields(),
+            "pg_save_options" to SaveOptions.default().fields(), "pg_load_options" to LoadOptions.default().fields(),
+            "pg_eval_config" to EvalConfig.default().fields(),
             "pg_sample_config" to SampleConfig.default().fields(), "pg_session_config" to SessionConfig.default().fields(),
             "pg_eval_sampled_config" to EvalSampledConfig.default().fields(),
             "pg_encode_options" to EncodeOptions.default().fields(),

@@ -207,4 +207,86 @@ class LoraTest {
             }
         }
     }
+
+    // --- PEFT import, the base's JSON, the gradient readout, a mapped 16-bit base ---------------
+
+    /** Export then import gives the same adapter; the base's JSON names its identity; dA and dB match finite differences. */
+    @Test fun peftImportBaseJsonAndGradients() {
+        trainedBase().use { base ->
+            val cfg = LoraConfig.default().copy(rank = 2, targetModules = LoraTarget.ALL)
+            LoraAdapter(base, cfg).use { a ->
+                LoraTrainer(base, a, trainConfig()).use { t -> t.setData(ids); t.train(3) }
+                val folder = File(tmp, "peft-import").apply { deleteRecursively(); mkdirs() }
+                a.exportPeft(folder.path)
+                LoraAdapter.importPeft(folder.path, base).use { b ->
+                    assertEquals(a.tensorNames, b.tensorNames)
+                    for (n in a.tensorNames) assertArrayEquals(n, a.parameter(n), b.parameter(n), 0f)
+                    assertEquals(a.config, b.config)
+                    assertEquals(a.baseJson, b.baseJson)
+                }
+                assertThrows<IoException>(Status.IO) { LoraAdapter.importPeft(File(tmp, "no_such_peft").path, base) }
+                val json = a.baseJson
+                assertTrue(json, json.startsWith("{") && json.contains("\"weights_xxh64\"") && json.contains("\"fingerprint\""))
+                assertTrue(json, json.contains("\"trained\""))  // the base's provenance
+
+                val b = 4
+                val t = 8
+                val inputs = ids.copyOf(b * t)
+                val targets = ids.copyOfRange(1, b * t + 1)
+                LoraTrainer(base, a, trainConfig().copy(dropout = 0f)).use { tr ->
+                    val loss = tr.computeGradients(inputs, targets, b, t)
+                    assertTrue("$loss", loss > 0f)
+                    val name = "h.1.mlp.c_fc.lora_B.weight"
+                    val g = tr.grad(name)
+                    assertEquals(numel(a.tensorShape(name)), g.size)
+                    val w = a.parameter(name)
+                    val i = g.indices.maxBy { Math.abs(g[it]) }!!
+                    assertTrue("gradient ${g[i]}", Math.abs(g[i]) > 1e-5f)
+                    val h = 1e-2f
+                    fun lossWith(v: Float): Float {
+                        a.setParameter(name, w.copyOf().also { it[i] = v })
+                        return tr.computeGradients(inputs, targets, b, t)
+                    }
+                    val fd = (lossWith(w[i] + h) - lossWith(w[i] - h)) / (2 * h)
+                    a.setParameter(name, w)
+                    assertEquals(g[i], fd, 2e-2f * Math.abs(g[i]) + 1e-4f)
+                    // computing gradients recorded nothing
+                    assertEquals(3, a.trainingRecord.steps)
+                    assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { tr.grad("h.9.attn.c_attn.lora_A.weight") }
+                }
+            }
+        }
+    }
+
+    /** A base saved in fp16 and mapped read-only trains an adapter exactly as its loaded copy does, and refuses writers. */
+    @Test fun mappedFp16Base() {
+        trainedBase().use { base ->
+            val path = File(tmp, "base16.pgck").path
+            base.save(path, SaveOptions.default().copy(weightStorage = WeightStorage.FP16.code))
+            Model.load(path, LoadOptions.default().copy(mapWeights = true)).use { mapped ->
+                Model.load(path).use { copied ->
+                    assertTrue(mapped.weightsMapped)
+                    assertFalse(copied.weightsMapped)
+                    assertEquals(WeightStorage.FP16, mapped.weightStorage.first)
+                    assertEquals(WeightStorage.FP16, copied.weightStorage.first)
+                    val cfg = LoraConfig.default().copy(rank = 2)
+                    fun run(m: Model) = LoraAdapter(m, cfg).use { a ->
+                        Pair(LoraTrainer(m, a, trainConfig()).use { t -> t.setData(ids); t.train(3).map { it.loss } }, a.baseJson)
+                    }
+                    val (mappedLosses, mappedJson) = run(mapped)
+                    val (copiedLosses, copiedJson) = run(copied)
+                    assertEquals(copiedLosses, mappedLosses)
+                    assertEquals(copiedJson, mappedJson)
+                    LoraAdapter(base, cfg).use { a -> assertEquals(a.baseJson, mappedJson) }  // the fp32 base's identity
+                    val e = assertThrows<StateException>(Status.STATE) { Trainer(mapped, trainConfig()).close() }
+                    assertTrue(e.message!!, e.message!!.contains("memory-mapped"))
+                }
+            }
+            val plain = File(tmp, "base32.pgck").path
+            base.save(plain)
+            assertThrows<UnsupportedException>(Status.UNSUPPORTED) {
+                Model.load(plain, LoadOptions.default().copy(mapWeights = true)).close()
+            }
+        }
+    }
 }

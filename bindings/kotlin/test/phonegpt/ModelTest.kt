@@ -102,7 +102,13 @@ class ModelTest {
             assertThrows<StateException>(Status.STATE) { m.setWeightStorage(WeightStorage.FP32) }
             val dir = java.nio.file.Files.createTempDirectory("pg-storage").toFile()
             try {
-                assertThrows<StateException>(Status.STATE) { m.save(java.io.File(dir, "m.pgm").path) }
+                // it saves in its own storage (a mappable 16-bit file), never as fp32 again
+                val path = java.io.File(dir, "m.pgm").path
+                assertThrows<StateException>(Status.STATE) {
+                    m.save(path, SaveOptions.default().copy(weightStorage = WeightStorage.FP32.code))
+                }
+                m.save(path)
+                Model.load(path).use { back -> assertEquals(WeightStorage.FP16, back.weightStorage.first) }
             } finally {
                 dir.deleteRecursively()
             }
@@ -140,7 +146,7 @@ class ModelTest {
             val raw = File(tmp, "m.bin").path
             val zst = File(tmp, "mz.bin").path
             m.save(raw)
-            m.save(zst, SaveOptions(3))
+            m.save(zst, SaveOptions.default().copy(compressionLevel = 3))
             for (p in listOf(raw, zst)) Model.load(p).use { l ->
                 assertEquals(want, l.evaluate(ids).meanLoss, 0.0)
                 assertNotNull(l.tokenizer?.use { it.vocabSize })
@@ -158,7 +164,7 @@ class ModelTest {
             }
             assertThrows<IoException>(Status.IO) { Model.load(File(tmp, "nope.bin").path) }
             assertThrows<IoException>(Status.IO) { m.save(File(tmp, "no/such/dir/m.bin").path) }
-            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.save(raw, SaveOptions(99)) }
+            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.save(raw, SaveOptions.default().copy(compressionLevel = 99)) }
             val bad = File(tmp, "bad.bin").apply { writeBytes(File(raw).readBytes().copyOf(100)) }
             assertThrows<PhoneGptException>(Status.FORMAT) { Model.load(bad.path) }
             val flipped = File(raw).readBytes().also { it[it.size - 9] = (it[it.size - 9] + 1).toByte() }

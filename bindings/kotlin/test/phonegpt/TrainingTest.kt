@@ -182,7 +182,7 @@ class TrainingTest {
         val path = File(tmp, "trainer.bin").path
         val straight = tinyModel().use { m -> Trainer(m, trainConfig()).use { t -> t.setData(ids); t.train(6) } }
         tinyModel().use { m ->
-            Trainer(m, trainConfig()).use { t -> t.setData(ids); t.train(3); t.save(path, SaveOptions(1)) }
+            Trainer(m, trainConfig()).use { t -> t.setData(ids); t.train(3); t.save(path, SaveOptions.default().copy(compressionLevel = 1)) }
         }
         val resumed = Trainer.resume(path)
         resumed.use { t ->

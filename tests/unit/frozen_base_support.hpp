@@ -1,0 +1,91 @@
+// What the tests of a frozen base (16-bit, mapped: test_lora_half_base.cpp, test_mapped_base.cpp)
+// share: the tiny test base with weights 10x GPT-2's initialisation (so that 16-bit rounding shows
+// in its outputs), an adapter whose B is set, a token pattern, and a session's outputs.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "phonegpt/phonegpt.h"
+
+namespace frozen_base_test {
+
+constexpr int kVocab = 65, kT = 16, kB = 3;
+
+inline pg_model* tiny_base(uint64_t seed) {
+    pg_model_config mc;
+    REQUIRE(pg_model_config_preset("tiny", &mc) == PG_OK);  // 2 layers, width 16, context 16
+    pg_model* m = nullptr;
+    REQUIRE(pg_model_create(&mc, seed, &m) == PG_OK);
+    REQUIRE(pg_model_allow_untrained_base(m, 1) == PG_OK);
+    // Larger weights than GPT-2's initialisation, so the rounding shows in the outputs.
+    int32_t n = 0;
+    REQUIRE(pg_model_num_tensors(m, &n) == PG_OK);
+    for (int32_t i = 0; i < n; ++i) {
+        float* w = nullptr;
+        pg_tensor_info info;
+        info.struct_size = sizeof info;
+        REQUIRE(pg_model_tensor_info(m, i, &info) == PG_OK);
+        REQUIRE(pg_model_tensor_data_mutable(m, i, &w) == PG_OK);
+        for (int64_t k = 0; k < info.numel; ++k) w[k] *= 10.0f;
+    }
+    return m;
+}
+
+inline pg_lora_adapter* adapter_with_b(const pg_model* base, uint32_t targets) {
+    pg_lora_config c;
+    pg_lora_config_default(&c);
+    c.rank = 4;
+    c.alpha = 8.0f;
+    c.target_modules = targets;
+    pg_lora_adapter* a = nullptr;
+    REQUIRE(pg_lora_adapter_create(base, &c, &a) == PG_OK);
+    int32_t n = 0;
+    REQUIRE(pg_lora_adapter_num_tensors(a, &n) == PG_OK);
+    for (int32_t i = 0; i < n; ++i) {
+        pg_tensor_info info;
+        info.struct_size = sizeof info;
+        REQUIRE(pg_lora_adapter_tensor_info(a, i, &info) == PG_OK);
+        if (std::string(info.name).find("lora_B") == std::string::npos) continue;
+        float* b = nullptr;
+        REQUIRE(pg_lora_adapter_tensor_data_mutable(a, i, &b) == PG_OK);
+        for (int64_t k = 0; k < info.numel; ++k) b[k] = 0.3f * std::sin(0.7f * float(k) + float(i));
+    }
+    return a;
+}
+
+inline std::vector<int32_t> tokens(int n, int shift) {
+    std::vector<int32_t> t;
+    for (int i = 0; i < n; ++i) t.push_back(int32_t((i * 11 + shift) % kVocab));
+    return t;
+}
+
+// Batched logits, then the logits after each of a few tokens appended one at a time (the
+// KV-cached one-position path), of a session over `m`, with an adapter made for `m` (the same
+// factors for every base) or none.
+inline std::vector<float> session_outputs(const pg_model* m, bool with_adapter) {
+    pg_lora_adapter* adapter = with_adapter ? adapter_with_b(m, PG_LORA_ALL_LINEARS) : nullptr;
+    pg_session_config sc;
+    pg_session_config_default(&sc);
+    sc.n_threads = 2;
+    pg_session* s = nullptr;
+    REQUIRE(pg_session_create(m, &sc, &s) == PG_OK);
+    if (adapter) REQUIRE(pg_session_attach_adapter(s, adapter) == PG_OK);
+    const std::vector<int32_t> in = tokens(kB * kT, 3);
+    std::vector<float> out(std::size_t(kB) * kT * kVocab);
+    REQUIRE(pg_session_forward(s, in.data(), kB, kT, nullptr, out.data(), nullptr) == PG_OK);
+    std::vector<float> step(kVocab);
+    for (int i = 0; i < 6; ++i) {
+        REQUIRE(pg_session_append(s, in.data() + i, 1) == PG_OK);
+        REQUIRE(pg_session_logits(s, step.data(), step.size()) == PG_OK);
+        out.insert(out.end(), step.begin(), step.end());
+    }
+    pg_session_free(s);
+    pg_lora_adapter_free(adapter);
+    return out;
+}
+
+}  // namespace frozen_base_test
