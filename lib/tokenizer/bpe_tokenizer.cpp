@@ -542,6 +542,11 @@ std::string BpeTokenizer::decode(const int32_t* ids, std::size_t n) const {
     return out;
 }
 
+int64_t BpeTokenizer::token_length(int32_t id) const {
+    if (id < 0 || id >= vocab_size_ || span_of_[std::size_t(id)].offset == kNoOffset) return -1;
+    return int64_t(span_of_[std::size_t(id)].length);
+}
+
 std::vector<BpeTokenizer::Merge> BpeTokenizer::merge_list() const {
     if (!tiktoken_rule_) return merges_;
     // Token of rank r is made by the last merge of its own bytes using ranks below r.

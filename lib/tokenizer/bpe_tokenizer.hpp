@@ -63,6 +63,7 @@ public:
                                              bool allow_all) const;
     void encode_ordinary(std::string_view text, std::vector<int32_t>& out) const;
     std::string decode(const int32_t* ids, std::size_t n) const override;
+    int64_t token_length(int32_t id) const override;
     std::vector<uint8_t> serialize() const override;
     std::unique_ptr<Tokenizer> clone() const override;
 
