@@ -33,7 +33,7 @@ uint64_t mix(uint64_t h) {
 // The first min(n, 8) bytes of p (n >= 1) as one number, zero above them, without reading
 // past p[n - 1]: two overlapping loads instead of a variable-length copy (a call to memcpy).
 // Equal numbers for equal n mean equal bytes.
-inline uint64_t load_head(const unsigned char* p, std::size_t n) {
+[[gnu::always_inline]] inline uint64_t load_head(const unsigned char* p, std::size_t n) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     uint64_t v = 0;
     for (std::size_t i = 0; i < n && i < 8; ++i) v |= uint64_t(p[i]) << (8 * i);
@@ -56,7 +56,7 @@ inline uint64_t load_head(const unsigned char* p, std::size_t n) {
 
 // The hash of p[0, n) whose first bytes are `head` (load_head): for up to 8 bytes a bijective
 // mix of the number and the length, longer ones fold in 8 bytes at a time.
-uint64_t hash_bytes(const unsigned char* p, std::size_t n, uint64_t head) {
+[[gnu::always_inline]] inline uint64_t hash_bytes(const unsigned char* p, std::size_t n, uint64_t head) {
     if (n <= 8) return mix(head ^ (uint64_t(n) * 0xff51afd7ed558ccdull));
     uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t(n) * 0xff51afd7ed558ccdull);
     while (n >= 8) {
@@ -290,7 +290,8 @@ void BpeTokenizer::build(bool derive_pairs_from_ranks, const std::vector<Merge>*
     }
 }
 
-const BpeTokenizer::ByteSlot* BpeTokenizer::find_bytes(const unsigned char* p, std::size_t n) const {
+[[gnu::always_inline]] inline const BpeTokenizer::ByteSlot* BpeTokenizer::find_bytes(const unsigned char* p,
+                                                                                    std::size_t n) const {
     if (n == 0 || n > longest_token_) return nullptr;
     const uint64_t head = load_head(p, n);
     const uint64_t hash = hash_bytes(p, n, head);
@@ -468,8 +469,9 @@ void BpeTokenizer::merge_large(const unsigned char* p, std::size_t n, std::vecto
     for (int32_t i = 0; i >= 0; i = node[std::size_t(i)].next) out.push_back(node[std::size_t(i)].id);
 }
 
-void BpeTokenizer::encode_piece(const unsigned char* p, std::size_t n, std::size_t offset,
-                                std::vector<int32_t>& out) const {
+// Inlined into encode_ordinary's loop: most pieces end in one of its first two branches.
+[[gnu::always_inline]] inline void BpeTokenizer::encode_piece(const unsigned char* p, std::size_t n,
+                                                              std::size_t offset, std::vector<int32_t>& out) const {
     if (n == 2 && !ignore_merges_ && byte_token_[p[0]] >= 0 && byte_token_[p[1]] >= 0) {
         // Two bytes are one token exactly when their pair merges: under both rules that is
         // what the whole-piece lookup would find (one small table instead of the big one).
@@ -488,7 +490,15 @@ void BpeTokenizer::encode_piece(const unsigned char* p, std::size_t n, std::size
             out.push_back(whole->id);
             return;
         }
+    } else if (byte_token_[p[0]] >= 0) {
+        out.push_back(byte_token_[p[0]]);
+        return;
     }
+    encode_merged(p, n, offset, out);
+}
+
+void BpeTokenizer::encode_merged(const unsigned char* p, std::size_t n, std::size_t offset,
+                                 std::vector<int32_t>& out) const {
     for (std::size_t i = 0; i < n; ++i)
         if (byte_token_[p[i]] < 0)
             throw Error(PG_ERR_TOKENIZE, "byte 0x" + std::string(1, "0123456789ABCDEF"[p[i] >> 4]) +

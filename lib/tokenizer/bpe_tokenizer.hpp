@@ -112,6 +112,8 @@ private:
     BpeTokenizer() = default;
     void build(bool derive_pairs_from_ranks, const std::vector<Merge>* merges);
     void encode_piece(const unsigned char* p, std::size_t n, std::size_t offset, std::vector<int32_t>& out) const;
+    // A piece that is no whole token: its bytes checked, then merged.
+    void encode_merged(const unsigned char* p, std::size_t n, std::size_t offset, std::vector<int32_t>& out) const;
     void merge_small(const unsigned char* p, std::size_t n, std::vector<int32_t>& out) const;
     void merge_large(const unsigned char* p, std::size_t n, std::vector<int32_t>& out) const;
     int32_t lookup_bytes(const unsigned char* p, std::size_t n) const;
