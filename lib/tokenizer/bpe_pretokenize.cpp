@@ -39,21 +39,25 @@ std::size_t run_end(const Text& t, std::size_t i, Pred pred) {
     return i;
 }
 
-// The end of the run of \p{L} that starts at i (the run of letters every pattern has). ASCII
-// letters go 8 bytes at a time while 8 remain (a byte is one when it is below 0x80 and its
-// lower-cased value is in 'a'..'z': exactly the ASCII \p{L}); at the first other byte the run
-// goes on character by character, and back to 8 at a time after a non-ASCII letter.
-inline std::size_t letter_run(const Text& t, std::size_t i) {
+// The end of the run of characters satisfying pred that starts at i, where the ASCII members
+// of pred's class are exactly the bytes Lo..Hi (after setting bit 5 when FoldCase: A-Z and a-z
+// alike). ASCII members go 8 bytes at a time while 8 remain, with a few word operations; at the
+// first other byte the run goes on character by character through pred, and back to 8 at a
+// time after a non-ASCII member. (pred decides every byte the word test stops at, so the word
+// test only has to accept nothing outside the class.)
+template <bool FoldCase, unsigned char Lo, unsigned char Hi, class Pred>
+inline std::size_t ascii_fast_run(const Text& t, std::size_t i, Pred pred) {
+    static_assert(Lo <= Hi && Hi < 0x80, "an ASCII range");
     for (;;) {
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
         constexpr uint64_t kHigh = 0x8080808080808080ull, kOnes = 0x0101010101010101ull;
         while (i + 8 <= t.n) {
             uint64_t x;
             std::memcpy(&x, t.p + i, 8);
-            const uint64_t low7 = (x | 0x20 * kOnes) & ~kHigh;  // no carry between bytes below
-            const uint64_t at_least_a = low7 + (0x80 - 'a') * kOnes;
-            const uint64_t above_z = low7 + (0x80 - 'z' - 1) * kOnes;
-            const uint64_t stop = ~(at_least_a & ~above_z & ~x) & kHigh;  // bit 7 of each non-letter
+            const uint64_t low7 = (FoldCase ? x | 0x20 * kOnes : x) & ~kHigh;  // no carry between bytes below
+            const uint64_t at_least_lo = low7 + (0x80 - Lo) * kOnes;
+            const uint64_t above_hi = low7 + (0x80 - Hi - 1) * kOnes;
+            const uint64_t stop = ~(at_least_lo & ~above_hi & ~x) & kHigh;  // bit 7 of each non-member
             if (stop == 0) {
                 i += 8;
                 continue;
@@ -64,9 +68,21 @@ inline std::size_t letter_run(const Text& t, std::size_t i) {
 #endif
         if (i >= t.n) return i;
         const Char c = t.at(i);
-        if (!is_letter(c.cls)) return i;
+        if (!pred(c)) return i;
         i += c.len;
     }
+}
+
+// The run of \p{L} from i (ASCII: A-Z, a-z).
+inline std::size_t letter_run(const Text& t, std::size_t i) {
+    return ascii_fast_run<true, 'a', 'z'>(t, i, [](const Char& c) { return is_letter(c.cls); });
+}
+// o200k's runs of [\p{Ll}\p{Lm}\p{Lo}\p{M}] (ASCII: a-z) and [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] (A-Z).
+inline std::size_t lowerish_run(const Text& t, std::size_t i) {
+    return ascii_fast_run<false, 'a', 'z'>(t, i, [](const Char& c) { return is_lowerish(c.cls); });
+}
+inline std::size_t upperish_run(const Text& t, std::size_t i) {
+    return ascii_fast_run<false, 'A', 'Z'>(t, i, [](const Char& c) { return is_upperish(c.cls); });
 }
 
 // \s+(?!\S)|\s+ at the whitespace character i (gpt2's whitespace alternatives): the whole run
@@ -126,8 +142,7 @@ std::size_t o200k_lower_word(const Text& t, std::size_t s) {
         j += c.len;
         if (is_lowerish(c.cls)) last_lower_end = j;
     }
-    if (j < t.n && is_lowerish(t.at(j).cls))
-        return run_end(t, j, [](const Char& c) { return is_lowerish(c.cls); });
+    if (j < t.n && is_lowerish(t.at(j).cls)) return lowerish_run(t, j);
     // Backtrack: the upper-ish run gives back characters until one that is also lower-ish
     // can start the lower-ish run; that run then ends right after it.
     return last_lower_end;
@@ -136,12 +151,13 @@ std::size_t o200k_lower_word(const Text& t, std::size_t s) {
 // o200k's [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]* from s (second
 // alternative), or 0.
 std::size_t o200k_upper_word(const Text& t, std::size_t s) {
-    const std::size_t j = run_end(t, s, [](const Char& c) { return is_upperish(c.cls); });
+    const std::size_t j = upperish_run(t, s);
     if (j == s) return 0;
-    return run_end(t, j, [](const Char& c) { return is_lowerish(c.cls); });
+    return lowerish_run(t, j);
 }
 
-std::size_t with_contraction(const Text& t, std::size_t end) {
+inline std::size_t with_contraction(const Text& t, std::size_t end) {
+    if (end >= t.n || t.p[end] != '\'') return end;
     const std::size_t c = contraction_ci(t, end);
     return c ? c : end;
 }
