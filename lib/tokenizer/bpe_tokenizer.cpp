@@ -350,27 +350,28 @@ int32_t BpeTokenizer::special_id(std::string_view text) const {
 // The flat-array merge (tiktoken's byte_pair_merge): repeatedly merge the adjacent pair of
 // lowest priority, the leftmost among equals.
 void BpeTokenizer::merge_small(const unsigned char* p, std::size_t n, std::vector<int32_t>& out) const {
+    // key[i]: the pair (ids[i], ids[i + 1]) as priority << 32 | result, so the smallest key is
+    // the lowest priority and, as the first one found, the leftmost (equal priorities are one
+    // merge, so equal keys); no merge is kNoPriority << 32, above every real one.
     int32_t ids[kSmallPiece];
-    uint32_t pri[kSmallPiece];
-    int32_t res[kSmallPiece];
+    uint64_t key[kSmallPiece];
+    constexpr uint64_t kNoMerge = uint64_t(kNoPriority) << 32;
+    const auto pack = [](const PairValue& v) { return uint64_t(v.priority) << 32 | uint32_t(v.result); };
     std::size_t m = n;
     for (std::size_t i = 0; i < n; ++i) ids[i] = byte_token_[p[i]];
     const auto rank_pair = [&](std::size_t i) {
-        if (!pair_lookup(ids[i], ids[i + 1], &pri[i], &res[i])) pri[i] = kNoPriority;
+        PairValue v;
+        key[i] = pair_lookup(ids[i], ids[i + 1], &v.priority, &v.result) ? pack(v) : kNoMerge;
     };
-    for (std::size_t i = 0; i + 1 < m; ++i) {
-        const PairValue v = byte_pair(p[i], p[i + 1]);
-        pri[i] = v.priority;
-        res[i] = v.result;
-    }
+    for (std::size_t i = 0; i + 1 < m; ++i) key[i] = pack(byte_pair(p[i], p[i + 1]));
     while (m > 1) {
         std::size_t best = 0;
-        uint32_t best_pri = kNoPriority;
-        for (std::size_t i = 0; i + 1 < m; ++i)
-            if (pri[i] < best_pri) best_pri = pri[i], best = i;
-        if (best_pri == kNoPriority) break;
-        ids[best] = res[best];
-        for (std::size_t i = best + 1; i + 1 < m; ++i) ids[i] = ids[i + 1], pri[i] = pri[i + 1], res[i] = res[i + 1];
+        uint64_t best_key = key[0];
+        for (std::size_t i = 1; i + 1 < m; ++i)
+            if (key[i] < best_key) best_key = key[i], best = i;
+        if (best_key >= kNoMerge) break;
+        ids[best] = int32_t(uint32_t(best_key));
+        for (std::size_t i = best + 1; i + 1 < m; ++i) ids[i] = ids[i + 1], key[i] = key[i + 1];
         --m;
         if (best + 1 < m) rank_pair(best);
         if (best > 0) rank_pair(best - 1);
