@@ -1,13 +1,15 @@
 // Byte-level BPE speed: load time and resident memory of each encoding, one-thread encode
 // throughput on a text, the worst cases (1 MB of one character, 1 MB of random bytes), and a
-// batch of documents on 1 and 2 threads. The worst cases are also given in thread CPU time,
-// and the batch's CPU seconds on 2 threads over 1 thread's (1.0: the split costs nothing).
-// The peers (npm tiktoken, HF tokenizers) are timed on the same files by
-// bench_tokenizer_peers.js; benchmarks/run_tokenizer.sh runs both.
+// batch of documents (the text cut at line ends into ~4 KB pieces) on 1 and 2 threads: wall ms
+// of each and their ratio (2.0 = perfect scaling, on a machine with two free cores). The worst
+// cases are also given in thread CPU time, and the batch's CPU seconds on 2 threads over 1
+// thread's (1.0: the split costs nothing). The peers (npm tiktoken, HF tokenizers) are timed on
+// the same files by bench_tokenizer_peers.js; benchmarks/run_tokenizer.sh runs both.
 // Encode and load are given in wall time and in thread CPU time (the figure to compare on a
 // shared machine: it leaves out the waits for a core).
-// Usage: bench_tokenizer RANKS_DIR TEXT_FILE [--json] [--reps N] [--only ENCODING]
-//   (best of N runs, default 3; --only: gpt2, cl100k_base or o200k_base alone)
+// Usage: bench_tokenizer RANKS_DIR TEXT_FILE [--json] [--reps N] [--only ENCODING] [--profile]
+//   (best of N runs, default 3; --only: gpt2, cl100k_base or o200k_base alone; --profile: load
+//   and encode the text once, nothing else, for callgrind: see docs/performance.md)
 //   RANKS_DIR holds gpt2.tiktoken, cl100k_base.tiktoken, o200k_base.tiktoken
 //   (build/tests/bpe_peers after a build with the npm peers).
 #include <algorithm>
@@ -85,18 +87,23 @@ double best_cpu_of(int reps, F&& f) {
 
 int main(int argc, char** argv) {
     if (argc < 3) {
-        std::fprintf(stderr, "usage: bench_tokenizer RANKS_DIR TEXT_FILE [--json] [--reps N]\n");
+        std::fprintf(stderr, "usage: bench_tokenizer RANKS_DIR TEXT_FILE [--json] [--reps N] [--only ENCODING] [--profile]\n");
         return 2;
     }
     const std::string dir = argv[1];
     const std::string text = read_file(argv[2]);
-    bool json = false;
+    bool json = false, profile = false;
     int reps = 3;
     std::string only;
     for (int i = 3; i < argc; ++i) {
         if (std::strcmp(argv[i], "--json") == 0) json = true;
         else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
         else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
+        else if (std::strcmp(argv[i], "--profile") == 0) profile = true;
+        else {
+            std::fprintf(stderr, "bench_tokenizer: unknown argument %s\n", argv[i]);
+            return 2;
+        }
     }
     const double mb = double(text.size()) / 1e6;
 
@@ -115,10 +122,6 @@ int main(int argc, char** argv) {
     }
 
     std::string out = json ? "[" : "";
-    if (!json)
-        std::printf("%-12s %9s %9s %10s %8s %10s %10s %12s %12s %12s %12s %12s %12s %12s\n", "encoding", "load ms",
-                    "load cpu", "RSS KiB", "tokens", "MB/s 1 thr", "cpu MB/s", "1MB 'a' ms", "1MB rand ms", "'a' cpu ms", "rand cpu ms",
-                    "batch 1 thr", "batch 2 thr", "2 thr cpu x");
     for (const char* name : {"gpt2", "cl100k_base", "o200k_base"}) {
         if (!only.empty() && only != name) continue;
         const std::string ranks = read_file(dir + "/" + name + ".tiktoken");
@@ -129,6 +132,10 @@ int main(int argc, char** argv) {
         const double load_cpu_ms = (thread_cpu_seconds() - load_cpu0) * 1e3;
         const double load_ms = seconds_since(t0) * 1e3;
         const long rss = rss_kib() - rss0;
+        if (profile) {  // one encode of the text: what callgrind --toggle-collect counts
+            std::printf("%s: %zu tokens\n", name, tok->encode(text).size());
+            continue;
+        }
         std::size_t n_tokens = 0;
         const double enc_s = best_of(reps, [&] { n_tokens = tok->encode(text).size(); });
         const double enc_cpu_s = best_cpu_of(reps, [&] { tok->encode(text); });
@@ -157,22 +164,30 @@ int main(int argc, char** argv) {
             });
         };
         double cpu1 = 0, cpu2 = 0;
-        const double b1 = mb / batch(1, &cpu1), b2 = mb / batch(2, &cpu2);
+        const double s1 = batch(1, &cpu1), s2 = batch(2, &cpu2);
+        const double b1 = mb / s1, b2 = mb / s2;
+        const double speedup = s1 / s2;        // wall: 2.0 with two free cores
         const double cpu_ratio = cpu2 / cpu1;  // 1.0: no overhead from splitting
         if (json) {
-            char buf[512];
+            char buf[768];
             std::snprintf(buf, sizeof buf,
                           "%s{\"encoding\": \"%s\", \"load_ms\": %.1f, \"load_cpu_ms\": %.1f, \"rss_kib\": %ld, "
                           "\"tokens\": %zu, \"encode_mb_s\": %.2f, \"encode_cpu_mb_s\": %.2f, \"one_char_1mb_ms\": %.2f, \"random_1mb_ms\": %.2f, "
                           "\"one_char_1mb_cpu_ms\": %.2f, \"random_1mb_cpu_ms\": %.2f, "
                           "\"batch_1_thread_mb_s\": %.2f, \"batch_2_threads_mb_s\": %.2f, "
+                          "\"batch_1_thread_ms\": %.2f, \"batch_2_threads_ms\": %.2f, \"batch_2_threads_speedup\": %.3f, "
                           "\"batch_2_threads_cpu_ratio\": %.3f}",
                           out.size() > 1 ? ", " : "", name, load_ms, load_cpu_ms, rss, n_tokens, mb / enc_s, mb / enc_cpu_s, a_ms, r_ms, a_cpu_ms, r_cpu_ms, b1,
-                          b2, cpu_ratio);
+                          b2, s1 * 1e3, s2 * 1e3, speedup, cpu_ratio);
             out += buf;
         } else {
-            std::printf("%-12s %9.1f %9.1f %10ld %8zu %10.2f %10.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.3f\n",
-                        name, load_ms, load_cpu_ms, rss, n_tokens, mb / enc_s, mb / enc_cpu_s, a_ms, r_ms, a_cpu_ms, r_cpu_ms, b1, b2, cpu_ratio);
+            std::printf("%s: load %.1f ms (%.1f ms CPU), +%ld KiB resident, %zu tokens\n", name, load_ms, load_cpu_ms, rss,
+                        n_tokens);
+            std::printf("  encode, 1 thread          %8.2f MB/s wall, %8.2f MB/s CPU\n", mb / enc_s, mb / enc_cpu_s);
+            std::printf("  1 MB of 'a'               %8.2f ms wall, %8.2f ms CPU\n", a_ms, a_cpu_ms);
+            std::printf("  1 MB of random bytes      %8.2f ms wall, %8.2f ms CPU\n", r_ms, r_cpu_ms);
+            std::printf("  batch of %zu documents: 1 thread %.2f ms, 2 threads %.2f ms wall: %.3fx "
+                        "(CPU of 2 threads / 1 thread %.3f)\n", docs.size(), s1 * 1e3, s2 * 1e3, speedup, cpu_ratio);
         }
     }
     if (json) std::printf("%s]\n", out.c_str());

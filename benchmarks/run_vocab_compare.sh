@@ -4,8 +4,9 @@
 # `phonegpt tokenizer train` on the first 90% of the bytes) on Tiny Shakespeare, the three runs
 # in parallel with the same wall-clock budget each (SIGINT at the budget: the run saves and
 # scores its model), then each model scored on the same bytes - the last BYTES of the text,
-# inside every run's validation split - in bits per byte: the summed loss in bits over the
-# bytes its predictions cover (all but the first token's).
+# inside every run's validation split - in bits per byte, as `phonegpt eval` reports them: the
+# summed loss in bits over the bytes the scored predictions' targets decode to (all but the
+# first token's).
 # Usage: benchmarks/run_vocab_compare.sh [build-dir] [budget-seconds] [out-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,22 +33,14 @@ tail -c $common_bytes "$data" > common.txt
 for r in char 512 2048; do
   nice -n 5 "$cli" eval --checkpoint run_$r/model.bin --data common.txt --split all --threads 1 --json > common_$r.json
 done
-python3 - "$cli" "$common_bytes" <<'PY'
-import json, math, subprocess, sys
-cli, total = sys.argv[1], int(sys.argv[2])
-def run(*args):
-    return json.loads(subprocess.run([cli, *args, "--json"], capture_output=True, text=True, check=True).stdout)
+python3 - <<'PY'
+import json
+# Bits per byte as `phonegpt eval` reports them (pg_eval_result.bits_per_byte over n_bytes, the
+# bytes the scored targets decode to: the text without the first token's).
 print("| vocabulary | steps in the budget | ms/step | loss per token | tokens scored | bytes per token | bits per byte |")
 print("|---|---|---|---|---|---|---|")
 for r in ("char", "512", "2048"):
     train, ev = json.load(open(f"run_{r}.json")), json.load(open(f"common_{r}.json"))
-    first = 1
-    if r != "char":
-        ids = run("tokenizer", "encode", "--tokenizer", f"bpe{r}.json", "--data", "common.txt")["ids"]
-        assert len(ids) == ev["scored"] + 1
-        first = run("tokenizer", "decode", "--tokenizer", f"bpe{r}.json", "--ids", str(ids[0]))["bytes"]
-    covered = total - first
-    bpb = ev["loss"] * ev["scored"] / math.log(2) / covered
     print(f"| {r} | {train['step']} | {train['ms_per_step']:.0f} | {ev['loss']:.4f} | {ev['scored']:,} | "
-          f"{covered / ev['scored']:.3f} | **{bpb:.4f}** |")
+          f"{ev['bytes'] / ev['scored']:.3f} | **{ev['bits_per_byte']:.4f}** |")
 PY

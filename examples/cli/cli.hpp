@@ -165,11 +165,19 @@ Json model_json(pg_model* model);
 // evaluate() throws a RuntimeError with that status, its message prefixed with `what`
 // ("scoring x.bin on the val split").
 struct EvalFigures {
-    double loss = 0, bits = 0, seconds = 0;
+    double loss = 0, bits = 0, seconds = 0;  // bits: per token
     int64_t scored = 0, windows = 0;
+    double bits_per_byte = 0;  // over the scored targets' bytes (pg_eval_result)
+    int64_t bytes = 0;         // 0: the model has no tokenizer, so no bits per byte
 };
 EvalFigures evaluate(pg_model* model, const int32_t* tokens, size_t n, const pg_eval_config& config,
                      const std::string& what, const pg_lora_adapter* adapter = nullptr);
+// loss, bits_per_char (per token, the name from the character-only days), the two below,
+// scored, windows, seconds.
 Json eval_json(const EvalFigures& f);
+// "bits_per_byte" (null without a tokenizer) and "bytes" added to j.
+Json& add_bits_per_byte(Json& j, const EvalFigures& f);
+// "2.1665 bits/token, 3.1256 bits/byte" (the second only with a tokenizer), for the text lines.
+std::string bits_text(const EvalFigures& f);
 
 }  // namespace cli

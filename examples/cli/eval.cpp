@@ -71,14 +71,16 @@ int cmd_eval(int argc, char** argv) {
     const std::string ckpt = opt.text("checkpoint", "");
     const CheckpointScore s = score_checkpoint(ckpt, opt, request);
     const EvalFigures& f = s.figures;
-    say("%s split of %s: loss %.4f, %.4f bits/char, %" PRId64 " scored positions in %" PRId64 " windows, %.1f s\n",
-        request.split.c_str(), request.data_path.c_str(), f.loss, f.bits, f.scored, f.windows, f.seconds);
+    say("%s split of %s: loss %.4f, %s, %" PRId64 " scored positions (%" PRId64 " bytes) in %" PRId64
+        " windows, %.1f s\n",
+        request.split.c_str(), request.data_path.c_str(), f.loss, bits_text(f).c_str(), f.scored, f.bytes, f.windows,
+        f.seconds);
     if (g_output.json) {
         Json j;
         j.boolean("ok", true).str("command", "eval").str("checkpoint", ckpt).str("data", request.data_path)
             .str("split", request.split).integer("window", s.window).integer("stride", s.stride)
-            .object("model", s.model).num("loss", f.loss).num("bits_per_char", f.bits).integer("scored", f.scored)
-            .integer("windows", f.windows).num("seconds", f.seconds);
+            .object("model", s.model).num("loss", f.loss).num("bits_per_char", f.bits);
+        add_bits_per_byte(j, f).integer("scored", f.scored).integer("windows", f.windows).num("seconds", f.seconds);
         print_result(j);
     }
     return 0;

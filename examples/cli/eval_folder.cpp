@@ -99,15 +99,15 @@ int eval_folder(const Options& opt, const EvalRequest& request) {
         }
         const EvalFigures& f = s.figures;
         const std::string step_text = e.step >= 0 ? std::to_string(e.step) : "";
-        say("%-8s %s: loss %.4f, %.4f bits/char, %" PRId64 " scored positions, %.1f s\n", step_text.c_str(),
-            e.name.c_str(), f.loss, f.bits, f.scored, f.seconds);
+        say("%-8s %s: loss %.4f, %s, %" PRId64 " scored positions, %.1f s\n", step_text.c_str(), e.name.c_str(),
+            f.loss, bits_text(f).c_str(), f.scored, f.seconds);
         char figures[128];
         std::snprintf(figures, sizeof figures, ",%.6f,%.6f,%" PRId64 "\n", f.loss, f.bits, f.scored);
         csv += step_text + "," + csv_field(e.name) + figures;
         write_file_atomically(scores_path, csv);  // a killed run leaves the rows so far
         Json j = step_json(Json(), e.step);
-        j.str("checkpoint", e.name).num("loss", f.loss).num("bits_per_char", f.bits).integer("scored", f.scored)
-            .integer("windows", f.windows).integer("window", s.window).integer("stride", s.stride)
+        j.str("checkpoint", e.name).num("loss", f.loss).num("bits_per_char", f.bits);
+        add_bits_per_byte(j, f).integer("scored", f.scored).integer("windows", f.windows).integer("window", s.window).integer("stride", s.stride)
             .num("seconds", f.seconds);
         results.push_back(j);
         if (!have_best || f.loss < best_loss) {

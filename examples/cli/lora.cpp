@@ -241,6 +241,7 @@ int lora_train(int argc, char** argv) {
             .str("out", out)
             .object("config", config_json(adapter.get())).integer("steps", steps).integer("step", done + steps)
             .integer("tokens", progress.tokens()).num("val_loss_before", before.loss).num("val_loss_after", after.loss)
+            .object("val_before", eval_json(before)).object("val_after", eval_json(after))
             .num("train_seconds", progress.train_seconds());
         print_result(j);
     }

@@ -1,6 +1,8 @@
 // Models and scores shared by train, eval, export and import (cli.hpp).
 #include "cli.hpp"
 
+#include <cstdio>
+
 namespace cli {
 
 pg_model_config config_of(pg_model* model) {
@@ -49,14 +51,29 @@ EvalFigures evaluate(pg_model* model, const int32_t* tokens, size_t n, const pg_
     f.bits = r.bits_per_token;
     f.scored = r.n_scored;
     f.windows = r.n_windows;
+    f.bits_per_byte = r.bits_per_byte;
+    f.bytes = r.n_bytes;
     return f;
+}
+
+Json& add_bits_per_byte(Json& j, const EvalFigures& f) {
+    if (f.bytes > 0) j.num("bits_per_byte", f.bits_per_byte);
+    else j.null("bits_per_byte");
+    return j.integer("bytes", f.bytes);
 }
 
 Json eval_json(const EvalFigures& f) {
     Json j;
-    j.num("loss", f.loss).num("bits_per_char", f.bits).integer("scored", f.scored).integer("windows", f.windows)
-        .num("seconds", f.seconds);
+    j.num("loss", f.loss).num("bits_per_char", f.bits);
+    add_bits_per_byte(j, f).integer("scored", f.scored).integer("windows", f.windows).num("seconds", f.seconds);
     return j;
+}
+
+std::string bits_text(const EvalFigures& f) {
+    char buf[96];
+    if (f.bytes > 0) std::snprintf(buf, sizeof buf, "%.4f bits/token, %.4f bits/byte", f.bits, f.bits_per_byte);
+    else std::snprintf(buf, sizeof buf, "%.4f bits/token", f.bits);
+    return buf;
 }
 
 }  // namespace cli

@@ -153,8 +153,8 @@ int cmd_train(int argc, char** argv) {
                 diverged(at_step, e.message, last_saved_step, paths);
             }
             outcome.have_val = true;
-            say("eval at step %" PRId64 ": validation loss %.4f (%.4f bits/char) over %" PRId64 " positions, %.1f s\n",
-                at_step, outcome.last_val.loss, outcome.last_val.bits, outcome.last_val.scored,
+            say("eval at step %" PRId64 ": validation loss %.4f (%s) over %" PRId64 " positions, %.1f s\n", at_step,
+                outcome.last_val.loss, bits_text(outcome.last_val).c_str(), outcome.last_val.scored,
                 outcome.last_val.seconds);
         }
         const double elapsed = now_seconds() - t_start;
@@ -227,8 +227,8 @@ int cmd_train(int argc, char** argv) {
     if (opt.has("eval-train")) {
         outcome.train_eval = evaluate(run.model.get(), corpus.tokens.data(), corpus.n_train, ec, "the training-split evaluation");
         outcome.have_train_eval = true;
-        say("training split: loss %.4f (%.4f bits/char) over %" PRId64 " positions, %.1f s\n", outcome.train_eval.loss,
-            outcome.train_eval.bits, outcome.train_eval.scored, outcome.train_eval.seconds);
+        say("training split: loss %.4f (%s) over %" PRId64 " positions, %.1f s\n", outcome.train_eval.loss,
+            bits_text(outcome.train_eval).c_str(), outcome.train_eval.scored, outcome.train_eval.seconds);
     }
     outcome.total_seconds = now_seconds() - t_start;
     report_training(preset, run, corpus, paths, rule, progress, outcome, eval_interval, eval_seconds,

@@ -56,8 +56,10 @@ def main():
             val = ids[phonegpt.split_index(len(ids), args.train_fraction):]
             r = model.evaluate(val, n_threads=args.threads)
         rows.append(dict(checkpoint=os.path.basename(path), step=step_of(path), loss=r.mean_loss,
-                         bits_per_char=r.bits_per_token, scored=r.n_scored, windows=r.n_windows))
-        print(f"{path}: loss {r.mean_loss:.4f}  bits/char {r.bits_per_token:.4f}  ({r.n_scored:,} scored)")
+                         bits_per_char=r.bits_per_token, bits_per_byte=r.bits_per_byte, scored=r.n_scored,
+                         bytes=r.n_bytes, windows=r.n_windows))
+        print(f"{path}: loss {r.mean_loss:.4f}  bits/token {r.bits_per_token:.4f}  bits/byte {r.bits_per_byte:.4f}"
+              f"  ({r.n_scored:,} scored, {r.n_bytes:,} bytes)")
     if not rows:
         sys.exit(f"no loadable checkpoint matching {args.pattern} in {args.folder}")
 

@@ -661,6 +661,18 @@ typedef struct pg_eval_result {
     double bits_per_token;        /* mean_loss / ln 2 */
     int64_t n_scored;             /* N - 1 */
     int64_t n_windows;
+    /* Bits per byte, which compares models with different vocabularies on the same text: the
+     * summed loss of the scored predictions in bits over n_bytes, the bytes their targets
+     * decode to with the model's tokenizer (each scored target counted once per time it is
+     * scored; a position that is context only, such as the split's first token, adds nothing).
+     * Whole-split: the targets are tokens 1..N-1, so n_bytes is the length of the split's text
+     * without its first token's bytes. With a character tokenizer on text of one-byte
+     * characters bits_per_byte equals bits_per_token. A target id the tokenizer has no bytes
+     * for (a gap in a BPE id range) is PG_ERR_INVALID_ARGUMENT. Both are 0 for a model
+     * without a tokenizer. Appended last: a caller built with the older struct size gets the
+     * fields above only. */
+    double bits_per_byte;
+    int64_t n_bytes;
 } pg_eval_result;
 
 /* A mean loss that is not finite (a model with NaN or infinite weights) is PG_ERR_NOT_FINITE,

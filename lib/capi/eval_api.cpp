@@ -19,6 +19,8 @@ void write_eval_result(const EvalResult& r, pg_eval_result* out, const char* fn)
     full.bits_per_token = r.bits_per_token;
     full.n_scored = r.n_scored;
     full.n_windows = r.n_windows;
+    full.bits_per_byte = r.bits_per_byte;
+    full.n_bytes = r.n_bytes;
     write_result(full, out, fn);
 }
 

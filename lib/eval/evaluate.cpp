@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "core/thread_pool.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pg {
 
@@ -41,8 +42,19 @@ std::vector<EvalWindow> plan_windows(int64_t n_tokens, int window, int stride) {
 
 namespace {
 
+// The bytes of the scored target tokens[index] with the model's tokenizer (tok not NULL).
+int64_t target_bytes(const Tokenizer& tok, const int32_t* tokens, int64_t index, const char* fn) {
+    const int64_t len = tok.token_length(tokens[index]);
+    if (len < 0)
+        throw Error(PG_ERR_INVALID_ARGUMENT, std::string(fn) + ": token " + std::to_string(index) + " is " +
+                                                 std::to_string(tokens[index]) +
+                                                 ", which the model's tokenizer has no bytes for (a gap in its id "
+                                                 "range), so bits per byte are undefined");
+    return len;
+}
+
 // A NaN or infinite mean is never returned as a score: PG_ERR_NOT_FINITE instead.
-EvalResult make_result(double sum, int64_t count, int64_t n_windows, const char* fn) {
+EvalResult make_result(double sum, int64_t count, int64_t bytes, int64_t n_windows, const char* fn) {
     require(std::isfinite(sum), PG_ERR_NOT_FINITE,
             std::string(fn) + ": the loss over " + std::to_string(count) + " scored positions is not finite (" +
                 std::to_string(sum) + "): the model's weights diverged (NaN or infinite); no score is reported");
@@ -51,6 +63,9 @@ EvalResult make_result(double sum, int64_t count, int64_t n_windows, const char*
     r.n_windows = n_windows;
     r.mean_loss = count ? sum / double(count) : 0.0;
     r.bits_per_token = r.mean_loss / std::log(2.0);
+    // The same operations as bits_per_token: one byte a token gives the same double exactly.
+    r.n_bytes = bytes;
+    r.bits_per_byte = bytes ? sum / double(bytes) / std::log(2.0) : 0.0;
     return r;
 }
 
@@ -74,6 +89,12 @@ EvalResult evaluate(Session& session, const int32_t* tokens, std::size_t n, cons
             std::string(fn) + ": the split has " + std::to_string(n) + " tokens; at least 2 are needed");
 
     const std::vector<EvalWindow> plan = plan_windows(int64_t(n), window, stride);
+    // The bytes of exactly the targets scored below (tokens 1..n-1, each once), counted before
+    // any forward pass so that a target without bytes costs no evaluation.
+    int64_t bytes = 0;
+    if (const Tokenizer* tok = model.tokenizer())
+        for (const EvalWindow& w : plan)
+            for (int t = w.first_scored; t < w.length; ++t) bytes += target_bytes(*tok, tokens, w.start + t + 1, fn);
     const int max_len = plan.front().length;  // every window is at most as long as the first
     const int max_batch = int(std::min<std::size_t>(std::size_t(opt.batch_size), plan.size()));
     ThreadPool& pool = session.pool();
@@ -111,7 +132,7 @@ EvalResult evaluate(Session& session, const int32_t* tokens, std::size_t n, cons
     }
     require(count == total, PG_ERR_INTERNAL,
             std::string(fn) + ": scored " + std::to_string(count) + " positions, expected " + std::to_string(total));
-    return make_result(sum, count, int64_t(plan.size()), fn);
+    return make_result(sum, count, bytes, int64_t(plan.size()), fn);
 }
 
 EvalResult evaluate_sampled(Session& session, const int32_t* tokens, std::size_t n, const SampledEvalOptions& opt) {
@@ -131,15 +152,17 @@ EvalResult evaluate_sampled(Session& session, const int32_t* tokens, std::size_t
     ThreadPool& pool = session.pool();
     Engine& engine = session.engine(batch_size, T);
     std::vector<int32_t> inputs(std::size_t(batch_size) * T), targets(inputs.size());
+    const Tokenizer* tok = model.tokenizer();
     Rng rng(opt.seed);
     double sum = 0.0;
-    int64_t count = 0;
+    int64_t count = 0, bytes = 0;
     for (int k = 0; k < n_batches; ++k) {
         for (int b = 0; b < batch_size; ++b) {
             const std::size_t offset = std::size_t(rng.below(uint64_t(n) - uint64_t(T)));
             for (int t = 0; t < T; ++t) {
                 inputs[std::size_t(b) * T + t] = tokens[offset + t];
                 targets[std::size_t(b) * T + t] = tokens[offset + t + 1];
+                if (tok) bytes += target_bytes(*tok, tokens, int64_t(offset) + t + 1, fn);
             }
         }
         const LossSum s = engine.forward(model.weights(), inputs.data(), targets.data(), batch_size, T,
@@ -147,7 +170,7 @@ EvalResult evaluate_sampled(Session& session, const int32_t* tokens, std::size_t
         sum += s.sum;
         count += s.count;
     }
-    return make_result(sum, count, int64_t(n_batches) * batch_size, fn);
+    return make_result(sum, count, bytes, int64_t(n_batches) * batch_size, fn);
 }
 
 LossSum forward(Session& session, const int32_t* tokens, int B, int T, const int32_t* targets, float* logits) {

@@ -41,14 +41,20 @@ struct EvalResult {
     double bits_per_token = 0.0;
     int64_t n_scored = 0;
     int64_t n_windows = 0;
+    // The bytes the scored targets decode to with the model's tokenizer (each time a target is
+    // scored; context-only positions add nothing) and the summed loss in bits over them; both
+    // 0 when the model has no tokenizer. docs/evaluation.md, "Bits per byte".
+    double bits_per_byte = 0.0;
+    int64_t n_bytes = 0;
 };
 
 // Precondition of evaluate and evaluate_sampled: every token id is in [0, vocab_size)
 // (capi::require_token_ids checks it at the C boundary).
 //
 // Whole-split score on the session's threads and scratch (its sequence is untouched); throws
-// PG_ERR_INVALID_ARGUMENT for bad options and PG_ERR_CANCELLED when the progress callback asks
-// to stop.
+// PG_ERR_INVALID_ARGUMENT for bad options or a scored target the model's tokenizer has no
+// bytes for (a gap in a BPE id range; checked before any forward pass), and PG_ERR_CANCELLED
+// when the progress callback asks to stop.
 EvalResult evaluate(Session& session, const int32_t* tokens, std::size_t n, const EvalOptions& options);
 
 struct SampledEvalOptions {
@@ -58,7 +64,8 @@ struct SampledEvalOptions {
 };
 
 // The mean over n_batches batches of batch_size windows of n_ctx inputs (n_ctx + 1 tokens) at
-// offsets drawn uniformly from [0, n - n_ctx - 1] by pg::Rng(seed). An estimate.
+// offsets drawn uniformly from [0, n - n_ctx - 1] by pg::Rng(seed). An estimate. n_bytes counts
+// every scored target of every window (windows overlap: a token scored twice counts twice).
 EvalResult evaluate_sampled(Session& session, const int32_t* tokens, std::size_t n, const SampledEvalOptions& options);
 
 // B sequences of T tokens (ids and targets checked by the caller; a target of -1 is not

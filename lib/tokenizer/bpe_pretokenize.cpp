@@ -3,6 +3,8 @@
 // longest match that backtracking would find first.
 #include "tokenizer/bpe_pretokenize.hpp"
 
+#include <cstring>
+
 #include "tokenizer/bpe_unicode.hpp"
 
 namespace pg::bpe {
@@ -35,6 +37,52 @@ std::size_t run_end(const Text& t, std::size_t i, Pred pred) {
         i += c.len;
     }
     return i;
+}
+
+// The end of the run of characters satisfying pred that starts at i, where the ASCII members
+// of pred's class are exactly the bytes Lo..Hi (after setting bit 5 when FoldCase: A-Z and a-z
+// alike). ASCII members go 8 bytes at a time while 8 remain, with a few word operations; at the
+// first other byte the run goes on character by character through pred, and back to 8 at a
+// time after a non-ASCII member. (pred decides every byte the word test stops at, so the word
+// test only has to accept nothing outside the class.)
+template <bool FoldCase, unsigned char Lo, unsigned char Hi, class Pred>
+inline std::size_t ascii_fast_run(const Text& t, std::size_t i, Pred pred) {
+    static_assert(Lo <= Hi && Hi < 0x80, "an ASCII range");
+    for (;;) {
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        constexpr uint64_t kHigh = 0x8080808080808080ull, kOnes = 0x0101010101010101ull;
+        while (i + 8 <= t.n) {
+            uint64_t x;
+            std::memcpy(&x, t.p + i, 8);
+            const uint64_t low7 = (FoldCase ? x | 0x20 * kOnes : x) & ~kHigh;  // no carry between bytes below
+            const uint64_t at_least_lo = low7 + (0x80 - Lo) * kOnes;
+            const uint64_t above_hi = low7 + (0x80 - Hi - 1) * kOnes;
+            const uint64_t stop = ~(at_least_lo & ~above_hi & ~x) & kHigh;  // bit 7 of each non-member
+            if (stop == 0) {
+                i += 8;
+                continue;
+            }
+            i += std::size_t(__builtin_ctzll(stop)) >> 3;  // the first byte in memory is the lowest
+            break;
+        }
+#endif
+        if (i >= t.n) return i;
+        const Char c = t.at(i);
+        if (!pred(c)) return i;
+        i += c.len;
+    }
+}
+
+// The run of \p{L} from i (ASCII: A-Z, a-z).
+inline std::size_t letter_run(const Text& t, std::size_t i) {
+    return ascii_fast_run<true, 'a', 'z'>(t, i, [](const Char& c) { return is_letter(c.cls); });
+}
+// o200k's runs of [\p{Ll}\p{Lm}\p{Lo}\p{M}] (ASCII: a-z) and [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] (A-Z).
+inline std::size_t lowerish_run(const Text& t, std::size_t i) {
+    return ascii_fast_run<false, 'a', 'z'>(t, i, [](const Char& c) { return is_lowerish(c.cls); });
+}
+inline std::size_t upperish_run(const Text& t, std::size_t i) {
+    return ascii_fast_run<false, 'A', 'Z'>(t, i, [](const Char& c) { return is_upperish(c.cls); });
 }
 
 // \s+(?!\S)|\s+ at the whitespace character i (gpt2's whitespace alternatives): the whole run
@@ -94,8 +142,7 @@ std::size_t o200k_lower_word(const Text& t, std::size_t s) {
         j += c.len;
         if (is_lowerish(c.cls)) last_lower_end = j;
     }
-    if (j < t.n && is_lowerish(t.at(j).cls))
-        return run_end(t, j, [](const Char& c) { return is_lowerish(c.cls); });
+    if (j < t.n && is_lowerish(t.at(j).cls)) return lowerish_run(t, j);
     // Backtrack: the upper-ish run gives back characters until one that is also lower-ish
     // can start the lower-ish run; that run then ends right after it.
     return last_lower_end;
@@ -104,12 +151,13 @@ std::size_t o200k_lower_word(const Text& t, std::size_t s) {
 // o200k's [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]* from s (second
 // alternative), or 0.
 std::size_t o200k_upper_word(const Text& t, std::size_t s) {
-    const std::size_t j = run_end(t, s, [](const Char& c) { return is_upperish(c.cls); });
+    const std::size_t j = upperish_run(t, s);
     if (j == s) return 0;
-    return run_end(t, j, [](const Char& c) { return is_lowerish(c.cls); });
+    return lowerish_run(t, j);
 }
 
-std::size_t with_contraction(const Text& t, std::size_t end) {
+inline std::size_t with_contraction(const Text& t, std::size_t end) {
+    if (end >= t.n || t.p[end] != '\'') return end;
     const std::size_t c = contraction_ci(t, end);
     return c ? c : end;
 }
@@ -135,6 +183,70 @@ std::size_t other_run(const Text& t, std::size_t i, const Char& c, Tail tail) {
     else return 0;
     const std::size_t j = run_end(t, start, [](const Char& x) { return is_other(x.cls); });
     return run_end(t, j, tail);
+}
+
+// The pattern at position i (< n): the end of the piece that starts there.
+[[gnu::always_inline]] inline std::size_t gpt2_piece(const unsigned char* text, std::size_t n, std::size_t i) {
+    const Text t{text, n};
+    const Char c = t.at(i);
+    if (c.cp == '\'' && i + 1 < n) {  // 's|'t|'re|'ve|'m|'ll|'d (case-sensitive)
+        const unsigned char a = text[i + 1];
+        if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
+        if (i + 2 < n) {
+            const unsigned char b = text[i + 2];
+            if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return i + 3;
+        }
+    }
+    std::size_t start = i;
+    uint8_t cls = c.cls;
+    if (c.cp == ' ' && i + 1 < n) {  // ' ?' before a letter, number or other run
+        const uint8_t next = t.at(i + 1).cls;
+        if (!is_space(next)) start = i + 1, cls = next;
+    }
+    if (is_letter(cls)) return letter_run(t, start);
+    if (is_number(cls)) return run_end(t, start, [](const Char& x) { return is_number(x.cls); });
+    if (!is_space(cls)) return run_end(t, start, [](const Char& x) { return is_other(x.cls); });
+    return gpt2_space(t, i);
+}
+
+[[gnu::always_inline]] inline std::size_t cl100k_piece(const unsigned char* text, std::size_t n, std::size_t i) {
+    const Text t{text, n};
+    if (text[i] == '\'')
+        if (const std::size_t e = contraction_ci(t, i)) return e;
+    const Char c = t.at(i);
+    if (is_letter(c.cls)) return letter_run(t, i);
+    // [^\r\n\p{L}\p{N}]?\p{L}+ with the optional character present
+    if (!is_newline(c.cp) && !is_number(c.cls) && i + c.len < n && is_letter(t.at(i + c.len).cls))
+        return letter_run(t, i + c.len);
+    if (is_number(c.cls)) return up_to_three_numbers(t, i);
+    if (const std::size_t e = other_run(t, i, c, [](const Char& x) { return is_newline(x.cp); })) return e;
+    return newline_space(t, i);
+}
+
+[[gnu::always_inline]] inline std::size_t o200k_piece(const unsigned char* text, std::size_t n, std::size_t i) {
+    const Text t{text, n};
+    const Char c = t.at(i);
+    // [^\r\n\p{L}\p{N}]? : tried with the character first, then without it.
+    const bool optional_prefix = !is_newline(c.cp) && !is_letter(c.cls) && !is_number(c.cls);
+    const std::size_t after_prefix = i + c.len;
+    if (optional_prefix && after_prefix < n)
+        if (const std::size_t e = o200k_lower_word(t, after_prefix)) return with_contraction(t, e);
+    if (const std::size_t e = o200k_lower_word(t, i)) return with_contraction(t, e);
+    if (optional_prefix && after_prefix < n)
+        if (const std::size_t e = o200k_upper_word(t, after_prefix)) return with_contraction(t, e);
+    if (const std::size_t e = o200k_upper_word(t, i)) return with_contraction(t, e);
+    if (is_number(c.cls)) return up_to_three_numbers(t, i);
+    if (const std::size_t e = other_run(t, i, c, [](const Char& x) { return is_newline(x.cp) || x.cp == '/'; }))
+        return e;
+    return newline_space(t, i);
+}
+
+// Up to max pieces from pos on, with the scanner inlined in the loop.
+template <std::size_t (*Piece)(const unsigned char*, std::size_t, std::size_t)>
+std::size_t split_with(const unsigned char* text, std::size_t n, std::size_t pos, std::size_t* ends, std::size_t max) {
+    std::size_t k = 0;
+    while (k < max && pos < n) ends[k++] = pos = Piece(text, n, pos);
+    return k;
 }
 
 }  // namespace
@@ -167,59 +279,14 @@ bool pattern_from_regex(const std::string& regex, Pattern* out) {
     return false;
 }
 
-std::size_t next_piece_gpt2(const unsigned char* text, std::size_t n, std::size_t i) {
-    const Text t{text, n};
-    const Char c = t.at(i);
-    if (c.cp == '\'' && i + 1 < n) {  // 's|'t|'re|'ve|'m|'ll|'d (case-sensitive)
-        const unsigned char a = text[i + 1];
-        if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
-        if (i + 2 < n) {
-            const unsigned char b = text[i + 2];
-            if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return i + 3;
-        }
+std::size_t split_pieces(Pattern p, const unsigned char* text, std::size_t n, std::size_t pos, std::size_t* ends,
+                         std::size_t max) {
+    switch (p) {
+        case Pattern::kGpt2: return split_with<gpt2_piece>(text, n, pos, ends, max);
+        case Pattern::kCl100k: return split_with<cl100k_piece>(text, n, pos, ends, max);
+        case Pattern::kO200k: return split_with<o200k_piece>(text, n, pos, ends, max);
     }
-    std::size_t start = i;
-    uint8_t cls = c.cls;
-    if (c.cp == ' ' && i + 1 < n) {  // ' ?' before a letter, number or other run
-        const uint8_t next = t.at(i + 1).cls;
-        if (!is_space(next)) start = i + 1, cls = next;
-    }
-    if (is_letter(cls)) return run_end(t, start, [](const Char& x) { return is_letter(x.cls); });
-    if (is_number(cls)) return run_end(t, start, [](const Char& x) { return is_number(x.cls); });
-    if (!is_space(cls)) return run_end(t, start, [](const Char& x) { return is_other(x.cls); });
-    return gpt2_space(t, i);
-}
-
-std::size_t next_piece_cl100k(const unsigned char* text, std::size_t n, std::size_t i) {
-    const Text t{text, n};
-    if (const std::size_t e = contraction_ci(t, i)) return e;
-    const Char c = t.at(i);
-    const auto letter = [](const Char& x) { return is_letter(x.cls); };
-    if (is_letter(c.cls)) return run_end(t, i, letter);
-    // [^\r\n\p{L}\p{N}]?\p{L}+ with the optional character present
-    if (!is_newline(c.cp) && !is_number(c.cls) && i + c.len < n && is_letter(t.at(i + c.len).cls))
-        return run_end(t, i + c.len, letter);
-    if (is_number(c.cls)) return up_to_three_numbers(t, i);
-    if (const std::size_t e = other_run(t, i, c, [](const Char& x) { return is_newline(x.cp); })) return e;
-    return newline_space(t, i);
-}
-
-std::size_t next_piece_o200k(const unsigned char* text, std::size_t n, std::size_t i) {
-    const Text t{text, n};
-    const Char c = t.at(i);
-    // [^\r\n\p{L}\p{N}]? : tried with the character first, then without it.
-    const bool optional_prefix = !is_newline(c.cp) && !is_letter(c.cls) && !is_number(c.cls);
-    const std::size_t after_prefix = i + c.len;
-    if (optional_prefix && after_prefix < n)
-        if (const std::size_t e = o200k_lower_word(t, after_prefix)) return with_contraction(t, e);
-    if (const std::size_t e = o200k_lower_word(t, i)) return with_contraction(t, e);
-    if (optional_prefix && after_prefix < n)
-        if (const std::size_t e = o200k_upper_word(t, after_prefix)) return with_contraction(t, e);
-    if (const std::size_t e = o200k_upper_word(t, i)) return with_contraction(t, e);
-    if (is_number(c.cls)) return up_to_three_numbers(t, i);
-    if (const std::size_t e = other_run(t, i, c, [](const Char& x) { return is_newline(x.cp) || x.cp == '/'; }))
-        return e;
-    return newline_space(t, i);
+    return 0;
 }
 
 }  // namespace pg::bpe

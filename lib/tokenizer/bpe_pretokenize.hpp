@@ -29,21 +29,27 @@ const char* pattern_name(Pattern p);
 // The pattern whose regex text is `regex` exactly (the strings above), or false.
 bool pattern_from_regex(const std::string& regex, Pattern* out);
 
-// The end of the piece that starts at `pos` (< n): the match of the pattern there.
-std::size_t next_piece_gpt2(const unsigned char* text, std::size_t n, std::size_t pos);
-std::size_t next_piece_cl100k(const unsigned char* text, std::size_t n, std::size_t pos);
-std::size_t next_piece_o200k(const unsigned char* text, std::size_t n, std::size_t pos);
+// The pieces of text[0, n) that start at `pos` and after, in order: the end of each (the match
+// of the pattern where the previous one ended) into ends[0, k), k <= max; returns k, which is 0
+// only when pos == n. A batch per call keeps the scanner inlined in its loop (a call per piece
+// cost more than many pieces' scanning).
+std::size_t split_pieces(Pattern p, const unsigned char* text, std::size_t n, std::size_t pos, std::size_t* ends,
+                         std::size_t max);
+
+// Pieces per split_pieces call in for_each_piece and the encoder.
+constexpr std::size_t kPieceBatch = 256;
 
 // Calls f(begin, end) for every piece of text[0, n) in order.
 template <class F>
 void for_each_piece(Pattern p, const unsigned char* text, std::size_t n, F&& f) {
-    std::size_t (*next)(const unsigned char*, std::size_t, std::size_t) =
-        p == Pattern::kGpt2 ? next_piece_gpt2 : p == Pattern::kCl100k ? next_piece_cl100k : next_piece_o200k;
+    std::size_t ends[kPieceBatch];
     std::size_t pos = 0;
     while (pos < n) {
-        const std::size_t end = next(text, n, pos);
-        f(pos, end);
-        pos = end;
+        const std::size_t k = split_pieces(p, text, n, pos, ends, kPieceBatch);
+        for (std::size_t i = 0; i < k; ++i) {
+            f(pos, ends[i]);
+            pos = ends[i];
+        }
     }
 }
 

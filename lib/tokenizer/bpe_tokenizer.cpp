@@ -30,7 +30,34 @@ uint64_t mix(uint64_t h) {
     return h;
 }
 
-uint64_t hash_bytes(const unsigned char* p, std::size_t n) {
+// The first min(n, 8) bytes of p (n >= 1) as one number, zero above them, without reading
+// past p[n - 1]: two overlapping loads instead of a variable-length copy (a call to memcpy).
+// Equal numbers for equal n mean equal bytes.
+[[gnu::always_inline]] inline uint64_t load_head(const unsigned char* p, std::size_t n) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    uint64_t v = 0;
+    for (std::size_t i = 0; i < n && i < 8; ++i) v |= uint64_t(p[i]) << (8 * i);
+    return v;
+#else
+    uint64_t v;
+    if (n >= 8) {
+        std::memcpy(&v, p, 8);
+        return v;
+    }
+    if (n >= 4) {  // bytes 0..3 and n-4..n-1; the overlap holds the same bytes in both
+        uint32_t lo, hi;
+        std::memcpy(&lo, p, 4);
+        std::memcpy(&hi, p + n - 4, 4);
+        return uint64_t(lo) | (uint64_t(hi) << (8 * (n - 4)));
+    }
+    return uint64_t(p[0]) | (uint64_t(p[n >> 1]) << (8 * (n >> 1))) | (uint64_t(p[n - 1]) << (8 * (n - 1)));
+#endif
+}
+
+// The hash of p[0, n) whose first bytes are `head` (load_head): for up to 8 bytes a bijective
+// mix of the number and the length, longer ones fold in 8 bytes at a time.
+[[gnu::always_inline]] inline uint64_t hash_bytes(const unsigned char* p, std::size_t n, uint64_t head) {
+    if (n <= 8) return mix(head ^ (uint64_t(n) * 0xff51afd7ed558ccdull));
     uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t(n) * 0xff51afd7ed558ccdull);
     while (n >= 8) {
         uint64_t v;
@@ -163,27 +190,27 @@ void BpeTokenizer::build(bool derive_pairs_from_ranks, const std::vector<Merge>*
     // bytes -> ordinary id
     const uint64_t cap = table_capacity(tokens_.size());
     byte_mask_ = cap - 1;
-    byte_table_.assign(cap, ByteSlot{-1, 0});
+    byte_table_.assign(cap, ByteSlot{0, -1, 0});
     maybe_mask_ = 4 * cap - 1;  // cap >= 2 tokens, so >= 8 bits a token
     maybe_token_.assign((maybe_mask_ + 1) / 64, 0);
     byte_token_.assign(256, -1);
     for (const auto& t : tokens_) {
         const auto* p = reinterpret_cast<const unsigned char*>(t.bytes.data());
-        const uint64_t hash = hash_bytes(p, t.bytes.size());
-        const uint32_t tag = uint32_t(hash >> 32);
+        const std::size_t n = t.bytes.size();
+        const uint64_t head = load_head(p, n);
+        const uint64_t hash = hash_bytes(p, n, head);
         uint64_t h = hash & byte_mask_;
         for (; byte_table_[h].id >= 0; h = (h + 1) & byte_mask_) {
             const ByteSlot other = byte_table_[h];
             const Span span = span_of_[std::size_t(other.id)];
-            if (other.tag == tag && span.length == t.bytes.size() &&
-                std::memcmp(arena_.data() + span.offset, p, t.bytes.size()) == 0)
+            if (other.head == head && span.length == n && std::memcmp(arena_.data() + span.offset, p, n) == 0)
                 throw Error(PG_ERR_FORMAT, "tokens " + std::to_string(other.id) + " and " + std::to_string(t.id) +
                                                " have the same bytes " + describe_bytes(t.bytes));
         }
-        byte_table_[h] = ByteSlot{t.id, tag};
-        const uint64_t bit = tag & maybe_mask_;
+        byte_table_[h] = ByteSlot{head, t.id, uint32_t(n)};  // validate_tokens: n < 1 MiB
+        const uint64_t bit = (hash >> 32) & maybe_mask_;
         maybe_token_[bit >> 6] |= uint64_t(1) << (bit & 63);
-        if (t.bytes.size() == 1) byte_token_[p[0]] = t.id;
+        if (n == 1) byte_token_[p[0]] = t.id;
     }
 
     // (left, right) -> (priority, result)
@@ -241,8 +268,7 @@ void BpeTokenizer::build(bool derive_pairs_from_ranks, const std::vector<Merge>*
                 v = PairValue{kNoPriority, -1};
         }
 
-    // Where a whole-piece lookup gives the ids merging would.
-    whole_ok_.assign(std::size_t(vocab_size_), 0);
+    // Where a whole-piece lookup gives the ids merging would: kWholeOk in the token's slot.
     std::vector<int32_t> ids;
     for (const auto& t : tokens_) {
         bool ok = tiktoken_rule_ || ignore_merges_ || t.bytes.size() == 1;
@@ -257,23 +283,33 @@ void BpeTokenizer::build(bool derive_pairs_from_ranks, const std::vector<Merge>*
                 ok = ids.size() == 1 && ids[0] == t.id;
             }
         }
-        whole_ok_[std::size_t(t.id)] = ok ? 1 : 0;
+        if (ok) {
+            const ByteSlot* slot = find_bytes(reinterpret_cast<const unsigned char*>(t.bytes.data()), t.bytes.size());
+            byte_table_[std::size_t(slot - byte_table_.data())].meta |= kWholeOk;
+        }
+    }
+}
+
+[[gnu::always_inline]] inline const BpeTokenizer::ByteSlot* BpeTokenizer::find_bytes(const unsigned char* p,
+                                                                                    std::size_t n) const {
+    if (n == 0 || n > longest_token_) return nullptr;
+    const uint64_t head = load_head(p, n);
+    const uint64_t hash = hash_bytes(p, n, head);
+    const uint64_t bit = (hash >> 32) & maybe_mask_;
+    if (((maybe_token_[bit >> 6] >> (bit & 63)) & 1) == 0) return nullptr;
+    for (uint64_t h = hash & byte_mask_;; h = (h + 1) & byte_mask_) {
+        const ByteSlot& slot = byte_table_[h];
+        if (slot.id < 0) return nullptr;
+        if (slot.head != head || (slot.meta & kLengthMask) != n) continue;
+        if (n <= 8) return &slot;
+        const Span span = span_of_[std::size_t(slot.id)];
+        if (std::memcmp(arena_.data() + span.offset + 8, p + 8, n - 8) == 0) return &slot;
     }
 }
 
 int32_t BpeTokenizer::lookup_bytes(const unsigned char* p, std::size_t n) const {
-    if (n > longest_token_) return -1;
-    const uint64_t hash = hash_bytes(p, n);
-    const uint32_t tag = uint32_t(hash >> 32);
-    const uint64_t bit = tag & maybe_mask_;
-    if (((maybe_token_[bit >> 6] >> (bit & 63)) & 1) == 0) return -1;
-    for (uint64_t h = hash & byte_mask_;; h = (h + 1) & byte_mask_) {
-        const ByteSlot slot = byte_table_[h];
-        if (slot.id < 0) return -1;
-        if (slot.tag != tag) continue;
-        const Span span = span_of_[std::size_t(slot.id)];
-        if (span.length == n && std::memcmp(arena_.data() + span.offset, p, n) == 0) return slot.id;
-    }
+    const ByteSlot* slot = find_bytes(p, n);
+    return slot ? slot->id : -1;
 }
 
 bool BpeTokenizer::pair_lookup(int32_t a, int32_t b, uint32_t* priority, int32_t* result) const {
@@ -314,27 +350,28 @@ int32_t BpeTokenizer::special_id(std::string_view text) const {
 // The flat-array merge (tiktoken's byte_pair_merge): repeatedly merge the adjacent pair of
 // lowest priority, the leftmost among equals.
 void BpeTokenizer::merge_small(const unsigned char* p, std::size_t n, std::vector<int32_t>& out) const {
+    // key[i]: the pair (ids[i], ids[i + 1]) as priority << 32 | result, so the smallest key is
+    // the lowest priority and, as the first one found, the leftmost (equal priorities are one
+    // merge, so equal keys); no merge is kNoPriority << 32, above every real one.
     int32_t ids[kSmallPiece];
-    uint32_t pri[kSmallPiece];
-    int32_t res[kSmallPiece];
+    uint64_t key[kSmallPiece];
+    constexpr uint64_t kNoMerge = uint64_t(kNoPriority) << 32;
+    const auto pack = [](const PairValue& v) { return uint64_t(v.priority) << 32 | uint32_t(v.result); };
     std::size_t m = n;
     for (std::size_t i = 0; i < n; ++i) ids[i] = byte_token_[p[i]];
     const auto rank_pair = [&](std::size_t i) {
-        if (!pair_lookup(ids[i], ids[i + 1], &pri[i], &res[i])) pri[i] = kNoPriority;
+        PairValue v;
+        key[i] = pair_lookup(ids[i], ids[i + 1], &v.priority, &v.result) ? pack(v) : kNoMerge;
     };
-    for (std::size_t i = 0; i + 1 < m; ++i) {
-        const PairValue v = byte_pair(p[i], p[i + 1]);
-        pri[i] = v.priority;
-        res[i] = v.result;
-    }
+    for (std::size_t i = 0; i + 1 < m; ++i) key[i] = pack(byte_pair(p[i], p[i + 1]));
     while (m > 1) {
         std::size_t best = 0;
-        uint32_t best_pri = kNoPriority;
-        for (std::size_t i = 0; i + 1 < m; ++i)
-            if (pri[i] < best_pri) best_pri = pri[i], best = i;
-        if (best_pri == kNoPriority) break;
-        ids[best] = res[best];
-        for (std::size_t i = best + 1; i + 1 < m; ++i) ids[i] = ids[i + 1], pri[i] = pri[i + 1], res[i] = res[i + 1];
+        uint64_t best_key = key[0];
+        for (std::size_t i = 1; i + 1 < m; ++i)
+            if (key[i] < best_key) best_key = key[i], best = i;
+        if (best_key >= kNoMerge) break;
+        ids[best] = int32_t(uint32_t(best_key));
+        for (std::size_t i = best + 1; i + 1 < m; ++i) ids[i] = ids[i + 1], key[i] = key[i + 1];
         --m;
         if (best + 1 < m) rank_pair(best);
         if (best > 0) rank_pair(best - 1);
@@ -433,8 +470,9 @@ void BpeTokenizer::merge_large(const unsigned char* p, std::size_t n, std::vecto
     for (int32_t i = 0; i >= 0; i = node[std::size_t(i)].next) out.push_back(node[std::size_t(i)].id);
 }
 
-void BpeTokenizer::encode_piece(const unsigned char* p, std::size_t n, std::size_t offset,
-                                std::vector<int32_t>& out) const {
+// Inlined into encode_ordinary's loop: most pieces end in one of its first two branches.
+[[gnu::always_inline]] inline void BpeTokenizer::encode_piece(const unsigned char* p, std::size_t n,
+                                                              std::size_t offset, std::vector<int32_t>& out) const {
     if (n == 2 && !ignore_merges_ && byte_token_[p[0]] >= 0 && byte_token_[p[1]] >= 0) {
         // Two bytes are one token exactly when their pair merges: under both rules that is
         // what the whole-piece lookup would find (one small table instead of the big one).
@@ -448,12 +486,20 @@ void BpeTokenizer::encode_piece(const unsigned char* p, std::size_t n, std::size
         return;
     }
     if (n > 1) {
-        const int32_t whole = lookup_bytes(p, n);
-        if (whole >= 0 && whole_ok_[std::size_t(whole)]) {
-            out.push_back(whole);
+        const ByteSlot* whole = find_bytes(p, n);
+        if (whole && (whole->meta & kWholeOk)) {
+            out.push_back(whole->id);
             return;
         }
+    } else if (byte_token_[p[0]] >= 0) {
+        out.push_back(byte_token_[p[0]]);
+        return;
     }
+    encode_merged(p, n, offset, out);
+}
+
+void BpeTokenizer::encode_merged(const unsigned char* p, std::size_t n, std::size_t offset,
+                                 std::vector<int32_t>& out) const {
     for (std::size_t i = 0; i < n; ++i)
         if (byte_token_[p[i]] < 0)
             throw Error(PG_ERR_TOKENIZE, "byte 0x" + std::string(1, "0123456789ABCDEF"[p[i] >> 4]) +
@@ -540,6 +586,11 @@ std::string BpeTokenizer::decode(const int32_t* ids, std::size_t n) const {
         out.append(arena_.data() + span.offset, span.length);
     }
     return out;
+}
+
+int64_t BpeTokenizer::token_length(int32_t id) const {
+    if (id < 0 || id >= vocab_size_ || span_of_[std::size_t(id)].offset == kNoOffset) return -1;
+    return int64_t(span_of_[std::size_t(id)].length);
 }
 
 std::vector<BpeTokenizer::Merge> BpeTokenizer::merge_list() const {

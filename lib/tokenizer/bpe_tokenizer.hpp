@@ -63,6 +63,7 @@ public:
                                              bool allow_all) const;
     void encode_ordinary(std::string_view text, std::vector<int32_t>& out) const;
     std::string decode(const int32_t* ids, std::size_t n) const override;
+    int64_t token_length(int32_t id) const override;
     std::vector<uint8_t> serialize() const override;
     std::unique_ptr<Tokenizer> clone() const override;
 
@@ -88,10 +89,16 @@ private:
     struct Span {  // where an id's bytes are in arena_
         uint32_t offset, length;
     };
-    struct ByteSlot {  // bytes -> ordinary id; id -1 is empty
+    // bytes -> ordinary id; id -1 is empty. A token of up to 8 bytes is compared in the slot
+    // alone (its length and its bytes as one number, load_head), a longer one by its first 8
+    // bytes there and the rest in arena_.
+    struct ByteSlot {
+        uint64_t head;   // load_head of the token's bytes
         int32_t id;
-        uint32_t tag;  // high half of the bytes' hash
+        uint32_t meta;   // length (bits 0..20, < 1 MiB) | kWholeOk
     };
+    static constexpr uint32_t kLengthMask = (1u << 21) - 1;
+    static constexpr uint32_t kWholeOk = 1u << 31;  // the piece equal to the token's bytes encodes to it
     struct PairSlot {  // (left << 32 | right) -> (priority, result); key kEmptyPair is empty
         uint64_t key;
         uint32_t priority;
@@ -105,9 +112,13 @@ private:
     BpeTokenizer() = default;
     void build(bool derive_pairs_from_ranks, const std::vector<Merge>* merges);
     void encode_piece(const unsigned char* p, std::size_t n, std::size_t offset, std::vector<int32_t>& out) const;
+    // A piece that is no whole token: its bytes checked, then merged.
+    void encode_merged(const unsigned char* p, std::size_t n, std::size_t offset, std::vector<int32_t>& out) const;
     void merge_small(const unsigned char* p, std::size_t n, std::vector<int32_t>& out) const;
     void merge_large(const unsigned char* p, std::size_t n, std::vector<int32_t>& out) const;
     int32_t lookup_bytes(const unsigned char* p, std::size_t n) const;
+    // The slot of the ordinary token whose bytes are p[0, n) (n >= 1), or nullptr.
+    const ByteSlot* find_bytes(const unsigned char* p, std::size_t n) const;
     bool pair_lookup(int32_t a, int32_t b, uint32_t* priority, int32_t* result) const;
     // The merge of the single-byte tokens of bytes a and b (priority UINT32_MAX if none).
     PairValue byte_pair(unsigned char a, unsigned char b) const { return byte_pair_[std::size_t(a) << 8 | b]; }
@@ -122,12 +133,12 @@ private:
     std::vector<Merge> merges_;    // merge-list rule only, priority order
 
     // Derived tables (rebuilt by build()). The hash tables keep what a probe compares in the
-    // slot itself, so a miss costs one cache line and a hit two (slot, then the bytes).
+    // slot itself, so a miss costs one cache line and so does a hit on a token of up to 8
+    // bytes (a longer one also reads the rest of its bytes).
     std::vector<int32_t> byte_token_;      // 256: the token of each single byte, or -1
     std::vector<Span> span_of_;            // id -> bytes (offset UINT32_MAX: no such id), size vocab_size_
     std::size_t longest_token_ = 0;        // bytes of the longest ordinary token
     std::string arena_;                    // every token's bytes
-    std::vector<uint8_t> whole_ok_;        // id -> the piece equal to its bytes encodes to it
     std::vector<uint8_t> special_flag_;    // id -> is a special token
     std::vector<ByteSlot> byte_table_;     // open addressing
     uint64_t byte_mask_ = 0;

@@ -34,6 +34,9 @@ public:
     int32_t vocab_size() const override { return int32_t(code_points_.size()); }
     std::vector<int32_t> encode(std::string_view text) const override;
     std::string decode(const int32_t* ids, std::size_t n) const override;
+    int64_t token_length(int32_t id) const override {
+        return id >= 0 && id < vocab_size() ? int64_t(utf8_[std::size_t(id)].size()) : -1;
+    }
     std::vector<uint8_t> serialize() const override;
     std::unique_ptr<Tokenizer> clone() const override;
 

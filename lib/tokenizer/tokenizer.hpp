@@ -19,8 +19,12 @@ public:
     virtual pg_tokenizer_kind kind() const = 0;
     virtual int32_t vocab_size() const = 0;
     virtual std::vector<int32_t> encode(std::string_view text) const = 0;
-    // Throws PG_ERR_INVALID_ARGUMENT for an id outside the vocabulary.
+    // Throws PG_ERR_INVALID_ARGUMENT for an id outside the vocabulary. The bytes of a sequence
+    // are the concatenation of its ids' bytes (what token_length counts).
     virtual std::string decode(const int32_t* ids, std::size_t n) const = 0;
+    // The number of bytes decode() gives for the one id, or -1 for an id it refuses (outside
+    // the vocabulary, or a gap in a BPE id range). Bits per byte in evaluation count with it.
+    virtual int64_t token_length(int32_t id) const = 0;
     // Self-describing bytes: kind, format version, vocabulary (docs/tokenizer-format.md).
     virtual std::vector<uint8_t> serialize() const = 0;
     virtual std::unique_ptr<Tokenizer> clone() const = 0;

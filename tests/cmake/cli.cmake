@@ -42,7 +42,7 @@ set_tests_properties(cli_train PROPERTIES FIXTURES_SETUP pg_cli_trained)
 pg_cli_test(cli_resume 0 "ok|step|start_step|val"
   "train|--resume|${PG_CLI_DIR}/run/trainer.bin|--data|${PG_CLI_TEXT}|--steps|8|--eval-windows|4|--out|${PG_CLI_DIR}/resumed|--json"
   "step=8|start_step=6")
-pg_cli_test(cli_eval 0 "ok|loss|bits_per_char|scored|windows"
+pg_cli_test(cli_eval 0 "ok|loss|bits_per_char|bits_per_byte|bytes|scored|windows"
   "eval|--checkpoint|${PG_CLI_DIR}/run/model.bin|--data|${PG_CLI_TEXT}|--threads|2|--json")
 pg_cli_test(cli_sample 0 "ok|text|tokens|prompt"
   "sample|--checkpoint|${PG_CLI_DIR}/run/model.bin|--prompt|First|--tokens|20|--top-k|5|--seed|3|--json"

@@ -96,3 +96,19 @@ def test_encode_options_choose_which_special_tokens_are_recognised():
     only_eot = tok.encode_special(text, ["<|endoftext|>"], phonegpt.EncodeOptions(allow_all_special=False)).tolist()
     assert eot in only_eot and fim not in only_eot
     assert phonegpt.EncodeOptions(allow_all_special=True).allow_all_special is True
+
+
+def test_evaluate_reports_bits_per_byte_over_the_scored_targets_bytes():
+    text = "the cat sat on the mat; caf\u00e9 na\u00efve \u65e5\u672c the rat sat on the hat.\n" * 8
+    tok = phonegpt.Tokenizer.train(text * 5, 300)
+    config = phonegpt.ModelConfig.preset("tiny")
+    config.vocab_size = tok.vocab_size
+    config.padded_vocab_size = 0
+    with phonegpt.Model(config, seed=5) as m:
+        m.tokenizer = tok
+        ids = tok.encode(text)
+        r = m.evaluate(ids, window=8, stride=3)
+        # Every target once: the bytes of ids[1:], which is the text without the first token's.
+        assert r.n_bytes == len(tok.decode_bytes(ids[1:])) == len(text.encode()) - len(tok.decode_bytes(ids[:1]))
+        assert r.bits_per_byte == pytest.approx(r.mean_loss * r.n_scored / np.log(2) / r.n_bytes, rel=1e-12)
+        assert r.bits_per_byte < r.bits_per_token

@@ -94,6 +94,10 @@ def test_eval_equals_cli(checkpoint, window, stride):
     assert js["windows"] == r.n_windows
     assert same_digits(printed_number(raw, "loss"), r.mean_loss), (printed_number(raw, "loss"), r.mean_loss)
     assert same_digits(printed_number(raw, "bits_per_char"), r.bits_per_token)
+    # The character model on ASCII text: one byte a target, so bits per byte are bits per token.
+    assert js["bytes"] == r.n_bytes == r.n_scored
+    assert same_digits(printed_number(raw, "bits_per_byte"), r.bits_per_byte)
+    assert r.bits_per_byte == r.bits_per_token
 
 
 def test_sample_equals_cli(checkpoint):

@@ -187,12 +187,13 @@ TEST_CASE("the C API reports divergence with PG_ERR_NOT_FINITE and leaves the re
     CHECK(pg_trainer_compute_gradients(trainer, data.data(), data.data() + 1, 2, 8, &loss) == PG_ERR_NOT_FINITE);
     CHECK(loss == 123.0f);
 
-    pg_eval_result er = {sizeof er, 5.0, 5.0, 5, 5};
+    pg_eval_result er = {sizeof er, 5.0, 5.0, 5, 5, 5.0, 5};
     CHECK(pg_evaluate(model, data.data(), data.size(), nullptr, &er) == PG_ERR_NOT_FINITE);
     CHECK(std::string(pg_model_last_error(model)).find("pg_evaluate") != std::string::npos);
     CHECK(pg_evaluate_sampled(model, data.data(), data.size(), 1, 2, 3, 1, &er) == PG_ERR_NOT_FINITE);
     CHECK(er.mean_loss == 5.0);
     CHECK(er.n_scored == 5);
+    CHECK(er.n_bytes == 5);
     pg_trainer_free(trainer);
     pg_model_free(model);
 }

@@ -1,16 +1,19 @@
 // Whole-split evaluation: the window plan scores every prediction exactly once, the mean is
 // independent of batch size and threads to the last bit, it equals a brute-force computation
 // with the scalar reference model, and every bad argument is rejected. Plus the sampled
-// estimate.
+// estimate, and bits per byte against the bytes the scored targets decode to.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "capi/handles.hpp"
 #include "core/rng.hpp"
 #include "eval/evaluate.hpp"
+#include "tokenizer/bpe_tokenizer.hpp"
 #include "test_eval_support.hpp"
 #include "phonegpt/phonegpt.h"
 
@@ -296,4 +299,167 @@ TEST_CASE("pg_evaluate_sampled: a seeded, labelled estimate", "[eval]") {
     bad[150] = 99;
     CHECK(pg_evaluate_sampled(m.get(), bad.data(), 200, 1, 1, 1, 1, &a) == PG_ERR_INVALID_ARGUMENT);
     CHECK_THAT(pg_last_error(), Catch::Contains("token 150"));
+}
+
+namespace {
+
+struct TokenizerDeleter {
+    void operator()(pg_tokenizer* t) const { pg_tokenizer_free(t); }
+};
+using TokenizerPtr = std::unique_ptr<pg_tokenizer, TokenizerDeleter>;
+
+// A "tiny" model (2 layers, width 16, context 16) with the tokenizer's vocabulary.
+ModelPtr tiny_model_for(const pg_tokenizer* tok, uint64_t seed) {
+    pg_model_config c;
+    REQUIRE(pg_model_config_preset("tiny", &c) == PG_OK);
+    REQUIRE(pg_tokenizer_vocab_size(tok, &c.vocab_size) == PG_OK);
+    c.padded_vocab_size = 0;
+    pg_model* m = nullptr;
+    REQUIRE(pg_model_create(&c, seed, &m) == PG_OK);
+    REQUIRE(pg_model_set_tokenizer(m, tok) == PG_OK);
+    pg_eval_test::perturb_weights(m, 0.3f, seed + 1);  // sharp predictions: the losses differ
+    return ModelPtr(m);
+}
+
+std::vector<int32_t> encode(const pg_tokenizer* tok, const std::string& text) {
+    size_t n = 0;
+    REQUIRE(pg_tokenizer_encode(tok, text.data(), text.size(), nullptr, 0, &n) == PG_ERR_BUFFER_TOO_SMALL);
+    std::vector<int32_t> ids(n);
+    REQUIRE(pg_tokenizer_encode(tok, text.data(), text.size(), ids.data(), n, &n) == PG_OK);
+    return ids;
+}
+
+// The length of the bytes ids[0, n) decode to, by pg_tokenizer_decode (independent of
+// Tokenizer::token_length, which the evaluation counts with).
+int64_t decoded_bytes(const pg_tokenizer* tok, const int32_t* ids, size_t n) {
+    size_t len = 0;
+    const pg_status s = pg_tokenizer_decode(tok, ids, n, nullptr, 0, &len);
+    REQUIRE((s == PG_OK || s == PG_ERR_BUFFER_TOO_SMALL));
+    std::string text(len + 1, '\0');
+    REQUIRE(pg_tokenizer_decode(tok, ids, n, &text[0], text.size(), &len) == PG_OK);
+    return int64_t(len);
+}
+
+// Bits per byte by their definition: the summed loss in bits over the scored targets' bytes.
+double bits_per_byte_of(const pg_eval_result& r, int64_t bytes) {
+    return r.mean_loss * double(r.n_scored) / std::log(2.0) / double(bytes);
+}
+
+}  // namespace
+
+TEST_CASE("bits per byte: a character model on one-byte characters gives bits_per_token exactly", "[eval]") {
+    std::string alphabet;  // 65 one-byte characters, as Tiny Shakespeare's
+    for (char c = ' '; c < ' ' + 65; ++c) alphabet.push_back(c);
+    pg_tokenizer* raw = nullptr;
+    REQUIRE(pg_tokenizer_create_char(alphabet.data(), alphabet.size(), &raw) == PG_OK);
+    TokenizerPtr tok(raw);
+    ModelPtr m = tiny_model_for(tok.get(), 31);
+    const auto tokens = pg_eval_test::random_tokens(150, 65, 12);
+    for (int W : {16, 7}) {
+        for (int S : {W, 3}) {
+            INFO("W=" << W << " S=" << S);
+            const pg_eval_result r = eval_c(m.get(), tokens, W, S, 4, 2);
+            CHECK(r.n_bytes == r.n_scored);
+            CHECK(std::memcmp(&r.bits_per_byte, &r.bits_per_token, sizeof(double)) == 0);
+        }
+    }
+    pg_eval_result s;
+    s.struct_size = sizeof s;
+    REQUIRE(pg_evaluate_sampled(m.get(), tokens.data(), tokens.size(), 3, 4, 42, 1, &s) == PG_OK);
+    CHECK(s.n_bytes == 3 * 4 * 16);
+    CHECK(std::memcmp(&s.bits_per_byte, &s.bits_per_token, sizeof(double)) == 0);
+
+    // A model without a tokenizer has no bytes to count: both fields are 0.
+    ModelPtr bare = pg_eval_test::tiny_model(31);
+    const pg_eval_result b = eval_c(bare.get(), tokens, 0, 0, 4, 1);
+    CHECK(b.n_bytes == 0);
+    CHECK(b.bits_per_byte == 0.0);
+    CHECK(b.n_scored == 149);
+}
+
+TEST_CASE("bits per byte: multi-byte characters and BPE tokens count the bytes of the scored targets", "[eval]") {
+    const std::string line = "the cat sat on the mat. caf\xC3\xA9 na\xC3\xAFve \xE6\x97\xA5\xE6\x9C\xAC "
+                             "\xF0\x9F\x98\x80 the rat ate the cat. ";
+    std::string corpus;
+    for (int i = 0; i < 20; ++i) corpus += line;
+    pg_tokenizer* raw = nullptr;
+    REQUIRE(pg_tokenizer_create_char(corpus.data(), corpus.size(), &raw) == PG_OK);
+    TokenizerPtr chars(raw);
+    const char* texts[1] = {corpus.c_str()};
+    const size_t lens[1] = {corpus.size()};
+    raw = nullptr;
+    REQUIRE(pg_bpe_train(texts, lens, 1, 300, nullptr, &raw) == PG_OK);
+    TokenizerPtr bpe(raw);
+
+    const std::string text = line + line + "caf\xC3\xA9 \xF0\x9F\x98\x80 the mat.";
+    for (const pg_tokenizer* tok : {chars.get(), bpe.get()}) {
+        ModelPtr m = tiny_model_for(tok, 40);
+        const std::vector<int32_t> ids = encode(tok, text);
+        REQUIRE(ids.size() > 20);
+        // Every target is scored once whatever the windows: the text without its first token.
+        const int64_t targets = decoded_bytes(tok, ids.data() + 1, ids.size() - 1);
+        CHECK(targets == int64_t(text.size()) - decoded_bytes(tok, ids.data(), 1));
+        for (int W : {16, 7}) {
+            for (int S : {W, 5, 1}) {
+                INFO((tok == bpe.get() ? "BPE" : "characters") << " W=" << W << " S=" << S);
+                const pg_eval_result r = eval_c(m.get(), ids, W, S, 3, 2);
+                CHECK(r.n_bytes == targets);
+                CHECK(r.bits_per_byte == Approx(bits_per_byte_of(r, targets)).epsilon(1e-12));
+                CHECK(r.bits_per_byte < r.bits_per_token);  // several bytes a token on this text
+            }
+        }
+        // The sampled estimate: every scored target of every window, repeats included (the
+        // windows by hand as in the sampled test above).
+        pg_eval_result s;
+        s.struct_size = sizeof s;
+        REQUIRE(pg_evaluate_sampled(m.get(), ids.data(), ids.size(), 2, 3, 7, 1, &s) == PG_OK);
+        pg::Rng rng(7);
+        int64_t bytes = 0;
+        for (int w = 0; w < 6; ++w) {
+            const size_t off = size_t(rng.below(uint64_t(ids.size()) - 16));
+            bytes += decoded_bytes(tok, ids.data() + off + 1, 16);
+        }
+        CHECK(s.n_bytes == bytes);
+        CHECK(s.bits_per_byte == Approx(bits_per_byte_of(s, bytes)).epsilon(1e-12));
+    }
+}
+
+TEST_CASE("bits per byte: a target without bytes is refused, a special token counts its text", "[eval]") {
+    // The 256 bytes, then a gap (ids 256..299), then a special token at 300.
+    std::vector<pg::BpeTokenizer::Token> ranks;
+    for (int b = 0; b < 256; ++b) ranks.push_back({b, std::string(1, char(b))});
+    auto bpe = pg::BpeTokenizer::from_ranks(pg::bpe::Pattern::kGpt2, ranks, {{300, "<|end|>"}});
+    pg_tokenizer handle;
+    handle.impl = std::move(bpe);
+    ModelPtr m = tiny_model_for(&handle, 50);
+    std::vector<int32_t> ids = pg_eval_test::random_tokens(40, 256, 9);
+    ids[20] = 300;
+    pg_eval_result r = eval_c(m.get(), ids, 0, 0, 4, 1);
+    CHECK(r.n_bytes == 39 - 1 + 7);  // 38 single bytes and "<|end|>"
+    ids[0] = 280;  // context only: never a target, its bytes are not asked for
+    r = eval_c(m.get(), ids, 0, 0, 4, 1);
+    CHECK(r.n_bytes == 39 - 1 + 7);
+    ids[33] = 280;
+    pg_eval_config c;
+    pg_eval_config_default(&c);
+    r.n_scored = -5;
+    CHECK(pg_evaluate(m.get(), ids.data(), ids.size(), &c, &r) == PG_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(pg_last_error(), Catch::Contains("token 33 is 280") && Catch::Contains("no bytes"));
+    CHECK(r.n_scored == -5);  // no result written
+}
+
+TEST_CASE("pg_eval_result: a caller built before bits per byte gets the older fields only", "[eval]") {
+    ModelPtr m = pg_eval_test::tiny_model(4);
+    const auto tokens = pg_eval_test::random_tokens(40, 65, 4);
+    struct {
+        pg_eval_result r;
+        unsigned char guard[8];
+    } old;
+    std::memset(&old, 0x5A, sizeof old);
+    old.r.struct_size = uint32_t(offsetof(pg_eval_result, bits_per_byte));  // the struct before them
+    REQUIRE(pg_evaluate(m.get(), tokens.data(), tokens.size(), nullptr, &old.r) == PG_OK);
+    CHECK(old.r.n_scored == 39);
+    CHECK(old.r.n_windows == 3);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&old);
+    for (std::size_t i = offsetof(pg_eval_result, bits_per_byte); i < sizeof old; ++i) CHECK(int(bytes[i]) == 0x5A);
 }

@@ -186,6 +186,9 @@ class ModelTest {
             assertEquals(ids.size - 1L, last)
             assertTrue(calls.get() >= 2)
             assertEquals(r.meanLoss / Math.log(2.0), r.bitsPerToken, 1e-12)
+            // A character tokenizer on ASCII text: one byte a scored target, bits per byte = per token.
+            assertEquals(ids.size - 1L, r.nBytes)
+            assertEquals(r.bitsPerToken, r.bitsPerByte, 0.0)
             assertEquals(r, m.evaluate(nativeInts(ids)))
             val slide = m.evaluate(ids, EvalConfig.default().copy(window = 16, stride = 8))
             assertEquals(ids.size - 1L, slide.nScored)
