@@ -29,6 +29,7 @@
 
 #include "core/aligned_buffer.hpp"
 #include "core/error.hpp"
+#include "core/step_profile.hpp"
 #include "kernels/dispatch.hpp"
 #include "model/dropout_mask.hpp"
 #include "model/linear_hook.hpp"
@@ -62,6 +63,19 @@ constexpr int kKeyBlock = 128;
 
 using k::gemm_args;
 
+// The phases of a profiled pass (Engine::set_profile, core/step_profile.hpp), by linear kind
+// (LinearKind order) and pass: [0] the forward pass, [1] recomputing a layer in the backward.
+const char* const kForwardLinearPhase[2][kNumLinearKinds] = {
+    {"forward qkv", "forward attn_proj (+residual)", "forward fc (+gelu)", "forward fc_proj (+residual)"},
+    {"recompute qkv", "recompute attn_proj (+residual)", "recompute fc", "recompute fc_proj"}};
+const char* const kForwardLayerNormPhase[2] = {"forward layernorm", "recompute layernorm"};
+const char* const kForwardAttentionPhase[2] = {"forward attention", "recompute attention"};
+const char* const kWeightGradPhase[kNumLinearKinds] = {"backward qkv dW", "backward attn_proj dW", "backward fc dW",
+                                                      "backward fc_proj dW"};
+const char* const kInputGradPhase[kNumLinearKinds] = {"backward qkv dX", "backward attn_proj dX",
+                                                     "backward fc dX (+gelu')", "backward fc_proj dX"};
+const char* const kReductionPhase = "weight-gradient reduction";
+
 // pool.parallel_for over rows, except that a single row (the cached generation step) runs on
 // the calling thread: waking the pool costs more than one row of any of these loops.
 void for_rows(ThreadPool& pool, int64_t n, const std::function<void(int, int64_t, int64_t)>& fn) {
@@ -83,8 +97,10 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* x, con
 // alongside dx anyway, they are just not kept).
 void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
                         const float* w, const float* mean, const float* rstd, int N, int C,
-                        ThreadPool& pool) {
+                        ThreadPool& pool, StepProfile* profile) {
+    StepProfile::Scope phase(profile, "backward layernorm");
     const int nt = pool.size();
+    if (profile) profile->add_bytes(int64_t(N) * (3 * C + 2) * 4, int64_t(N) * C * 4);
     std::vector<float> partial(size_t(nt) * 2 * C, 0.0f);
     pool.parallel_for(N, [&](int t, int64_t r0, int64_t r1) {
         float* pw = partial.data() + size_t(t) * 2 * C;
@@ -92,6 +108,7 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dout, cons
                               rstd + r0, r1 - r0, C);
     });
     if (!dw) return;
+    StepProfile::Scope reduction(profile, kReductionPhase);
     for (int t = 0; t < nt; ++t) {
         const float* pw = partial.data() + size_t(t) * 2 * C;
         for (int i = 0; i < C; ++i) {
@@ -171,6 +188,23 @@ struct Engine::Impl {
     AlignedBuffer<float> hook_grad;  // [N, 4C] d(GELU output) when a hook is attached
     AlignedBuffer<float> widened;    // one row of a 16-bit matrix, in one-position passes
     int64_t weight_gradient_gemms = 0;  // in the last forward_backward
+    StepProfile* profile = nullptr;     // borrowed; null: not profiled
+    bool recomputing = false;           // block_forward is rebuilding a layer for its backward
+
+    // Estimated traffic of the current phase's kernels, in floats (see StepProfile).
+    void traffic(int64_t read, int64_t written, int64_t cross = 0) const {
+        if (profile) profile->add_bytes(read * 4, written * 4, cross * 4);
+    }
+    // A product split over rows (sgemm_parallel over activations, whose rows each thread wrote
+    // itself): A and C once, B once per thread that packs it.
+    void gemm_traffic(const k::GemmArgs& g, ThreadPool& pool) const {
+        if (!profile) return;
+        const int64_t M = g.M, N = g.N, K = g.K;
+        const bool split = pool.size() > 1 && 2.0 * double(M) * double(N) * double(K) >= 1.6e7;
+        const int64_t b = K * N * (split ? pool.size() : 1) / (g.B16 ? 2 : 1);
+        const int64_t c = M * N;
+        traffic(M * K + b + (g.beta != 0.0f ? c : 0) + (g.gelu_grad_input ? c : 0), c + (g.gelu_out ? c : 0));
+    }
 
     Impl(const ModelConfig& config, int B, int T, EngineOptions opt)
         : cfg(config), layout(config), max_B(B), max_T(T), options(opt) {
@@ -318,6 +352,7 @@ struct Engine::Impl {
     void linear(int layer, LinearKind kind, float* out, const float* inp, const WeightMatrix& w, const float* bias,
                 int N, int C, int OC, bool accumulate, const Dropout& d, bool training, ThreadPool& pool,
                 float* gelu_out = nullptr) {
+        StepProfile::Scope phase(profile, kForwardLinearPhase[recomputing][int(kind)]);
         if (N == 1) {  // the cached generation step: a matrix-vector product on this thread
             float* widened = row_scratch(C);
             for (int o = 0; o < OC; ++o) {
@@ -333,6 +368,7 @@ struct Engine::Impl {
         g.bias = bias;
         if (!hook) {
             g.gelu_out = gelu_out;
+            gemm_traffic(g, pool);
             k::sgemm_parallel(g, pool);
             return;
         }
@@ -349,11 +385,16 @@ struct Engine::Impl {
     void linear_backward(int layer, LinearKind kind, float* dinp, float* dw, float* dbias, const float* dout,
                          const float* inp, const WeightMatrix& w, int N, int C, int OC, const Dropout& d,
                          ThreadPool& pool, const float* gelu_in = nullptr) {
-        if (dw) linear_backward_weights(dw, dbias, dout, inp, N, C, OC, pool);
+        if (dw) {
+            StepProfile::Scope phase(profile, kWeightGradPhase[int(kind)]);
+            linear_backward_weights(dw, dbias, dout, inp, N, C, OC, pool);
+        }
+        StepProfile::Scope phase(profile, kInputGradPhase[int(kind)]);
         k::GemmArgs g = gemm_args(false, false, N, C, OC, dout, OC, nullptr, C, dinp, C);
         w.set_gemm_b(g);
         if (!hook) {
             g.gelu_grad_input = gelu_in;
+            gemm_traffic(g, pool);
             k::sgemm_parallel(g, pool);
             return;
         }
@@ -381,14 +422,22 @@ struct Engine::Impl {
     void linear_backward_weights(float* dw, float* dbias, const float* dout, const float* inp, int N, int C,
                                  int OC, ThreadPool& pool) {
         ++weight_gradient_gemms;
+        const int nt = pool.size();
+        // Split by columns (sgemm_parallel): every thread reads all of dout, and the rows of
+        // dout and inp that the other threads wrote.
+        traffic(int64_t(N) * OC * nt + int64_t(N) * C + int64_t(OC) * C, int64_t(OC) * C,
+                int64_t(N) * OC * (nt - 1) + int64_t(N) * C * (nt - 1) / nt);
         k::sgemm_parallel(gemm_args(true, false, OC, C, N, dout, OC, inp, C, dw, C, 1.0f, 1.0f), pool);
         if (!dbias) return;
         // Row sums per thread, then added in thread order.
+        traffic(int64_t(N) * OC, 0);
         std::vector<float> partial(size_t(pool.size()) * OC, 0.0f);
         pool.parallel_for(N, [&](int t, int64_t r0, int64_t r1) {
             float* acc = partial.data() + size_t(t) * OC;
             for (int64_t r = r0; r < r1; ++r) k::axpy(acc, 1.0f, dout + r * OC, OC);
         });
+        StepProfile::Scope phase(profile, kReductionPhase);
+        traffic(int64_t(nt) * OC + OC, OC, int64_t(nt - 1) * OC);
         for (int t = 0; t < pool.size(); ++t)
             for (int c = 0; c < OC; ++c) dbias[c] += partial[size_t(t) * OC + c];
     }
@@ -400,7 +449,9 @@ struct Engine::Impl {
     void linear_residual(int layer, LinearKind kind, float* out, const float* x, const float* inp, const WeightMatrix& w,
                          const float* bias, int N, int C, int OC, const Dropout& d, DropoutPlace place,
                          bool training, ThreadPool& pool) {
+        StepProfile::Scope phase(profile, kForwardLinearPhase[recomputing][int(kind)]);
         if (!dropout_active(d)) {
+            traffic(int64_t(N) * OC, int64_t(N) * OC);
             for_rows(pool, N, [&](int, int64_t r0, int64_t r1) {
                 std::memcpy(out + r0 * OC, x + r0 * OC, sizeof(float) * size_t((r1 - r0) * OC));
             });
@@ -408,6 +459,7 @@ struct Engine::Impl {
             return;
         }
         linear(layer, kind, branch, inp, w, bias, N, C, OC, false, d, training, pool);
+        traffic(2 * int64_t(N) * OC, int64_t(N) * OC);
         pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
             const int64_t i = r0 * OC;
             k::dropout_residual(out + i, x + i, branch + i, (r1 - r0) * OC, dropout_args(d, place, layer, uint64_t(i)));
@@ -419,7 +471,9 @@ struct Engine::Impl {
 
     void encoder_forward(const WeightsView& v, const int32_t* inputs, int B, int T,
                          const Dropout& d, ThreadPool& pool, int first_position = 0) {
+        StepProfile::Scope phase(profile, "forward encoder");
         const int C = cfg.n_embd;
+        traffic(2 * int64_t(B) * T * C, int64_t(B) * T * C);
         const bool drop = dropout_active(d);
         const WeightMatrix wte = v.matrix(kWte);
         const float* wpe = v.f32[kWpe];
@@ -439,9 +493,16 @@ struct Engine::Impl {
     // dresid holds d(loss)/d(resid[0]); it is consumed (dropout applied in place).
     void encoder_backward(const GptTensors<float>& g, const int32_t* inputs, int B, int T,
                           const Dropout& d, ThreadPool& pool) {
+        StepProfile::Scope phase(profile, "backward encoder");
         const int C = cfg.n_embd;
         const int64_t N = int64_t(B) * T;
-        if (dropout_active(d)) dropout_backward(dresid, dresid, int(N), C, d, kDropEmbedding, 0, pool);
+        if (dropout_active(d)) {
+            traffic(N * C, N * C);
+            dropout_backward(dresid, dresid, int(N), C, d, kDropEmbedding, 0, pool);
+        }
+        // wpe by positions, wte by channels: each thread reads rows of every sequence.
+        const int nt = pool.size();
+        traffic(2 * N * C + 2 * int64_t(T) * C, int64_t(T) * C + N * C, 2 * N * C * (nt - 1) / nt);
         const float* dx = dresid;
         // wpe: each thread owns positions and sums over the batch in order.
         pool.parallel_for(T, [&](int, int64_t t0, int64_t t1) {
@@ -468,6 +529,8 @@ struct Engine::Impl {
         const int C = cfg.n_embd, NH = cfg.n_head, hs = C / NH;
         const float scale = 1.0f / std::sqrt(float(hs));
         const bool drop = dropout_active(d);
+        StepProfile::Scope phase(profile, kForwardAttentionPhase[recomputing]);
+        traffic(int64_t(B) * T * 3 * C, int64_t(B) * T * (C + NH));
         prepare_scratch(pool);
         pool.parallel_for(int64_t(B) * NH, [&](int thread, int64_t p0, int64_t p1) {
             AttnScratch& sc = scratch(thread);
@@ -535,6 +598,9 @@ struct Engine::Impl {
         const int C = cfg.n_embd, NH = cfg.n_head, hs = C / NH;
         const float scale = 1.0f / std::sqrt(float(hs));
         const bool drop = dropout_active(d);
+        StepProfile::Scope phase(profile, "backward attention");
+        // qkv, y, dy and lse read; dqkv written (zeroed first, then accumulated per tile)
+        traffic(int64_t(B) * T * (5 * C + NH), int64_t(B) * T * 3 * C);
         prepare_scratch(pool);
         pool.parallel_for(int64_t(B) * NH, [&](int thread, int64_t p0, int64_t p1) {
             AttnScratch& sc = scratch(thread);
@@ -683,8 +749,12 @@ struct Engine::Impl {
         const int C = cfg.n_embd;
         const GptTensors<const float> w = v.fp32_tensors();
         int N = B * T;
-        layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
-                          cfg.layernorm_eps, pool);
+        {
+            StepProfile::Scope phase(profile, kForwardLayerNormPhase[recomputing]);
+            traffic(int64_t(N) * C, int64_t(N) * (C + 2));
+            layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
+                              cfg.layernorm_eps, pool);
+        }
         linear(l, LinearKind::attn_qkv, a.qkv, ln_out, v.matrix(kQkvw).at(int64_t(l) * 3 * C * C), w.qkvb + l * 3 * C, N, C,
                3 * C, false, d, training, pool);
         if (cached) {
@@ -704,8 +774,12 @@ struct Engine::Impl {
         }
         linear_residual(l, LinearKind::attn_proj, a.res2, x, a.atty, v.matrix(kAttprojw).at(int64_t(l) * C * C),
                         w.attprojb + l * C, N, C, C, d, kDropAttnProj, training, pool);
-        layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
-                          cfg.layernorm_eps, pool);
+        {
+            StepProfile::Scope phase(profile, kForwardLayerNormPhase[recomputing]);
+            traffic(int64_t(N) * C, int64_t(N) * (C + 2));
+            layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
+                              cfg.layernorm_eps, pool);
+        }
         // fch = ln_2(x) W_fc^T + b, and its GELU into big_a (not needed when only recomputing)
         linear(l, LinearKind::mlp_fc, a.fch, ln_out, v.matrix(kFcw).at(int64_t(l) * 4 * C * C), w.fcb + l * 4 * C, N, C,
                4 * C, false, d, training, pool, out ? big_a : nullptr);
@@ -733,25 +807,37 @@ struct Engine::Impl {
         // resid[l+1] = res2 + dropout(fcproj(gelu(fch)))
         const float* dfcproj = dresid;
         if (drop) {
+            StepProfile::Scope phase(profile, "backward dropout");
+            traffic(int64_t(N) * C, int64_t(N) * C);
             dropout_backward(branch, dresid, N, C, d, kDropMlpProj, l, pool);
             dfcproj = branch;
         }
-        gelu_rows(big_a, a.fch, N, 4 * C, pool);  // recompute the GELU output
+        {
+            StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
+            traffic(int64_t(N) * 4 * C, int64_t(N) * 4 * C);
+            gelu_rows(big_a, a.fch, N, 4 * C, pool);  // recompute the GELU output
+        }
         // dfch = gelu'(fch) * d(GELU output), into big_a (the GELU output is no longer needed)
         linear_backward(l, LinearKind::mlp_proj, big_a, grad(&G::fcprojw, int64_t(C) * 4 * C),
                         grad(&G::fcprojb, C), dfcproj, big_a, v.matrix(kFcprojw).at(int64_t(l) * C * 4 * C), N,
                         4 * C, C, d, pool, a.fch);
-        layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
-                          cfg.layernorm_eps, pool);  // recompute ln_2's output
+        {
+            StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
+            traffic(int64_t(N) * (C + 2), int64_t(N) * C);
+            layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
+                              cfg.layernorm_eps, pool);  // recompute ln_2's output
+        }
         linear_backward(l, LinearKind::mlp_fc, dln, grad(&G::fcw, int64_t(4) * C * C),
                         grad(&G::fcb, 4 * C), big_a, ln_out, v.matrix(kFcw).at(int64_t(l) * 4 * C * C), N, C,
                         4 * C, d, pool);
         layernorm_backward(dresid, grad(&G::ln2w, C), grad(&G::ln2b, C), dln, a.res2,
-                           w.ln2w + l * C, a.ln2_mean, a.ln2_rstd, N, C, pool);
+                           w.ln2w + l * C, a.ln2_mean, a.ln2_rstd, N, C, pool, profile);
 
         // res2 = x + dropout(attproj(attention(qkv(ln_1(x)))))
         const float* dattproj = dresid;
         if (drop) {
+            StepProfile::Scope phase(profile, "backward dropout");
+            traffic(int64_t(N) * C, int64_t(N) * C);
             dropout_backward(branch, dresid, N, C, d, kDropAttnProj, l, pool);
             dattproj = branch;
         }
@@ -760,13 +846,17 @@ struct Engine::Impl {
                         C, C, d, pool);
         float* dqkv = big_a;
         attention_backward(dqkv, datty, a, l, B, T, d, pool);
-        layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
-                          cfg.layernorm_eps, pool);  // recompute ln_1's output
+        {
+            StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
+            traffic(int64_t(N) * (C + 2), int64_t(N) * C);
+            layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
+                              cfg.layernorm_eps, pool);  // recompute ln_1's output
+        }
         linear_backward(l, LinearKind::attn_qkv, dln, grad(&G::qkvw, int64_t(3) * C * C),
                         grad(&G::qkvb, 3 * C), dqkv, ln_out, v.matrix(kQkvw).at(int64_t(l) * 3 * C * C), N, C,
                         3 * C, d, pool);
         layernorm_backward(dresid, grad(&G::ln1w, C), grad(&G::ln1b, C), dln, x,
-                           w.ln1w + l * C, a.ln1_mean, a.ln1_rstd, N, C, pool);
+                           w.ln1w + l * C, a.ln1_mean, a.ln1_rstd, N, C, pool, profile);
     }
 
     static void gelu_rows(float* out, const float* x, int N, int width, ThreadPool& pool) {
@@ -794,6 +884,15 @@ struct Engine::Impl {
             return LossSum{};
         }
         const int chunk = std::min(loss_chunk_rows(V), N);
+        StepProfile::Scope phase(profile, backward ? "head (ln_f, logits, loss and their backward)" : "forward head");
+        if (profile) {
+            // x read and ln_f's output written and read; per row V logits written and read (and
+            // their gradient written and read twice); wte read per chunk (twice backward) and a
+            // thread's dwte read and written per chunk.
+            const int64_t chunks = (N + chunk - 1) / chunk + nt - 1, VC = int64_t(V) * C, n = N;
+            traffic(2 * n * C + n * V * (backward ? 3 : 1) + chunks * VC * (backward ? (g ? 3 : 2) : 1),
+                    n * C * (backward ? 3 : 1) + n * V * (backward ? 2 : 1) + (g ? chunks * VC : 0));
+        }
         if (head_scratch.size() < size_t(nt)) head_scratch.resize(size_t(nt));
         for (int t = 0; t < nt; ++t) {  // sized and zeroed here: a thread without rows adds nothing
             HeadScratch& h = head_scratch[size_t(t)];
@@ -851,6 +950,8 @@ struct Engine::Impl {
         });
         if (g) {
             ++weight_gradient_gemms;  // the dwte products above, one per chunk of rows
+            StepProfile::Scope reduction(profile, kReductionPhase);
+            traffic(int64_t(nt + 1) * V * C, int64_t(V) * C, int64_t(nt - 1) * V * C);
             for (int t = 0; t < nt; ++t) {
                 const HeadScratch& h = head_scratch[size_t(t)];
                 k::axpy(g->wte, 1.0f, h.dwte.data(), int64_t(V) * C);
@@ -921,6 +1022,7 @@ LossSum Engine::forward_backward(const WeightsView& w, float* grads, const int32
     const int L = m.cfg.n_layer;
     m.ensure_backward_memory();
     m.weight_gradient_gemms = 0;
+    m.recomputing = false;
 
     m.encoder_forward(w, inputs, B, T, dropout, pool);
     for (int l = 0; l < L; ++l)
@@ -929,8 +1031,11 @@ LossSum Engine::forward_backward(const WeightsView& w, float* grads, const int32
     for (int l = L - 1; l >= 0; --l) {
         // With recomputation the single slot holds the last layer's activations; rebuild the
         // others from their stored input.
-        if (m.options.recompute && l != L - 1)
+        if (m.options.recompute && l != L - 1) {
+            m.recomputing = true;
             m.block_forward(w, l, m.slot(l), m.resid[l], nullptr, B, T, dropout, true, pool);
+            m.recomputing = false;
+        }
         m.block_backward(w, g, l, B, T, dropout, pool);
     }
     // The embeddings' gradients are weight gradients only: nothing flows further.
@@ -959,6 +1064,7 @@ void Engine::forward_cached(const WeightsView& w, const int32_t* tokens, int fir
 }
 
 void Engine::set_linear_hook(LinearHook* hook) { impl_->hook = hook; }
+void Engine::set_profile(StepProfile* profile) { impl_->profile = profile; }
 LinearHook* Engine::linear_hook() const { return impl_->hook; }
 int64_t Engine::weight_gradient_gemms() const { return impl_->weight_gradient_gemms; }
 
