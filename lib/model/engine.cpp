@@ -187,6 +187,7 @@ struct Engine::Impl {
     LinearHook* hook = nullptr;      // borrowed; null = the plain model
     AlignedBuffer<float> hook_grad;  // [N, 4C] d(GELU output) when a hook is attached
     AlignedBuffer<float> widened;    // one row of a 16-bit matrix, in one-position passes
+    AlignedBuffer<float> dw_partials;  // per-thread column sums and weight-gradient partials
     int64_t weight_gradient_gemms = 0;  // in the last forward_backward
     StepProfile* profile = nullptr;     // borrowed; null: not profiled
     bool recomputing = false;           // block_forward is rebuilding a layer for its backward
@@ -200,7 +201,7 @@ struct Engine::Impl {
     void gemm_traffic(const k::GemmArgs& g, ThreadPool& pool) const {
         if (!profile) return;
         const int64_t M = g.M, N = g.N, K = g.K;
-        const bool split = pool.size() > 1 && 2.0 * double(M) * double(N) * double(K) >= 1.6e7;
+        const bool split = pool.size() > 1 && k::gemm_worth_splitting(g);
         const int64_t b = K * N * (split ? pool.size() : 1) / (g.B16 ? 2 : 1);
         const int64_t c = M * N;
         traffic(M * K + b + (g.beta != 0.0f ? c : 0) + (g.gelu_grad_input ? c : 0), c + (g.gelu_out ? c : 0));
@@ -419,27 +420,69 @@ struct Engine::Impl {
     }
 
     // dw[OC, C] += dout[N, OC]^T . inp[N, C]; dbias[OC] += column sums of dout.
+    //
+    // Split over the tokens (the product's K), not over dw: thread t takes the rows
+    // ThreadPool::chunk(N, nt, t), which are the rows it wrote itself in the regions before
+    // (every activation loop of the engine splits rows that way), so each thread reads only
+    // its own share of dout and inp, from its own cache, and every thread computes all of dw's
+    // columns in whole register panels. Thread 0 adds its product straight into dw; the others
+    // write theirs into their own partials, which the reduction then adds into dw in thread
+    // order, each thread taking a slice of dw's rows. What crosses between cores is the
+    // partials (nt - 1 times dw), whatever the batch; a split of dw's columns makes every thread
+    // read all of dout, (nt - 1) / nt of it written by another core. Deterministic for a
+    // thread count; one thread (or a product too small to split) is the single product.
     void linear_backward_weights(float* dw, float* dbias, const float* dout, const float* inp, int N, int C,
                                  int OC, ThreadPool& pool) {
         ++weight_gradient_gemms;
         const int nt = pool.size();
-        // Split by columns (sgemm_parallel): every thread reads all of dout, and the rows of
-        // dout and inp that the other threads wrote.
-        traffic(int64_t(N) * OC * nt + int64_t(N) * C + int64_t(OC) * C, int64_t(OC) * C,
-                int64_t(N) * OC * (nt - 1) + int64_t(N) * C * (nt - 1) / nt);
-        k::sgemm_parallel(gemm_args(true, false, OC, C, N, dout, OC, inp, C, dw, C, 1.0f, 1.0f), pool);
-        if (!dbias) return;
-        // Row sums per thread, then added in thread order.
-        traffic(int64_t(N) * OC, 0);
-        std::vector<float> partial(size_t(pool.size()) * OC, 0.0f);
-        pool.parallel_for(N, [&](int t, int64_t r0, int64_t r1) {
-            float* acc = partial.data() + size_t(t) * OC;
+        const int64_t wsize = int64_t(OC) * C;
+        const k::GemmArgs whole = gemm_args(true, false, OC, C, N, dout, OC, inp, C, dw, C, 1.0f, 1.0f);
+        const bool split = nt > 1 && k::gemm_worth_splitting(whole);
+        // Per thread: its column sums of dout [OC]; then, for threads 1.., its share of dw.
+        const size_t need = size_t(nt) * size_t(OC) + (split ? size_t(nt - 1) * size_t(wsize) : 0);
+        if (dw_partials.size() < need) dw_partials.resize(need);
+        float* bias_acc = dw_partials.data();
+        float* w_partial = bias_acc + size_t(nt) * size_t(OC);
+        traffic(int64_t(N) * (OC + C) + wsize, wsize * (split ? nt : 1));
+        if (!split) {
+            k::sgemm(whole);
+        }
+        pool.run_on_all([&](int t) {
+            int64_t r0, r1;
+            ThreadPool::chunk(N, nt, t, &r0, &r1);
+            if (split) {
+                float* c = t == 0 ? dw : w_partial + size_t(t - 1) * size_t(wsize);
+                if (r1 > r0) {
+                    k::GemmArgs part = whole;
+                    part.K = int(r1 - r0);
+                    part.A = dout + r0 * OC;
+                    part.B = inp + r0 * C;
+                    part.C = c;
+                    part.beta = t == 0 ? 1.0f : 0.0f;
+                    k::sgemm(part);
+                } else if (t > 0) {
+                    std::memset(c, 0, sizeof(float) * size_t(wsize));
+                }
+            }
+            if (!dbias) return;
+            float* acc = bias_acc + size_t(t) * size_t(OC);
+            std::memset(acc, 0, sizeof(float) * size_t(OC));
             for (int64_t r = r0; r < r1; ++r) k::axpy(acc, 1.0f, dout + r * OC, OC);
         });
         StepProfile::Scope phase(profile, kReductionPhase);
+        if (split) {
+            traffic(wsize * nt, wsize, wsize * (nt - 1));
+            pool.parallel_for(OC, [&](int, int64_t o0, int64_t o1) {
+                float* dst = dw + o0 * C;
+                const int64_t n = (o1 - o0) * C;
+                for (int t = 1; t < nt; ++t) k::axpy(dst, 1.0f, w_partial + size_t(t - 1) * size_t(wsize) + o0 * C, n);
+            });
+        }
+        if (!dbias) return;
+        // Column sums added in thread order.
         traffic(int64_t(nt) * OC + OC, OC, int64_t(nt - 1) * OC);
-        for (int t = 0; t < pool.size(); ++t)
-            for (int c = 0; c < OC; ++c) dbias[c] += partial[size_t(t) * OC + c];
+        for (int t = 0; t < nt; ++t)
+            for (int c = 0; c < OC; ++c) dbias[c] += bias_acc[size_t(t) * OC + c];
     }
 
     // A residual block's output projection and the residual add:
@@ -1075,7 +1118,7 @@ std::size_t Engine::activation_bytes() const {
     std::size_t floats = m.forward_memory.size() + m.backward_memory.size();
     for (const auto& s : m.attn_scratch) floats += s.s.size() + s.dp.size() + s.m.size() + s.l.size() + s.d.size();
     for (const auto& h : m.head_scratch) floats += h.logits.size() + h.dlogits.size() + h.dwte.size() + h.dlnf.size();
-    floats += m.hook_grad.size();
+    floats += m.hook_grad.size() + m.dw_partials.size();
     return floats * sizeof(float);
 }
 
