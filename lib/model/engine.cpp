@@ -191,6 +191,10 @@ struct Engine::Impl {
     int64_t weight_gradient_gemms = 0;  // in the last forward_backward
     StepProfile* profile = nullptr;     // borrowed; null: not profiled
     bool recomputing = false;           // block_forward is rebuilding a layer for its backward
+    // The layer whose GELU output big_a holds, and whose ln_2 output ln_out holds (-1: none):
+    // the last layer's GELU after a forward pass, and both after a layer is recomputed, so
+    // block_backward does not compute them a second time.
+    int gelu_layer = -1, ln2_layer = -1;
 
     // Estimated traffic of the current phase's kernels, in floats (see StepProfile).
     void traffic(int64_t read, int64_t written, int64_t cross = 0) const {
@@ -792,6 +796,7 @@ struct Engine::Impl {
         const int C = cfg.n_embd;
         const GptTensors<const float> w = v.fp32_tensors();
         int N = B * T;
+        ln2_layer = -1;  // ln_out gets ln_1's output
         {
             StepProfile::Scope phase(profile, kForwardLayerNormPhase[recomputing]);
             traffic(int64_t(N) * C, int64_t(N) * (C + 2));
@@ -823,9 +828,12 @@ struct Engine::Impl {
             layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
                               cfg.layernorm_eps, pool);
         }
-        // fch = ln_2(x) W_fc^T + b, and its GELU into big_a (not needed when only recomputing)
+        ln2_layer = l;
+        // fch = ln_2(x) W_fc^T + b, and its GELU into big_a (when recomputing, for the backward
+        // pass that follows, which reads it first)
         linear(l, LinearKind::mlp_fc, a.fch, ln_out, v.matrix(kFcw).at(int64_t(l) * 4 * C * C), w.fcb + l * 4 * C, N, C,
-               4 * C, false, d, training, pool, out ? big_a : nullptr);
+               4 * C, false, d, training, pool, big_a);
+        gelu_layer = l;
         if (!out) return;
         linear_residual(l, LinearKind::mlp_proj, out, a.res2, big_a, v.matrix(kFcprojw).at(int64_t(l) * C * 4 * C),
                         w.fcprojb + l * C, N, 4 * C, C, d, kDropMlpProj, training, pool);
@@ -855,16 +863,18 @@ struct Engine::Impl {
             dropout_backward(branch, dresid, N, C, d, kDropMlpProj, l, pool);
             dfcproj = branch;
         }
-        {
+        if (gelu_layer != l) {
             StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
             traffic(int64_t(N) * 4 * C, int64_t(N) * 4 * C);
             gelu_rows(big_a, a.fch, N, 4 * C, pool);  // recompute the GELU output
         }
+        const bool have_ln2 = ln2_layer == l;
+        gelu_layer = ln2_layer = -1;  // big_a and ln_out are overwritten from here on
         // dfch = gelu'(fch) * d(GELU output), into big_a (the GELU output is no longer needed)
         linear_backward(l, LinearKind::mlp_proj, big_a, grad(&G::fcprojw, int64_t(C) * 4 * C),
                         grad(&G::fcprojb, C), dfcproj, big_a, v.matrix(kFcprojw).at(int64_t(l) * C * 4 * C), N,
                         4 * C, C, d, pool, a.fch);
-        {
+        if (!have_ln2) {
             StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
             traffic(int64_t(N) * (C + 2), int64_t(N) * C);
             layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
@@ -948,6 +958,7 @@ struct Engine::Impl {
             if (h.dlnf.size() != size_t(2) * C) h.dlnf.resize(size_t(2) * C); else h.dlnf.zero();
         }
         float* dlnf = branch;  // [N, C] d(loss)/d(ln_f output)
+        ln2_layer = -1;        // ln_out is ln_f's output from here on
         for_rows(pool, N, [&](int t, int64_t r0, int64_t r1) {
             HeadScratch& h = head_scratch[size_t(t)];
             k::layernorm_forward(ln_out + r0 * C, lnf_mean + r0, lnf_rstd + r0, x + r0 * C, w.lnfw, w.lnfb,
@@ -1066,6 +1077,7 @@ LossSum Engine::forward_backward(const WeightsView& w, float* grads, const int32
     m.ensure_backward_memory();
     m.weight_gradient_gemms = 0;
     m.recomputing = false;
+    m.gelu_layer = m.ln2_layer = -1;
 
     m.encoder_forward(w, inputs, B, T, dropout, pool);
     for (int l = 0; l < L; ++l)
