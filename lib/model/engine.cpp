@@ -15,8 +15,13 @@
 // engine that only runs forward (evaluation, pg_model_forward) holds one layer's activations.
 //
 // Determinism: every parallel loop splits rows, columns or (batch, head) pairs into the pool's
-// fixed chunks; each output element is written by one thread, and reductions (LayerNorm weight
-// gradients) are summed per thread and then added in thread order. No atomics.
+// fixed chunks; each output element is written by one thread, and reductions (the linear
+// layers' weight and bias gradients, split over the tokens; LayerNorm weight gradients) are
+// summed per thread and then added in thread order. No atomics.
+// Locality: the activation loops split rows the same way (ThreadPool::chunk), so each thread
+// reads in the next region the rows it wrote in the last one, from its own cache; the weight
+// gradients keep that (linear_backward_weights). bench_engine --profile reports what still
+// crosses between threads.
 #include "model/engine.hpp"
 
 #include <algorithm>
