@@ -1,7 +1,7 @@
 // Training-step speed and memory of the engine: forward + backward of one micro-batch.
 //
 //   bench_engine [--preset phonegpt] [--batch 32] [--seq 0 (= n_ctx)] [--threads 2]
-//                [--steps 10] [--recompute] [--dropout 0] [--json]
+//                [--steps 10] [--recompute] [--dropout 0] [--profile] [--json]
 //
 // Prints the median and best ms per step over --steps timed steps (after one warm-up step),
 // tokens/s, the step's GFLOP/s as a fraction of this machine's FMA peak for the same thread
@@ -9,6 +9,17 @@
 // resident memory (VmHWM) after the training steps, then the time of a forward-only pass
 // (evaluation) of the same batch. --json prints the same figures as one JSON object. To mimic a training process's footprint it also
 // holds what a trainer holds beside the engine: gradients and two AdamW moment buffers.
+//
+// --profile then runs --steps more steps with a StepProfile attached to the engine and the pool
+// (core/step_profile.hpp), each step also zeroing the gradients and running the optimizer (the
+// gradient norm and AdamW at learning rate 0, so the weights stay the same), and prints per
+// phase and step: the caller's wall time, parallel regions, the work (CPU time of every thread
+// in the regions plus the caller's outside them), the critical path (sum over regions of the
+// busiest thread's CPU time, plus the work outside regions), that serial work, each thread's
+// CPU time in regions, the threads' waiting time in regions (wall x threads - CPU), the
+// imbalance (busiest / mean thread time over the regions), and the estimated bytes read,
+// written and read across threads. CPU times stay meaningful on a loaded machine; compare the
+// critical path of N threads with the work of one. The timed steps above run without it.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -27,6 +38,7 @@
 #include "model/config.hpp"
 #include "model/engine.hpp"
 #include "model/params.hpp"
+#include "train/optimizer.hpp"
 
 namespace {
 
@@ -55,10 +67,133 @@ double step_flops(const pg::ModelConfig& cfg, int B, int T) {
     return 3.0 * per_token * B * T;
 }
 
+// Runs `steps` more training steps with a profile attached; prints the per-phase table (text)
+// or returns it as a JSON array.
+std::string profile_steps(pg::Engine& engine, pg::ThreadPool& pool, const pg::ModelConfig& cfg,
+                          pg::AlignedBuffer<float>& params, pg::AlignedBuffer<float>& grads,
+                          pg::AlignedBuffer<float>& adam_m, pg::AlignedBuffer<float>& adam_v,
+                          const std::vector<int32_t>& inputs, const std::vector<int32_t>& targets, int batch, int T,
+                          float dropout, int steps, bool json) {
+    const pg::ParamLayout layout(cfg);
+    const std::vector<pg::ParamPiece> pieces = pg::optimizer_pieces(pg::build_tensor_table(cfg), layout.total, false);
+    pg::StepProfile prof(pool.size());
+    pool.set_observer(&prof);
+    engine.set_profile(&prof);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int s = 0; s < steps; ++s) {
+        pg::Dropout d;
+        d.p = dropout;
+        d.seed = 3;
+        d.stream = uint64_t(1000 + s);
+        {
+            pg::StepProfile::Scope phase(&prof, "gradient zeroing");
+            prof.add_bytes(0, layout.total * 4);
+            grads.zero();
+        }
+        engine.forward_backward(params.data(), grads.data(), inputs.data(), targets.data(), batch, T,
+                                1.0f / float(batch * T), d, pool);
+        pg::StepProfile::Scope phase(&prof, "optimizer (norm, AdamW)");
+        prof.add_bytes(layout.total * 4 * 5, layout.total * 4 * 3);
+        const double norm = pg::global_grad_norm(grads.data(), layout.total, pool);
+        pg::AdamWStep a;
+        a.lr = 0.0f;  // the full update's work, the same weights
+        a.t = s + 1;
+        a.weight_decay = norm < 0.0 ? 1.0f : 0.0f;  // never: keeps the norm's result used
+        pg::adamw_update(params.data(), grads.data(), adam_m.data(), adam_v.data(), pieces, a, pool);
+    }
+    const double wall_step_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / steps;
+    pool.set_observer(nullptr);
+    engine.set_profile(nullptr);
+
+    const int nt = pool.size();
+    const double per = 1.0 / steps;
+    std::string out;
+    char line[512];
+    auto ms = [&](int64_t ns) { return double(ns) * 1e-6 * per; };
+    auto mb = [&](int64_t bytes) { return double(bytes) * 1e-6 * per; };
+    pg::StepProfile::Phase total;
+    total.name = "total";
+    total.thread_busy_ns.assign(size_t(nt), 0);
+    for (const auto& p : prof.phases()) {
+        total.wall_ns += p.wall_ns;
+        total.region_wall_ns += p.region_wall_ns;
+        total.cpu_ns += p.cpu_ns;
+        total.region_cpu_ns += p.region_cpu_ns;
+        total.regions += p.regions;
+        total.critical_ns += p.critical_ns;
+        total.busy_ns += p.busy_ns;
+        for (int t = 0; t < nt; ++t) total.thread_busy_ns[size_t(t)] += p.thread_busy_ns[size_t(t)];
+        total.bytes_read += p.bytes_read;
+        total.bytes_written += p.bytes_written;
+        total.bytes_cross += p.bytes_cross;
+    }
+    std::vector<pg::StepProfile::Phase> rows = prof.phases();
+    rows.push_back(total);
+    if (!json) {
+        std::snprintf(line, sizeof line,
+                      "\nprofile: %d steps with gradient zeroing and the optimizer, %.1f ms a step (wall)\n", steps,
+                      wall_step_ms);
+        out += line;
+        std::snprintf(line, sizeof line, "%-46s %8s %7s %8s %8s %8s", "phase (per step)", "wall ms", "regions",
+                      "work ms", "crit ms", "serial");
+        out += line;
+        for (int t = 0; t < nt; ++t) {
+            std::snprintf(line, sizeof line, " %7s%d", "cpu ms t", t);
+            out += line;
+        }
+        std::snprintf(line, sizeof line, " %8s %6s %8s %8s %8s\n", "wait ms", "imbal", "MB read", "MB write",
+                      "MB cross");
+        out += line;
+    } else {
+        std::snprintf(line, sizeof line, "{\"steps\": %d, \"wall_ms_per_step\": %.3f, \"phases\": [", steps,
+                      wall_step_ms);
+        out += line;
+    }
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const auto& p = rows[i];
+        const double mean = double(p.busy_ns) / nt;
+        const double imbalance = mean > 0 ? double(p.critical_ns) / mean : 0.0;
+        // CPU time of work outside regions (the caller's), in the work and on the critical path.
+        const int64_t serial = p.serial_cpu_ns();
+        const int64_t work = p.busy_ns + serial, critical = p.critical_ns + serial;
+        // Thread time inside regions not spent in the body: waiting at the barrier (or descheduled).
+        const int64_t wait = p.region_wall_ns * nt - p.busy_ns;
+        if (!json) {
+            std::snprintf(line, sizeof line, "%-46s %8.2f %7.1f %8.2f %8.2f %8.2f", p.name.c_str(), ms(p.wall_ns),
+                          double(p.regions) * per, ms(work), ms(critical), ms(serial));
+            out += line;
+            for (int t = 0; t < nt; ++t) {
+                std::snprintf(line, sizeof line, " %8.2f", ms(p.thread_busy_ns[size_t(t)]));
+                out += line;
+            }
+            std::snprintf(line, sizeof line, " %8.2f %6.3f %8.2f %8.2f %8.2f\n", ms(wait), imbalance,
+                          mb(p.bytes_read), mb(p.bytes_written), mb(p.bytes_cross));
+            out += line;
+        } else {
+            std::snprintf(line, sizeof line,
+                          "%s{\"phase\": \"%s\", \"wall_ms\": %.4f, \"regions\": %.2f, \"work_ms\": %.4f, "
+                          "\"critical_ms\": %.4f, "
+                          "\"serial_ms\": %.4f, \"wait_ms\": %.4f, \"imbalance\": %.4f, \"mb_read\": %.3f, \"mb_written\": %.3f, "
+                          "\"mb_cross_thread\": %.3f, \"thread_cpu_ms\": [",
+                          i ? ", " : "", p.name.c_str(), ms(p.wall_ns), double(p.regions) * per, ms(work), ms(critical),
+                          ms(serial), ms(wait), imbalance, mb(p.bytes_read), mb(p.bytes_written), mb(p.bytes_cross));
+            out += line;
+            for (int t = 0; t < nt; ++t) {
+                std::snprintf(line, sizeof line, "%s%.4f", t ? ", " : "", ms(p.thread_busy_ns[size_t(t)]));
+                out += line;
+            }
+            out += "]}";
+        }
+    }
+    if (json) out += "]}";
+    return out;
+}
+
 [[noreturn]] void usage() {
     std::fprintf(stderr,
                  "usage: bench_engine [--preset NAME] [--batch B] [--seq T] [--threads N] [--steps S]"
-                 " [--recompute] [--dropout P] [--json]\n");
+                 " [--recompute] [--dropout P] [--profile] [--json]\n");
     std::exit(2);
 }
 
@@ -67,7 +202,7 @@ double step_flops(const pg::ModelConfig& cfg, int B, int T) {
 int main(int argc, char** argv) {
     std::string preset = "phonegpt";
     int batch = 32, seq = 0, threads = 2, steps = 10;
-    bool recompute = false, json = false;
+    bool recompute = false, json = false, profile = false;
     float dropout = 0.0f;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -83,6 +218,7 @@ int main(int argc, char** argv) {
         else if (a == "--recompute") recompute = true;
         else if (a == "--dropout") dropout = float(std::atof(value()));
         else if (a == "--json") json = true;
+        else if (a == "--profile") profile = true;
         else usage();
     }
     if (batch < 1 || steps < 1) usage();
@@ -156,19 +292,23 @@ int main(int argc, char** argv) {
             if (s > 0) fwd_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
         }
         std::sort(fwd_ms.begin(), fwd_ms.end());
+        const std::string prof = profile ? profile_steps(engine, pool, cfg, params, grads, adam_m, adam_v, inputs,
+                                                         targets, batch, T, dropout, steps, json)
+                                         : std::string();
         if (json) {
             std::printf("{\"preset\": \"%s\", \"batch\": %d, \"seq\": %d, \"threads\": %d, \"recompute\": %s, "
                         "\"dropout\": %.3f, \"kernels\": \"%s\", \"step_ms_median\": %.3f, \"step_ms_best\": %.3f, "
                         "\"tokens_per_s\": %.1f, \"gflop_per_step\": %.4f, \"gflops\": %.2f, \"peak_gflops\": %.2f, "
                         "\"fraction_of_peak\": %.4f, \"cpu_ms_per_step\": %.3f, \"activation_mb\": %.2f, "
-                        "\"peak_rss_mb\": %.2f, \"forward_ms_median\": %.3f, \"loss\": %.6f}\n",
+                        "\"peak_rss_mb\": %.2f, \"forward_ms_median\": %.3f, \"loss\": %.6f%s%s}\n",
                         preset.c_str(), batch, T, pool.size(), recompute ? "true" : "false", double(dropout),
                         pg::kernels::active_arch_name(), median_ms, ms.front(), batch * T / (median_ms * 1e-3),
                         flops * 1e-9, gflops, peak, gflops / peak, cpu_ms, double(engine.activation_bytes()) / 1e6,
-                        rss_mb, fwd_ms[fwd_ms.size() / 2], loss);
+                        rss_mb, fwd_ms[fwd_ms.size() / 2], loss, profile ? ", \"profile\": " : "", prof.c_str());
         } else {
             std::printf("forward only (evaluation): median %.1f ms, best %.1f ms\n", fwd_ms[fwd_ms.size() / 2],
                         fwd_ms.front());
+            std::fputs(prof.c_str(), stdout);
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "bench_engine: %s\n", e.what());

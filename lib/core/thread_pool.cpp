@@ -6,6 +6,7 @@
 #include <cstring>
 #include <exception>
 
+
 #if defined(__linux__)
 #include <sched.h>
 #endif
@@ -60,7 +61,8 @@ ThreadPool::ThreadPool(int n_threads, PinChoice pin)
       spin_(n_threads_ <= hardware_threads() &&
             (pin_to_.empty() || n_threads_ <= static_cast<int>(pin_to_.size()))),
       pin_why_(std::move(pin.why)),
-      errors_(n_threads_) {
+      errors_(n_threads_),
+      busy_(size_t(n_threads_)) {
     workers_.reserve(n_threads_ - 1);
     for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -152,6 +154,30 @@ void ThreadPool::worker_loop(int index) {
 }
 
 void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
+    RegionObserver* const observer = observer_;
+    if (!observer) return run_region(fn);
+    // Every thread times its own share of the region.
+    const auto start = std::chrono::steady_clock::now();
+    const int64_t start_cpu = StepProfile::thread_cpu_ns();
+    run_region([&](int t) {
+        const int64_t t0 = StepProfile::thread_cpu_ns();
+        try {
+            fn(t);
+        } catch (...) {
+            busy_[size_t(t)].ns = StepProfile::thread_cpu_ns() - t0;
+            throw;
+        }
+        busy_[size_t(t)].ns = StepProfile::thread_cpu_ns() - t0;
+    });
+    std::vector<int64_t> busy(static_cast<size_t>(n_threads_));
+    for (int t = 0; t < n_threads_; ++t) busy[size_t(t)] = busy_[size_t(t)].ns;
+    observer->region(busy.data(), n_threads_,
+                     std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+                         .count(),
+                     StepProfile::thread_cpu_ns() - start_cpu);
+}
+
+void ThreadPool::run_region(const std::function<void(int)>& fn) {
     for (auto& e : errors_) e = nullptr;
     if (n_threads_ > 1) {
         std::lock_guard<std::mutex> lock(mutex_);

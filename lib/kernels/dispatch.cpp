@@ -228,6 +228,12 @@ GemmArgs gemm_args(bool trans_a, bool trans_b, int M, int N, int K, const float*
 
 void sgemm(const GemmArgs& g) { active_table().sgemm(g); }
 
+// Small products are not worth splitting: on this 2-vCPU VM a split GEMM pays ~15-25 us over
+// its share of the work (waking the idle worker core, each thread packing its own B, cold
+// caches; an empty parallel_for alone is ~4 us), so it only pays above ~16 MFLOP (N = K = 128
+// NT, best of 2000: M = 256 34 us serial, 41 us split; M = 512 66 vs 60 us).
+bool gemm_worth_splitting(const GemmArgs& g) { return 2.0 * g.M * g.N * g.K >= 1.6e7; }
+
 void sgemm_parallel_with(const KernelTable& table, const GemmArgs& g, ThreadPool& pool) {
     if (g.M <= 0 || g.N <= 0) return;
     // Each thread computes whole register tiles of C with the full K, so the result is the
@@ -246,12 +252,7 @@ void sgemm_parallel_with(const KernelTable& table, const GemmArgs& g, ThreadPool
                                        : table.gemm_nr;
     const int extent = split_rows ? g.M : g.N;
     const int64_t units = (extent + unit - 1) / unit;
-    // Small products are not worth splitting: on this 2-vCPU VM a split GEMM pays ~15-25 us
-    // over its share of the work (waking the idle worker core, each thread packing its own B,
-    // cold caches; an empty parallel_for alone is ~4 us), so it only pays above ~16 MFLOP
-    // (N = K = 128 NT, best of 2000: M = 256 34 us serial, 41 us split; M = 512 66 vs 60 us).
-    const double flops = 2.0 * g.M * g.N * g.K;
-    if (pool.size() == 1 || units < 2 || flops < 1.6e7) {
+    if (pool.size() == 1 || units < 2 || !gemm_worth_splitting(g)) {
         table.sgemm(g);
         return;
     }

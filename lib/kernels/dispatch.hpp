@@ -70,6 +70,9 @@ void sgemm(const GemmArgs& g);
 // of C is computed by the same operations whatever the split, so the result is bitwise the same
 // as sgemm's for any thread count.
 void sgemm_parallel(const GemmArgs& g, ThreadPool& pool);
+// Whether a product is big enough to repay splitting it across threads (what sgemm_parallel
+// decides by; callers that split a product their own way ask the same).
+bool gemm_worth_splitting(const GemmArgs& g);
 
 // LayerNorm over rows of C: out = (x - mean) * rstd * w + b; stores mean and rstd per row.
 void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,

@@ -15,8 +15,13 @@
 // engine that only runs forward (evaluation, pg_model_forward) holds one layer's activations.
 //
 // Determinism: every parallel loop splits rows, columns or (batch, head) pairs into the pool's
-// fixed chunks; each output element is written by one thread, and reductions (LayerNorm weight
-// gradients) are summed per thread and then added in thread order. No atomics.
+// fixed chunks; each output element is written by one thread, and reductions (the linear
+// layers' weight and bias gradients, split over the tokens; LayerNorm weight gradients) are
+// summed per thread and then added in thread order. No atomics.
+// Locality: the activation loops split rows the same way (ThreadPool::chunk), so each thread
+// reads in the next region the rows it wrote in the last one, from its own cache; the weight
+// gradients keep that (linear_backward_weights). bench_engine --profile reports what still
+// crosses between threads.
 #include "model/engine.hpp"
 
 #include <algorithm>
@@ -29,6 +34,7 @@
 
 #include "core/aligned_buffer.hpp"
 #include "core/error.hpp"
+#include "core/step_profile.hpp"
 #include "kernels/dispatch.hpp"
 #include "model/dropout_mask.hpp"
 #include "model/linear_hook.hpp"
@@ -62,6 +68,19 @@ constexpr int kKeyBlock = 128;
 
 using k::gemm_args;
 
+// The phases of a profiled pass (Engine::set_profile, core/step_profile.hpp), by linear kind
+// (LinearKind order) and pass: [0] the forward pass, [1] recomputing a layer in the backward.
+const char* const kForwardLinearPhase[2][kNumLinearKinds] = {
+    {"forward qkv", "forward attn_proj (+residual)", "forward fc (+gelu)", "forward fc_proj (+residual)"},
+    {"recompute qkv", "recompute attn_proj (+residual)", "recompute fc", "recompute fc_proj"}};
+const char* const kForwardLayerNormPhase[2] = {"forward layernorm", "recompute layernorm"};
+const char* const kForwardAttentionPhase[2] = {"forward attention", "recompute attention"};
+const char* const kWeightGradPhase[kNumLinearKinds] = {"backward qkv dW", "backward attn_proj dW", "backward fc dW",
+                                                      "backward fc_proj dW"};
+const char* const kInputGradPhase[kNumLinearKinds] = {"backward qkv dX", "backward attn_proj dX",
+                                                     "backward fc dX (+gelu')", "backward fc_proj dX"};
+const char* const kReductionPhase = "weight-gradient reduction";
+
 // pool.parallel_for over rows, except that a single row (the cached generation step) runs on
 // the calling thread: waking the pool costs more than one row of any of these loops.
 void for_rows(ThreadPool& pool, int64_t n, const std::function<void(int, int64_t, int64_t)>& fn) {
@@ -83,8 +102,10 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* x, con
 // alongside dx anyway, they are just not kept).
 void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
                         const float* w, const float* mean, const float* rstd, int N, int C,
-                        ThreadPool& pool) {
+                        ThreadPool& pool, StepProfile* profile) {
+    StepProfile::Scope phase(profile, "backward layernorm");
     const int nt = pool.size();
+    if (profile) profile->add_bytes(int64_t(N) * (3 * C + 2) * 4, int64_t(N) * C * 4);
     std::vector<float> partial(size_t(nt) * 2 * C, 0.0f);
     pool.parallel_for(N, [&](int t, int64_t r0, int64_t r1) {
         float* pw = partial.data() + size_t(t) * 2 * C;
@@ -92,6 +113,7 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dout, cons
                               rstd + r0, r1 - r0, C);
     });
     if (!dw) return;
+    StepProfile::Scope reduction(profile, kReductionPhase);
     for (int t = 0; t < nt; ++t) {
         const float* pw = partial.data() + size_t(t) * 2 * C;
         for (int i = 0; i < C; ++i) {
@@ -170,7 +192,29 @@ struct Engine::Impl {
     LinearHook* hook = nullptr;      // borrowed; null = the plain model
     AlignedBuffer<float> hook_grad;  // [N, 4C] d(GELU output) when a hook is attached
     AlignedBuffer<float> widened;    // one row of a 16-bit matrix, in one-position passes
+    AlignedBuffer<float> dw_partials;  // per-thread column sums and weight-gradient partials
     int64_t weight_gradient_gemms = 0;  // in the last forward_backward
+    StepProfile* profile = nullptr;     // borrowed; null: not profiled
+    bool recomputing = false;           // block_forward is rebuilding a layer for its backward
+    // The layer whose GELU output big_a holds, and whose ln_2 output ln_out holds (-1: none):
+    // the last layer's GELU after a forward pass, and both after a layer is recomputed, so
+    // block_backward does not compute them a second time.
+    int gelu_layer = -1, ln2_layer = -1;
+
+    // Estimated traffic of the current phase's kernels, in floats (see StepProfile).
+    void traffic(int64_t read, int64_t written, int64_t cross = 0) const {
+        if (profile) profile->add_bytes(read * 4, written * 4, cross * 4);
+    }
+    // A product split over rows (sgemm_parallel over activations, whose rows each thread wrote
+    // itself): A and C once, B once per thread that packs it.
+    void gemm_traffic(const k::GemmArgs& g, ThreadPool& pool) const {
+        if (!profile) return;
+        const int64_t M = g.M, N = g.N, K = g.K;
+        const bool split = pool.size() > 1 && k::gemm_worth_splitting(g);
+        const int64_t b = K * N * (split ? pool.size() : 1) / (g.B16 ? 2 : 1);
+        const int64_t c = M * N;
+        traffic(M * K + b + (g.beta != 0.0f ? c : 0) + (g.gelu_grad_input ? c : 0), c + (g.gelu_out ? c : 0));
+    }
 
     Impl(const ModelConfig& config, int B, int T, EngineOptions opt)
         : cfg(config), layout(config), max_B(B), max_T(T), options(opt) {
@@ -318,6 +362,7 @@ struct Engine::Impl {
     void linear(int layer, LinearKind kind, float* out, const float* inp, const WeightMatrix& w, const float* bias,
                 int N, int C, int OC, bool accumulate, const Dropout& d, bool training, ThreadPool& pool,
                 float* gelu_out = nullptr) {
+        StepProfile::Scope phase(profile, kForwardLinearPhase[recomputing][int(kind)]);
         if (N == 1) {  // the cached generation step: a matrix-vector product on this thread
             float* widened = row_scratch(C);
             for (int o = 0; o < OC; ++o) {
@@ -333,6 +378,7 @@ struct Engine::Impl {
         g.bias = bias;
         if (!hook) {
             g.gelu_out = gelu_out;
+            gemm_traffic(g, pool);
             k::sgemm_parallel(g, pool);
             return;
         }
@@ -349,11 +395,16 @@ struct Engine::Impl {
     void linear_backward(int layer, LinearKind kind, float* dinp, float* dw, float* dbias, const float* dout,
                          const float* inp, const WeightMatrix& w, int N, int C, int OC, const Dropout& d,
                          ThreadPool& pool, const float* gelu_in = nullptr) {
-        if (dw) linear_backward_weights(dw, dbias, dout, inp, N, C, OC, pool);
+        if (dw) {
+            StepProfile::Scope phase(profile, kWeightGradPhase[int(kind)]);
+            linear_backward_weights(dw, dbias, dout, inp, N, C, OC, pool);
+        }
+        StepProfile::Scope phase(profile, kInputGradPhase[int(kind)]);
         k::GemmArgs g = gemm_args(false, false, N, C, OC, dout, OC, nullptr, C, dinp, C);
         w.set_gemm_b(g);
         if (!hook) {
             g.gelu_grad_input = gelu_in;
+            gemm_traffic(g, pool);
             k::sgemm_parallel(g, pool);
             return;
         }
@@ -378,19 +429,69 @@ struct Engine::Impl {
     }
 
     // dw[OC, C] += dout[N, OC]^T . inp[N, C]; dbias[OC] += column sums of dout.
+    //
+    // Split over the tokens (the product's K), not over dw: thread t takes the rows
+    // ThreadPool::chunk(N, nt, t), which are the rows it wrote itself in the regions before
+    // (every activation loop of the engine splits rows that way), so each thread reads only
+    // its own share of dout and inp, from its own cache, and every thread computes all of dw's
+    // columns in whole register panels. Thread 0 adds its product straight into dw; the others
+    // write theirs into their own partials, which the reduction then adds into dw in thread
+    // order, each thread taking a slice of dw's rows. What crosses between cores is the
+    // partials (nt - 1 times dw), whatever the batch; a split of dw's columns makes every thread
+    // read all of dout, (nt - 1) / nt of it written by another core. Deterministic for a
+    // thread count; one thread (or a product too small to split) is the single product.
     void linear_backward_weights(float* dw, float* dbias, const float* dout, const float* inp, int N, int C,
                                  int OC, ThreadPool& pool) {
         ++weight_gradient_gemms;
-        k::sgemm_parallel(gemm_args(true, false, OC, C, N, dout, OC, inp, C, dw, C, 1.0f, 1.0f), pool);
-        if (!dbias) return;
-        // Row sums per thread, then added in thread order.
-        std::vector<float> partial(size_t(pool.size()) * OC, 0.0f);
-        pool.parallel_for(N, [&](int t, int64_t r0, int64_t r1) {
-            float* acc = partial.data() + size_t(t) * OC;
+        const int nt = pool.size();
+        const int64_t wsize = int64_t(OC) * C;
+        const k::GemmArgs whole = gemm_args(true, false, OC, C, N, dout, OC, inp, C, dw, C, 1.0f, 1.0f);
+        const bool split = nt > 1 && k::gemm_worth_splitting(whole);
+        // Per thread: its column sums of dout [OC]; then, for threads 1.., its share of dw.
+        const size_t need = size_t(nt) * size_t(OC) + (split ? size_t(nt - 1) * size_t(wsize) : 0);
+        if (dw_partials.size() < need) dw_partials.resize(need);
+        float* bias_acc = dw_partials.data();
+        float* w_partial = bias_acc + size_t(nt) * size_t(OC);
+        traffic(int64_t(N) * (OC + C) + wsize, wsize * (split ? nt : 1));
+        if (!split) {
+            k::sgemm(whole);
+        }
+        pool.run_on_all([&](int t) {
+            int64_t r0, r1;
+            ThreadPool::chunk(N, nt, t, &r0, &r1);
+            if (split) {
+                float* c = t == 0 ? dw : w_partial + size_t(t - 1) * size_t(wsize);
+                if (r1 > r0) {
+                    k::GemmArgs part = whole;
+                    part.K = int(r1 - r0);
+                    part.A = dout + r0 * OC;
+                    part.B = inp + r0 * C;
+                    part.C = c;
+                    part.beta = t == 0 ? 1.0f : 0.0f;
+                    k::sgemm(part);
+                } else if (t > 0) {
+                    std::memset(c, 0, sizeof(float) * size_t(wsize));
+                }
+            }
+            if (!dbias) return;
+            float* acc = bias_acc + size_t(t) * size_t(OC);
+            std::memset(acc, 0, sizeof(float) * size_t(OC));
             for (int64_t r = r0; r < r1; ++r) k::axpy(acc, 1.0f, dout + r * OC, OC);
         });
-        for (int t = 0; t < pool.size(); ++t)
-            for (int c = 0; c < OC; ++c) dbias[c] += partial[size_t(t) * OC + c];
+        StepProfile::Scope phase(profile, kReductionPhase);
+        if (split) {
+            traffic(wsize * nt, wsize, wsize * (nt - 1));
+            pool.parallel_for(OC, [&](int, int64_t o0, int64_t o1) {
+                float* dst = dw + o0 * C;
+                const int64_t n = (o1 - o0) * C;
+                for (int t = 1; t < nt; ++t) k::axpy(dst, 1.0f, w_partial + size_t(t - 1) * size_t(wsize) + o0 * C, n);
+            });
+        }
+        if (!dbias) return;
+        // Column sums added in thread order.
+        traffic(int64_t(nt) * OC + OC, OC, int64_t(nt - 1) * OC);
+        for (int t = 0; t < nt; ++t)
+            for (int c = 0; c < OC; ++c) dbias[c] += bias_acc[size_t(t) * OC + c];
     }
 
     // A residual block's output projection and the residual add:
@@ -400,7 +501,9 @@ struct Engine::Impl {
     void linear_residual(int layer, LinearKind kind, float* out, const float* x, const float* inp, const WeightMatrix& w,
                          const float* bias, int N, int C, int OC, const Dropout& d, DropoutPlace place,
                          bool training, ThreadPool& pool) {
+        StepProfile::Scope phase(profile, kForwardLinearPhase[recomputing][int(kind)]);
         if (!dropout_active(d)) {
+            traffic(int64_t(N) * OC, int64_t(N) * OC);
             for_rows(pool, N, [&](int, int64_t r0, int64_t r1) {
                 std::memcpy(out + r0 * OC, x + r0 * OC, sizeof(float) * size_t((r1 - r0) * OC));
             });
@@ -408,6 +511,7 @@ struct Engine::Impl {
             return;
         }
         linear(layer, kind, branch, inp, w, bias, N, C, OC, false, d, training, pool);
+        traffic(2 * int64_t(N) * OC, int64_t(N) * OC);
         pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
             const int64_t i = r0 * OC;
             k::dropout_residual(out + i, x + i, branch + i, (r1 - r0) * OC, dropout_args(d, place, layer, uint64_t(i)));
@@ -419,7 +523,9 @@ struct Engine::Impl {
 
     void encoder_forward(const WeightsView& v, const int32_t* inputs, int B, int T,
                          const Dropout& d, ThreadPool& pool, int first_position = 0) {
+        StepProfile::Scope phase(profile, "forward encoder");
         const int C = cfg.n_embd;
+        traffic(2 * int64_t(B) * T * C, int64_t(B) * T * C);
         const bool drop = dropout_active(d);
         const WeightMatrix wte = v.matrix(kWte);
         const float* wpe = v.f32[kWpe];
@@ -439,9 +545,16 @@ struct Engine::Impl {
     // dresid holds d(loss)/d(resid[0]); it is consumed (dropout applied in place).
     void encoder_backward(const GptTensors<float>& g, const int32_t* inputs, int B, int T,
                           const Dropout& d, ThreadPool& pool) {
+        StepProfile::Scope phase(profile, "backward encoder");
         const int C = cfg.n_embd;
         const int64_t N = int64_t(B) * T;
-        if (dropout_active(d)) dropout_backward(dresid, dresid, int(N), C, d, kDropEmbedding, 0, pool);
+        if (dropout_active(d)) {
+            traffic(N * C, N * C);
+            dropout_backward(dresid, dresid, int(N), C, d, kDropEmbedding, 0, pool);
+        }
+        // wpe by positions, wte by channels: each thread reads rows of every sequence.
+        const int nt = pool.size();
+        traffic(2 * N * C + 2 * int64_t(T) * C, int64_t(T) * C + N * C, 2 * N * C * (nt - 1) / nt);
         const float* dx = dresid;
         // wpe: each thread owns positions and sums over the batch in order.
         pool.parallel_for(T, [&](int, int64_t t0, int64_t t1) {
@@ -468,6 +581,8 @@ struct Engine::Impl {
         const int C = cfg.n_embd, NH = cfg.n_head, hs = C / NH;
         const float scale = 1.0f / std::sqrt(float(hs));
         const bool drop = dropout_active(d);
+        StepProfile::Scope phase(profile, kForwardAttentionPhase[recomputing]);
+        traffic(int64_t(B) * T * 3 * C, int64_t(B) * T * (C + NH));
         prepare_scratch(pool);
         pool.parallel_for(int64_t(B) * NH, [&](int thread, int64_t p0, int64_t p1) {
             AttnScratch& sc = scratch(thread);
@@ -535,6 +650,9 @@ struct Engine::Impl {
         const int C = cfg.n_embd, NH = cfg.n_head, hs = C / NH;
         const float scale = 1.0f / std::sqrt(float(hs));
         const bool drop = dropout_active(d);
+        StepProfile::Scope phase(profile, "backward attention");
+        // qkv, y, dy and lse read; dqkv written (zeroed first, then accumulated per tile)
+        traffic(int64_t(B) * T * (5 * C + NH), int64_t(B) * T * 3 * C);
         prepare_scratch(pool);
         pool.parallel_for(int64_t(B) * NH, [&](int thread, int64_t p0, int64_t p1) {
             AttnScratch& sc = scratch(thread);
@@ -683,8 +801,13 @@ struct Engine::Impl {
         const int C = cfg.n_embd;
         const GptTensors<const float> w = v.fp32_tensors();
         int N = B * T;
-        layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
-                          cfg.layernorm_eps, pool);
+        ln2_layer = -1;  // ln_out gets ln_1's output
+        {
+            StepProfile::Scope phase(profile, kForwardLayerNormPhase[recomputing]);
+            traffic(int64_t(N) * C, int64_t(N) * (C + 2));
+            layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
+                              cfg.layernorm_eps, pool);
+        }
         linear(l, LinearKind::attn_qkv, a.qkv, ln_out, v.matrix(kQkvw).at(int64_t(l) * 3 * C * C), w.qkvb + l * 3 * C, N, C,
                3 * C, false, d, training, pool);
         if (cached) {
@@ -704,11 +827,18 @@ struct Engine::Impl {
         }
         linear_residual(l, LinearKind::attn_proj, a.res2, x, a.atty, v.matrix(kAttprojw).at(int64_t(l) * C * C),
                         w.attprojb + l * C, N, C, C, d, kDropAttnProj, training, pool);
-        layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
-                          cfg.layernorm_eps, pool);
-        // fch = ln_2(x) W_fc^T + b, and its GELU into big_a (not needed when only recomputing)
+        {
+            StepProfile::Scope phase(profile, kForwardLayerNormPhase[recomputing]);
+            traffic(int64_t(N) * C, int64_t(N) * (C + 2));
+            layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
+                              cfg.layernorm_eps, pool);
+        }
+        ln2_layer = l;
+        // fch = ln_2(x) W_fc^T + b, and its GELU into big_a (when recomputing, for the backward
+        // pass that follows, which reads it first)
         linear(l, LinearKind::mlp_fc, a.fch, ln_out, v.matrix(kFcw).at(int64_t(l) * 4 * C * C), w.fcb + l * 4 * C, N, C,
-               4 * C, false, d, training, pool, out ? big_a : nullptr);
+               4 * C, false, d, training, pool, big_a);
+        gelu_layer = l;
         if (!out) return;
         linear_residual(l, LinearKind::mlp_proj, out, a.res2, big_a, v.matrix(kFcprojw).at(int64_t(l) * C * 4 * C),
                         w.fcprojb + l * C, N, 4 * C, C, d, kDropMlpProj, training, pool);
@@ -733,25 +863,39 @@ struct Engine::Impl {
         // resid[l+1] = res2 + dropout(fcproj(gelu(fch)))
         const float* dfcproj = dresid;
         if (drop) {
+            StepProfile::Scope phase(profile, "backward dropout");
+            traffic(int64_t(N) * C, int64_t(N) * C);
             dropout_backward(branch, dresid, N, C, d, kDropMlpProj, l, pool);
             dfcproj = branch;
         }
-        gelu_rows(big_a, a.fch, N, 4 * C, pool);  // recompute the GELU output
+        if (gelu_layer != l) {
+            StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
+            traffic(int64_t(N) * 4 * C, int64_t(N) * 4 * C);
+            gelu_rows(big_a, a.fch, N, 4 * C, pool);  // recompute the GELU output
+        }
+        const bool have_ln2 = ln2_layer == l;
+        gelu_layer = ln2_layer = -1;  // big_a and ln_out are overwritten from here on
         // dfch = gelu'(fch) * d(GELU output), into big_a (the GELU output is no longer needed)
         linear_backward(l, LinearKind::mlp_proj, big_a, grad(&G::fcprojw, int64_t(C) * 4 * C),
                         grad(&G::fcprojb, C), dfcproj, big_a, v.matrix(kFcprojw).at(int64_t(l) * C * 4 * C), N,
                         4 * C, C, d, pool, a.fch);
-        layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
-                          cfg.layernorm_eps, pool);  // recompute ln_2's output
+        if (!have_ln2) {
+            StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
+            traffic(int64_t(N) * (C + 2), int64_t(N) * C);
+            layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
+                              cfg.layernorm_eps, pool);  // recompute ln_2's output
+        }
         linear_backward(l, LinearKind::mlp_fc, dln, grad(&G::fcw, int64_t(4) * C * C),
                         grad(&G::fcb, 4 * C), big_a, ln_out, v.matrix(kFcw).at(int64_t(l) * 4 * C * C), N, C,
                         4 * C, d, pool);
         layernorm_backward(dresid, grad(&G::ln2w, C), grad(&G::ln2b, C), dln, a.res2,
-                           w.ln2w + l * C, a.ln2_mean, a.ln2_rstd, N, C, pool);
+                           w.ln2w + l * C, a.ln2_mean, a.ln2_rstd, N, C, pool, profile);
 
         // res2 = x + dropout(attproj(attention(qkv(ln_1(x)))))
         const float* dattproj = dresid;
         if (drop) {
+            StepProfile::Scope phase(profile, "backward dropout");
+            traffic(int64_t(N) * C, int64_t(N) * C);
             dropout_backward(branch, dresid, N, C, d, kDropAttnProj, l, pool);
             dattproj = branch;
         }
@@ -760,13 +904,17 @@ struct Engine::Impl {
                         C, C, d, pool);
         float* dqkv = big_a;
         attention_backward(dqkv, datty, a, l, B, T, d, pool);
-        layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
-                          cfg.layernorm_eps, pool);  // recompute ln_1's output
+        {
+            StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
+            traffic(int64_t(N) * (C + 2), int64_t(N) * C);
+            layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
+                              cfg.layernorm_eps, pool);  // recompute ln_1's output
+        }
         linear_backward(l, LinearKind::attn_qkv, dln, grad(&G::qkvw, int64_t(3) * C * C),
                         grad(&G::qkvb, 3 * C), dqkv, ln_out, v.matrix(kQkvw).at(int64_t(l) * 3 * C * C), N, C,
                         3 * C, d, pool);
         layernorm_backward(dresid, grad(&G::ln1w, C), grad(&G::ln1b, C), dln, x,
-                           w.ln1w + l * C, a.ln1_mean, a.ln1_rstd, N, C, pool);
+                           w.ln1w + l * C, a.ln1_mean, a.ln1_rstd, N, C, pool, profile);
     }
 
     static void gelu_rows(float* out, const float* x, int N, int width, ThreadPool& pool) {
@@ -794,6 +942,15 @@ struct Engine::Impl {
             return LossSum{};
         }
         const int chunk = std::min(loss_chunk_rows(V), N);
+        StepProfile::Scope phase(profile, backward ? "head (ln_f, logits, loss and their backward)" : "forward head");
+        if (profile) {
+            // x read and ln_f's output written and read; per row V logits written and read (and
+            // their gradient written and read twice); wte read per chunk (twice backward) and a
+            // thread's dwte read and written per chunk.
+            const int64_t chunks = (N + chunk - 1) / chunk + nt - 1, VC = int64_t(V) * C, n = N;
+            traffic(2 * n * C + n * V * (backward ? 3 : 1) + chunks * VC * (backward ? (g ? 3 : 2) : 1),
+                    n * C * (backward ? 3 : 1) + n * V * (backward ? 2 : 1) + (g ? chunks * VC : 0));
+        }
         if (head_scratch.size() < size_t(nt)) head_scratch.resize(size_t(nt));
         for (int t = 0; t < nt; ++t) {  // sized and zeroed here: a thread without rows adds nothing
             HeadScratch& h = head_scratch[size_t(t)];
@@ -806,6 +963,7 @@ struct Engine::Impl {
             if (h.dlnf.size() != size_t(2) * C) h.dlnf.resize(size_t(2) * C); else h.dlnf.zero();
         }
         float* dlnf = branch;  // [N, C] d(loss)/d(ln_f output)
+        ln2_layer = -1;        // ln_out is ln_f's output from here on
         for_rows(pool, N, [&](int t, int64_t r0, int64_t r1) {
             HeadScratch& h = head_scratch[size_t(t)];
             k::layernorm_forward(ln_out + r0 * C, lnf_mean + r0, lnf_rstd + r0, x + r0 * C, w.lnfw, w.lnfb,
@@ -851,6 +1009,8 @@ struct Engine::Impl {
         });
         if (g) {
             ++weight_gradient_gemms;  // the dwte products above, one per chunk of rows
+            StepProfile::Scope reduction(profile, kReductionPhase);
+            traffic(int64_t(nt + 1) * V * C, int64_t(V) * C, int64_t(nt - 1) * V * C);
             for (int t = 0; t < nt; ++t) {
                 const HeadScratch& h = head_scratch[size_t(t)];
                 k::axpy(g->wte, 1.0f, h.dwte.data(), int64_t(V) * C);
@@ -921,6 +1081,8 @@ LossSum Engine::forward_backward(const WeightsView& w, float* grads, const int32
     const int L = m.cfg.n_layer;
     m.ensure_backward_memory();
     m.weight_gradient_gemms = 0;
+    m.recomputing = false;
+    m.gelu_layer = m.ln2_layer = -1;
 
     m.encoder_forward(w, inputs, B, T, dropout, pool);
     for (int l = 0; l < L; ++l)
@@ -929,8 +1091,11 @@ LossSum Engine::forward_backward(const WeightsView& w, float* grads, const int32
     for (int l = L - 1; l >= 0; --l) {
         // With recomputation the single slot holds the last layer's activations; rebuild the
         // others from their stored input.
-        if (m.options.recompute && l != L - 1)
+        if (m.options.recompute && l != L - 1) {
+            m.recomputing = true;
             m.block_forward(w, l, m.slot(l), m.resid[l], nullptr, B, T, dropout, true, pool);
+            m.recomputing = false;
+        }
         m.block_backward(w, g, l, B, T, dropout, pool);
     }
     // The embeddings' gradients are weight gradients only: nothing flows further.
@@ -959,6 +1124,7 @@ void Engine::forward_cached(const WeightsView& w, const int32_t* tokens, int fir
 }
 
 void Engine::set_linear_hook(LinearHook* hook) { impl_->hook = hook; }
+void Engine::set_profile(StepProfile* profile) { impl_->profile = profile; }
 LinearHook* Engine::linear_hook() const { return impl_->hook; }
 int64_t Engine::weight_gradient_gemms() const { return impl_->weight_gradient_gemms; }
 
@@ -969,7 +1135,7 @@ std::size_t Engine::activation_bytes() const {
     std::size_t floats = m.forward_memory.size() + m.backward_memory.size();
     for (const auto& s : m.attn_scratch) floats += s.s.size() + s.dp.size() + s.m.size() + s.l.size() + s.d.size();
     for (const auto& h : m.head_scratch) floats += h.logits.size() + h.dlogits.size() + h.dwte.size() + h.dlnf.size();
-    floats += m.hook_grad.size();
+    floats += m.hook_grad.size() + m.dw_partials.size();
     return floats * sizeof(float);
 }
 

@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "core/aligned_buffer.hpp"
+#include "core/step_profile.hpp"
 #include "core/thread_pool.hpp"
 #include "model/config.hpp"
 #include "model/linear_hook.hpp"
@@ -101,6 +102,10 @@ public:
     // cost). It stays attached until replaced.
     void set_linear_hook(LinearHook* hook);
     LinearHook* linear_hook() const;
+    // Records every later pass's phases into profile (borrowed; nullptr, the default: none):
+    // wall time and the traffic estimate per phase (core/step_profile.hpp). The CPU time per
+    // thread comes from the pool, when the same profile is its observer.
+    void set_profile(StepProfile* profile);
     // How many weight-gradient products (one per linear layer and the tied head) the last
     // forward_backward ran: 4 * n_layer + 1 normally, 0 with a frozen base.
     int64_t weight_gradient_gemms() const;

@@ -65,6 +65,22 @@ Geometry many_rows_geometry() {
     return g;
 }
 
+// B * T = 896 rows at width 96: every linear layer's weight gradient is big enough to be split
+// over the tokens across threads (kernels::gemm_worth_splitting), with per-thread partials and
+// their reduction; 3 threads split the rows unevenly (299 + 299 + 298).
+Geometry token_split_geometry() {
+    Geometry g;
+    g.cfg.n_layer = 1;
+    g.cfg.n_head = 2;
+    g.cfg.n_embd = 96;
+    g.cfg.n_ctx = 64;
+    g.cfg.vocab_size = 11;
+    g.cfg.padded_vocab_size = 12;
+    g.B = 14;
+    g.T = 64;
+    return g;
+}
+
 struct Batch {
     std::vector<int32_t> inputs, targets;
 };
@@ -177,6 +193,29 @@ TEST_CASE("engine matches the float reference", "[model][engine]") {
             }
         }
     }
+}
+
+TEST_CASE("weight gradients split over the tokens match the reference, the same bits for a thread count",
+          "[model][engine]") {
+    const Geometry g = token_split_geometry();
+    for (int threads : {1, 2, 3}) {
+        DYNAMIC_SECTION("threads " << threads) {
+            SECTION("dropout off") { compare_with_reference(g, threads, pg::Dropout{}, false); }
+            SECTION("dropout on, recompute") { compare_with_reference(g, threads, some_dropout(), true); }
+        }
+    }
+    const pg::ParamLayout layout(g.cfg);
+    const std::vector<float> params = pg_test::random_model_params<float>(g.cfg, 3, 0.3);
+    const Batch batch = random_batch(g, 9);
+    pg::ThreadPool pool(3);
+    pg::Engine engine(g.cfg, g.B, g.T);
+    std::vector<float> first(size_t(layout.total), 0.0f), again(size_t(layout.total), 0.0f);
+    engine.forward_backward(params.data(), first.data(), batch.inputs.data(), batch.targets.data(), g.B, g.T, 0.5f,
+                            pg::Dropout{}, pool);
+    engine.forward_backward(params.data(), again.data(), batch.inputs.data(), batch.targets.data(), g.B, g.T, 0.5f,
+                            pg::Dropout{}, pool);
+    CHECK(std::memcmp(first.data(), again.data(), first.size() * sizeof(float)) == 0);
+    CHECK(engine.weight_gradient_gemms() == 4 * g.cfg.n_layer + 1);
 }
 
 TEST_CASE("recomputation changes memory, not results", "[model][engine]") {
