@@ -48,9 +48,10 @@ constexpr int kLossChunkRows = 512;
 // overwrites them in place), but never fewer than kMinLossChunkRows rows, so every chunk's
 // product still reuses each packed panel of wte over many rows. Each chunk reads all of wte
 // twice (logits, then the input gradient); wte outgrows the caches at that vocabulary (51 MB in
-// fp16), so fewer, taller chunks stream it less often: 166 rows here (one 32 MB buffer) took
-// an fp16 LoRA step at the Ailoos shape from X to Y CPU ms against 83 rows (16 MB of logits
-// and 16 MB of their gradient, the same memory).
+// fp16), so fewer, taller chunks stream it less often: 166 rows here (one 32 MB buffer) instead
+// of 83 (16 MB of logits and 16 MB of their gradient, the same memory) took the B packing of
+// an fp16 LoRA step at the Ailoos shape, where those reads stall, from 0.25 to 0.13 CPU s
+// (perf samples; docs/performance.md).
 constexpr int64_t kLossChunkBytes = int64_t(32) << 20;
 constexpr int kMinLossChunkRows = 64;
 
