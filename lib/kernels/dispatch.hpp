@@ -87,7 +87,7 @@ void gelu_backward(float* dx, const float* x, const float* dout, int64_t n);
 
 // Cross-entropy of one row of logits [V] (V = the real vocabulary, padding excluded) against
 // target: returns -log softmax(logits)[target]. If dlogits != null, writes
-// dlogits = dscale * (softmax(logits) - onehot(target)).
+// dlogits = dscale * (softmax(logits) - onehot(target)); dlogits may be logits (in place).
 float softmax_cross_entropy(const float* logits, int V, int target, float* dlogits, float dscale);
 
 // Numerically safe softmax of one row: out[i] = exp(x[i] - max) / sum (out may alias x).

@@ -50,10 +50,15 @@ namespace k = pg::kernels;
 // GEMMs, small enough that the logits chunk stays in cache.
 constexpr int kLossChunkRows = 512;
 // ... and at most this many bytes of logits per thread (a GPT-2 vocabulary's 50,257 columns
-// make 512 rows 103 MB per thread, and as much again for their gradient: 412 MB of a LoRA step's
-// memory on two threads), but never fewer than kMinLossChunkRows rows, so every chunk's product
-// still reuses each packed panel of wte over many rows.
-constexpr int64_t kLossChunkBytes = int64_t(16) << 20;
+// make 512 rows 103 MB per thread: 206 MB of a LoRA step's memory on two threads; their gradient
+// overwrites them in place), but never fewer than kMinLossChunkRows rows, so every chunk's
+// product still reuses each packed panel of wte over many rows. Each chunk reads all of wte
+// twice (logits, then the input gradient); wte outgrows the caches at that vocabulary (51 MB in
+// fp16), so fewer, taller chunks stream it less often: 166 rows here (one 32 MB buffer) instead
+// of 83 (16 MB of logits and 16 MB of their gradient, the same memory) took the B packing of
+// an fp16 LoRA step at the Ailoos shape, where those reads stall, from 0.25 to 0.13 CPU s
+// (perf samples; docs/performance.md).
+constexpr int64_t kLossChunkBytes = int64_t(32) << 20;
 constexpr int kMinLossChunkRows = 64;
 
 int loss_chunk_rows(int V) {
@@ -154,7 +159,7 @@ struct Engine::Impl {
     };
     // Per-thread buffers of the output head.
     struct HeadScratch {
-        AlignedBuffer<float> logits, dlogits;  // [loss_chunk_rows(V), V]
+        AlignedBuffer<float> logits;  // [loss_chunk_rows(V), V]; in backward, then their gradient
         AlignedBuffer<float> dwte;             // [V, C] this thread's share of d(wte)
         AlignedBuffer<float> dlnf;             // [2C]   its share of d(ln_f weight), d(ln_f bias)
     };
@@ -937,6 +942,7 @@ struct Engine::Impl {
         const int C = cfg.n_embd, V = cfg.vocab_size, nt = pool.size();
         const GptTensors<const float> w = v.fp32_tensors();
         const WeightMatrix wte = v.matrix(kWte);
+        assert(!(backward && user_logits));  // the gradient overwrites the logits in place
         if (!targets && !user_logits) {  // nothing asked for
             if (losses) std::memset(losses, 0, sizeof(float) * size_t(N));
             return LossSum{};
@@ -956,7 +962,6 @@ struct Engine::Impl {
             HeadScratch& h = head_scratch[size_t(t)];
             if (h.logits.size() < size_t(chunk) * V) h.logits.resize(size_t(chunk) * V);
             if (!backward) continue;
-            if (h.dlogits.size() < size_t(chunk) * V) h.dlogits.resize(size_t(chunk) * V);
             if (g) {
                 if (h.dwte.size() != size_t(V) * C) h.dwte.resize(size_t(V) * C); else h.dwte.zero();
             }
@@ -985,8 +990,8 @@ struct Engine::Impl {
                 if (!targets) continue;
                 for (int i = 0; i < n; ++i) {
                     const int target = targets[c0 + i];
-                    // dlogits is only allocated for a backward pass (empty in evaluation)
-                    float* dl = backward ? h.dlogits.data() + int64_t(i) * V : nullptr;
+                    // in a backward pass the gradient overwrites the row's logits
+                    float* dl = backward ? lg + int64_t(i) * V : nullptr;
                     if (target < 0) {
                         row_loss[c0 + i] = 0.0f;
                         if (backward) std::memset(dl, 0, sizeof(float) * size_t(V));
@@ -997,10 +1002,10 @@ struct Engine::Impl {
                 }
                 if (!backward) continue;
                 // dlnf[n, C] = dlogits . wte[:V];  dwte[:V] += dlogits^T . lnf
-                k::GemmArgs dlnf_args = gemm_args(false, false, n, C, V, h.dlogits.data(), V, nullptr, C, dlnf + c0 * C, C);
+                k::GemmArgs dlnf_args = gemm_args(false, false, n, C, V, lg, V, nullptr, C, dlnf + c0 * C, C);
                 wte.set_gemm_b(dlnf_args);
                 k::sgemm(dlnf_args);
-                if (g) k::sgemm(gemm_args(true, false, V, C, n, h.dlogits.data(), V, lnf, C, h.dwte.data(), C, 1.0f, 1.0f));
+                if (g) k::sgemm(gemm_args(true, false, V, C, n, lg, V, lnf, C, h.dwte.data(), C, 1.0f, 1.0f));
             }
             if (!backward) return;
             std::memset(dresid + r0 * C, 0, sizeof(float) * size_t((r1 - r0) * C));
@@ -1134,7 +1139,7 @@ std::size_t Engine::activation_bytes() const {
     const Impl& m = *impl_;
     std::size_t floats = m.forward_memory.size() + m.backward_memory.size();
     for (const auto& s : m.attn_scratch) floats += s.s.size() + s.dp.size() + s.m.size() + s.l.size() + s.d.size();
-    for (const auto& h : m.head_scratch) floats += h.logits.size() + h.dlogits.size() + h.dwte.size() + h.dlnf.size();
+    for (const auto& h : m.head_scratch) floats += h.logits.size() + h.dwte.size() + h.dlnf.size();
     floats += m.hook_grad.size() + m.dw_partials.size();
     return floats * sizeof(float);
 }

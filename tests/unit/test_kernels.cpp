@@ -402,6 +402,13 @@ TEST_CASE("softmax and softmax_cross_entropy match the reference", "[kernels]") 
             for (int i = 0; i < V; ++i) CHECK(std::fabs(d[i] - d_r[i]) <= 1e-6f * dscale);
             // Without dlogits only the loss is computed.
             CHECK(t->softmax_cross_entropy(logits.data(), V, target, nullptr, dscale) == loss);
+            // dlogits may be the logits themselves (the engine's head does it in place).
+            std::vector<float> in_place = logits, in_place_r = logits;
+            CHECK(t->softmax_cross_entropy(in_place.data(), V, target, in_place.data(), dscale) == loss);
+            CHECK(std::memcmp(in_place.data(), d.data(), 4 * std::size_t(V)) == 0);
+            CHECK(pg::kernels::reference::softmax_cross_entropy(in_place_r.data(), V, target, in_place_r.data(),
+                                                                dscale) == loss_r);
+            CHECK(std::memcmp(in_place_r.data(), d_r.data(), 4 * std::size_t(V)) == 0);
 
             std::vector<float> p(V), p_r(V);
             t->softmax(p.data(), logits.data(), V);

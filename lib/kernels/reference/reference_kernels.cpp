@@ -103,6 +103,7 @@ void gelu_backward(float* dx, const float* x, const float* dout, int64_t n) {
 }
 
 float softmax_cross_entropy(const float* logits, int V, int target, float* dlogits, float dscale) {
+    const float target_logit = logits[target];  // read first: dlogits may overwrite logits
     float maxv = logits[0];
     for (int i = 1; i < V; ++i) maxv = logits[i] > maxv ? logits[i] : maxv;
     double sum = 0.0;
@@ -114,7 +115,7 @@ float softmax_cross_entropy(const float* logits, int V, int target, float* dlogi
             dlogits[i] = dscale * (p - (i == target ? 1.0f : 0.0f));
         }
     }
-    return log_sum - (logits[target] - maxv);
+    return log_sum - (target_logit - maxv);
 }
 
 void softmax(float* out, const float* x, int n) {

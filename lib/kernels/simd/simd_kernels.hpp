@@ -42,6 +42,37 @@ inline xsimd::batch<float, Arch> fused_fma(xsimd::batch<float, Arch> x, xsimd::b
     return xsimd::fma(x, y, z);
 }
 
+#if defined(__AVX512F__)
+// r[i][j] -> r[j][i] for a 16 x 16 block of floats held in 16 zmm registers: 32-bit, 64-bit and
+// then 128-bit and 256-bit lane interleaves (a copy: exact).
+inline void transpose16x16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        const __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+        const __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    // r[i] now holds, in each 128-bit lane q, row group (i / 4)'s column 4 q + (i % 4).
+    for (int i = 0; i < 4; ++i) {
+        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
+        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
+    }
+    for (int i = 0; i < 8; ++i) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    }
+}
+#endif
+
 // ---------------------------------------------------------------------------------------------
 // GEMM: C[M,N] = alpha op(A) op(B) + beta C (+ bias), BLIS-style.
 //
@@ -275,7 +306,14 @@ struct Gemm {
                 }
             } else {  // op(B)[k, j] = B[j * ldb + k]: a transpose, 8 columns at a time
                 const float* col0 = g.B + int64_t(jc + p0) * g.ldb + pc;
-                int j = 0;
+                int j = pack_transposed16(dst, pw, kc, w, [&](int col, int k) {
+#if defined(__AVX512F__)
+                    return _mm512_loadu_ps(col0 + int64_t(col) * g.ldb + k);
+#else
+                    (void)col, (void)k;
+                    return 0;
+#endif
+                });
                 for (; j + 8 <= w; j += 8) {
                     const float* src = col0 + int64_t(j) * g.ldb;
                     for (int k = 0; k < kc; ++k) {
@@ -294,10 +332,47 @@ struct Gemm {
         }
     }
 
+    // The transposed pack (op(B)[k, j] = B[j * ldb + k]) of a panel's first columns in blocks of
+    // 16 columns x 16 k on AVX-512: load(col, k) gives the 16 values B[col][k .. k + 16) as fp32
+    // (converted from 16 bits where B is), transpose16x16 turns 16 such rows into 16 panel rows.
+    // The k past the last whole 16 come from a vector of each column's last 16 values. Returns
+    // the columns packed (a multiple of 16; 0 on other instruction sets and for kc < 16, where
+    // the caller packs every column itself).
+    // The same values land in the same places as in the scalar loops: a copy, exact.
+    template <class Load>
+    static int pack_transposed16(float* dst, int pw, int kc, int w, const Load& load) {
+#if defined(__AVX512F__)
+        if constexpr (std::is_base_of<xsimd::avx512f, Arch>::value) {
+            if (kc < 16) return 0;  // (a rank-8 LoRA factor's K): too short for a block
+            const int k16 = kc / 16 * 16;
+            int j = 0;
+            for (; j + 16 <= w; j += 16) {
+                for (int k0 = 0; k0 < k16; k0 += 16) {
+                    __m512 r[16];
+                    for (int i = 0; i < 16; ++i) r[i] = load(j + i, k0);
+                    transpose16x16(r);
+                    for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + int64_t(k0 + i) * pw + j, r[i]);
+                }
+                if (k16 < kc) {  // the last kc % 16 values of each column, from its last 16
+                    alignas(64) float tail[16];
+                    for (int i = 0; i < 16; ++i) {
+                        _mm512_store_ps(tail, load(j + i, kc - 16));
+                        for (int k = k16; k < kc; ++k) dst[int64_t(k) * pw + j + i] = tail[k - (kc - 16)];
+                    }
+                }
+            }
+            return j;
+        }
+#endif
+        (void)dst, (void)pw, (void)kc, (void)w, (void)load;
+        return 0;
+    }
+
     // pack_b for a 16-bit B (GemmArgs::B16): the same panels, each value converted exactly to
     // fp32 on the way (Elementwise::half_to_float). A plain B converts each panel row in place;
-    // a transposed one (a weight [out, in] in x W^T) converts a column's kc values, contiguous
-    // in the weight, into a buffer and scatters them down the panel.
+    // a transposed one (a weight [out, in] in x W^T) goes through pack_transposed16 (AVX-512) and
+    // converts any other column's kc values, contiguous in the weight, into a buffer and
+    // scatters them down the panel.
     static void pack_b16(float* bp, const GemmArgs& g, int pc, int kc, int jc, int nc) {
         for (int p0 = 0; p0 < nc; p0 += NR) {
             const int w = min_of(NR, nc - p0);
@@ -311,8 +386,21 @@ struct Gemm {
                     for (int j = w; j < pw; ++j) d[j] = 0.0f;
                 }
             } else {
+                const uint16_t* col0 = g.B16 + int64_t(jc + p0) * g.ldb + pc;
+                const bool bf16 = g.b16_format == HalfFormat::bf16;
                 alignas(64) float column[KC];
-                for (int j = 0; j < w; ++j) {
+                for (int j = pack_transposed16(dst, pw, kc, w, [&](int col, int k) {
+#if defined(__AVX512F__)
+                         const __m256i h = _mm256_loadu_si256(
+                             reinterpret_cast<const __m256i*>(col0 + int64_t(col) * g.ldb + k));
+                         return bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
+                                     : _mm512_cvtph_ps(h);
+#else
+                         (void)col, (void)k, (void)bf16;
+                         return 0;
+#endif
+                     });
+                     j < w; ++j) {
                     Elementwise<Arch>::half_to_float(
                         column, g.B16 + int64_t(jc + p0 + j) * g.ldb + pc, kc, g.b16_format);
                     for (int k = 0; k < kc; ++k) dst[k * pw + j] = column[k];
@@ -727,6 +815,7 @@ struct Elementwise {
 
     static float softmax_cross_entropy(const float* logits, int V, int target, float* dlogits,
                                        float dscale) {
+        const float target_logit = logits[target];  // read first: dlogits may overwrite logits
         const float maxv = max_of(logits, V);
         int64_t i = 0;
 
@@ -756,7 +845,7 @@ struct Elementwise {
             for (; i < V; ++i) dlogits[i] *= dscale / sum;
             dlogits[target] -= dscale;
         }
-        return std::log(sum) - (logits[target] - maxv);
+        return std::log(sum) - (target_logit - maxv);
     }
 
     // Row softmax: max, exp(x - max) summed, then scaled by 1 / sum.
