@@ -89,9 +89,12 @@ pg_status pg_model_allow_untrained_base(pg_model* model, int32_t allow) {
 pg_status pg_model_set_weight_storage(pg_model* model, pg_weight_storage storage) {
     return pg::guarded(err(model), [&] {
         PG_REQUIRE_NOT_NULL("pg_model_set_weight_storage", model);
-        pg::require_arg(storage == PG_WEIGHTS_FP32 || storage == PG_WEIGHTS_FP16 || storage == PG_WEIGHTS_BF16,
+        pg::require_arg(storage == PG_WEIGHTS_FP32 || storage == PG_WEIGHTS_FP16 || storage == PG_WEIGHTS_BF16 ||
+                            storage == PG_WEIGHTS_FP16_ARITHMETIC,
                         "pg_model_set_weight_storage",
-                        ("storage must be PG_WEIGHTS_FP32, _FP16 or _BF16 (got " + std::to_string(int(storage)) + ")").c_str());
+                        ("storage must be PG_WEIGHTS_FP32, _FP16, _BF16 or _FP16_ARITHMETIC (got " +
+                         std::to_string(int(storage)) + ")")
+                            .c_str());
         model->impl.hold_frozen_in(pg::WeightStorage(storage));
     });
 }

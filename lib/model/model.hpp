@@ -22,8 +22,9 @@
 namespace pg {
 
 // How a model holds its weights: all fp32, or the frozen base's matrices (held_in_16_bits) in
-// IEEE fp16 or bfloat16. The values match pg_weight_storage.
-enum class WeightStorage : int { fp32 = 0, fp16 = 1, bf16 = 2 };
+// IEEE fp16 or bfloat16; fp16_arithmetic holds the same fp16 values and lets inference passes
+// multiply in fp16 (kernels::GemmArgs::fp16_arithmetic). The values match pg_weight_storage.
+enum class WeightStorage : int { fp32 = 0, fp16 = 1, bf16 = 2, fp16_arithmetic = 3 };
 const char* weight_storage_name(WeightStorage storage);
 
 class Model {
@@ -58,7 +59,8 @@ public:
     // (PG_ERR_STATE) from 16 bits to another storage (the fp32 values are gone: load the model
     // again) and (PG_ERR_NOT_FINITE) when a weight is beyond the format's range. The base's
     // fingerprint stays the one of the fp32 weights it came from (fp32_weights_hash), so adapters
-    // move between the fp32 and the 16-bit copy of one base.
+    // move between the fp32 and the 16-bit copy of one base. fp16 and fp16_arithmetic hold the
+    // same values: between them only the arithmetic of inference passes changes.
     void hold_frozen_in(WeightStorage storage);
     // xxh64 of the fp32 weights (llm.c order) this model holds or was converted from.
     uint64_t fp32_weights_hash() const;
@@ -94,6 +96,7 @@ private:
     AlignedBuffer<float> params_;
     AlignedBuffer<uint16_t> half_;  // 16-bit: the held_in_16_bits tensors, at offset16_
     std::array<int64_t, kNumParamKinds> offset32_{}, offset16_{};
+    std::array<float, kNumParamKinds> half_max_abs_{};  // 16-bit: the largest |value| per tensor
     uint64_t converted_from_hash_ = 0;  // 16-bit: fp32_weights_hash() of the weights before
     std::unique_ptr<Tokenizer> tokenizer_;
     Provenance provenance_;
