@@ -9,10 +9,17 @@ each core of lib/kernels/arm_cores.def. It reports predicted cycles per loop ite
 FMLA against the core's FMA-throughput bound, measured on the same model (a block of independent
 FMLAs by element), so "100 %" means the loop issues FMLAs as fast as the model's FP pipes can.
 
+It does the same for the FMLA .8h inference GEMM (lib/kernels/neon/fp16_gemm.cpp, compiled with
+-march=armv8.2-a+fp16 as the library compiles it): cycles per loop iteration (one run of 16 k
+steps: 128 FMLAs .8h, 32 loads, the FCVTL/FADD fold into fp32) against the fp16 FMA bound of
+each model, and its multiply-adds per cycle against the fp32 variant dispatch gives the core.
+
   --markdown   the table for docs/phone.md
   --check      exit 1 unless, for every core, arm_cores.def names the variant llvm-mca predicts
                fastest (cycles per FMLA; variants within 1 % count as a tie, won by the earlier
-               one in lane_variants.def). The ctest mca_variant_choice runs this.
+               one in lane_variants.def), and unless the FMLA .8h loop, which dispatch takes
+               wherever the CPU has FP16 arithmetic, is predicted to do more multiply-adds per
+               cycle than that fp32 variant. The ctest mca_variant_choice runs this.
   --json       everything as one JSON object
 
 Usage: scripts/mca_gemm_variants.py [--cxx aarch64-linux-gnu-g++] [--llvm-mca llvm-mca-19]
@@ -54,16 +61,22 @@ def cores():
             for r in read_def(os.path.join(ROOT, "lib/kernels/arm_cores.def"), "PG_ARM_CORE")]
 
 
-def compile_loops(cxx):
+def compile_loops(cxx, source="benchmarks/mca/gemm_loops.cpp", extra=()):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "gemm_loops.s")
-        # The flags the library's Release build gives lib/kernels (lib/CMakeLists.txt).
-        cmd = [cxx, "-O3", "-DNDEBUG", "-std=c++17", "-fPIC", "-DPG_MCA_MARKERS",
+        # The flags the library's Release build gives lib/kernels (lib/CMakeLists.txt), plus the
+        # file's own (kernels.cmake: -march=armv8.2-a+fp16 for the fp16 GEMM).
+        cmd = [cxx, "-O3", "-DNDEBUG", "-std=c++17", "-fPIC", "-DPG_MCA_MARKERS", *extra,
                "-I" + os.path.join(ROOT, "lib"), "-I" + os.path.join(ROOT, "include"),
-               "-S", os.path.join(ROOT, "benchmarks/mca/gemm_loops.cpp"), "-o", out]
+               "-S", os.path.join(ROOT, source), "-o", out]
         subprocess.run(cmd, check=True)
         with open(out) as f:
             return f.read()
+
+
+FP16_SOURCE = "lib/kernels/neon/fp16_gemm.cpp"
+FP16_REGION = 100  # its LLVM-MCA region id (pg_mca_fp16_variant)
+FP16_LANES, FP32_LANES = 8, 4
 
 
 BRANCH = re.compile(r"^b(\.)?(ne|eq|lt|le|gt|ge|hi|ls|lo|hs|cc|cs|mi|pl)\b|^cbn?z\b|^tbn?z\b")
@@ -98,7 +111,8 @@ def extract_regions(asm):
 
 
 def run_mca(llvm_mca, model, text):
-    out = subprocess.run([llvm_mca, "-mtriple=aarch64", "-mcpu=" + model,
+    # +fullfp16: the FMLA .8h instructions (ARMv8.2-FP16) assemble on every model.
+    out = subprocess.run([llvm_mca, "-mtriple=aarch64", "-mcpu=" + model, "-mattr=+fullfp16",
                           f"-iterations={ITERATIONS}"], input=text, capture_output=True,
                          text=True, check=True).stdout
     cycles = int(re.search(r"Total Cycles:\s+(\d+)", out).group(1))
@@ -127,9 +141,24 @@ def fma_bound(llvm_mca, model):
     return cycles / 24
 
 
+def fp16_fma_bound(llvm_mca, model):
+    """Cycles per FMLA .8h by element when nothing else limits it (Vm must be v0-v15)."""
+    dests = list(range(16, 32)) + list(range(8))
+    block = "".join(f"fmla v{d}.8h, v14.8h, v15.h[{i % 8}]\n" for i, d in enumerate(dests))
+    cycles, _ = run_mca(llvm_mca, model, block)
+    return cycles / len(dests)
+
+
 def measure(cxx, llvm_mca):
     vs = variants()
     regions = extract_regions(compile_loops(cxx))
+    fp16_body = extract_regions(compile_loops(cxx, FP16_SOURCE, ["-march=armv8.2-a+fp16"])).get(FP16_REGION)
+    if not fp16_body:
+        sys.exit(f"mca_gemm_variants: no marked loop in {FP16_SOURCE}")
+    fp16 = {"name": "arm64+fp16+fmla-8h", "instructions": len(fp16_body),
+            "fmlas": sum(1 for l in fp16_body if l.startswith("fmla") and ".8h" in l)}
+    if fp16["fmlas"] != 128:
+        sys.exit(f"mca_gemm_variants: the fp16 loop has {fp16['fmlas']} FMLAs .8h, expected 8 x 16")
     for v in vs:
         if v["id"] not in regions:
             sys.exit(f"mca_gemm_variants: no marked loop for variant {v['id']} ({v['name']})")
@@ -153,8 +182,15 @@ def measure(cxx, llvm_mca):
         fastest = min(x["cycles_per_fmla"] for x in row["variants"])
         row["best"] = next(x["name"] for x in row["variants"]
                            if x["cycles_per_fmla"] <= fastest * (1 + TIE))
+        cycles, _ = run_mca(llvm_mca, core["model"], "\n".join(fp16_body) + "\n")
+        chosen = next(x for x in row["variants"] if x["name"] == core["variant"])
+        row["fp16"] = {"bound": fp16_fma_bound(llvm_mca, core["model"]), "cycles_per_iteration": cycles}
+        row["fp16"]["fraction_of_bound"] = row["fp16"]["bound"] * fp16["fmlas"] / cycles
+        row["fp16"]["macs_per_cycle"] = FP16_LANES * fp16["fmlas"] / cycles
+        row["fp16"]["fp32_macs_per_cycle"] = FP32_LANES / chosen["cycles_per_fmla"]
+        row["fp16"]["speedup"] = row["fp16"]["macs_per_cycle"] / row["fp16"]["fp32_macs_per_cycle"]
         results.append(row)
-    return vs, results
+    return vs, fp16, results
 
 
 def markdown(vs, results):
@@ -177,6 +213,20 @@ def markdown(vs, results):
     return "\n".join(lines) + "\n\nVariants: " + legend + ".\n"
 
 
+def fp16_markdown(fp16, results):
+    lines = ["| core | llvm-mca model | fp16 FMA bound (cycles/FMLA .8h) | FMLA .8h loop: cycles/iter "
+             "(% of bound) | fp16 MACs/cycle | fp32 MACs/cycle (dispatched variant) | speed-up |",
+             "|---|---|---|---|---|---|---|"]
+    for r in results:
+        f = r["fp16"]
+        lines.append(f"| {r['name']} | `{r['model']}` | {f['bound']:.3f} | {f['cycles_per_iteration']:.2f} "
+                     f"({100 * f['fraction_of_bound']:.0f} %) | {f['macs_per_cycle']:.1f} | "
+                     f"{f['fp32_macs_per_cycle']:.1f} | {f['speedup']:.2f}x |")
+    return ("\n".join(lines) + f"\n\nFMLA .8h loop: `{fp16['name']}`, {fp16['instructions']} "
+            f"instructions per iteration (16 k steps of an 8 x 8 tile: {fp16['fmlas']} FMLAs .8h, "
+            "32 loads, 16 FCVTL and 16 FADD folding the fp16 partial sums into fp32).\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cxx", default="aarch64-linux-gnu-g++")
@@ -186,22 +236,29 @@ def main():
     mode.add_argument("--check", action="store_true")
     mode.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    vs, results = measure(args.cxx, args.llvm_mca)
+    vs, fp16, results = measure(args.cxx, args.llvm_mca)
     if args.json:
-        print(json.dumps({"variants": vs, "cores": results}, indent=1))
+        print(json.dumps({"variants": vs, "fp16": fp16, "cores": results}, indent=1))
         return 0
     if args.check:
         wrong = [r for r in results if r["variant"] != r["best"]]
+        slower = [r for r in results if r["fp16"]["speedup"] <= 1.0]
         for r in results:
             print(f"{r['name']:16s} model {r['model']:12s} dispatch {r['variant']:30s} "
-                  f"llvm-mca best {r['best']}" + ("   <-- MISMATCH" if r in wrong else ""))
+                  f"llvm-mca best {r['best']}" + ("   <-- MISMATCH" if r in wrong else "") +
+                  f"; fmla-8h {r['fp16']['speedup']:.2f}x" + ("   <-- SLOWER" if r in slower else ""))
         if wrong:
             print(f"mca_gemm_variants: {len(wrong)} core(s) of lib/kernels/arm_cores.def get a "
                   "variant llvm-mca predicts slower than another built one")
+        if slower:
+            print(f"mca_gemm_variants: on {len(slower)} core(s) the FMLA .8h GEMM dispatch takes "
+                  "is predicted no faster than the fp32 variant")
+        if wrong or slower:
             return 1
-        print(f"mca_gemm_variants: OK ({len(results)} cores, {len(vs)} variants)")
+        print(f"mca_gemm_variants: OK ({len(results)} cores, {len(vs)} variants, FMLA .8h faster on all)")
         return 0
     print(markdown(vs, results))
+    print(fp16_markdown(fp16, results))
     return 0
 
 

@@ -372,7 +372,16 @@ PG_API pg_status pg_model_allow_untrained_base(pg_model* model, int32_t allow);
 typedef enum pg_weight_storage {
     PG_WEIGHTS_FP32 = 0,
     PG_WEIGHTS_FP16 = 1,  /* round to nearest, ties to even; |w| beyond 65504 is refused */
-    PG_WEIGHTS_BF16 = 2   /* the top half of the fp32 value, rounded to nearest even */
+    PG_WEIGHTS_BF16 = 2,  /* the top half of the fp32 value, rounded to nearest even */
+    /* The fp16 values of PG_WEIGHTS_FP16, and inference passes (pg_model_forward, evaluation,
+     * sessions' prompt passes) multiply in fp16 where the CPU has ARMv8.2 FP16 arithmetic
+     * (HWCAP asimdhp: FMLA .8h, twice the lanes of fp32): activations rounded to fp16, partial
+     * sums of 16 products in fp16 added into fp32. Not exact: the logits differ from
+     * PG_WEIGHTS_FP16's by a relative RMS error of about 6e-4 (docs/phone.md). Training passes
+     * (LoRA gradients) always use the exact fp32 products, and so does every CPU without FP16
+     * arithmetic (x86, ARMv8.0 cores): there it gives PG_WEIGHTS_FP16's results bit for bit.
+     * A GEMM whose partial sums could overflow fp16 is computed exactly too. */
+    PG_WEIGHTS_FP16_ARITHMETIC = 3
 } pg_weight_storage;
 /* Converts the model's weights to `storage`, in place, and frees the fp32 copy. The base's
  * fingerprint stays the one of the fp32 weights it came from, so adapters made for the fp32
@@ -380,8 +389,10 @@ typedef enum pg_weight_storage {
  * rounding of the weights). Afterwards everything that needs the fp32 weights (pg_trainer_create,
  * pg_model_export, saving as fp32, merging, pg_model_tensor_data_mutable, pg_model_params) is
  * refused with PG_ERR_STATE (pg_model_save writes it in its own storage: a 16-bit checkpoint,
- * pg_save_options.weight_storage); a 16-bit model cannot go back (PG_ERR_STATE: load it again). The same storage
- * again is a no-op. PG_ERR_NOT_FINITE (naming the tensor) when a weight overflows fp16. Not while
+ * pg_save_options.weight_storage; PG_WEIGHTS_FP16_ARITHMETIC saves as fp16); a 16-bit model
+ * cannot go back (PG_ERR_STATE: load it again). The same storage again is a no-op, and
+ * PG_WEIGHTS_FP16 and PG_WEIGHTS_FP16_ARITHMETIC switch between each other freely (the same
+ * values; a mapped or loaded fp16 base too). PG_ERR_NOT_FINITE (naming the tensor) when a weight overflows fp16. Not while
  * another call uses the model (like pg_model_tensor_data_mutable); sessions and LoRA trainers
  * made before the call read the new storage from their next pass on. */
 PG_API pg_status pg_model_set_weight_storage(pg_model* model, pg_weight_storage storage);

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <cstddef>
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -112,6 +113,16 @@ void read_options(const S* in, S* out, const char* function) {
 template <class S>
 void write_result(const S& in, S* out, const char* function) {
     write_c_struct(in, out, function);
+}
+
+// An enum argument as the int a C caller passed: it may hold any value, and reading an
+// out-of-range value as the C++ enum type is undefined behaviour (UBSan's -fsanitize=enum).
+template <class Enum>
+int enum_code(const Enum& value) {
+    static_assert(sizeof(int) == sizeof(Enum), "C enums are int-sized on supported ABIs");
+    int code;
+    std::memcpy(&code, &value, sizeof code);
+    return code;
 }
 
 }  // namespace pg

@@ -79,15 +79,6 @@ void attach_tokenizer(pg_model& model, std::unique_ptr<pg::Tokenizer> tok, const
     model.set_tokenizer(std::move(tok));
 }
 
-// The format as an int: a C caller may pass any value, and reading an out-of-range value as
-// the enum type is undefined behaviour in C++.
-int format_code(const pg_interop_format& format) {
-    static_assert(sizeof(int) == sizeof(pg_interop_format), "C enums are int-sized on supported ABIs");
-    int code;
-    std::memcpy(&code, &format, sizeof code);
-    return code;
-}
-
 }  // namespace
 
 extern "C" {
@@ -177,7 +168,7 @@ pg_status pg_model_export(const pg_model* model, pg_interop_format format, const
     return pg::guarded(err(model), [&] {
         PG_REQUIRE_NOT_NULL("pg_model_export", model);
         PG_REQUIRE_NOT_NULL("pg_model_export", path);
-        const int code = format_code(format);
+        const int code = pg::enum_code(format);
         if (code == PG_FORMAT_LLMC) {
             pg::io::AtomicFileWriter file(path);
             pg::io::write_llmc(model->impl, file);
@@ -203,7 +194,7 @@ pg_status pg_model_import(pg_interop_format format, const char* path, pg_model**
         *out = nullptr;
         PG_REQUIRE_NOT_NULL("pg_model_import", path);
         std::unique_ptr<pg_model> model;
-        const int code = format_code(format);
+        const int code = pg::enum_code(format);
         if (code == PG_FORMAT_LLMC) {
             pg::io::FileSource src(path);
             const pg::io::LlmcHeader header = pg::io::read_llmc_header(src);

@@ -89,10 +89,14 @@ pg_status pg_model_allow_untrained_base(pg_model* model, int32_t allow) {
 pg_status pg_model_set_weight_storage(pg_model* model, pg_weight_storage storage) {
     return pg::guarded(err(model), [&] {
         PG_REQUIRE_NOT_NULL("pg_model_set_weight_storage", model);
-        pg::require_arg(storage == PG_WEIGHTS_FP32 || storage == PG_WEIGHTS_FP16 || storage == PG_WEIGHTS_BF16,
+        const int code = pg::enum_code(storage);
+        pg::require_arg(code == PG_WEIGHTS_FP32 || code == PG_WEIGHTS_FP16 || code == PG_WEIGHTS_BF16 ||
+                            code == PG_WEIGHTS_FP16_ARITHMETIC,
                         "pg_model_set_weight_storage",
-                        ("storage must be PG_WEIGHTS_FP32, _FP16 or _BF16 (got " + std::to_string(int(storage)) + ")").c_str());
-        model->impl.hold_frozen_in(pg::WeightStorage(storage));
+                        ("storage must be PG_WEIGHTS_FP32, _FP16, _BF16 or _FP16_ARITHMETIC (got " +
+                         std::to_string(code) + ")")
+                            .c_str());
+        model->impl.hold_frozen_in(pg::WeightStorage(code));
     });
 }
 

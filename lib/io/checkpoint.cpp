@@ -536,10 +536,11 @@ void write_checkpoint(const Model& model, const TrainerState* state, const Check
                                   " / " + std::to_string(state->adam_v.size()) + " elements, the model " +
                                   std::to_string(n_params) + " parameters");
     }
-    const WeightStorage storage = options.storage.value_or(model.storage());
+    // fp16 arithmetic is how a model multiplies, not a file format: its values save as fp16.
+    const WeightStorage storage = stored_values(options.storage.value_or(model.storage()));
     require(storage == WeightStorage::fp32 || storage == WeightStorage::fp16 || storage == WeightStorage::bf16,
             PG_ERR_INVALID_ARGUMENT, "weight storage must be fp32, fp16 or bf16");
-    require(model.storage() == WeightStorage::fp32 || storage == model.storage(), PG_ERR_STATE,
+    require(model.storage() == WeightStorage::fp32 || storage == stored_values(model.storage()), PG_ERR_STATE,
             std::string("the model's weights are held in ") + weight_storage_name(model.storage()) +
                 " and their fp32 values are gone: it saves in " + weight_storage_name(model.storage()) +
                 " only, not in " + weight_storage_name(storage));
@@ -885,7 +886,7 @@ void read_checkpoint_data(const ByteSource& src, const CheckpointHeader& h, Mode
     const ModelConfig& mc = model.config();
     require(mc.n_layer == h.config.n_layer && mc.n_head == h.config.n_head && mc.n_embd == h.config.n_embd &&
                 mc.n_ctx == h.config.n_ctx && mc.vocab_size == h.config.vocab_size &&
-                mc.padded_vocab_size == h.config.padded_vocab_size && model.storage() == h.storage,
+                mc.padded_vocab_size == h.config.padded_vocab_size && stored_values(model.storage()) == h.storage,
             PG_ERR_INTERNAL, "read_checkpoint_data: the model's geometry or storage differs from the header's");
     if (state) {
         require(h.has_train_state, PG_ERR_STATE,

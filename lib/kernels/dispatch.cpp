@@ -12,6 +12,7 @@
 
 #include "core/thread_pool.hpp"
 #include "kernels/arm_cores.hpp"
+#include "kernels/fp16_gemm.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/reference/reference_kernels.hpp"
 
@@ -61,9 +62,10 @@ X86Features detect_x86() {
 }
 #elif defined(__aarch64__)
 // What the Linux (and Android) kernel reports in the ELF auxiliary vector. Every ARMv8-A CPU has
-// ASIMD (NEON); the ARMv8.2+ extensions are detected so a phone run can show them, but no
-// kernel uses them: FP16 arithmetic (fphp, asimdhp) and the int8 dot products (asimddp, i8mm)
-// do not give fp32 training results (docs/phone.md).
+// ASIMD (NEON); the ARMv8.2+ extensions are detected so a phone run can show them. Training
+// uses none of them: FP16 arithmetic (fphp, asimdhp) and the int8 dot products (asimddp, i8mm)
+// do not give fp32 training results (docs/phone.md). asimdhp enables the opt-in fp16 inference
+// GEMM (GemmArgs::fp16_arithmetic, kernels/fp16_gemm.hpp).
 struct ArmFeatures {
     bool asimd = false;    // NEON: both aarch64 tables need it
     bool fphp = false;     // scalar FP16 arithmetic (ARMv8.2)
@@ -160,6 +162,39 @@ std::vector<const KernelTable*> available_tables() {
     return tables;
 }
 
+namespace {
+
+using GemmFn = void (*)(const GemmArgs&);
+
+// The FMLA .8h GEMM where the CPU has vector FP16 arithmetic, else null.
+GemmFn fp16_gemm() {
+#if defined(__aarch64__)
+    static const GemmFn f = detect_arm().asimdhp ? &neon::sgemm_fp16 : nullptr;
+    return f;
+#else
+    return nullptr;
+#endif
+}
+
+// Whether g goes to the fp16 GEMM on `table`: asked for, an fp16 weight and a plain A, a CPU
+// that has it, not the scalar reference, and no partial sum that could overflow (the largest
+// |A| is read here, once for the whole product, so every thread of a split decides the same).
+bool takes_fp16_gemm(const KernelTable& table, const GemmArgs& g) {
+    if (!g.fp16_arithmetic || !g.B16 || g.b16_format != HalfFormat::fp16 || g.trans_a) return false;
+    if (g.M <= 0 || g.N <= 0 || g.K <= 0 || &table == &reference_table() || !fp16_gemm()) return false;
+#if defined(__aarch64__)
+    return fp16_partials_bounded(neon::max_abs(g.A, g.M, g.K, g.lda), g.b16_max_abs);
+#else
+    return false;
+#endif
+}
+
+}  // namespace
+
+const char* fp16_arithmetic_gemm() {
+    return fp16_gemm() && &active_table() != &reference_table() ? "arm64+fp16+fmla-8h" : "none";
+}
+
 const char* cpu_features() {
     static const std::string features = [] {
         std::string s;
@@ -226,7 +261,11 @@ GemmArgs gemm_args(bool trans_a, bool trans_b, int M, int N, int K, const float*
     return g;
 }
 
-void sgemm(const GemmArgs& g) { active_table().sgemm(g); }
+void sgemm(const GemmArgs& g) {
+    const KernelTable& table = active_table();
+    if (takes_fp16_gemm(table, g)) return fp16_gemm()(g);
+    table.sgemm(g);
+}
 
 // Small products are not worth splitting: on this 2-vCPU VM a split GEMM pays ~15-25 us over
 // its share of the work (waking the idle worker core, each thread packing its own B, cold
@@ -236,6 +275,9 @@ bool gemm_worth_splitting(const GemmArgs& g) { return 2.0 * g.M * g.N * g.K >= 1
 
 void sgemm_parallel_with(const KernelTable& table, const GemmArgs& g, ThreadPool& pool) {
     if (g.M <= 0 || g.N <= 0) return;
+    // The fp16 GEMM computes each element of C by the same operations wherever its tile falls
+    // too, so the split below keeps it bitwise equal to the serial call.
+    const GemmFn gemm = takes_fp16_gemm(table, g) ? fp16_gemm() : table.sgemm;
     // Each thread computes whole register tiles of C with the full K, so the result is the
     // same bit for bit for any thread count (the kernels compute every element of C by the
     // same sequence of operations wherever its tile falls). Split the longer side of C: rows
@@ -253,7 +295,7 @@ void sgemm_parallel_with(const KernelTable& table, const GemmArgs& g, ThreadPool
     const int extent = split_rows ? g.M : g.N;
     const int64_t units = (extent + unit - 1) / unit;
     if (pool.size() == 1 || units < 2 || !gemm_worth_splitting(g)) {
-        table.sgemm(g);
+        gemm(g);
         return;
     }
     pool.parallel_for(units, [&](int, int64_t begin, int64_t end) {
@@ -277,7 +319,7 @@ void sgemm_parallel_with(const KernelTable& table, const GemmArgs& g, ThreadPool
             if (g.gelu_grad_input) part.gelu_grad_input = g.gelu_grad_input + first;
             if (g.bias) part.bias = g.bias + first;
         }
-        table.sgemm(part);
+        gemm(part);
     });
 }
 

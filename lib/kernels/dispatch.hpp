@@ -57,6 +57,15 @@ struct GemmArgs {
     // of the weight, without the copy: half the weight's memory and memory traffic.
     const uint16_t* B16 = nullptr;
     HalfFormat b16_format = HalfFormat::fp16;
+    // Inference only (never a training pass): with an fp16 B16 and a plain A, multiply in fp16
+    // where the CPU has ARMv8.2's FP16 arithmetic (FMLA .8h, 8 lanes; kernels/fp16_gemm.hpp):
+    // A rounded to fp16, partial sums of 16 products in fp16 folded into fp32 accumulators.
+    // Not exact: relative RMS error about 6e-4 against the exact product (docs/phone.md).
+    // Everywhere else (no FP16 arithmetic, the reference table, bf16, a transposed A), and when
+    // b16_max_abs times the largest |A| could overflow a partial sum, the exact GEMM runs.
+    // b16_max_abs: an upper bound of |B16| (the weight's largest magnitude).
+    bool fp16_arithmetic = false;
+    float b16_max_abs = 0.0f;
 };
 
 // A GemmArgs for C[M, N] = alpha op(A) op(B) + beta C (bias and fused GELU unset: set them on
@@ -141,6 +150,10 @@ void dropout_residual(float* out, const float* x, const float* branch, int64_t n
                       const DropoutArgs& d);
 // mask[i] = keep(i) ? scale : 0, for callers that use the mask more than once.
 void dropout_mask(float* mask, int64_t n, const DropoutArgs& d);
+
+// The GEMM GemmArgs::fp16_arithmetic selects on this CPU: "arm64+fp16+fmla-8h" where HWCAP
+// reports asimdhp (and the active table is not the reference), else "none" (the exact GEMM).
+const char* fp16_arithmetic_gemm();
 
 // Which table is active ("avx512bw", "fma3+avx2", "sse2", "arm64+neon+fmla-lane" or one of its
 // variants, "arm64+neon", "reference").

@@ -29,7 +29,13 @@ elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64|ARM64")
   # NEON is part of ARMv8-A: the baseline flags are the neon64 flags. Two tables: the xsimd one
   # and the same kernels with a raw-intrinsics GEMM around FMLA by element (kernels/neon/).
   target_sources(phonegpt_objects PRIVATE ${PG_KERNEL_SIMD_DIR}/table_neon64.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/neon/table_neon64_fmla_lane.cpp)
+    ${CMAKE_CURRENT_LIST_DIR}/neon/table_neon64_fmla_lane.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/neon/fp16_gemm.cpp)
+  # The FMLA .8h inference GEMM (kernels/fp16_gemm.hpp) is ARMv8.2-FP16 code: only this file
+  # gets the flag, and dispatch calls it only where HWCAP reports asimdhp; everything else stays
+  # ARMv8.0.
+  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/neon/fp16_gemm.cpp PROPERTIES
+    COMPILE_OPTIONS "-march=armv8.2-a+fp16")
 else()
   message(FATAL_ERROR "libphonegpt kernels: no SIMD table for ${CMAKE_SYSTEM_PROCESSOR} (x86_64 or aarch64)")
 endif()

@@ -1069,10 +1069,14 @@ LossSum Engine::forward_backward(const float* params, float* grads, const int32_
                             dropout, pool);
 }
 
-LossSum Engine::forward_backward(const WeightsView& w, float* grads, const int32_t* inputs,
+LossSum Engine::forward_backward(const WeightsView& weights, float* grads, const int32_t* inputs,
                                  const int32_t* targets, int B, int T, float grad_scale,
                                  const Dropout& dropout, ThreadPool& pool) {
     Impl& m = *impl_;
+    // A training pass never multiplies in fp16: its gradients (a LoRA adapter's) are taken
+    // through the exact fp32 products of the fp16 base.
+    WeightsView w = weights;
+    w.fp16_arithmetic = false;
     require(!(grads && w.any_half()), PG_ERR_STATE,
             "Engine::forward_backward: a 16-bit base is frozen: it trains through a hook, without weight gradients");
     require(grads != nullptr || m.hook != nullptr, PG_ERR_INVALID_ARGUMENT,

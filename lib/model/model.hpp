@@ -25,9 +25,14 @@
 namespace pg {
 
 // How a model holds its weights: all fp32, or the frozen base's matrices (held_in_16_bits) in
-// IEEE fp16 or bfloat16. The values match pg_weight_storage.
-enum class WeightStorage : int { fp32 = 0, fp16 = 1, bf16 = 2 };
+// IEEE fp16 or bfloat16; fp16_arithmetic holds the same fp16 values and lets inference passes
+// multiply in fp16 (kernels::GemmArgs::fp16_arithmetic). The values match pg_weight_storage.
+enum class WeightStorage : int { fp32 = 0, fp16 = 1, bf16 = 2, fp16_arithmetic = 3 };
 const char* weight_storage_name(WeightStorage storage);
+// The values a storage holds, as a file stores them: fp16_arithmetic holds fp16's.
+inline WeightStorage stored_values(WeightStorage storage) {
+    return storage == WeightStorage::fp16_arithmetic ? WeightStorage::fp16 : storage;
+}
 // Rounds n fp32 values to `storage`'s 16-bit format (fp16 or bf16; round to nearest, ties to
 // even) into `to`. Returns the index of the first finite value beyond the format's range (the
 // conversion stops there), or -1.
@@ -82,7 +87,8 @@ public:
     // (PG_ERR_STATE) from 16 bits to another storage (the fp32 values are gone: load the model
     // again) and (PG_ERR_NOT_FINITE) when a weight is beyond the format's range. The base's
     // fingerprint stays the one of the fp32 weights it came from (fp32_weights_hash), so adapters
-    // move between the fp32 and the 16-bit copy of one base.
+    // move between the fp32 and the 16-bit copy of one base. fp16 and fp16_arithmetic hold the
+    // same values: between them only the arithmetic of inference passes changes.
     void hold_frozen_in(WeightStorage storage);
     // xxh64 of the fp32 weights (llm.c order) this model holds or was converted from.
     uint64_t fp32_weights_hash() const;
@@ -103,6 +109,7 @@ public:
     Provenance& provenance() { return provenance_; }
 
 private:
+    void start_fp16_arithmetic();  // storage_ = fp16_arithmetic, half_max_abs_ scanned
     void require_fp32() const {
         require_owned();
         require(storage_ == WeightStorage::fp32, PG_ERR_STATE,
@@ -130,6 +137,7 @@ private:
     std::shared_ptr<const void> mapping_;  // set: the weights are read-only in this mapping
     std::array<const uint8_t*, kNumParamKinds> mapped_{};  // mapped: where each kind starts
     std::string origin_;                                   // mapped: the file, for messages
+    std::array<float, kNumParamKinds> half_max_abs_{};  // fp16_arithmetic: the largest |value| per tensor
     std::unique_ptr<Tokenizer> tokenizer_;
     Provenance provenance_;
 };

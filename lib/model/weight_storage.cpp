@@ -1,6 +1,7 @@
 // A model's weight storage (model/model.hpp): the fp32 parameters, or a frozen base whose big
 // matrices are fp16 or bf16. Converting halves the bytes of those matrices (about 98% of a
 // GPT-2-vocabulary model's weights); the engine widens them while it packs GEMM panels.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -24,12 +25,13 @@ const char* weight_storage_name(WeightStorage storage) {
         case WeightStorage::fp32: return "fp32";
         case WeightStorage::fp16: return "fp16";
         case WeightStorage::bf16: return "bf16";
+        case WeightStorage::fp16_arithmetic: return "fp16 (fp16 inference arithmetic)";
     }
     return "?";
 }
 
 int64_t round_to_16_bits(const float* from, uint16_t* to, int64_t n, WeightStorage storage) {
-    const bool fp16 = storage == WeightStorage::fp16;
+    const bool fp16 = stored_values(storage) == WeightStorage::fp16;
     for (int64_t i = 0; i < n; ++i) {
         to[i] = fp16 ? kernels::float_to_fp16(from[i]) : kernels::float_to_bf16(from[i]);
         const float back = fp16 ? kernels::fp16_to_float(to[i]) : kernels::bf16_to_float(to[i]);
@@ -91,28 +93,42 @@ Model::Model(const ModelConfig& cfg, WeightStorage storage, uint64_t fp32_hash, 
       origin_(std::move(origin)) {}
 
 WeightsView Model::weights() const {
-    if (mapping_) {
-        WeightsView v;
-        v.format = storage_ == WeightStorage::bf16 ? kernels::HalfFormat::bf16 : kernels::HalfFormat::fp16;
-        for (int k = 0; k < kNumParamKinds; ++k) {
-            if (element_bytes(ParamKind(k)) == 2)
+    if (storage_ == WeightStorage::fp32 && !mapping_) return WeightsView::fp32(layout_, params_.data());
+    WeightsView v;
+    v.format = storage_ == WeightStorage::bf16 ? kernels::HalfFormat::bf16 : kernels::HalfFormat::fp16;
+    v.fp16_arithmetic = storage_ == WeightStorage::fp16_arithmetic;
+    v.half_max_abs = half_max_abs_;
+    for (int k = 0; k < kNumParamKinds; ++k) {
+        const ParamKind kind = ParamKind(k);
+        if (mapping_) {
+            if (element_bytes(kind) == 2)
                 v.half[size_t(k)] = reinterpret_cast<const uint16_t*>(mapped_[size_t(k)]);
             else
                 v.f32[size_t(k)] = reinterpret_cast<const float*>(mapped_[size_t(k)]);
-        }
-        return v;
-    }
-    if (storage_ == WeightStorage::fp32) return WeightsView::fp32(layout_, params_.data());
-    WeightsView v;
-    v.format = storage_ == WeightStorage::fp16 ? kernels::HalfFormat::fp16 : kernels::HalfFormat::bf16;
-    for (int k = 0; k < kNumParamKinds; ++k) {
-        const ParamKind kind = ParamKind(k);
-        if (held_in_16_bits(kind))
+        } else if (held_in_16_bits(kind)) {
             v.half[size_t(k)] = half_.data() + offset16_[size_t(k)];
-        else
+        } else {
             v.f32[size_t(k)] = params_.data() + offset32_[size_t(k)];
+        }
     }
     return v;
+}
+
+// The fp16 arithmetic's overflow guard reads the largest |w| of each 16-bit tensor. It is
+// scanned from the values held, however they came (converted here, read from a 16-bit file or
+// mapped), whenever the model starts multiplying in fp16.
+void Model::start_fp16_arithmetic() {
+    std::array<float, kNumParamKinds> max_abs{};
+    const WeightsView v = weights();
+    for (int k = 0; k < kNumParamKinds; ++k) {
+        const uint16_t* h = v.half[size_t(k)];
+        if (!h) continue;
+        float m = 0.0f;
+        for (int64_t i = 0, n = layout_.size[size_t(k)]; i < n; ++i) m = std::max(m, std::fabs(kernels::fp16_to_float(h[i])));
+        max_abs[size_t(k)] = m;
+    }
+    half_max_abs_ = max_abs;
+    storage_ = WeightStorage::fp16_arithmetic;
 }
 
 const uint8_t* Model::tensor_bytes(const TensorEntry& e) const {
@@ -142,9 +158,18 @@ uint64_t Model::fp32_weights_hash() const {
 }
 
 void Model::hold_frozen_in(WeightStorage storage) {
-    require(storage == WeightStorage::fp32 || storage == WeightStorage::fp16 || storage == WeightStorage::bf16,
-            PG_ERR_INVALID_ARGUMENT, "weight storage must be fp32, fp16 or bf16");
+    require(storage == WeightStorage::fp32 || storage == WeightStorage::fp16 || storage == WeightStorage::bf16 ||
+                storage == WeightStorage::fp16_arithmetic,
+            PG_ERR_INVALID_ARGUMENT, "weight storage must be fp32, fp16, bf16 or fp16 with fp16 arithmetic");
     if (storage == storage_) return;
+    const auto fp16_values = [](WeightStorage s) {
+        return s == WeightStorage::fp16 || s == WeightStorage::fp16_arithmetic;
+    };
+    if (fp16_values(storage) && fp16_values(storage_)) {  // the same fp16 values: only the arithmetic
+        if (storage == WeightStorage::fp16_arithmetic) start_fp16_arithmetic();
+        else storage_ = storage;
+        return;
+    }
     require(storage_ == WeightStorage::fp32, PG_ERR_STATE,
             std::string("the model's weights are already held in ") + weight_storage_name(storage_) +
                 " and their fp32 values are gone: load the model again to hold it in " + weight_storage_name(storage));
@@ -178,6 +203,7 @@ void Model::hold_frozen_in(WeightStorage storage) {
     offset32_ = l.at32;
     offset16_ = l.at16;
     storage_ = storage;
+    if (storage == WeightStorage::fp16_arithmetic) start_fp16_arithmetic();
 }
 
 }  // namespace pg

@@ -25,6 +25,10 @@ struct WeightMatrix {
     const float* f32 = nullptr;
     const uint16_t* half = nullptr;  // set: the matrix is 16-bit (f32 is null)
     kernels::HalfFormat format = kernels::HalfFormat::fp16;
+    // An inference pass over an fp16 base that may multiply in fp16 (WeightsView::fp16_arithmetic)
+    // and the largest |value| of the matrix (the fp16 GEMM's overflow guard).
+    bool fp16_arithmetic = false;
+    float max_abs = 0.0f;
 
     WeightMatrix at(int64_t offset) const {
         WeightMatrix m = *this;
@@ -37,6 +41,8 @@ struct WeightMatrix {
         g.B = f32;
         g.B16 = half;
         g.b16_format = format;
+        g.fp16_arithmetic = half && fp16_arithmetic;
+        g.b16_max_abs = max_abs;
     }
     // Row r (n values, at r * n) as fp32: the row itself, or its widened copy in scratch[n].
     const float* row(int64_t r, int n, float* scratch) const {
@@ -50,6 +56,11 @@ struct WeightsView {
     std::array<const float*, kNumParamKinds> f32{};      // null where the tensor is 16-bit
     std::array<const uint16_t*, kNumParamKinds> half{};  // null where it is fp32
     kernels::HalfFormat format = kernels::HalfFormat::fp16;
+    // The model's storage is fp16 with fp16 inference arithmetic (pg_weight_storage
+    // PG_WEIGHTS_FP16_ARITHMETIC): its GEMMs may take kernels::GemmArgs::fp16_arithmetic. Only
+    // passes without gradients keep it (Engine::forward_backward clears it).
+    bool fp16_arithmetic = false;
+    std::array<float, kNumParamKinds> half_max_abs{};  // the largest |value| of each 16-bit tensor
 
     static WeightsView fp32(const ParamLayout& layout, const float* params) {
         WeightsView v;
@@ -57,7 +68,9 @@ struct WeightsView {
         return v;
     }
     bool any_half() const { return half[kWte] != nullptr; }
-    WeightMatrix matrix(ParamKind kind) const { return WeightMatrix{f32[size_t(kind)], half[size_t(kind)], format}; }
+    WeightMatrix matrix(ParamKind kind) const {
+        return WeightMatrix{f32[size_t(kind)], half[size_t(kind)], format, fp16_arithmetic, half_max_abs[size_t(kind)]};
+    }
     // The fp32 tensors (the 16-bit ones null), for the code that reads LayerNorms and biases.
     GptTensors<const float> fp32_tensors() const {
         const auto& p = f32;

@@ -119,6 +119,26 @@ function(pg_cli_scenario name code)
     ${PG_CLI_DIR}/${name} ${PG_CLI_TEXT})
 endfunction()
 
+# eval --weights: the model held in fp16 or bf16 scores within the weights' rounding of its fp32
+# loss; fp16-arithmetic holds the fp16 values and, on a CPU without FP16 arithmetic (x86, where
+# these scenarios run), gives fp16's loss bit for bit; an unknown kind is a usage error.
+pg_cli_scenario(cli_eval_weights [=[
+import platform
+model = train(f"{DIR}/run", "--steps", "4", "--eval-interval", "0")["model_path"]
+def loss(*extra):
+    return run("eval", "--checkpoint", model, "--data", TEXT, *extra)["loss"]
+full = loss()
+assert loss("--weights", "fp32") == full
+half = loss("--weights", "fp16")
+close(half, full, "fp16 against fp32", tol=1e-3)
+close(loss("--weights", "bf16"), full, "bf16 against fp32", tol=1e-2)
+fast = loss("--weights", "fp16-arithmetic")
+close(fast, half, "fp16-arithmetic against fp16", tol=1e-3)
+if platform.machine() == "x86_64":
+    assert fast == half, (fast, half)
+run("eval", "--checkpoint", model, "--data", TEXT, "--weights", "int8", rc=2)
+]=])
+
 # export then import, in both formats, gives back the same model: the same validation loss.
 # llm.c files hold no tokenizer (the import takes one from a checkpoint or a text, or has none);
 # safetensors files keep it in their metadata.

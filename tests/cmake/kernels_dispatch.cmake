@@ -43,6 +43,11 @@ if(CMAKE_CROSSCOMPILING AND CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64" AND N
     # detection of every extension, and checks the table dispatch chose there.
     set(PG_AARCH64_TABLES_cortex-a53 "PG_TEST_TABLES=all")
     set(PG_AARCH64_TABLES_max "PG_TEST_TABLES=dispatched")
+    # The FMLA .8h inference GEMM (GemmArgs::fp16_arithmetic) is taken only where HWCAP has
+    # asimdhp: on max, checked bit for bit against its scalar model; on cortex-a53 not, and a GEMM
+    # asking for it must be the exact one (tests/unit/test_kernels_fp16.cpp).
+    list(APPEND PG_AARCH64_FEATURES_cortex-a53 "PG_EXPECT_FP16_GEMM=none")
+    list(APPEND PG_AARCH64_FEATURES_max "PG_EXPECT_FP16_GEMM=arm64+fp16+fmla-8h")
     foreach(cpu cortex-a53 max)
       add_test(NAME kernels_aarch64_${cpu}
                COMMAND ${PG_QEMU_AARCH64} -cpu ${cpu} $<TARGET_FILE:phonegpt_unit_tests> "[kernels]")
@@ -55,9 +60,9 @@ if(CMAKE_CROSSCOMPILING AND CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64" AND N
     # dispatch tests run there: the kernels themselves are the same on every CPU.
     add_test(NAME kernels_aarch64_cortex-a76
              COMMAND ${PG_QEMU_AARCH64} -cpu cortex-a76 $<TARGET_FILE:phonegpt_unit_tests>
-                     "dispatch picks a table this CPU runs*,cpu_features reports*")
+                     "dispatch picks a table this CPU runs*,cpu_features reports*,dispatch takes the FMLA .8h*")
     set_tests_properties(kernels_aarch64_cortex-a76 PROPERTIES ENVIRONMENT
-      "PG_EXPECT_ARCH=arm64+neon+fmla-lane;PG_EXPECT_CORE=cortex-a76;PG_EXPECT_FEATURES=asimd fphp asimdhp(fp16) asimddp(dotprod)")
+      "PG_EXPECT_ARCH=arm64+neon+fmla-lane;PG_EXPECT_CORE=cortex-a76;PG_EXPECT_FEATURES=asimd fphp asimdhp(fp16) asimddp(dotprod);PG_EXPECT_FP16_GEMM=arm64+fp16+fmla-8h")
     add_test(NAME kernels_aarch64_midr_cortex-a55
              COMMAND ${PG_QEMU_AARCH64} -cpu cortex-a53 $<TARGET_FILE:phonegpt_unit_tests>
                      "dispatch picks a table this CPU runs*,cpu_features reports*")

@@ -1,8 +1,10 @@
 #include "kernels/reference/reference_kernels.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/rng.hpp"
+#include "kernels/fp16_gemm.hpp"
 #include "kernels/half_float.hpp"
 
 namespace pg::kernels::reference {
@@ -29,6 +31,76 @@ void sgemm(const GemmArgs& g) {
                 float grad = 0.0f;
                 const float one = 1.0f;
                 gelu_backward(&grad, g.gelu_grad_input + at, &one, 1);  // grad = gelu'(input) * 1
+                c = grad * c;
+            }
+        }
+    }
+}
+
+namespace {
+
+// fp16(x) for a double, rounded to nearest, ties to even, except that an exact tie goes
+// towards `tie_sign` when it is not 0 (+-inf beyond 65504; no NaN here). Scaling by a power of
+// two is exact, so t holds exactly the bits fp16 keeps and the ones it drops.
+double round_to_fp16(double x, double tie_sign) {
+    if (x == 0.0 || !std::isfinite(x)) return x;
+    const int e = std::max(std::ilogb(x), -14);  // fp16 subnormals: the spacing of 2^-14's binade
+    const double ulp = std::ldexp(1.0, e - 10), t = x / ulp;
+    const double down = std::floor(t);
+    double r = std::nearbyint(t);
+    if (t - down == 0.5 && tie_sign != 0.0) r = tie_sign > 0 ? down + 1.0 : down;
+    r *= ulp;
+    return std::fabs(r) > 65504.0 ? std::copysign(INFINITY, r) : r;
+}
+
+// fp16(a * b + c) rounded once, for fp16 values a, b, c (FMLA .8h with FPCR's defaults). a * b
+// is exact in double (22 bits); the sum s is rounded at most once, and two-sum gives what it
+// lost (err), which only matters when s is exactly halfway between two fp16 values: the exact
+// sum is then on err's side of the tie.
+float fma_fp16(float a, float b, float c) {
+    const double p = double(a) * double(b), q = double(c);
+    const double s = p + q;
+    const double v = s - p, err = (p - (s - v)) + (q - v);  // s + err == p + q exactly
+    return float(round_to_fp16(s, err));
+}
+
+// The epilogue of the SIMD GEMMs (simd::Gemm::epilogue): alpha acc + beta C + bias.
+float gemm_epilogue(float acc, float alpha, float beta, float c, const float* bias) {
+    if (beta != 0.0f) {
+        const float out = std::fma(acc, alpha, beta * c);
+        return bias ? out + *bias : out;
+    }
+    return bias ? std::fma(acc, alpha, *bias) : acc * alpha;
+}
+
+}  // namespace
+
+void sgemm_fp16_arithmetic(const GemmArgs& g) {
+    for (int i = 0; i < g.M; ++i) {
+        for (int j = 0; j < g.N; ++j) {
+            float& c = g.C[int64_t(i) * g.ldc + j];
+            for (int pc = 0; pc < g.K; pc += kFp16BlockK) {
+                const int kc = std::min(kFp16BlockK, g.K - pc);
+                float acc = 0.0f;
+                for (int k0 = 0; k0 < kc; k0 += kFp16PartialK) {
+                    float partial = 0.0f;
+                    for (int k = pc + k0; k < pc + std::min(kc, k0 + kFp16PartialK); ++k) {
+                        const float a = fp16_to_float(float_to_fp16(g.A[int64_t(i) * g.lda + k]));
+                        const int64_t at = g.trans_b ? int64_t(j) * g.ldb + k : int64_t(k) * g.ldb + j;
+                        partial = fma_fp16(a, fp16_to_float(g.B16[at]), partial);
+                    }
+                    acc = acc + partial;
+                }
+                const bool first = pc == 0;
+                c = gemm_epilogue(acc, g.alpha, first ? g.beta : 1.0f, c,
+                                  first && g.bias ? g.bias + j : nullptr);
+            }
+            const int64_t at = int64_t(i) * g.ldc + j;
+            if (g.gelu_out) gelu_forward(g.gelu_out + at, &c, 1);
+            if (g.gelu_grad_input) {
+                float grad = 0.0f;
+                const float one = 1.0f;
+                gelu_backward(&grad, g.gelu_grad_input + at, &one, 1);
                 c = grad * c;
             }
         }

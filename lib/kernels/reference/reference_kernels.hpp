@@ -7,6 +7,12 @@
 namespace pg::kernels::reference {
 
 void sgemm(const GemmArgs& g);
+// The exact scalar model of the fp16-arithmetic GEMM (kernels/fp16_gemm.hpp), for an fp16 B16
+// and a plain A: every fp16 rounding of the FMLA .8h kernel done in software (a fused
+// multiply-add rounded once to fp16, ties to even, subnormals kept), the fp32 folds and the
+// epilogue of the SIMD GEMMs, so the kernel must equal it bit for bit. Not in the reference
+// table (which stays exact): the tests, and measurements of the error on any host, call it.
+void sgemm_fp16_arithmetic(const GemmArgs& g);
 void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
                        const float* b, int64_t rows, int C, float eps);
 void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,

@@ -98,7 +98,15 @@ class ModelTest {
             assertEquals(WeightStorage.FP16, kind16)
             assertTrue("$bytes16 < $bytes32", bytes16 < bytes32)
             // the rounding of the weights moves the loss a little, not a lot
-            assertEquals(loss32, m.forward(tokens, b, t, targets, 1).loss!!, 1e-2f)
+            val loss16 = m.forward(tokens, b, t, targets, 1).loss!!
+            assertEquals(loss32, loss16, 1e-2f)
+            // fp16 inference arithmetic: the same values (this JVM runs on x86, without FP16
+            // arithmetic, so the same loss bit for bit; on an ARMv8.2 phone within its error)
+            m.setWeightStorage(WeightStorage.FP16_ARITHMETIC)
+            assertEquals(WeightStorage.FP16_ARITHMETIC, m.weightStorage.first)
+            assertEquals(bytes16, m.weightStorage.second)
+            assertEquals(loss16, m.forward(tokens, b, t, targets, 1).loss!!, 1e-3f)
+            m.setWeightStorage(WeightStorage.FP16)
             assertThrows<StateException>(Status.STATE) { m.setWeightStorage(WeightStorage.FP32) }
             val dir = java.nio.file.Files.createTempDirectory("pg-storage").toFile()
             try {
