@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "frozen_base_support.hpp"
+#include "capi/handles.hpp"
 #include "io/checksum.hpp"
 #include "phonegpt/phonegpt.h"
 #include "test_support.hpp"
@@ -471,3 +472,40 @@ TEST_CASE("the mapping layout's own fields are checked: WLAY, PADD, dtypes, the 
     for (const std::string& p : {f16, f32, bad}) std::remove(p.c_str());
 }
 
+
+// fp16 arithmetic's overflow guard reads each 16-bit tensor's largest |w|: a base read from a
+// 16-bit file or mapped from one must carry the same figures as one converted in memory, or the
+// guard would let an fp16 partial sum overflow (on a CPU with FP16 arithmetic).
+TEST_CASE("fp16 arithmetic over a loaded or mapped fp16 base knows each tensor's largest |w|",
+          "[io][checkpoint][mapped][half]") {
+    ModelHandle original{tiny_base(23)};
+    const std::string path = pg_test::tmp_dir() + "/mapped_base_fp16_arithmetic.pgck";
+    save(original.m, path, PG_WEIGHTS_FP16, 1);
+    ModelHandle want{tiny_base(23)};
+    REQUIRE(pg_model_set_weight_storage(want.m, PG_WEIGHTS_FP16_ARITHMETIC) == PG_OK);
+    const pg::WeightsView expected = want.m->impl.weights();
+    int tensors_16_bit = 0;
+    for (std::size_t k = 0; k < expected.half.size(); ++k)
+        if (expected.half[k]) {
+            ++tensors_16_bit;
+            CHECK(expected.half_max_abs[k] > 0.0f);
+        }
+    REQUIRE(tensors_16_bit > 0);
+    for (bool map : {false, true}) {
+        CAPTURE(map);
+        ModelHandle loaded;
+        REQUIRE(load(path, map, &loaded.m) == PG_OK);
+        REQUIRE(pg_model_set_weight_storage(loaded.m, PG_WEIGHTS_FP16_ARITHMETIC) == PG_OK);
+        const pg::WeightsView v = loaded.m->impl.weights();
+        CHECK(v.fp16_arithmetic);
+        CHECK(v.half_max_abs == expected.half_max_abs);
+        // It saves as the fp16 values it holds.
+        const std::string again = pg_test::tmp_dir() + "/mapped_base_fp16_arithmetic_again.pgck";
+        save(loaded.m, again, -1, 1);
+        ModelHandle reread;
+        REQUIRE(load(again, false, &reread.m) == PG_OK);
+        pg_weight_storage s = PG_WEIGHTS_FP32;
+        REQUIRE(pg_model_weight_storage(reread.m, &s, nullptr) == PG_OK);
+        CHECK(s == PG_WEIGHTS_FP16);
+    }
+}
