@@ -1,5 +1,5 @@
-// What the tests of a frozen base (16-bit, mapped: test_lora_half_base.cpp, test_mapped_base.cpp)
-// share: the tiny test base with weights 10x GPT-2's initialisation (so that 16-bit rounding shows
+// What the tests of a frozen base (16-bit, mapped: test_lora_half_base.cpp, test_mapped_base.cpp;
+// the adapter and tokens also test_lora_session.cpp) share: the tiny test base with weights 10x GPT-2's initialisation (so that 16-bit rounding shows
 // in its outputs), an adapter whose B is set, a token pattern, and a session's outputs.
 #pragma once
 
@@ -35,12 +35,15 @@ inline pg_model* tiny_base(uint64_t seed) {
     return m;
 }
 
-inline pg_lora_adapter* adapter_with_b(const pg_model* base, uint32_t targets) {
+// An adapter whose B factors are not zero, so it changes the outputs. `seed` (0: the config's
+// default) seeds A's initialisation and shifts B's pattern, so different seeds differ.
+inline pg_lora_adapter* adapter_with_b(const pg_model* base, uint32_t targets, uint64_t seed = 0) {
     pg_lora_config c;
     pg_lora_config_default(&c);
     c.rank = 4;
     c.alpha = 8.0f;
     c.target_modules = targets;
+    if (seed != 0) c.init_seed = seed;
     pg_lora_adapter* a = nullptr;
     REQUIRE(pg_lora_adapter_create(base, &c, &a) == PG_OK);
     int32_t n = 0;
@@ -52,7 +55,7 @@ inline pg_lora_adapter* adapter_with_b(const pg_model* base, uint32_t targets) {
         if (std::string(info.name).find("lora_B") == std::string::npos) continue;
         float* b = nullptr;
         REQUIRE(pg_lora_adapter_tensor_data_mutable(a, i, &b) == PG_OK);
-        for (int64_t k = 0; k < info.numel; ++k) b[k] = 0.3f * std::sin(0.7f * float(k) + float(i));
+        for (int64_t k = 0; k < info.numel; ++k) b[k] = 0.3f * std::sin(0.7f * float(k) + float(seed) + float(i));
     }
     return a;
 }

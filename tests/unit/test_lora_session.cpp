@@ -12,11 +12,13 @@
 #include <thread>
 #include <vector>
 
+#include "frozen_base_support.hpp"
 #include "phonegpt/phonegpt.h"
 
 namespace {
 
-constexpr int kVocab = 65, kT = 16;
+using frozen_base_test::kT;
+using frozen_base_test::kVocab;
 
 pg_model* tiny_base(uint64_t seed) {
     pg_model_config mc;
@@ -26,35 +28,9 @@ pg_model* tiny_base(uint64_t seed) {
     return m;
 }
 
-// An adapter whose B factors are not zero, so it changes the outputs.
-pg_lora_adapter* trained_looking_adapter(const pg_model* base, uint32_t targets, uint64_t seed) {
-    pg_lora_config c;
-    pg_lora_config_default(&c);
-    c.rank = 4;
-    c.alpha = 8.0f;
-    c.target_modules = targets;
-    c.init_seed = seed;
-    pg_lora_adapter* a = nullptr;
-    REQUIRE(pg_lora_adapter_create(base, &c, &a) == PG_OK);
-    int32_t n = 0;
-    REQUIRE(pg_lora_adapter_num_tensors(a, &n) == PG_OK);
-    for (int32_t i = 0; i < n; ++i) {
-        pg_tensor_info info;
-        info.struct_size = sizeof info;
-        REQUIRE(pg_lora_adapter_tensor_info(a, i, &info) == PG_OK);
-        if (std::string(info.name).find("lora_B") == std::string::npos) continue;
-        float* b = nullptr;
-        REQUIRE(pg_lora_adapter_tensor_data_mutable(a, i, &b) == PG_OK);
-        for (int64_t k = 0; k < info.numel; ++k) b[k] = 0.3f * std::sin(0.7f * float(k) + float(seed) + float(i));
-    }
-    return a;
-}
-
-std::vector<int32_t> tokens(int n, int shift) {
-    std::vector<int32_t> t;
-    for (int i = 0; i < n; ++i) t.push_back(int32_t((i * 11 + shift) % kVocab));
-    return t;
-}
+// Adapters whose B factors are not zero (seeds 1, 2, ...), and the token pattern.
+using frozen_base_test::adapter_with_b;
+using frozen_base_test::tokens;
 
 std::vector<float> session_logits(pg_session* s, const std::vector<int32_t>& in, int B) {
     std::vector<float> out(std::size_t(B) * kT * kVocab);
@@ -97,7 +73,7 @@ TEST_CASE("lora session: an attached adapter computes what the merged model comp
     int64_t n_params = 0;
     REQUIRE(pg_model_params(base, &p, &n_params) == PG_OK);
     const std::vector<float> base_before(p, p + n_params);
-    pg_lora_adapter* a = trained_looking_adapter(base, PG_LORA_ALL_LINEARS, 1);
+    pg_lora_adapter* a = adapter_with_b(base, PG_LORA_ALL_LINEARS, 1);
     pg_model* merged = nullptr;
     REQUIRE(pg_lora_merge(base, a, 2, &merged) == PG_OK);
     const std::vector<int32_t> in = tokens(3 * kT, 0);
@@ -163,7 +139,7 @@ TEST_CASE("lora session: an attached adapter computes what the merged model comp
     mc.n_layer = 3;
     pg_model* other = nullptr;
     REQUIRE(pg_model_create(&mc, 1, &other) == PG_OK);
-    pg_lora_adapter* foreign = trained_looking_adapter(other, PG_LORA_ATTN_C_ATTN, 2);
+    pg_lora_adapter* foreign = adapter_with_b(other, PG_LORA_ATTN_C_ATTN, 2);
     CHECK(pg_session_attach_adapter(s, foreign) == PG_ERR_GEOMETRY);
     CHECK(std::string(pg_session_last_error(s)).find("pg_session_attach_adapter") != std::string::npos);
     CHECK(pg_session_attach_adapter(s, nullptr) == PG_ERR_INVALID_ARGUMENT);
@@ -182,8 +158,8 @@ TEST_CASE("lora session: an attached adapter computes what the merged model comp
 
 TEST_CASE("lora session: one base, several sessions with their own adapters, at once", "[lora][lora_session]") {
     pg_model* base = tiny_base(9);
-    pg_lora_adapter* adapters[2] = {trained_looking_adapter(base, PG_LORA_ALL_LINEARS, 3),
-                                    trained_looking_adapter(base, PG_LORA_ATTN_C_ATTN | PG_LORA_MLP_C_FC, 4)};
+    pg_lora_adapter* adapters[2] = {adapter_with_b(base, PG_LORA_ALL_LINEARS, 3),
+                                    adapter_with_b(base, PG_LORA_ATTN_C_ATTN | PG_LORA_MLP_C_FC, 4)};
     std::vector<float> want[3];  // adapter 0, adapter 1, no adapter
     const std::vector<int32_t> in = tokens(2 * kT, 7);
     for (int k = 0; k < 2; ++k) {
