@@ -311,13 +311,27 @@ class ModelTest {
                 val channel = generateTokens(m, ids.copyOf(5), cfg.copy(maxTokens = 1_000_000), capacity = 0)
                 assertEquals(want[0], channel.receive())
                 channel.cancel()
-                // a cancelled suspending evaluation
-                val long = IntArray(ids.size * 20) { ids[it % ids.size] }
-                val job = GlobalScope.launch { m.evaluateSuspending(long, EvalConfig.default().copy(batchSize = 1, nThreads = 1)) }
-                Thread.sleep(20)
+                // A cancelled suspending evaluation. The first progress call holds the evaluation
+                // until the job is cancelled (no sleep: a fast machine used to finish within it);
+                // the library must then stop within a batch or two, far sooner than the whole
+                // evaluation takes (a 100x margin, not a speed figure).
+                val long = IntArray(ids.size * 400) { ids[it % ids.size] }
+                val evalCfg = EvalConfig.default().copy(batchSize = 1, nThreads = 1)
+                val wholeNs = System.nanoTime().let { t0 -> m.evaluate(long, evalCfg); System.nanoTime() - t0 }
+                val started = CountDownLatch(1)
+                val release = CountDownLatch(1)
+                val job = GlobalScope.launch {
+                    m.evaluateSuspending(long, evalCfg) { _, _ -> started.countDown(); release.await() }
+                }
+                assertTrue(started.await(30, TimeUnit.SECONDS))
                 job.cancel()
+                val t0 = System.nanoTime()
+                release.countDown()
                 job.join()
+                val afterCancelNs = System.nanoTime() - t0
                 assertTrue(job.isCancelled)
+                assertTrue("stopped ${afterCancelNs / 1e6} ms after the cancel; the whole evaluation takes ${wholeNs / 1e6} ms",
+                           afterCancelNs * 100 < wholeNs)
             }
             assertEquals(want, m.generate(ids.copyOf(5), cfg).toList())  // the model is fine afterwards
         }
