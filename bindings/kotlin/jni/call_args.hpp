@@ -125,6 +125,37 @@ inline bool open_batch(JNIEnv* env, jint B, jint T, IntBulk* in, jintArray in_a,
            tgt->open(env, tgt_a, tgt_b, tgt_off, n, "targets", true);
 }
 
+// pg_trainer_set_data and pg_lora_trainer_set_data: the training tokens from a Java array or buffer.
+template <class H>
+void set_data(JNIEnv* env, H* t, pg_status (*set)(H*, const int32_t*, size_t), const char* (*message)(const H*),
+              jintArray a, jobject b, jint offset, jint length) {
+    IntBulk tokens;
+    if (!t || !tokens.open(env, a, b, offset, length, "tokens", true)) return;
+    failed(env, set(t, tokens.data(), tokens.size()), t, message);
+}
+
+// pg_trainer_step and pg_lora_trainer_step: one step on a sampled batch; its pg_step_result's
+// fields, or null with an exception pending.
+template <class H>
+jlongArray step(JNIEnv* env, H* t, pg_status (*step_fn)(H*, pg_step_result*), const char* (*message)(const H*)) {
+    pg_step_result r = blank<pg_step_result>();
+    if (!t || failed(env, step_fn(t, &r), t, message)) return nullptr;
+    return struct_longs(env, r);
+}
+
+// pg_trainer_step_batch and pg_lora_trainer_step_batch: one step on the caller's [B, T] batch.
+template <class H>
+jlongArray step_batch(JNIEnv* env, H* t,
+                      pg_status (*step_fn)(H*, const int32_t*, const int32_t*, int32_t, int32_t, pg_step_result*),
+                      const char* (*message)(const H*), jintArray in_a, jobject in_b, jint in_off, jintArray tgt_a,
+                      jobject tgt_b, jint tgt_off, jint B, jint T) {
+    IntBulk in, tgt;
+    if (!t || !open_batch(env, B, T, &in, in_a, in_b, in_off, &tgt, tgt_a, tgt_b, tgt_off)) return nullptr;
+    pg_step_result r = blank<pg_step_result>();
+    if (failed(env, step_fn(t, in.data(), tgt.data(), B, T, &r), t, message)) return nullptr;
+    return struct_longs(env, r);
+}
+
 // pg_trainer_compute_gradients and pg_lora_trainer_compute_gradients: the caller's batch in, the
 // mean loss out (0 with an exception pending on failure).
 template <class H>

@@ -195,27 +195,18 @@ void n_lora_trainer_free(JNIEnv*, jclass, jlong h) {
 }
 
 void n_lora_trainer_set_data(JNIEnv* env, jclass, jlong h, jintArray tok_a, jobject tok_b, jint offset, jint length) {
-    auto* t = lora_trainer_of(env, h);
-    IntBulk tokens;
-    if (!t || !tokens.open(env, tok_a, tok_b, offset, length, "tokens", true)) return;
-    lora_trainer_failed(env, pg_lora_trainer_set_data(t, tokens.data(), tokens.size()), t);
+    set_data(env, lora_trainer_of(env, h), pg_lora_trainer_set_data, pg_lora_trainer_last_error, tok_a, tok_b, offset,
+             length);
 }
 
 jlongArray n_lora_trainer_step(JNIEnv* env, jclass, jlong h) {
-    auto* t = lora_trainer_of(env, h);
-    pg_step_result r = blank<pg_step_result>();
-    if (!t || lora_trainer_failed(env, pg_lora_trainer_step(t, &r), t)) return nullptr;
-    return struct_longs(env, r);
+    return step(env, lora_trainer_of(env, h), pg_lora_trainer_step, pg_lora_trainer_last_error);
 }
 
 jlongArray n_lora_trainer_step_batch(JNIEnv* env, jclass, jlong h, jintArray in_a, jobject in_b, jint in_off,
                                      jintArray tgt_a, jobject tgt_b, jint tgt_off, jint B, jint T) {
-    auto* t = lora_trainer_of(env, h);
-    IntBulk in, tgt;
-    if (!t || !open_batch(env, B, T, &in, in_a, in_b, in_off, &tgt, tgt_a, tgt_b, tgt_off)) return nullptr;
-    pg_step_result r = blank<pg_step_result>();
-    if (lora_trainer_failed(env, pg_lora_trainer_step_batch(t, in.data(), tgt.data(), B, T, &r), t)) return nullptr;
-    return struct_longs(env, r);
+    return step_batch(env, lora_trainer_of(env, h), pg_lora_trainer_step_batch, pg_lora_trainer_last_error, in_a, in_b,
+                      in_off, tgt_a, tgt_b, tgt_off, B, T);
 }
 
 jfloat n_lora_trainer_compute_gradients(JNIEnv* env, jclass, jlong h, jintArray in_a, jobject in_b, jint in_off,

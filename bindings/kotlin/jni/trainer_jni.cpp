@@ -29,27 +29,17 @@ jlongArray n_trainer_get_config(JNIEnv* env, jclass, jlong h) {
 }
 
 void n_trainer_set_data(JNIEnv* env, jclass, jlong h, jintArray a, jobject b, jint offset, jint length) {
-    auto* t = trainer_of(env, h);
-    IntBulk tokens;
-    if (!t || !tokens.open(env, a, b, offset, length, "tokens", true)) return;
-    trainer_failed(env, pg_trainer_set_data(t, tokens.data(), tokens.size()), t);
+    set_data(env, trainer_of(env, h), pg_trainer_set_data, pg_trainer_last_error, a, b, offset, length);
 }
 
 jlongArray n_trainer_step(JNIEnv* env, jclass, jlong h) {
-    auto* t = trainer_of(env, h);
-    pg_step_result r = blank<pg_step_result>();
-    if (!t || trainer_failed(env, pg_trainer_step(t, &r), t)) return nullptr;
-    return struct_longs(env, r);
+    return step(env, trainer_of(env, h), pg_trainer_step, pg_trainer_last_error);
 }
 
 jlongArray n_trainer_step_batch(JNIEnv* env, jclass, jlong h, jintArray in_a, jobject in_b, jint in_off,
                                 jintArray tgt_a, jobject tgt_b, jint tgt_off, jint B, jint T) {
-    auto* t = trainer_of(env, h);
-    IntBulk in, tgt;
-    if (!t || !open_batch(env, B, T, &in, in_a, in_b, in_off, &tgt, tgt_a, tgt_b, tgt_off)) return nullptr;
-    pg_step_result r = blank<pg_step_result>();
-    if (trainer_failed(env, pg_trainer_step_batch(t, in.data(), tgt.data(), B, T, &r), t)) return nullptr;
-    return struct_longs(env, r);
+    return step_batch(env, trainer_of(env, h), pg_trainer_step_batch, pg_trainer_last_error, in_a, in_b, in_off, tgt_a,
+                      tgt_b, tgt_off, B, T);
 }
 
 jfloat n_trainer_compute_gradients(JNIEnv* env, jclass, jlong h, jintArray in_a, jobject in_b, jint in_off,
