@@ -116,6 +116,8 @@ const KernelTable& make_reference_table() {
         &reference::dropout_mask,
         &reference::adamw,
         &reference::half_to_float,
+        &reference::attn_scores,
+        &reference::attn_accumulate,
     };
     return table;
 }
@@ -348,6 +350,14 @@ float row_max(const float* x, int64_t n, int64_t width) {
 }
 float row_exp_shift(float* x, int64_t n, int64_t width, float shift) {
     return active_table().row_exp_shift(x, n, width, shift);
+}
+void attn_scores(float* S, int64_t lds, const float* A, int64_t lda, const float* Bt, int64_t ldb,
+                 int M, int N, int K, float alpha, int diag) {
+    active_table().attn_scores(S, lds, A, lda, Bt, ldb, M, N, K, alpha, diag);
+}
+void attn_accumulate(float* C, int64_t ldc, const float* A, int64_t lda, bool trans_a, const float* B,
+                     int64_t ldb, int M, int N, int K, int diag) {
+    active_table().attn_accumulate(C, ldc, A, lda, trans_a, B, ldb, M, N, K, diag);
 }
 void transpose(float* dst, int64_t ldd, const float* src, int64_t lds, int rows, int cols) {
     active_table().transpose(dst, ldd, src, lds, rows, cols);

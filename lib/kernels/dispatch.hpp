@@ -109,6 +109,24 @@ void softmax(float* out, const float* x, int n);
 // tables run whole vectors and mask, instead of a scalar tail on every row.
 float row_max(const float* x, int64_t n, int64_t width);
 float row_exp_shift(float* x, int64_t n, int64_t width, float shift);
+// The products of one causal-attention tile (the engine's flash attention; K is the head size,
+// 32 at the PhoneGPT shape, too shallow for the blocked GEMM to pay for its set-up): a tile of
+// queries [q0, q0 + M) against keys [k0, k0 + N) of one head, where query row i sees key column
+// j when j <= i + diag (diag = q0 - k0). Fully hidden parts are skipped: about half of a
+// diagonal tile.
+// attn_scores: S[i * lds + j] = alpha * sum_k A[i * lda + k] * Bt[k * ldb + j] for every
+//   visible j < N (A: the queries [M, K]; Bt: the keys transposed, [K, N]). Hidden entries of S
+//   are unspecified (a table may write them or not): callers mask them (row_exp_shift).
+// attn_accumulate: C[M, N] += op(A) B, op(A) [M, K] being A [M, K] (lda) or, with trans_a, the
+//   transpose of A [K, M]; B [K, N] (ldb). op(A) must be 0 where the mask hides it, and a table
+//   may skip those products: plain (rows are queries, k keys: P V, dS K) where k > i + diag;
+//   transposed (rows are keys, k queries: P^T dY, dS^T Q) where i > k + diag.
+// Rounding: one fused multiply-add per product where the table has FMA (SSE2: a multiply and an
+// add), summed in k order, then alpha applied (scores) or the sum added to C (accumulate).
+void attn_scores(float* S, int64_t lds, const float* A, int64_t lda, const float* Bt, int64_t ldb,
+                 int M, int N, int K, float alpha, int diag);
+void attn_accumulate(float* C, int64_t ldc, const float* A, int64_t lda, bool trans_a, const float* B,
+                     int64_t ldb, int M, int N, int K, int diag);
 // dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols (a copy: exact on every table).
 // The SIMD tables gather a column of W rows at a time (one head's K or V slice to [hs, T]).
 void transpose(float* dst, int64_t ldd, const float* src, int64_t lds, int rows, int cols);

@@ -609,10 +609,13 @@ struct Engine::Impl {
                     }
                     for (int k0 = 0; k0 < q0 + nq; k0 += kKeyBlock) {
                         const int nk = std::min(kKeyBlock, q0 + nq - k0);
-                        // S[nq, nk] = scale * Q . K^T (the tile is contiguous: row stride nk)
+                        // S[nq, nk] = scale * Q . K^T (the tile is contiguous: row stride nk),
+                        // for the causal keys (row r sees keys up to q0 + r; the rest of S is
+                        // left unspecified, and masked below).
                         float* S = sc.s.data();
-                        k::sgemm(gemm_args(false, false, nq, nk, hs, qkv_b + int64_t(q0) * 3 * C + h * hs, 3 * C,
-                                           kt + k0, T, S, nk, scale));
+                        const int diag = q0 - k0;
+                        k::attn_scores(S, nk, qkv_b + int64_t(q0) * 3 * C + h * hs, 3 * C, kt + k0, T, nq, nk, hs,
+                                       scale, diag);
                         // Online softmax, row by row: raise the running max, P = exp(S - max)
                         // over the causal keys (k0 <= q0, so every row has at least one), and 0
                         // above the diagonal.
@@ -634,9 +637,9 @@ struct Engine::Impl {
                                 k::dropout_apply(srow, srow, valid, dropout_args(d, kDropAttnProbs, layer, base));
                             }
                         }
-                        // Y[nq, hs] += P . V
-                        k::sgemm(gemm_args(false, false, nq, hs, nk, S, nk, qkv_b + int64_t(k0) * 3 * C + 2 * C + h * hs,
-                                           3 * C, y_b + int64_t(q0) * C, C, 1.0f, 1.0f));
+                        // Y[nq, hs] += P . V (P is 0 past the diagonal: skipped)
+                        k::attn_accumulate(y_b + int64_t(q0) * C, C, S, nk, false,
+                                           qkv_b + int64_t(k0) * 3 * C + 2 * C + h * hs, 3 * C, nq, hs, nk, diag);
                     }
                     for (int r = 0; r < nq; ++r) {
                         float* y = y_b + int64_t(q0 + r) * C;
@@ -687,12 +690,14 @@ struct Engine::Impl {
                         const float* K = qkv_b + int64_t(k0) * 3 * C + C + h * hs;
                         const float* dY = dy_b + int64_t(q0) * C;
                         // S = scale * Q K^T, then P = exp(S - lse) (0 above the diagonal);
-                        // both tiles are contiguous with row stride nk.
+                        // both tiles are contiguous with row stride nk, and computed only for
+                        // the causal keys (the rest is unspecified until masked below).
                         float* S = sc.s.data();
                         float* dP = sc.dp.data();
-                        k::sgemm(gemm_args(false, false, nq, nk, hs, Q, 3 * C, kt + k0, T, S, nk, scale));
+                        const int diag = q0 - k0;
+                        k::attn_scores(S, nk, Q, 3 * C, kt + k0, T, nq, nk, hs, scale, diag);
                         // dPdrop = dY V^T
-                        k::sgemm(gemm_args(false, false, nq, nk, hs, dY, C, vt + k0, T, dP, nk));
+                        k::attn_scores(dP, nk, dY, C, vt + k0, T, nq, nk, hs, 1.0f, diag);
                         for (int r = 0; r < nq; ++r) {
                             const int t = q0 + r;
                             const int valid = std::min(nk, t - k0 + 1);
@@ -712,19 +717,19 @@ struct Engine::Impl {
                                 }
                                 std::fill(dprow + valid, dprow + nk, 0.0f);
                             } else {
-                                // Past the diagonal P is 0, so dS is too (dP is finite there).
-                                for (int j = 0; j < nk; ++j) dprow[j] = srow[j] * (dprow[j] - Dr) * scale;
+                                for (int j = 0; j < valid; ++j) dprow[j] = srow[j] * (dprow[j] - Dr) * scale;
+                                // Past the diagonal dS is 0 (dP is unspecified there).
+                                std::fill(dprow + valid, dprow + nk, 0.0f);
                             }
                         }
-                        // dV[nk, hs] += Pdrop^T dY
-                        k::sgemm(gemm_args(true, false, nk, hs, nq, S, nk, dY, C,
-                                           dqkv_b + int64_t(k0) * 3 * C + 2 * C + h * hs, 3 * C, 1.0f, 1.0f));
-                        // dQ[nq, hs] += dS K
-                        k::sgemm(gemm_args(false, false, nq, hs, nk, dP, nk, K, 3 * C,
-                                           dqkv_b + int64_t(q0) * 3 * C + h * hs, 3 * C, 1.0f, 1.0f));
-                        // dK[nk, hs] += dS^T Q
-                        k::sgemm(gemm_args(true, false, nk, hs, nq, dP, nk, Q, 3 * C,
-                                           dqkv_b + int64_t(k0) * 3 * C + C + h * hs, 3 * C, 1.0f, 1.0f));
+                        // dV[nk, hs] += Pdrop^T dY; dQ[nq, hs] += dS K; dK[nk, hs] += dS^T Q
+                        // (Pdrop and dS are 0 past the diagonal: skipped)
+                        k::attn_accumulate(dqkv_b + int64_t(k0) * 3 * C + 2 * C + h * hs, 3 * C, S, nk, true, dY, C,
+                                           nk, hs, nq, diag);
+                        k::attn_accumulate(dqkv_b + int64_t(q0) * 3 * C + h * hs, 3 * C, dP, nk, false, K, 3 * C, nq,
+                                           hs, nk, diag);
+                        k::attn_accumulate(dqkv_b + int64_t(k0) * 3 * C + C + h * hs, 3 * C, dP, nk, true, Q, 3 * C,
+                                           nk, hs, nq, diag);
                     }
                 }
             }

@@ -81,6 +81,22 @@ Geometry token_split_geometry() {
     return g;
 }
 
+// PhoneGPT's head size 32 (whole vectors on every table) at an odd T = 77 > 64: two query
+// blocks, the second one 13 rows (partial register tiles of the attention kernels), and key
+// tiles of 64 and 77 columns (a partial last vector).
+Geometry head32_geometry() {
+    Geometry g;
+    g.cfg.n_layer = 1;
+    g.cfg.n_head = 2;
+    g.cfg.n_embd = 64;
+    g.cfg.n_ctx = 80;
+    g.cfg.vocab_size = 11;
+    g.cfg.padded_vocab_size = 12;
+    g.B = 2;
+    g.T = 77;
+    return g;
+}
+
 struct Batch {
     std::vector<int32_t> inputs, targets;
 };
@@ -216,6 +232,15 @@ TEST_CASE("weight gradients split over the tokens match the reference, the same 
                             pg::Dropout{}, pool);
     CHECK(std::memcmp(first.data(), again.data(), first.size() * sizeof(float)) == 0);
     CHECK(engine.weight_gradient_gemms() == 4 * g.cfg.n_layer + 1);
+}
+
+TEST_CASE("engine attention at head size 32 and an odd T matches the float reference", "[model][engine]") {
+    for (int threads : {1, 2}) {
+        DYNAMIC_SECTION("threads " << threads) {
+            SECTION("dropout off") { compare_with_reference(head32_geometry(), threads, pg::Dropout{}, false); }
+            SECTION("dropout on, recompute") { compare_with_reference(head32_geometry(), threads, some_dropout(), true); }
+        }
+    }
 }
 
 TEST_CASE("recomputation changes memory, not results", "[model][engine]") {

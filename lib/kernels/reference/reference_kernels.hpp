@@ -36,5 +36,10 @@ void dropout_mask(float* mask, int64_t n, const DropoutArgs& d);
 void adamw(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
            float beta2, float eps, float weight_decay, float bc1, float bc2);
 void half_to_float(float* out, const uint16_t* in, int64_t n, HalfFormat format);
+// kernels/reference/attention_reference.cpp
+void attn_scores(float* S, int64_t lds, const float* A, int64_t lda, const float* Bt, int64_t ldb,
+                 int M, int N, int K, float alpha, int diag);
+void attn_accumulate(float* C, int64_t ldc, const float* A, int64_t lda, bool trans_a, const float* B,
+                     int64_t ldb, int M, int N, int K, int diag);
 
 }  // namespace pg::kernels::reference

@@ -1163,6 +1163,8 @@ struct Tanh {
     static xsimd::batch<float, Arch> apply(xsimd::batch<float, Arch> x) { return fast_tanh(x); }
 };
 
+#include "kernels/simd/attention_tiles.hpp"
+
 // The table of one instruction set. MR x (NV vectors) is its GEMM register tile.
 template <class Arch, int MR, int NV, int KC>
 KernelTable make_table() {
@@ -1193,6 +1195,8 @@ KernelTable make_table() {
     t.dropout_mask = &E::dropout_mask;
     t.adamw = &E::adamw;
     t.half_to_float = &E::half_to_float;
+    t.attn_scores = &AttentionTiles<Arch, MR, NV>::scores;
+    t.attn_accumulate = &AttentionTiles<Arch, MR, NV>::accumulate;
     return t;
 }
 
