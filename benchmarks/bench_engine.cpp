@@ -1,7 +1,7 @@
 // Training-step speed and memory of the engine: forward + backward of one micro-batch.
 //
 //   bench_engine [--preset phonegpt] [--batch 32] [--seq 0 (= n_ctx)] [--threads 2]
-//                [--steps 10] [--recompute] [--dropout 0] [--profile] [--json]
+//                [--steps 10] [--recompute] [--dropout 0] [--optimizer adamw|muon] [--profile] [--json]
 //
 // Prints the median and best ms per step over --steps timed steps (after one warm-up step),
 // tokens/s, the step's GFLOP/s as a fraction of this machine's FMA peak for the same thread
@@ -20,6 +20,15 @@
 // imbalance (busiest / mean thread time over the regions), and the estimated bytes read,
 // written and read across threads. CPU times stay meaningful on a loaded machine; compare the
 // critical path of N threads with the work of one. The timed steps above run without it.
+//
+// --optimizer adamw|muon times the whole training step as a run makes it: a pg::Trainer (with
+// the preset phonegpt-shakespeare-fast's settings: clipping 1.0, weight decay 0.1, that
+// optimizer) on random tokens, each step sampling its batch, zeroing the gradients, running
+// forward and backward, the gradient norm, clipping and the optimizer. It prints the median and
+// best ms of that step beside the forward+backward above, their difference, and (muon) the Muon
+// update alone (its GFLOP and GFLOP/s); --profile then profiles these trainer steps instead,
+// with the trainer's own phases (batch sampling, gradient zeroing, gradient norm, gradient
+// clipping, AdamW, Muon) beside the engine's.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -38,7 +47,10 @@
 #include "model/config.hpp"
 #include "model/engine.hpp"
 #include "model/params.hpp"
+#include "model/model.hpp"
+#include "train/muon.hpp"
 #include "train/optimizer.hpp"
+#include "train/trainer.hpp"
 
 namespace {
 
@@ -66,6 +78,8 @@ double step_flops(const pg::ModelConfig& cfg, int B, int T) {
     const double per_token = cfg.n_layer * (24.0 * C * C + 4.0 * T * C) + 2.0 * C * V;
     return 3.0 * per_token * B * T;
 }
+
+std::string format_profile(const pg::StepProfile& prof, int steps, double wall_step_ms, const char* what, bool json);
 
 // Runs `steps` more training steps with a profile attached; prints the per-phase table (text)
 // or returns it as a JSON array.
@@ -105,8 +119,12 @@ std::string profile_steps(pg::Engine& engine, pg::ThreadPool& pool, const pg::Mo
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / steps;
     pool.set_observer(nullptr);
     engine.set_profile(nullptr);
+    return format_profile(prof, steps, wall_step_ms, "with gradient zeroing and the optimizer", json);
+}
 
-    const int nt = pool.size();
+// The per-phase table of `steps` profiled steps (text), or the same as a JSON object.
+std::string format_profile(const pg::StepProfile& prof, int steps, double wall_step_ms, const char* what, bool json) {
+    const int nt = prof.n_threads();
     const double per = 1.0 / steps;
     std::string out;
     char line[512];
@@ -132,8 +150,7 @@ std::string profile_steps(pg::Engine& engine, pg::ThreadPool& pool, const pg::Mo
     rows.push_back(total);
     if (!json) {
         std::snprintf(line, sizeof line,
-                      "\nprofile: %d steps with gradient zeroing and the optimizer, %.1f ms a step (wall)\n", steps,
-                      wall_step_ms);
+                      "\nprofile: %d steps %s, %.1f ms a step (wall)\n", steps, what, wall_step_ms);
         out += line;
         std::snprintf(line, sizeof line, "%-46s %8s %7s %8s %8s %8s", "phase (per step)", "wall ms", "regions",
                       "work ms", "crit ms", "serial");
@@ -190,10 +207,106 @@ std::string profile_steps(pg::Engine& engine, pg::ThreadPool& pool, const pg::Mo
     return out;
 }
 
+// The nominal FLOPs of one Muon update: per matrix (m x n after orienting it wide, m <= n) and
+// Newton-Schulz iteration, X X^T (2 m^2 n), A^2 (2 m^3) and (b A + c A^2) X (2 m^2 n), as if
+// every product were computed in full. PhoneGPT: 3.52 GFLOP.
+double muon_flops(const std::vector<pg::MuonMatrix>& matrices) {
+    double f = 0.0;
+    for (const pg::MuonMatrix& mat : matrices) {
+        const double m = std::min(mat.rows, mat.cols), n = std::max(mat.rows, mat.cols);
+        f += pg::kMuonNsSteps * (4.0 * m * m * n + 2.0 * m * m * m);
+    }
+    return f;
+}
+
+double median_of(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+// The whole training step of a pg::Trainer (--optimizer): the run's step, not the engine's pass.
+struct TrainerFigures {
+    double median_ms = 0.0, best_ms = 0.0, loss = 0.0;
+    double muon_median_ms = 0.0, muon_best_ms = 0.0, muon_gflop = 0.0;  // muon only
+    std::string profile;
+};
+
+TrainerFigures time_trainer(const pg::ModelConfig& cfg, int batch, int T, int threads, bool recompute, float dropout,
+                            pg_optimizer optimizer, int steps, bool profile, bool json) {
+    pg::Model model(cfg);
+    pg::init_gpt2_params(cfg, model.params(), 1);
+    pg::TrainConfig tc;  // phonegpt-shakespeare-fast's settings (examples/cli/train_presets.cpp)
+    tc.batch_size = batch;
+    tc.seq_len = T;
+    tc.n_threads = threads;
+    tc.recompute_activations = recompute;
+    tc.dropout = dropout;
+    tc.optimizer = optimizer;
+    tc.schedule = PG_LR_LINEAR;
+    tc.lr_max = 3e-3f;
+    tc.lr_min = 0.0f;
+    tc.warmup_steps = 200;
+    tc.total_steps = 6000;
+    tc.weight_decay = 0.1f;
+    tc.grad_clip = 1.0f;
+    pg::Trainer trainer(model, tc);
+    pg::Rng rng(5);
+    std::vector<int32_t> data(std::size_t(1) << 18);
+    for (auto& x : data) x = int32_t(rng.below(uint64_t(cfg.vocab_size)));
+    trainer.set_data(data.data(), data.size());
+
+    TrainerFigures f;
+    trainer.step();  // warm-up: allocates the engine and the optimizer's scratch
+    std::vector<double> ms;
+    for (int s = 0; s < steps; ++s) {
+        const auto t0 = std::chrono::steady_clock::now();
+        f.loss = trainer.step().loss;
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    f.median_ms = median_of(ms);
+    f.best_ms = *std::min_element(ms.begin(), ms.end());
+
+    if (optimizer == PG_OPTIMIZER_MUON) {
+        // The update alone at learning rate 0 (the weights stay the same), on the gradients of
+        // the last step.
+        const std::vector<pg::MuonMatrix> matrices = pg::muon_matrices(model.tensors());
+        const std::size_t n = std::size_t(model.num_params());
+        std::vector<float> momentum(n, 0.0f);
+        std::vector<pg::MuonScratch> scratch;
+        pg::ThreadPool pool(threads);
+        pg::MuonStep ms_step;
+        ms_step.lr = 0.0f;
+        std::vector<double> mu_ms;
+        for (int s = 0; s <= steps; ++s) {
+            const auto t0 = std::chrono::steady_clock::now();
+            pg::muon_update(model.params(), trainer.grads(), momentum.data(), matrices, ms_step, scratch, pool);
+            const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            if (s > 0) mu_ms.push_back(t);
+        }
+        f.muon_median_ms = median_of(mu_ms);
+        f.muon_best_ms = *std::min_element(mu_ms.begin(), mu_ms.end());
+        f.muon_gflop = muon_flops(matrices) * 1e-9;
+    }
+
+    if (profile) {
+        pg::StepProfile prof(trainer.threads());
+        trainer.set_profile(&prof);
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int s = 0; s < steps; ++s) trainer.step();
+        const double wall_step_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / steps;
+        trainer.set_profile(nullptr);
+        f.profile = format_profile(prof, steps, wall_step_ms,
+                                   optimizer == PG_OPTIMIZER_MUON ? "of the trainer (Muon + AdamW)" : "of the trainer (AdamW)",
+                                   json);
+    }
+    return f;
+}
+
 [[noreturn]] void usage() {
     std::fprintf(stderr,
                  "usage: bench_engine [--preset NAME] [--batch B] [--seq T] [--threads N] [--steps S]"
-                 " [--recompute] [--dropout P] [--profile] [--json]\n");
+                 " [--recompute] [--dropout P] [--optimizer adamw|muon] [--profile] [--json]\n");
     std::exit(2);
 }
 
@@ -204,6 +317,7 @@ int main(int argc, char** argv) {
     int batch = 32, seq = 0, threads = 2, steps = 10;
     bool recompute = false, json = false, profile = false;
     float dropout = 0.0f;
+    std::string optimizer;  // empty: the engine's pass only
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> const char* {
@@ -219,9 +333,11 @@ int main(int argc, char** argv) {
         else if (a == "--dropout") dropout = float(std::atof(value()));
         else if (a == "--json") json = true;
         else if (a == "--profile") profile = true;
+        else if (a == "--optimizer") optimizer = value();
         else usage();
     }
     if (batch < 1 || steps < 1) usage();
+    if (!optimizer.empty() && optimizer != "adamw" && optimizer != "muon") usage();
 
     try {
         const pg::ModelConfig cfg = pg::model_preset(preset.c_str());
@@ -292,19 +408,45 @@ int main(int argc, char** argv) {
             if (s > 0) fwd_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
         }
         std::sort(fwd_ms.begin(), fwd_ms.end());
-        const std::string prof = profile ? profile_steps(engine, pool, cfg, params, grads, adam_m, adam_v, inputs,
-                                                         targets, batch, T, dropout, steps, json)
-                                         : std::string();
+        TrainerFigures tf;
+        std::string trainer_json;
+        if (!optimizer.empty()) {
+            tf = time_trainer(cfg, batch, T, threads, recompute, dropout,
+                              optimizer == "muon" ? PG_OPTIMIZER_MUON : PG_OPTIMIZER_ADAMW, steps, profile, json);
+            char buf[512];
+            if (json) {
+                std::snprintf(buf, sizeof buf,
+                              ", \"optimizer\": \"%s\", \"trainer_step_ms_median\": %.3f, \"trainer_step_ms_best\": %.3f, "
+                              "\"trainer_extra_ms_median\": %.3f, \"muon_ms_median\": %.3f, \"muon_ms_best\": %.3f, "
+                              "\"muon_gflop\": %.4f",
+                              optimizer.c_str(), tf.median_ms, tf.best_ms, tf.median_ms - median_ms, tf.muon_median_ms,
+                              tf.muon_best_ms, tf.muon_gflop);
+                trainer_json = buf;
+            } else {
+                std::printf("trainer step (%s: sampling, zeroing, forward+backward, norm, clipping, optimizer): median "
+                            "%.1f ms, best %.1f ms; %+.1f ms over forward+backward's median\n",
+                            optimizer.c_str(), tf.median_ms, tf.best_ms, tf.median_ms - median_ms);
+                if (optimizer == "muon")
+                    std::printf("Muon update alone: median %.2f ms, best %.2f ms; %.2f GFLOP nominal -> %.0f GFLOP/s "
+                                "(best)\n",
+                                tf.muon_median_ms, tf.muon_best_ms, tf.muon_gflop, tf.muon_gflop / (tf.muon_best_ms * 1e-3));
+            }
+        }
+        const std::string prof = !profile           ? std::string()
+                                 : !optimizer.empty() ? tf.profile
+                                                      : profile_steps(engine, pool, cfg, params, grads, adam_m, adam_v,
+                                                                      inputs, targets, batch, T, dropout, steps, json);
         if (json) {
             std::printf("{\"preset\": \"%s\", \"batch\": %d, \"seq\": %d, \"threads\": %d, \"recompute\": %s, "
                         "\"dropout\": %.3f, \"kernels\": \"%s\", \"step_ms_median\": %.3f, \"step_ms_best\": %.3f, "
                         "\"tokens_per_s\": %.1f, \"gflop_per_step\": %.4f, \"gflops\": %.2f, \"peak_gflops\": %.2f, "
                         "\"fraction_of_peak\": %.4f, \"cpu_ms_per_step\": %.3f, \"activation_mb\": %.2f, "
-                        "\"peak_rss_mb\": %.2f, \"forward_ms_median\": %.3f, \"loss\": %.6f%s%s}\n",
+                        "\"peak_rss_mb\": %.2f, \"forward_ms_median\": %.3f, \"loss\": %.6f%s%s%s}\n",
                         preset.c_str(), batch, T, pool.size(), recompute ? "true" : "false", double(dropout),
                         pg::kernels::active_arch_name(), median_ms, ms.front(), batch * T / (median_ms * 1e-3),
                         flops * 1e-9, gflops, peak, gflops / peak, cpu_ms, double(engine.activation_bytes()) / 1e6,
-                        rss_mb, fwd_ms[fwd_ms.size() / 2], loss, profile ? ", \"profile\": " : "", prof.c_str());
+                        rss_mb, fwd_ms[fwd_ms.size() / 2], loss, trainer_json.c_str(), profile ? ", \"profile\": " : "",
+                        prof.c_str());
         } else {
             std::printf("forward only (evaluation): median %.1f ms, best %.1f ms\n", fwd_ms[fwd_ms.size() / 2],
                         fwd_ms.front());

@@ -145,6 +145,7 @@ int cmd_train(int argc, char** argv) {
         steps_since_eval = 0;
         const bool scored = n_val >= 2;
         if (scored) {
+            const double t_eval = now_seconds();
             try {
                 outcome.last_val = evaluate(run.model.get(), corpus.tokens.data() + corpus.n_train, n_scored_val, ec,
                                             "the validation evaluation");
@@ -152,12 +153,14 @@ int cmd_train(int argc, char** argv) {
                 if (e.status != pg_status_name(PG_ERR_NOT_FINITE)) throw;
                 diverged(at_step, e.message, last_saved_step, paths);
             }
+            outcome.eval_seconds += now_seconds() - t_eval;
             outcome.have_val = true;
             say("eval at step %" PRId64 ": validation loss %.4f (%s) over %" PRId64 " positions, %.1f s\n", at_step,
                 outcome.last_val.loss, bits_text(outcome.last_val).c_str(), outcome.last_val.scored,
                 outcome.last_val.seconds);
         }
         const double elapsed = now_seconds() - t_start;
+        const double t_save = now_seconds();
         char name[64];
         std::snprintf(name, sizeof name, "step-%06" PRId64 ".bin", at_step);
         const std::string checkpoint = paths.checkpoint_dir + "/" + name;
@@ -174,6 +177,7 @@ int cmd_train(int argc, char** argv) {
                           train_loss_field(train_loss).c_str());
         scores += row;
         write_file_atomically(paths.scores, scores);
+        double save_seconds = now_seconds() - t_save;
 
         Json e;
         if (scored) e = eval_json(outcome.last_val);
@@ -188,8 +192,11 @@ int cmd_train(int argc, char** argv) {
             const std::string line = rule.progress_line(at_step, outcome.last_val.loss, elapsed, first_met);
             if (!line.empty()) say("%s", line.c_str());
         }
+        const double t_save_final = now_seconds();
         check(pg_model_save(run.model.get(), paths.model.c_str(), &so), "pg_model_save");
         check(pg_trainer_save(run.trainer.get(), paths.trainer.c_str(), &so), "pg_trainer_save");
+        save_seconds += now_seconds() - t_save_final;
+        outcome.save_seconds += save_seconds;
         last_eval_step = last_saved_step = at_step;
         last_eval_end = now_seconds();
     };
@@ -225,7 +232,9 @@ int cmd_train(int argc, char** argv) {
     if (last_eval_step != outcome.step) evaluate_and_save(outcome.step);
 
     if (opt.has("eval-train")) {
+        const double t_eval = now_seconds();
         outcome.train_eval = evaluate(run.model.get(), corpus.tokens.data(), corpus.n_train, ec, "the training-split evaluation");
+        outcome.eval_seconds += now_seconds() - t_eval;
         outcome.have_train_eval = true;
         say("training split: loss %.4f (%s) over %" PRId64 " positions, %.1f s\n", outcome.train_eval.loss,
             bits_text(outcome.train_eval).c_str(), outcome.train_eval.scored, outcome.train_eval.seconds);

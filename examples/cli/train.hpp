@@ -110,6 +110,10 @@ struct TrainOutcome {
     bool have_train_eval = false;
     EvalFigures train_eval;
     double total_seconds = 0;
+    // Where the time went besides the steps (progress.train_seconds()): the evaluations (the
+    // validation ones during the run and --eval-train's) and the saves (checkpoint, model.bin,
+    // trainer.bin and scores.csv at each evaluation).
+    double eval_seconds = 0, save_seconds = 0;
 };
 struct TrainPaths {
     std::string out_dir, checkpoint_dir, model, trainer, scores;

@@ -13,9 +13,11 @@ void report_training(const TrainPreset& preset, const TrainSetup& run, const Cor
     const int64_t steps_run = outcome.step - outcome.start_step;
     const double step_seconds = progress.train_seconds();
     const double ms_per_step = steps_run ? step_seconds * 1e3 / double(steps_run) : 0.0;
-    say("done: %" PRId64 " steps, %.1f ms/step (%s of training, %s in all); saved %s, %s, %s and %s\n", steps_run,
-        ms_per_step, duration(step_seconds).c_str(), duration(outcome.total_seconds).c_str(), paths.model.c_str(),
-        paths.trainer.c_str(), (paths.checkpoint_dir + "/").c_str(), paths.scores.c_str());
+    say("done: %" PRId64 " steps, %.1f ms/step (%s of training, %.1f s evaluating, %.1f s saving, %s in all); saved "
+        "%s, %s, %s and %s\n",
+        steps_run, ms_per_step, duration(step_seconds).c_str(), outcome.eval_seconds, outcome.save_seconds,
+        duration(outcome.total_seconds).c_str(), paths.model.c_str(), paths.trainer.c_str(),
+        (paths.checkpoint_dir + "/").c_str(), paths.scores.c_str());
     const std::string rule_line = rule.summary_line();
     if (!rule_line.empty()) say("%s", rule_line.c_str());
     if (!g_output.json) return;
@@ -53,7 +55,8 @@ void report_training(const TrainPreset& preset, const TrainSetup& run, const Cor
     if (progress.recent_count()) j.num("recent_train_loss", progress.recent_loss());
     else j.null("recent_train_loss");
     j.integer("recent_train_loss_steps", progress.recent_count())
-        .num("train_seconds", step_seconds).num("seconds", outcome.total_seconds).num("ms_per_step", ms_per_step)
+        .num("train_seconds", step_seconds).num("evaluation_seconds", outcome.eval_seconds)
+        .num("save_seconds", outcome.save_seconds).num("seconds", outcome.total_seconds).num("ms_per_step", ms_per_step)
         .num("tokens_per_second", step_seconds > 0 ? double(progress.tokens()) / step_seconds : 0.0);
     if (outcome.have_val) j.object("val", eval_json(outcome.last_val));
     if (outcome.have_train_eval) j.object("train", eval_json(outcome.train_eval));

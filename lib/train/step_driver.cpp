@@ -104,6 +104,12 @@ void StepDriver::set_linear_hook(LinearHook* hook) {
     if (engine_) engine_->set_linear_hook(hook);
 }
 
+void StepDriver::set_profile(StepProfile* profile) {
+    profile_ = profile;
+    pool_->set_observer(profile);
+    if (engine_) engine_->set_profile(profile);
+}
+
 TrainerState StepDriver::state() const {
     TrainerState s;
     s.config = cfg_;
@@ -137,6 +143,7 @@ void StepDriver::set_threads(int n_threads) {
     const int resolved = n_threads <= 0 ? ThreadPool::hardware_threads() : n_threads;
     if (resolved != pool_->size()) {
         pool_ = std::make_unique<ThreadPool>(resolved);  // built first: a failure keeps the old pool
+        pool_->set_observer(profile_);
     }
     cfg_.n_threads = n_threads;
 }
@@ -155,6 +162,7 @@ Engine& StepDriver::engine_for(int B, int T) {
         options.recompute = cfg_.recompute_activations;
         engine_ = std::make_unique<Engine>(base_.config(), max_B, max_T, options);
         engine_->set_linear_hook(hook_);
+        engine_->set_profile(profile_);
     }
     return *engine_;
 }
@@ -194,12 +202,20 @@ void StepDriver::refuse_if_not_finite(const Rewind& before, double loss, double 
 
 void StepDriver::apply_update(StepResult& r, const Rewind& before) {
     const int64_t n = n_trained_;
-    const double norm = global_grad_norm(grads_.data(), n, *pool_);
+    double norm = 0.0;
+    {
+        StepProfile::Scope phase(profile_, "gradient norm");
+        if (profile_) profile_->add_bytes(n * 4, 0);
+        norm = global_grad_norm(grads_.data(), n, *pool_);
+    }
     refuse_if_not_finite(before, double(r.loss), norm,
                          "the step was refused: weights, moments, step count, sampler and dropout stream are "
                          "unchanged");
-    if (cfg_.grad_clip > 0.0f && norm > double(cfg_.grad_clip))
+    if (cfg_.grad_clip > 0.0f && norm > double(cfg_.grad_clip)) {
+        StepProfile::Scope phase(profile_, "gradient clipping");
+        if (profile_) profile_->add_bytes(n * 4, n * 4);
         scale_gradients(grads_.data(), n, float(double(cfg_.grad_clip) / norm), *pool_);
+    }
     AdamWStep s;
     s.lr = learning_rate(cfg_, step_);
     s.beta1 = cfg_.beta1;
@@ -207,8 +223,17 @@ void StepDriver::apply_update(StepResult& r, const Rewind& before) {
     s.eps = cfg_.eps;
     s.weight_decay = cfg_.weight_decay;
     s.t = step_ + 1;
-    adamw_update(trained_, grads_.data(), m_.data(), v_.data(), pieces_, s, *pool_);
+    {
+        StepProfile::Scope phase(profile_, "AdamW");
+        if (profile_) {
+            int64_t count = 0;
+            for (const ParamPiece& p : pieces_) count += p.count;
+            profile_->add_bytes(count * 4 * 4, count * 4 * 3);  // p, g, m, v read; p, m, v written
+        }
+        adamw_update(trained_, grads_.data(), m_.data(), v_.data(), pieces_, s, *pool_);
+    }
     if (!muon_.empty()) {
+        StepProfile::Scope phase(profile_, "Muon");
         // Muon's momentum lives in the first-moment slots of its matrices (their v stays 0).
         MuonStep ms;
         ms.lr = s.lr * cfg_.muon_lr_scale;
@@ -228,11 +253,18 @@ StepResult StepDriver::step() {
     const int B = cfg_.batch_size, T = cfg_.seq_len, accum = cfg_.grad_accum_steps;
     batch_inputs_.resize(std::size_t(B) * T);
     batch_targets_.resize(std::size_t(B) * T);
-    grads_.zero();
+    {
+        StepProfile::Scope phase(profile_, "gradient zeroing");
+        if (profile_) profile_->add_bytes(0, n_trained_ * 4);
+        grads_.zero();
+    }
     const float grad_scale = float(1.0 / (double(B) * double(T) * double(accum)));
     LossSum total;
     for (int a = 0; a < accum; ++a) {
-        sampler_.sample(data_.data(), data_.size(), B, T, batch_inputs_.data(), batch_targets_.data());
+        {
+            StepProfile::Scope phase(profile_, "batch sampling");
+            sampler_.sample(data_.data(), data_.size(), B, T, batch_inputs_.data(), batch_targets_.data());
+        }
         LossSum l = micro_batch(batch_inputs_.data(), batch_targets_.data(), B, T, grad_scale);
         total.sum += l.sum;
         total.count += l.count;

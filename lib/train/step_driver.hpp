@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/aligned_buffer.hpp"
+#include "core/step_profile.hpp"
 #include "core/thread_pool.hpp"
 #include "model/engine.hpp"
 #include "model/linear_hook.hpp"
@@ -108,6 +109,13 @@ public:
     // The hook every engine this driver allocates calls (borrowed; nullptr = none).
     void set_linear_hook(LinearHook* hook);
 
+    // Records the phases of every later step into `profile` (borrowed; nullptr, the default:
+    // none), core/step_profile.hpp: the engine's own phases, and around them "batch sampling",
+    // "gradient zeroing", "gradient norm", "gradient clipping", "AdamW" and "Muon". The profile
+    // also becomes the thread pool's observer (the current pool's and a later set_threads's).
+    // Changes no result.
+    void set_profile(StepProfile* profile);
+
     // Copies the training tokens; needs at least seq_len+1, all in [0, vocab_size).
     void set_data(const int32_t* tokens, std::size_t n);
     bool has_data() const { return !data_.empty(); }
@@ -158,6 +166,7 @@ private:
     std::unique_ptr<ThreadPool> pool_;  // replaced by set_threads
     std::unique_ptr<Engine> engine_;  // scratch; (re)allocated for the largest batch seen
     LinearHook* hook_ = nullptr;
+    StepProfile* profile_ = nullptr;
     AlignedBuffer<float> grads_, m_, v_;
     std::vector<ParamPiece> pieces_;  // what AdamW updates
     std::vector<MuonMatrix> muon_;     // what Muon updates (empty for AdamW)

@@ -29,6 +29,7 @@ public:
     using StepDriver::has_data;
     using StepDriver::lr_at;
     using StepDriver::set_data;
+    using StepDriver::set_profile;
     using StepDriver::set_threads;
     using StepDriver::state;
     using StepDriver::step_count;

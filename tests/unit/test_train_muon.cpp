@@ -11,6 +11,8 @@
 
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
+#include "kernels/dispatch.hpp"
+#include "kernels/kernel_table.hpp"
 #include "model/config.hpp"
 #include "model/model.hpp"
 #include "model/params.hpp"
@@ -88,6 +90,92 @@ TEST_CASE("Newton-Schulz: matches the scalar double-precision reference, tall, w
         double worst = 0.0;
         for (std::size_t i = 0; i < g.size(); ++i) worst = std::max(worst, std::abs(double(out[i]) - want[i]));
         CHECK(worst < 2e-5);
+    }
+}
+
+namespace {
+
+// The iteration computed with full products (X X^T and A^2 as whole m x m GEMMs, what
+// newton_schulz5 computed before it used their symmetry), on the active kernel table.
+std::vector<float> full_product_ns5(const std::vector<float>& g, int rows, int cols) {
+    namespace k = pg::kernels;
+    const bool tall = rows > cols;
+    const int m = std::min(rows, cols), n = std::max(rows, cols);
+    std::vector<float> x(g.size()), y(g.size()), gram(std::size_t(m) * m), poly(gram.size());
+    if (tall) k::transpose(x.data(), rows, g.data(), cols, rows, cols);
+    else x = g;
+    const float inv = float(1.0 / (std::sqrt(k::sum_squares(x.data(), int64_t(x.size()))) + 1e-7));
+    for (float& v : x) v *= inv;
+    for (int it = 0; it < pg::kMuonNsSteps; ++it) {
+        k::sgemm(k::gemm_args(false, true, m, m, n, x.data(), n, x.data(), n, gram.data(), m));
+        k::sgemm(k::gemm_args(false, false, m, m, m, gram.data(), m, gram.data(), m, poly.data(), m));
+        for (std::size_t i = 0; i < poly.size(); ++i) poly[i] = pg::kMuonNsB * gram[i] + pg::kMuonNsC * poly[i];
+        y = x;
+        k::sgemm(k::gemm_args(false, false, m, n, m, poly.data(), m, x.data(), n, y.data(), n, 1.0f, pg::kMuonNsA));
+        std::swap(x, y);
+    }
+    if (!tall) return x;
+    std::vector<float> out(g.size());
+    k::transpose(out.data(), cols, x.data(), rows, cols, rows);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("Newton-Schulz: computing half of the symmetric products gives the full products' bits",
+          "[train][muon]") {
+    // 128 x 384 .. 512 x 128 are the PhoneGPT shape's matrices (panels of 32 rows); 96 x 96 has
+    // three panels; 48 x 80 and 16 x 40 run the full products.
+    struct Shape {
+        int rows, cols;
+    };
+    for (const bool reference : {false, true}) {
+        const char* previous = pg::kernels::force_reference(reference);
+        for (Shape s : {Shape{128, 384}, Shape{128, 128}, Shape{128, 512}, Shape{512, 128}, Shape{96, 96},
+                        Shape{64, 200}, Shape{48, 80}, Shape{16, 40}}) {
+            INFO(pg::kernels::active_arch_name() << ": " << s.rows << " x " << s.cols);
+            const std::vector<float> g = pseudo_random(std::size_t(s.rows) * s.cols, uint32_t(s.rows * 7 + s.cols));
+            std::vector<float> out(g.size());
+            pg::MuonScratch scratch;
+            pg::newton_schulz5(g.data(), s.rows, s.cols, out.data(), scratch);
+            const std::vector<float> want = full_product_ns5(g, s.rows, s.cols);
+            CHECK(std::memcmp(out.data(), want.data(), out.size() * sizeof(float)) == 0);
+        }
+        pg::kernels::force_reference(std::string(previous) == "reference");
+    }
+}
+
+TEST_CASE("every kernel table computes X X^T and A A symmetric bit for bit, a row panel as the full product",
+          "[train][muon]") {
+    // What newton_schulz5's half products rest on: element (i, j) and (j, i) get the same
+    // products in the same order, and a panel's elements are computed as in the whole product.
+    const int m = 128, n = 320, r0 = 32;
+    const std::vector<float> x = pseudo_random(std::size_t(m) * n, 77);
+    for (const pg::kernels::KernelTable* table : pg::kernels::available_tables()) {
+        INFO(table->name);
+        std::vector<float> gram(std::size_t(m) * m), sq(gram.size());
+        table->sgemm(pg::kernels::gemm_args(false, true, m, m, n, x.data(), n, x.data(), n, gram.data(), m));
+        table->sgemm(pg::kernels::gemm_args(false, false, m, m, m, gram.data(), m, gram.data(), m, sq.data(), m));
+        int asymmetric = 0;
+        for (int i = 0; i < m; ++i)
+            for (int j = 0; j < i; ++j) {
+                asymmetric += std::memcmp(&gram[std::size_t(i) * m + j], &gram[std::size_t(j) * m + i], 4) != 0;
+                asymmetric += std::memcmp(&sq[std::size_t(i) * m + j], &sq[std::size_t(j) * m + i], 4) != 0;
+            }
+        CHECK(asymmetric == 0);
+        // Rows [r0, m) from column r0 on, as newton_schulz5's second panel computes them.
+        std::vector<float> panel_gram(std::size_t(m) * m, -1.0f), panel_sq(panel_gram);
+        table->sgemm(pg::kernels::gemm_args(false, true, m - r0, m - r0, n, x.data() + std::size_t(r0) * n, n,
+                                            x.data() + std::size_t(r0) * n, n, panel_gram.data() + r0 * m + r0, m));
+        table->sgemm(pg::kernels::gemm_args(false, false, m - r0, m - r0, m, gram.data() + r0 * m, m, gram.data() + r0,
+                                            m, panel_sq.data() + r0 * m + r0, m));
+        int differ = 0;
+        for (int i = r0; i < m; ++i)
+            for (int j = r0; j < m; ++j) {
+                differ += std::memcmp(&gram[std::size_t(i) * m + j], &panel_gram[std::size_t(i) * m + j], 4) != 0;
+                differ += std::memcmp(&sq[std::size_t(i) * m + j], &panel_sq[std::size_t(i) * m + j], 4) != 0;
+            }
+        CHECK(differ == 0);
     }
 }
 
@@ -229,6 +317,32 @@ TEST_CASE("Muon update: the same bits for any thread count", "[train][muon]") {
         for (int step = 0; step < 2; ++step) pg::muon_update(p.data(), g.data(), m.data(), mats, s, scratch, pool);
         if (first.empty()) first = p;
         else CHECK(std::memcmp(first.data(), p.data(), n * sizeof(float)) == 0);
+    }
+}
+
+TEST_CASE("Muon update on the PhoneGPT shape's matrices: the same bits for any thread count", "[train][muon]") {
+    // The preset's four block matrices (symmetric half products at m = 128), two layers' worth.
+    const std::vector<pg::MuonMatrix> mats = {{0, 384, 128},      {49152, 128, 128},  {65536, 512, 128},
+                                              {131072, 128, 512}, {196608, 384, 128}, {245760, 128, 128}};
+    const std::size_t n = 262144;
+    const std::vector<float> g = pseudo_random(n, 19);
+    std::vector<float> first, first_m;
+    for (int threads : {1, 2, 3}) {
+        std::vector<float> p = pseudo_random(n, 18), m(n, 0.0f);
+        std::vector<pg::MuonScratch> scratch;
+        pg::ThreadPool pool(threads);
+        pg::MuonStep s;
+        s.lr = 1e-2f;
+        s.weight_decay = 0.1f;
+        for (int step = 0; step < 2; ++step) pg::muon_update(p.data(), g.data(), m.data(), mats, s, scratch, pool);
+        if (first.empty()) {
+            first = p;
+            first_m = m;
+        } else {
+            INFO(threads << " threads");
+            CHECK(std::memcmp(first.data(), p.data(), n * sizeof(float)) == 0);
+            CHECK(std::memcmp(first_m.data(), m.data(), n * sizeof(float)) == 0);
+        }
     }
 }
 
