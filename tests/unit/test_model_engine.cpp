@@ -23,79 +23,38 @@ struct Geometry {
     int B, T;
 };
 
-Geometry short_geometry() {
+// layers, heads, width, context, vocabulary (padded), batch B and sequence length T.
+Geometry geometry(int layers, int heads, int embd, int ctx, int vocab, int padded_vocab, int B, int T) {
     Geometry g;
-    g.cfg.n_layer = 2;
-    g.cfg.n_head = 2;
-    g.cfg.n_embd = 16;
-    g.cfg.n_ctx = 16;
-    g.cfg.vocab_size = 11;
-    g.cfg.padded_vocab_size = 12;
-    g.B = 3;
-    g.T = 13;
+    g.cfg.n_layer = layers;
+    g.cfg.n_head = heads;
+    g.cfg.n_embd = embd;
+    g.cfg.n_ctx = ctx;
+    g.cfg.vocab_size = vocab;
+    g.cfg.padded_vocab_size = padded_vocab;
+    g.B = B;
+    g.T = T;
     return g;
 }
+
+Geometry short_geometry() { return geometry(2, 2, 16, 16, 11, 12, 3, 13); }
 
 // T = 150: three query blocks (the last partial), and the last block's keys span two key tiles
 // (so the online softmax rescales).
-Geometry long_geometry() {
-    Geometry g;
-    g.cfg.n_layer = 2;
-    g.cfg.n_head = 2;
-    g.cfg.n_embd = 8;
-    g.cfg.n_ctx = 160;
-    g.cfg.vocab_size = 13;
-    g.cfg.padded_vocab_size = 16;
-    g.B = 2;
-    g.T = 150;
-    return g;
-}
+Geometry long_geometry() { return geometry(2, 2, 8, 160, 13, 16, 2, 150); }
 
 // B * T = 600 rows: the output projection and cross-entropy run in two chunks (512 + 88).
-Geometry many_rows_geometry() {
-    Geometry g;
-    g.cfg.n_layer = 1;
-    g.cfg.n_head = 2;
-    g.cfg.n_embd = 8;
-    g.cfg.n_ctx = 32;
-    g.cfg.vocab_size = 11;
-    g.cfg.padded_vocab_size = 12;
-    g.B = 20;
-    g.T = 30;
-    return g;
-}
+Geometry many_rows_geometry() { return geometry(1, 2, 8, 32, 11, 12, 20, 30); }
 
 // B * T = 896 rows at width 96: every linear layer's weight gradient is big enough to be split
 // over the tokens across threads (kernels::gemm_worth_splitting), with per-thread partials and
 // their reduction; 3 threads split the rows unevenly (299 + 299 + 298).
-Geometry token_split_geometry() {
-    Geometry g;
-    g.cfg.n_layer = 1;
-    g.cfg.n_head = 2;
-    g.cfg.n_embd = 96;
-    g.cfg.n_ctx = 64;
-    g.cfg.vocab_size = 11;
-    g.cfg.padded_vocab_size = 12;
-    g.B = 14;
-    g.T = 64;
-    return g;
-}
+Geometry token_split_geometry() { return geometry(1, 2, 96, 64, 11, 12, 14, 64); }
 
 // PhoneGPT's head size 32 (whole vectors on every table) at an odd T = 77 > 64: two query
 // blocks, the second one 13 rows (partial register tiles of the attention kernels), and key
 // tiles of 64 and 77 columns (a partial last vector).
-Geometry head32_geometry() {
-    Geometry g;
-    g.cfg.n_layer = 1;
-    g.cfg.n_head = 2;
-    g.cfg.n_embd = 64;
-    g.cfg.n_ctx = 80;
-    g.cfg.vocab_size = 11;
-    g.cfg.padded_vocab_size = 12;
-    g.B = 2;
-    g.T = 77;
-    return g;
-}
+Geometry head32_geometry() { return geometry(1, 2, 64, 80, 11, 12, 2, 77); }
 
 struct Batch {
     std::vector<int32_t> inputs, targets;
