@@ -79,6 +79,16 @@ double step_flops(const pg::ModelConfig& cfg, int B, int T) {
     return 3.0 * per_token * B * T;
 }
 
+// FLOPs the engine's recomputation adds to a step (EngineOptions::recompute): the forward of
+// every layer but the last, counted as step_flops counts, without the MLP's output projection,
+// whose output the backward does not need (qkv, attention, attention projection and fc:
+// 2 x 8 C^2 + 4 T C per token and layer). The fraction of peak counts step_flops only
+// (model FLOPs); this gives the executed ones beside it.
+double recompute_flops(const pg::ModelConfig& cfg, int B, int T) {
+    const double C = cfg.n_embd;
+    return (cfg.n_layer - 1) * (16.0 * C * C + 4.0 * T * C) * B * T;
+}
+
 std::string format_profile(const pg::StepProfile& prof, int steps, double wall_step_ms, const char* what, bool json);
 
 // Runs `steps` more training steps with a profile attached; prints the per-phase table (text)
@@ -378,6 +388,8 @@ int main(int argc, char** argv) {
         std::sort(ms.begin(), ms.end());
         const double median_ms = ms[ms.size() / 2], flops = step_flops(cfg, batch, T);
         const double gflops = flops / (median_ms * 1e-3) * 1e-9;
+        const double extra_flops = recompute ? recompute_flops(cfg, batch, T) : 0.0;
+        const double executed_gflops = (flops + extra_flops) / (median_ms * 1e-3) * 1e-9;
         const double rss_mb = double(peak_rss_kib()) / 1024.0;
         // The limit, measured now on the widest vector unit with the same number of threads.
         const std::vector<pg_bench::PeakUnit> units = pg_bench::peak_units();
@@ -392,6 +404,9 @@ int main(int argc, char** argv) {
                         "(%.0f GFLOP/s on %d threads)\n",
                         batch * T / (median_ms * 1e-3), flops * 1e-9, gflops, 100.0 * gflops / peak,
                         units.front().name.c_str(), peak, pool.size());
+            if (recompute)
+                std::printf("with the recomputed forward (%.2f GFLOP more): %.0f GFLOP/s executed = %.1f%% of the peak\n",
+                            extra_flops * 1e-9, executed_gflops, 100.0 * executed_gflops / peak);
             // CPU time (all threads) per step is less sensitive to other processes on a shared machine.
             std::printf("CPU time per step (all threads, incl. gradient zeroing): %.1f ms\n", cpu_ms);
             std::printf("engine activations %.1f MB; peak RSS %.1f MB\n", double(engine.activation_bytes()) / 1e6,
@@ -440,11 +455,12 @@ int main(int argc, char** argv) {
             std::printf("{\"preset\": \"%s\", \"batch\": %d, \"seq\": %d, \"threads\": %d, \"recompute\": %s, "
                         "\"dropout\": %.3f, \"kernels\": \"%s\", \"step_ms_median\": %.3f, \"step_ms_best\": %.3f, "
                         "\"tokens_per_s\": %.1f, \"gflop_per_step\": %.4f, \"gflops\": %.2f, \"peak_gflops\": %.2f, "
-                        "\"fraction_of_peak\": %.4f, \"cpu_ms_per_step\": %.3f, \"activation_mb\": %.2f, "
+                        "\"fraction_of_peak\": %.4f, \"recompute_gflop\": %.4f, \"executed_fraction_of_peak\": %.4f, "
+                        "\"cpu_ms_per_step\": %.3f, \"activation_mb\": %.2f, "
                         "\"peak_rss_mb\": %.2f, \"forward_ms_median\": %.3f, \"loss\": %.6f%s%s%s}\n",
                         preset.c_str(), batch, T, pool.size(), recompute ? "true" : "false", double(dropout),
                         pg::kernels::active_arch_name(), median_ms, ms.front(), batch * T / (median_ms * 1e-3),
-                        flops * 1e-9, gflops, peak, gflops / peak, cpu_ms, double(engine.activation_bytes()) / 1e6,
+                        flops * 1e-9, gflops, peak, gflops / peak, extra_flops * 1e-9, executed_gflops / peak, cpu_ms, double(engine.activation_bytes()) / 1e6,
                         rss_mb, fwd_ms[fwd_ms.size() / 2], loss, trainer_json.c_str(), profile ? ", \"profile\": " : "",
                         prof.c_str());
         } else {
