@@ -77,13 +77,14 @@ using k::gemm_args;
 // (LinearKind order) and pass: [0] the forward pass, [1] recomputing a layer in the backward.
 const char* const kForwardLinearPhase[2][kNumLinearKinds] = {
     {"forward qkv", "forward attn_proj (+residual)", "forward fc (+gelu)", "forward fc_proj (+residual)"},
-    {"recompute qkv", "recompute attn_proj (+residual)", "recompute fc", "recompute fc_proj"}};
+    {"recompute qkv", "recompute attn_proj (+residual)", "recompute fc (+gelu)", "recompute fc_proj"}};
 const char* const kForwardLayerNormPhase[2] = {"forward layernorm", "recompute layernorm"};
 const char* const kForwardAttentionPhase[2] = {"forward attention", "recompute attention"};
 const char* const kWeightGradPhase[kNumLinearKinds] = {"backward qkv dW", "backward attn_proj dW", "backward fc dW",
                                                       "backward fc_proj dW"};
+// The MLP's GELU derivative is fused into fc_proj's input gradient (it yields d(fc output)).
 const char* const kInputGradPhase[kNumLinearKinds] = {"backward qkv dX", "backward attn_proj dX",
-                                                     "backward fc dX (+gelu')", "backward fc_proj dX"};
+                                                     "backward fc dX", "backward fc_proj dX (+gelu')"};
 const char* const kReductionPhase = "weight-gradient reduction";
 
 // pool.parallel_for over rows, except that a single row (the cached generation step) runs on
