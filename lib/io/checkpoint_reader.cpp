@@ -251,8 +251,8 @@ CheckpointHeader read_checkpoint_header(const ByteSource& src) {
     }
     h.data_start = kCheckpointPreludeBytes + header_bytes;
     require(!h.mappable || h.data_start % kCheckpointAlignment == 0, PG_ERR_FORMAT,
-            name + ": the data region starts at byte " + std::to_string(h.data_start) + ", which the mapping layout " +
-                "puts on a " + std::to_string(kCheckpointAlignment) + "-byte boundary");
+            name + ": the data region starts at byte " + std::to_string(h.data_start) + ", not on a " +
+                std::to_string(kCheckpointAlignment) + "-byte boundary as the mapping layout needs");
     h.data_bytes = h.tensors.empty() ? 0 : h.tensors.back().offset + h.tensors.back().nbytes;
 
     // The data region: raw, it must be exactly the tensors (nothing missing, nothing after);

@@ -39,6 +39,11 @@ std::string shape_text(int n_dims, const std::array<uint64_t, 4>& shape) {
 
 int dtype_bytes(TensorDtype d) { return d == TensorDtype::kF32 ? 4 : 2; }
 
+std::string dtype_text(TensorDtype d) {
+    const char* name = d == TensorDtype::kF32 ? "f32" : d == TensorDtype::kF16 ? "f16" : "bf16";
+    return std::to_string(int(d)) + " (" + name + ")";
+}
+
 void encode_geometry(ByteWriter& w, const ModelConfig& c) {
     w.put<int32_t>(c.n_layer);
     w.put<int32_t>(c.n_head);

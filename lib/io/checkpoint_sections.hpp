@@ -38,6 +38,8 @@ std::string hex64(uint64_t v);
 std::string shape_text(int n_dims, const std::array<uint64_t, 4>& shape);
 
 int dtype_bytes(TensorDtype d);
+// For messages: the code and its name, "2 (f16)".
+std::string dtype_text(TensorDtype d);
 
 void encode_geometry(ByteWriter& w, const ModelConfig& c);
 ModelConfig decode_geometry(ByteReader& r);  // validated: PG_ERR_GEOMETRY naming the field

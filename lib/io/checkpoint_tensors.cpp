@@ -57,8 +57,8 @@ std::vector<int> check_tensors_against_geometry(const std::vector<CheckpointTens
         if (!mappable) continue;
         const TensorDtype dtype = dtype_of(storage, e.half);
         require(t.dtype == dtype, PG_ERR_FORMAT,
-                "checkpoint tensor \"" + t.name + "\" has dtype " + std::to_string(int(t.dtype)) + " but the file's " +
-                    weight_storage_name(storage) + " storage (section WLAY) needs " + std::to_string(int(dtype)));
+                "checkpoint tensor \"" + t.name + "\" has dtype " + dtype_text(t.dtype) + " but the file's " +
+                    weight_storage_name(storage) + " storage (section WLAY) needs " + dtype_text(dtype));
         const uint64_t prev_end = i == 0 ? 0 : tensors[i - 1].offset + tensors[i - 1].nbytes;
         const uint64_t at = e.group_start ? round_up_to(prev_end, kCheckpointAlignment) : prev_end;
         require(t.offset == at, PG_ERR_FORMAT,
