@@ -65,10 +65,7 @@ void read_llmc_data(const ByteSource& src, const LlmcHeader& header, Model& mode
     for (uint64_t done = 0; done < n;) {
         const std::size_t m = std::size_t(std::min<uint64_t>(chunk.size(), n - done));
         src.read_at(kLlmcHeaderBytes + done * 2, chunk.data(), m * 2, "bf16 parameters");
-        for (std::size_t i = 0; i < m; ++i) {
-            uint32_t bits = uint32_t(chunk[i]) << 16;
-            std::memcpy(&out[done + i], &bits, 4);
-        }
+        widen_16_bits(chunk.data(), out + done, int64_t(m), WeightStorage::bf16);
         done += m;
     }
     require_finite_weights(model, src.name());

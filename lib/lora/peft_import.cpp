@@ -14,9 +14,9 @@
 #include "io/file_io.hpp"
 #include "io/json.hpp"
 #include "io/safetensors.hpp"
-#include "kernels/half_float.hpp"
 #include "lora/adapter_file.hpp"
 #include "lora/peft.hpp"
+#include "model/model.hpp"
 
 namespace pg::lora {
 
@@ -176,28 +176,30 @@ bool parse_factor_name(const std::string& full, Site& site, bool& is_a) {
     return false;
 }
 
-// One tensor's values as fp32 (F32, F16, BF16, F64), each finite.
+// One tensor's values as fp32 (F32, F16, BF16, F64), each finite. The 16-bit ones are widened
+// as the model widens its own 16-bit weights (widen_16_bits): lib/lora reaches no kernel itself.
 void read_factor(const io::ByteSource& src, const io::SafetensorsHeader& file, const io::SafetensorsTensor& t,
                  float* dst, std::size_t count) {
     const std::string what = src.name() + ": tensor \"" + t.name + "\"";
-    std::vector<uint8_t> raw(std::size_t(t.end - t.begin));
-    src.read_at(file.data_start + t.begin, raw.data(), raw.size(), "PEFT adapter tensor data");
-    for (std::size_t i = 0; i < count; ++i) {
-        const uint8_t* p = raw.data() + i * (raw.size() / count);
-        uint16_t h = 0;
-        double d = 0;
-        if (t.dtype == "F32") {
-            std::memcpy(&dst[i], p, 4);
-        } else if (t.dtype == "F16" || t.dtype == "BF16") {
-            std::memcpy(&h, p, 2);
-            dst[i] = t.dtype == "F16" ? kernels::fp16_to_float(h) : kernels::bf16_to_float(h);
-        } else {
-            std::memcpy(&d, p, 8);
-            dst[i] = float(d);
-        }
+    const std::size_t bytes = std::size_t(t.end - t.begin);
+    const std::size_t width = t.dtype == "F32" ? 4 : t.dtype == "F64" ? 8 : 2;
+    require(bytes == count * width, PG_ERR_FORMAT,
+            what + ": " + std::to_string(bytes) + " bytes for " + std::to_string(count) + " " + t.dtype + " values");
+    const uint64_t at = file.data_start + t.begin;
+    if (t.dtype == "F32") {
+        src.read_at(at, dst, bytes, "PEFT adapter tensor data");
+    } else if (t.dtype == "F16" || t.dtype == "BF16") {
+        std::vector<uint16_t> half(count);
+        src.read_at(at, half.data(), bytes, "PEFT adapter tensor data");
+        widen_16_bits(half.data(), dst, int64_t(count), t.dtype == "F16" ? WeightStorage::fp16 : WeightStorage::bf16);
+    } else {
+        std::vector<double> wide(count);
+        src.read_at(at, wide.data(), bytes, "PEFT adapter tensor data");
+        for (std::size_t i = 0; i < count; ++i) dst[i] = float(wide[i]);
+    }
+    for (std::size_t i = 0; i < count; ++i)
         require(std::isfinite(dst[i]), PG_ERR_FORMAT,
                 what + " holds a value that is not finite in fp32 at element " + std::to_string(i));
-    }
 }
 
 // The configuration of the imported adapter, in libphonegpt's terms (layers x modules).

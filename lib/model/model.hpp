@@ -37,6 +37,10 @@ inline WeightStorage stored_values(WeightStorage storage) {
 // even) into `to`. Returns the index of the first finite value beyond the format's range (the
 // conversion stops there), or -1.
 int64_t round_to_16_bits(const float* from, uint16_t* to, int64_t n, WeightStorage storage);
+// The inverse: n values of `storage`'s 16-bit format (fp16 or bf16) as fp32 into `to`, exactly
+// (every 16-bit value is an fp32 value; NaN stays NaN), through the active kernel table's
+// conversion, the one the engine widens 16-bit weights with.
+void widen_16_bits(const uint16_t* from, float* to, int64_t n, WeightStorage storage);
 
 class Model {
 public:

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "io/checksum.hpp"
+#include "kernels/dispatch.hpp"
 #include "kernels/half_float.hpp"
 #include "model/model.hpp"
 
@@ -38,6 +39,12 @@ int64_t round_to_16_bits(const float* from, uint16_t* to, int64_t n, WeightStora
         if (!std::isfinite(back) && std::isfinite(from[i])) return i;
     }
     return -1;
+}
+
+void widen_16_bits(const uint16_t* from, float* to, int64_t n, WeightStorage storage) {
+    const bool fp16 = stored_values(storage) == WeightStorage::fp16;
+    require(fp16 || storage == WeightStorage::bf16, PG_ERR_INTERNAL, "widen_16_bits: the storage is not 16-bit");
+    kernels::half_to_float(to, from, n, fp16 ? kernels::HalfFormat::fp16 : kernels::HalfFormat::bf16);
 }
 
 namespace {

@@ -74,6 +74,18 @@ inline std::vector<uint8_t> encode(const pg::Model& model, const pg::TrainerStat
     return sink.bytes;
 }
 
+// Format 1.3's mapping layout (CheckpointOptions.mappable) with the weights in `storage`.
+inline std::vector<uint8_t> encode_mappable(const pg::Model& model, const pg::TrainerState* state,
+                                            pg::WeightStorage storage, int level = 0) {
+    pg::io::CheckpointOptions o;
+    o.compression_level = level;
+    o.storage = storage;
+    o.mappable = true;
+    pg::io::VectorSink sink;
+    pg::io::write_checkpoint(model, state, o, sink);
+    return sink.bytes;
+}
+
 struct Loaded {
     pg_status status = PG_OK;
     std::string message;
@@ -82,22 +94,40 @@ struct Loaded {
     bool has_state = false;
 };
 
-// Loads with the internal two-phase reader, as pg_model_load / pg_trainer_resume do.
-inline Loaded load_bytes(const std::vector<uint8_t>& bytes, bool want_state = false) {
+// `load(out)` fills a Loaded; a pg::Error it throws becomes the status and message instead.
+template <class Load>
+inline Loaded loaded_or_error(Load&& load) {
     Loaded out;
     try {
-        pg::io::MemorySource src(bytes.data(), bytes.size());
-        pg::io::CheckpointHeader h = pg::io::read_checkpoint_header(src);
-        out.model = std::make_unique<pg::Model>(pg::io::make_model_for(h));
-        out.has_state = h.has_train_state;
-        pg::io::read_checkpoint_data(src, h, *out.model, want_state ? &out.state : nullptr);
-        out.model->set_tokenizer(std::move(h.tokenizer));
+        load(out);
     } catch (const pg::Error& e) {
         out.status = e.status();
         out.message = e.what();
         out.model.reset();
     }
     return out;
+}
+
+// Loads with the internal two-phase reader, as pg_model_load / pg_trainer_resume do.
+inline Loaded load_bytes(const std::vector<uint8_t>& bytes, bool want_state = false) {
+    return loaded_or_error([&](Loaded& out) {
+        pg::io::MemorySource src(bytes.data(), bytes.size());
+        pg::io::CheckpointHeader h = pg::io::read_checkpoint_header(src);
+        out.model = std::make_unique<pg::Model>(pg::io::make_model_for(h));
+        out.has_state = h.has_train_state;
+        pg::io::read_checkpoint_data(src, h, *out.model, want_state ? &out.state : nullptr);
+        out.model->set_tokenizer(std::move(h.tokenizer));
+    });
+}
+
+// Maps `path` as pg_model_load_with(map_weights = 1) does, with the status as a value.
+inline Loaded map_file(const std::string& path) {
+    return loaded_or_error([&](Loaded& out) {
+        auto file = std::make_shared<const pg::io::MappedFile>(path);
+        pg::io::CheckpointHeader h = pg::io::read_checkpoint_header(*file);
+        out.model = std::make_unique<pg::Model>(pg::io::map_checkpoint(file, h));
+        out.model->set_tokenizer(std::move(h.tokenizer));
+    });
 }
 
 inline bool same_config(const pg::ModelConfig& a, const pg::ModelConfig& b) {
@@ -110,6 +140,19 @@ inline bool same_config(const pg::ModelConfig& a, const pg::ModelConfig& b) {
 inline bool same_model(const pg::Model& a, const pg::Model& b) {
     if (!same_config(a.config(), b.config())) return false;
     if (std::memcmp(a.params(), b.params(), std::size_t(a.num_params()) * 4) != 0) return false;
+    if ((a.tokenizer() == nullptr) != (b.tokenizer() == nullptr)) return false;
+    return !a.tokenizer() || a.tokenizer()->serialize() == b.tokenizer()->serialize();
+}
+
+// Bitwise, for any storage (a 16-bit model has no fp32 params()): configuration, storage,
+// every tensor's bytes as held, and the tokenizer.
+inline bool same_weights(const pg::Model& a, const pg::Model& b) {
+    if (!same_config(a.config(), b.config()) || a.storage() != b.storage() ||
+        a.fp32_weights_hash() != b.fp32_weights_hash())
+        return false;
+    for (const pg::TensorEntry& e : a.tensors())
+        if (std::memcmp(a.tensor_bytes(e), b.tensor_bytes(e), std::size_t(e.numel) * std::size_t(a.element_bytes(e.kind))) != 0)
+            return false;
     if ((a.tokenizer() == nullptr) != (b.tokenizer() == nullptr)) return false;
     return !a.tokenizer() || a.tokenizer()->serialize() == b.tokenizer()->serialize();
 }

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/half_float.hpp"
@@ -195,6 +196,47 @@ TEST_CASE("fp16 refuses a weight beyond its range and names the tensor", "[lora]
     CHECK(storage == PG_WEIGHTS_FP32);  // left as it was
     CHECK(pg_model_set_weight_storage(m, PG_WEIGHTS_BF16) == PG_OK);  // bf16 has fp32's range
     pg_model_free(m);
+}
+
+// The model layer's widening (what PEFT import and llm.c's bf16 files use instead of a kernel):
+// every bit pattern as the scalar definition, the exact inverse of round_to_16_bits.
+TEST_CASE("widen_16_bits: every fp16 and bf16 pattern as half_float.hpp defines it, round_to_16_bits undone",
+          "[lora][half]") {
+    std::vector<uint16_t> all(65536);
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = uint16_t(i);
+    std::vector<float> wide(all.size());
+    for (pg::WeightStorage storage :
+         {pg::WeightStorage::fp16, pg::WeightStorage::bf16, pg::WeightStorage::fp16_arithmetic}) {
+        CAPTURE(pg::weight_storage_name(storage));
+        const bool fp16 = storage != pg::WeightStorage::bf16;
+        std::fill(wide.begin(), wide.end(), -1.0f);
+        pg::widen_16_bits(all.data(), wide.data(), int64_t(all.size()), storage);
+        int wrong = 0;
+        for (std::size_t i = 0; i < all.size(); ++i) {
+            const float want = fp16 ? pg::kernels::fp16_to_float(all[i]) : pg::kernels::bf16_to_float(all[i]);
+            const bool ok = std::isnan(want) ? std::isnan(wide[i]) : std::memcmp(&want, &wide[i], 4) == 0;
+            if (!ok && ++wrong <= 3) CHECK(ok);
+        }
+        CHECK(wrong == 0);
+        // Rounding the finite values widened gives back their bits.
+        std::vector<uint16_t> finite;
+        std::vector<float> values;
+        for (std::size_t i = 0; i < all.size(); ++i)
+            if (std::isfinite(wide[i])) {
+                finite.push_back(all[i]);
+                values.push_back(wide[i]);
+            }
+        std::vector<uint16_t> back(finite.size());
+        CHECK(pg::round_to_16_bits(values.data(), back.data(), int64_t(values.size()), storage) == -1);
+        CHECK(back == finite);
+    }
+    try {
+        pg::widen_16_bits(all.data(), wide.data(), 1, pg::WeightStorage::fp32);
+        FAIL("fp32 widened");
+    } catch (const pg::Error& e) {
+        CHECK(e.status() == PG_ERR_INTERNAL);
+        CHECK(std::string(e.what()).find("not 16-bit") != std::string::npos);
+    }
 }
 
 TEST_CASE("a 16-bit base's logits equal the fp32 model of the same rounded weights bit for bit",

@@ -17,6 +17,7 @@
 #include "core/rng.hpp"
 #include "io/file_io.hpp"
 #include "io/json.hpp"
+#include "kernels/half_float.hpp"
 #include "lora/adapter.hpp"
 #include "lora/adapter_file.hpp"
 #include "lora/peft.hpp"
@@ -78,6 +79,15 @@ RawFile peft_tensors(const pg::lora::Adapter& a, const std::string& dtype = "F32
             std::memcpy(&bits, &src[i], 4);
             if (dtype == "F32") {
                 for (int k = 0; k < 4; ++k) r.bytes.push_back(uint8_t(bits >> (8 * k)));
+            } else if (dtype == "F16") {  // the nearest fp16 (exact for the values these tests give it)
+                const uint16_t h = pg::kernels::float_to_fp16(src[i]);
+                r.bytes.push_back(uint8_t(h));
+                r.bytes.push_back(uint8_t(h >> 8));
+            } else if (dtype == "F64") {
+                const double d = src[i];
+                uint64_t wide;
+                std::memcpy(&wide, &d, 8);
+                for (int k = 0; k < 8; ++k) r.bytes.push_back(uint8_t(wide >> (8 * k)));
             } else {  // BF16: the top half (exact for the values these tests give it)
                 r.bytes.push_back(uint8_t(bits >> 16));
                 r.bytes.push_back(uint8_t(bits >> 24));
@@ -161,7 +171,7 @@ TEST_CASE("lora peft: an exported pair imports as the same adapter", "[lora][pef
 
 TEST_CASE("lora peft: a pair as PEFT writes it imports with the geometry read from the files", "[lora][peft]") {
     const pg::Model base = base_model(3);
-    for (const char* dtype : {"F32", "BF16"}) {
+    for (const char* dtype : {"F32", "BF16", "F16", "F64"}) {
         INFO(dtype);
         pg::lora::Adapter a = trained_adapter(base, PG_LORA_ATTN_C_PROJ | PG_LORA_MLP_C_FC, {0, 2});
         if (std::string(dtype) == "BF16")  // values a BF16 file holds exactly
@@ -171,6 +181,9 @@ TEST_CASE("lora peft: a pair as PEFT writes it imports with the geometry read fr
                 bits &= 0xffff0000u;
                 std::memcpy(&a.params()[i], &bits, 4);
             }
+        if (std::string(dtype) == "F16")  // values an F16 file holds exactly (the scalar definition)
+            for (int64_t i = 0; i < a.num_params(); ++i)
+                a.params()[i] = pg::kernels::fp16_to_float(pg::kernels::float_to_fp16(a.params()[i]));
         const std::string config = pg::lora::peft_adapter_config_json(a.config());
         const pg::lora::Adapter b = import(config, safetensors_bytes(peft_tensors(a, dtype)), base);
         CHECK(same_factors(a, b));
@@ -293,6 +306,12 @@ TEST_CASE("lora peft: broken and unsupported pairs, exact statuses naming both s
         tensor_case("non-finite factor", t, PG_ERR_FORMAT, {"not finite", "element 1"});
     }
     {
+        RawFile t = peft_tensors(a, "F16");
+        const uint16_t inf = 0x7c00;  // fp16 +inf
+        std::memcpy(t[a0].bytes.data() + 2 * 3, &inf, 2);
+        tensor_case("non-finite F16 factor", t, PG_ERR_FORMAT, {"not finite", "element 3"});
+    }
+    {
         RawFile t = good;
         t["base_model.model.transformer.h.7.attn.c_attn.lora_A.weight"] = good.at(a0);
         tensor_case("a layer beyond the base", t, PG_ERR_GEOMETRY, {"adapts layer 7", "n_layer = 2"});
@@ -329,7 +348,7 @@ TEST_CASE("lora peft: broken and unsupported pairs, exact statuses naming both s
         CHECK(import(config, safetensors_bytes(peft_tensors(d)), deep).tensors().size() == 80);
     }
     // Statuses pinned per case and the number of cases pinned, so none is dropped silently.
-    REQUIRE(cases.size() == 25);
+    REQUIRE(cases.size() == 26);
     for (const Case& c : cases) {
         std::string message;
         pg_status s = PG_OK;

@@ -1,0 +1,279 @@
+// The native checkpoint's byte-level pieces (checkpoint_sections.hpp): messages' text, the
+// section codecs, the prelude and its checksum, shared by the writer, reader and mapper.
+#include "io/checkpoint_sections.hpp"
+
+#include <cstdio>
+
+#include "io/checksum.hpp"
+
+namespace pg::io {
+
+namespace ckpt {
+
+std::string tag_text(const uint8_t* tag) {
+    std::string s;
+    for (int i = 0; i < 4; ++i) {
+        unsigned char c = tag[i];
+        if (c >= 0x20 && c < 0x7F) {
+            s += char(c);
+        } else {
+            s += "\\x";
+            s += "0123456789abcdef"[c >> 4];
+            s += "0123456789abcdef"[c & 15];
+        }
+    }
+    return s;
+}
+
+std::string hex64(uint64_t v) {
+    char buf[20];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+std::string shape_text(int n_dims, const std::array<uint64_t, 4>& shape) {
+    std::string s = "[";
+    for (int d = 0; d < n_dims; ++d) s += (d ? ", " : "") + std::to_string(shape[d]);
+    return s + "]";
+}
+
+int dtype_bytes(TensorDtype d) { return d == TensorDtype::kF32 ? 4 : 2; }
+
+std::string dtype_text(TensorDtype d) {
+    const char* name = d == TensorDtype::kF32 ? "f32" : d == TensorDtype::kF16 ? "f16" : "bf16";
+    return std::to_string(int(d)) + " (" + name + ")";
+}
+
+void encode_geometry(ByteWriter& w, const ModelConfig& c) {
+    w.put<int32_t>(c.n_layer);
+    w.put<int32_t>(c.n_head);
+    w.put<int32_t>(c.n_embd);
+    w.put<int32_t>(c.n_ctx);
+    w.put<int32_t>(c.vocab_size);
+    w.put<int32_t>(c.padded_vocab_size);
+    w.put<float>(c.layernorm_eps);
+}
+
+ModelConfig decode_geometry(ByteReader& r) {
+    ModelConfig c;
+    c.n_layer = r.get<int32_t>("n_layer");
+    c.n_head = r.get<int32_t>("n_head");
+    c.n_embd = r.get<int32_t>("n_embd");
+    c.n_ctx = r.get<int32_t>("n_ctx");
+    c.vocab_size = r.get<int32_t>("vocab_size");
+    c.padded_vocab_size = r.get<int32_t>("padded_vocab_size");
+    c.layernorm_eps = r.get<float>("layernorm_eps");
+    r.expect_end();
+    try {
+        validate_model_config(c);
+    } catch (const Error& e) {
+        throw Error(PG_ERR_GEOMETRY, r.context() + ": " + e.what());
+    }
+    return c;
+}
+
+void encode_provenance(ByteWriter& w, const Provenance& p) {
+    w.put<uint32_t>(uint32_t(p.kind));
+    w.put<uint32_t>(p.has_init_seed ? 1u : 0u);
+    w.put<uint64_t>(p.init_seed);
+    w.put<int64_t>(p.steps);
+    w.put<int64_t>(p.tokens);
+}
+
+Provenance decode_provenance(ByteReader& r) {
+    Provenance p;
+    const uint32_t kind = r.get<uint32_t>("kind");
+    const uint32_t flags = r.get<uint32_t>("flags");
+    p.init_seed = r.get<uint64_t>("init_seed");
+    p.steps = r.get<int64_t>("steps");
+    p.tokens = r.get<int64_t>("tokens");
+    r.expect_end();
+    require(kind <= uint32_t(Provenance::Kind::trained), PG_ERR_FORMAT,
+            r.context() + ": unknown provenance kind " + std::to_string(kind));
+    require(flags <= 1u, PG_ERR_FORMAT, r.context() + ": unknown flags 0x" + hex64(flags));
+    p.kind = Provenance::Kind(kind);
+    p.has_init_seed = flags == 1u;
+    require(p.steps >= 0 && p.tokens >= 0, PG_ERR_FORMAT,
+            r.context() + ": negative steps (" + std::to_string(p.steps) + ") or tokens (" +
+                std::to_string(p.tokens) + ")");
+    // A never-trained model has no steps; a trained one has at least one.
+    require(p.kind != Provenance::Kind::initialised || (p.steps == 0 && p.tokens == 0), PG_ERR_FORMAT,
+            r.context() + ": a model initialised and never trained cannot have " + std::to_string(p.steps) +
+                " steps");
+    require(p.kind != Provenance::Kind::trained || p.steps >= 1, PG_ERR_FORMAT,
+            r.context() + ": a trained model with 0 steps");
+    return p;
+}
+
+void encode_optimizer(ByteWriter& w, const TrainConfig& c) {
+    w.put<int32_t>(int32_t(c.optimizer));
+    w.put<float>(c.muon_momentum);
+    w.put<float>(c.muon_lr_scale);
+}
+
+void decode_optimizer(ByteReader& r, TrainConfig& c) {
+    const int32_t optimizer = r.get<int32_t>("optimizer");
+    c.muon_momentum = r.get<float>("muon_momentum");
+    c.muon_lr_scale = r.get<float>("muon_lr_scale");
+    r.expect_end();
+    require(optimizer == PG_OPTIMIZER_MUON, PG_ERR_FORMAT,
+            r.context() + ": optimizer " + std::to_string(optimizer) + " is not Muon (1), the only one OPTM holds");
+    c.optimizer = PG_OPTIMIZER_MUON;
+}
+
+void encode_tensor_table(ByteWriter& w, const std::vector<CheckpointTensor>& tensors) {
+    w.put<uint32_t>(uint32_t(tensors.size()));
+    for (const CheckpointTensor& t : tensors) {
+        w.put<uint16_t>(uint16_t(t.name.size()));
+        w.put_bytes(t.name.data(), t.name.size());
+        w.put<uint8_t>(uint8_t(t.dtype));
+        w.put<uint8_t>(uint8_t(t.n_dims));
+        for (int d = 0; d < t.n_dims; ++d) w.put<uint64_t>(t.shape[d]);
+        w.put<uint64_t>(t.offset);
+        w.put<uint64_t>(t.nbytes);
+        w.put<uint64_t>(t.checksum);
+    }
+}
+
+// Parses the table and checks it is well formed on its own: dtypes, shapes, sizes = shape x
+// dtype, offsets contiguous from 0 (hence in order, without gaps or overlap).
+// The mapping layout also allows the 16-bit dtypes and alignment gaps (under
+
+std::vector<CheckpointTensor> decode_tensor_table(ByteReader& r, bool mappable) {
+    const uint32_t count = r.get<uint32_t>("tensor count");
+    // Each entry takes at least 38 bytes, so the count is bounded by the section size.
+    require(uint64_t(count) * 38 <= r.remaining(), PG_ERR_FORMAT,
+            r.context() + ": tensor count " + std::to_string(count) + " does not fit in the section");
+    std::vector<CheckpointTensor> tensors(count);
+    uint64_t next_offset = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+        CheckpointTensor& t = tensors[i];
+        const std::string where = r.context() + ": tensor " + std::to_string(i);
+        const uint16_t name_len = r.get<uint16_t>("name length");
+        require(name_len >= 1 && name_len <= 255, PG_ERR_FORMAT,
+                where + ": name length " + std::to_string(name_len) + " is outside [1, 255]");
+        const uint8_t* name = r.take(name_len, "name");
+        for (uint16_t k = 0; k < name_len; ++k)
+            require(name[k] >= 0x21 && name[k] < 0x7F, PG_ERR_FORMAT, where + ": name has a non-printable byte");
+        t.name.assign(reinterpret_cast<const char*>(name), name_len);
+        const std::string what = where + " (\"" + t.name + "\")";
+        const uint8_t dtype = r.get<uint8_t>("dtype");
+        if (mappable)
+            require(dtype >= uint8_t(TensorDtype::kF32) && dtype <= uint8_t(TensorDtype::kBF16), PG_ERR_FORMAT,
+                    what + ": unknown dtype code " + std::to_string(dtype) + " (1 = f32, 2 = f16, 3 = bf16)");
+        else
+            require(dtype == uint8_t(TensorDtype::kF32), PG_ERR_FORMAT,
+                    what + ": unknown dtype code " + std::to_string(dtype) +
+                        " (1 = f32 is the only one without the mapping layout)");
+        t.dtype = TensorDtype(dtype);
+        t.n_dims = r.get<uint8_t>("n_dims");
+        require(t.n_dims >= 1 && t.n_dims <= 4, PG_ERR_FORMAT,
+                what + ": n_dims " + std::to_string(t.n_dims) + " is outside [1, 4]");
+        uint64_t numel = 1;
+        for (int d = 0; d < t.n_dims; ++d) {
+            t.shape[d] = r.get<uint64_t>("shape");
+            require(t.shape[d] >= 1, PG_ERR_FORMAT, what + ": dimension " + std::to_string(d) + " is 0");
+            numel = checked_mul(numel, t.shape[d], what + " shape");
+        }
+        t.offset = r.get<uint64_t>("offset");
+        t.nbytes = r.get<uint64_t>("nbytes");
+        t.checksum = r.get<uint64_t>("checksum");
+        const int width = dtype_bytes(t.dtype);
+        const uint64_t expect_bytes = checked_mul(numel, uint64_t(width), what + " shape");
+        require(t.nbytes == expect_bytes, PG_ERR_FORMAT,
+                what + ": nbytes " + std::to_string(t.nbytes) + " != shape " + shape_text(t.n_dims, t.shape) +
+                    " x " + std::to_string(width) + " bytes = " + std::to_string(expect_bytes));
+        const bool aligned_gap = mappable && t.offset >= next_offset && t.offset - next_offset < kCheckpointAlignment;
+        if (t.offset != next_offset && !aligned_gap)
+            throw Error(PG_ERR_FORMAT, what + ": offset " + std::to_string(t.offset) +
+                                           (t.offset < next_offset ? " overlaps the previous tensor" : " leaves a gap") +
+                                           " (tensors must be contiguous; expected " + std::to_string(next_offset) + ")");
+        next_offset = checked_add(t.offset, t.nbytes, what + " end");  // t.offset == next_offset but for an aligned gap
+    }
+    r.expect_end();
+    return tensors;
+}
+
+std::vector<uint8_t> build_prelude(uint32_t flags, uint64_t header_bytes, uint16_t minor) {
+    ByteWriter w;
+    w.put_bytes(kMagic, 8);
+    w.put<uint16_t>(kCheckpointMajor);
+    w.put<uint16_t>(minor);
+    w.put<uint32_t>(flags);
+    w.put<uint64_t>(header_bytes);
+    return std::move(w.bytes());
+}
+
+uint64_t header_checksum(const uint8_t* prelude24, const uint8_t* header, std::size_t header_bytes) {
+    Xxh64 h;
+    h.update(prelude24, 24);
+    h.update(header, header_bytes);
+    return h.digest();
+}
+
+}  // namespace ckpt
+
+using namespace ckpt;
+
+void encode_train_state(ByteWriter& w, const TrainerState& s) {
+    const TrainConfig& c = s.config;
+    w.put<int64_t>(s.step);
+    w.put<uint64_t>(s.micro_batches);
+    for (uint64_t word : s.sampler_rng) w.put<uint64_t>(word);
+    w.put<int32_t>(c.batch_size);
+    w.put<int32_t>(c.seq_len);
+    w.put<int32_t>(c.grad_accum_steps);
+    w.put<int32_t>(int32_t(c.schedule));
+    w.put<float>(c.lr_max);
+    w.put<float>(c.lr_min);
+    w.put<int32_t>(c.warmup_steps);
+    w.put<int64_t>(c.total_steps);
+    w.put<float>(c.beta1);
+    w.put<float>(c.beta2);
+    w.put<float>(c.eps);
+    w.put<float>(c.weight_decay);
+    w.put<int32_t>(c.decay_embeddings ? 1 : 0);
+    w.put<float>(c.grad_clip);
+    w.put<float>(c.dropout);
+    w.put<uint64_t>(c.seed);
+    w.put<int32_t>(c.n_threads);
+}
+
+// Structural checks only; the trainer validates the configuration's values when it resumes.
+TrainerState decode_train_state(ByteReader& r) {
+    TrainerState s;
+    TrainConfig& c = s.config;
+    s.step = r.get<int64_t>("step");
+    s.micro_batches = r.get<uint64_t>("micro_batches");
+    for (uint64_t& word : s.sampler_rng) word = r.get<uint64_t>("sampler_rng");
+    c.batch_size = r.get<int32_t>("batch_size");
+    c.seq_len = r.get<int32_t>("seq_len");
+    c.grad_accum_steps = r.get<int32_t>("grad_accum_steps");
+    int32_t schedule = r.get<int32_t>("schedule");
+    c.lr_max = r.get<float>("lr_max");
+    c.lr_min = r.get<float>("lr_min");
+    c.warmup_steps = r.get<int32_t>("warmup_steps");
+    c.total_steps = r.get<int64_t>("total_steps");
+    c.beta1 = r.get<float>("beta1");
+    c.beta2 = r.get<float>("beta2");
+    c.eps = r.get<float>("eps");
+    c.weight_decay = r.get<float>("weight_decay");
+    int32_t decay_embeddings = r.get<int32_t>("decay_embeddings");
+    c.grad_clip = r.get<float>("grad_clip");
+    c.dropout = r.get<float>("dropout");
+    c.seed = r.get<uint64_t>("seed");
+    c.n_threads = r.get<int32_t>("n_threads");
+    r.expect_end();
+    require(s.step >= 0, PG_ERR_FORMAT, r.context() + ": step " + std::to_string(s.step) + " is negative");
+    require(schedule >= PG_LR_CONSTANT && schedule <= PG_LR_LINEAR, PG_ERR_FORMAT,
+            r.context() + ": unknown learning-rate schedule " + std::to_string(schedule));
+    c.schedule = pg_lr_schedule(schedule);
+    require(decay_embeddings == 0 || decay_embeddings == 1, PG_ERR_FORMAT,
+            r.context() + ": decay_embeddings must be 0 or 1, not " + std::to_string(decay_embeddings));
+    c.decay_embeddings = decay_embeddings == 1;
+    require(s.sampler_rng[0] | s.sampler_rng[1] | s.sampler_rng[2] | s.sampler_rng[3], PG_ERR_FORMAT,
+            r.context() + ": sampler_rng state is all zero (xoshiro256** cannot leave that state)");
+    return s;
+}
+
+}  // namespace pg::io
