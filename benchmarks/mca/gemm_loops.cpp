@@ -7,7 +7,7 @@
 #define PG_LANE_VARIANT(id, name, MR, NV, KU)                                                  \
     extern "C" void pg_mca_variant##id(int kc, const float* a, const float* bp, float* c) {    \
         pg::kernels::neon::LaneGemm<MR, NV, KU>::tile<NV, MR, id>(                             \
-            kc, a, MR, bp, NV * 4, c, NV * 4, 1.0f, 0.0f, nullptr, MR, 4);                     \
+            kc, a, MR, bp, NV * 4, c, NV * 4, 1.0f, 0.0f, nullptr, MR, 4, {});                 \
     }
 #include "kernels/neon/lane_variants.def"
 #undef PG_LANE_VARIANT

@@ -240,6 +240,7 @@ TEST_CASE("sgemm epilogues apply the table's GELU to every element, serial and s
         {false, true, 16, 131, 4000, 0, 1.0f, 0.0f, true},  // dot-product columns, split
         {false, false, 203, 70, 600, 0, 1.0f, 0.0f, false}, // split by rows
         {false, true, 5, 9, 0, 0, 1.0f, 0.5f, true},        // K = 0
+        {false, true, 61, 101, 200, 0, 1.0f, 0.0f, true},   // tall blocks of a 1-vector panel
     };
     for (auto* t : tables()) {
         for (const auto& c : cases) {

@@ -35,7 +35,7 @@ namespace {
 
 constexpr int MR = 8, NR = 8, KC = kFp16BlockK, KB = kFp16PartialK;
 constexpr int MC = 16 * MR, NC = 512;
-// The fp32 epilogue of the library's GEMMs (store_tile, apply_epilogue), on 4-lane vectors.
+// The fp32 epilogue of the library's GEMMs (store_tile and its fused GELU), on 4-lane vectors.
 using Epilogue = simd::Gemm<xsimd::neon64, MR, 2, 256>;
 using B4 = Epilogue::B;
 
@@ -158,7 +158,8 @@ inline void run_tail(float32x4_t (&lo)[MR], float32x4_t (&hi)[MR], const float16
 // region of the main loop (pg_mca_fp16_variant at the end of this file; 0 in the library).
 template <int mca_id = 0>
 void tile(int kc, const float16_t* a, const float16_t* b, float* c, int64_t ldc, float alpha,
-          float beta, const float* bias, int mr, int nr) {
+          float beta, const float* bias, int mr, int nr, const Epilogue::Fused& f) {
+    Epilogue::prefetch_fused(f, ldc, mr, nr);
     float32x4_t lo[MR], hi[MR];
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) lo[r] = hi[r] = vdupq_n_f32(0.0f);
@@ -176,12 +177,12 @@ void tile(int kc, const float16_t* a, const float16_t* b, float* c, int64_t ldc,
             acc[r][0] = lo[r];
             acc[r][1] = hi[r];
         }
-        Epilogue::store_tile(acc, c, ldc, alpha, beta, bias, mr, nr - 4);
+        Epilogue::store_tile(acc, c, ldc, alpha, beta, bias, mr, nr - 4, f);
     } else {
         B4 acc[MR][1];
 #pragma GCC unroll 8
         for (int r = 0; r < MR; ++r) acc[r][0] = lo[r];
-        Epilogue::store_tile(acc, c, ldc, alpha, beta, bias, mr, nr);
+        Epilogue::store_tile(acc, c, ldc, alpha, beta, bias, mr, nr, f);
     }
 }
 
@@ -254,10 +255,10 @@ void sgemm_fp16(const GemmArgs& g) {
                     const float* bias = pc == 0 && g.bias ? g.bias + jc + jr : nullptr;
                     for (int ir = 0; ir < mc; ir += MR) {
                         const int mr = mc - ir < MR ? mc - ir : MR;
-                        float* c = g.C + int64_t(ic + ir) * g.ldc + jc + jr;
-                        tile(kc, s.packed_a + int64_t(ir) * kc, s.packed_b + int64_t(jr) * kc, c,
-                             g.ldc, g.alpha, beta, bias, mr, nr);
-                        if (pc + kc == g.K) Epilogue::apply_epilogue(g, ic + ir, mr, jc + jr, nr);
+                        const int64_t at = int64_t(ic + ir) * g.ldc + jc + jr;
+                        const Epilogue::Fused f = pc + kc == g.K ? Epilogue::fused_at(g, at) : Epilogue::Fused{};
+                        tile(kc, s.packed_a + int64_t(ir) * kc, s.packed_b + int64_t(jr) * kc,
+                             g.C + at, g.ldc, g.alpha, beta, bias, mr, nr, f);
                     }
                 }
             }
@@ -287,6 +288,6 @@ float max_abs(const float* A, int M, int K, int lda) {
 // file with PG_MCA_MARKERS and -S; the library never defines it).
 #if defined(PG_MCA_MARKERS)
 extern "C" void pg_mca_fp16_variant(int kc, const float16_t* a, const float16_t* b, float* c) {
-    pg::kernels::neon::tile<100>(kc, a, b, c, 8, 1.0f, 0.0f, nullptr, 8, 8);
+    pg::kernels::neon::tile<100>(kc, a, b, c, 8, 1.0f, 0.0f, nullptr, 8, 8, {});
 }
 #endif

@@ -44,6 +44,7 @@ struct LaneGemm : simd::Gemm<xsimd::neon64, MR_, NV_, kBlockK> {
     using Base = simd::Gemm<xsimd::neon64, MR_, NV_, kBlockK>;
     using B = typename Base::B;
     using Base::store_tile;
+    using Fused = typename Base::Fused;
     using Base::tall_rows;
     static constexpr int W = Base::W;
     static constexpr int MR = MR_, NV = NV_, KU = KU_;
@@ -87,8 +88,10 @@ struct LaneGemm : simd::Gemm<xsimd::neon64, MR_, NV_, kBlockK> {
     // mca_id: the LLVM-MCA region of this instantiation (0 = none; see PG_MCA_BEGIN).
     template <int NVT, int MRT, int mca_id = 0>
     static void tile(int kc, const float* a, int64_t lda, const float* bp, int64_t ldbp, float* c,
-                     int64_t ldc, float alpha, float beta, const float* bias, int mr, int last_w) {
+                     int64_t ldc, float alpha, float beta, const float* bias, int mr, int last_w,
+                     const Fused& f) {
         static_assert(MRT % MR == 0, "tiles are whole MR-row groups");
+        Base::prefetch_fused(f, ldc, mr, NVT * W);
         const int64_t a_tile = lda * kc;
         B acc[MRT][NVT];
 #pragma GCC unroll 32
@@ -105,19 +108,19 @@ struct LaneGemm : simd::Gemm<xsimd::neon64, MR_, NV_, kBlockK> {
         }
         if constexpr (KU > 1)
             for (; k < kc; ++k) k_step<MRT, NVT>(acc, a + int64_t(k) * lda, bp + k * ldbp, a_tile);
-        store_tile(acc, c, ldc, alpha, beta, bias, mr, last_w);
+        store_tile(acc, c, ldc, alpha, beta, bias, mr, last_w, f);
     }
 
     template <int NVT>
     static void tile_rows(bool tall, int kc, const float* a, int64_t lda, const float* bp,
                           int64_t ldbp, float* c, int64_t ldc, float alpha, float beta,
-                          const float* bias, int mr, int last_w) {
+                          const float* bias, int mr, int last_w, const Fused& f) {
         if constexpr (tall_rows(NVT) > MR) {
             if (tall)
                 return tile<NVT, tall_rows(NVT)>(kc, a, lda, bp, ldbp, c, ldc, alpha, beta, bias,
-                                                 tall_rows(NVT), last_w);
+                                                 tall_rows(NVT), last_w, f);
         }
-        tile<NVT, MR>(kc, a, lda, bp, ldbp, c, ldc, alpha, beta, bias, mr, last_w);
+        tile<NVT, MR>(kc, a, lda, bp, ldbp, c, ldc, alpha, beta, bias, mr, last_w, f);
     }
 
     // What Gemm::run_with calls for each register block (the signature of Gemm::tile_nv). With
@@ -126,18 +129,18 @@ struct LaneGemm : simd::Gemm<xsimd::neon64, MR_, NV_, kBlockK> {
     template <bool a_trans>
     static void tile_nv(int nv, bool tall, int kc, const float* a, int64_t lda, const float* bp,
                         int64_t ldbp, float* c, int64_t ldc, float alpha, float beta,
-                        const float* bias, int mr, int last_w) {
+                        const float* bias, int mr, int last_w, const Fused& f) {
         static_assert(a_trans, "the lane kernel reads packed row tiles only");
         static_assert(NV >= 1 && NV <= 3, "tile_nv handles panels of 1 to 3 vectors");
         if constexpr (NV >= 3)
             if (nv == 3)
                 return tile_rows<3>(tall, kc, a, lda, bp, ldbp, c, ldc, alpha, beta, bias, mr,
-                                    last_w);
+                                    last_w, f);
         if constexpr (NV >= 2)
             if (nv == 2)
                 return tile_rows<2>(tall, kc, a, lda, bp, ldbp, c, ldc, alpha, beta, bias, mr,
-                                    last_w);
-        tile_rows<1>(tall, kc, a, lda, bp, ldbp, c, ldc, alpha, beta, bias, mr, last_w);
+                                    last_w, f);
+        tile_rows<1>(tall, kc, a, lda, bp, ldbp, c, ldc, alpha, beta, bias, mr, last_w, f);
     }
 
     static void run(const GemmArgs& g) { Base::template run_with<LaneGemm>(g); }

@@ -145,6 +145,31 @@ struct Gemm {
     // as it needs to be (N = 68 with 32-wide panels: 32 + 32 + 16, not 32 + 32 + 32).
     static int panel_vectors(int w) { return (w + W - 1) / W; }
 
+    // GemmArgs' fused GELU for one tile, set on the last K block only (null otherwise):
+    // pointers at the tile's first element, with C's ldc. store_tile applies it to the finished
+    // values while they are still in registers (see store_tile_fused).
+    struct Fused {
+        float* gelu_out = nullptr;
+        const float* gelu_grad_input = nullptr;
+    };
+    static Fused fused_at(const GemmArgs& g, int64_t at) {
+        Fused f;
+        if (g.gelu_out) f.gelu_out = g.gelu_out + at;
+        if (g.gelu_grad_input) f.gelu_grad_input = g.gelu_grad_input + at;
+        return f;
+    }
+
+    // Asks for the cache lines of the tile's GELU input (mr rows of cols floats) before the k
+    // loop, so they have arrived when the epilogue reads them (a micro-kernel calls this first).
+    static void prefetch_fused(const Fused& f, int64_t ldc, int mr, int cols) {
+        if (!f.gelu_grad_input) return;
+        for (int r = 0; r < mr; ++r) {
+            const float* row = f.gelu_grad_input + r * ldc;
+            for (int j = 0; j < cols; j += 16) __builtin_prefetch(row + j);
+            __builtin_prefetch(row + cols - 1);  // the last line, where the row is not aligned
+        }
+    }
+
     // One MR x (NVT vectors) tile of C: acc = sum_k op(A)[r, k] * Bpanel[k, :], then
     // C = alpha * acc + beta * C (C not read when beta == 0) + bias, stored for the first mr
     // rows and, in the last vector, the first last_w lanes (an edge tile). A partial vector
@@ -153,7 +178,9 @@ struct Gemm {
     // a_trans: op(A)[r, k] = a[k * lda + r] (else a[r * lda + k]).
     template <bool a_trans, int NVT, int MRT = MR>
     static void tile(int kc, const float* a, int64_t lda, const float* bp, int64_t ldbp, float* c,
-                     int64_t ldc, float alpha, float beta, const float* bias, int mr, int last_w) {
+                     int64_t ldc, float alpha, float beta, const float* bias, int mr, int last_w,
+                     const Fused& f) {
+        prefetch_fused(f, ldc, mr, NVT * W);
         B acc[MRT][NVT];
 #pragma GCC unroll 24
         for (int r = 0; r < MRT; ++r)
@@ -170,15 +197,28 @@ struct Gemm {
                 for (int v = 0; v < NVT; ++v) acc[r][v] = fused_fma(av, bv[v], acc[r][v]);
             }
         }
-        store_tile(acc, c, ldc, alpha, beta, bias, mr, last_w);
+        store_tile(acc, c, ldc, alpha, beta, bias, mr, last_w, f);
     }
 
     // The end of tile() (and of any other micro-kernel for these loops, kernels/neon/): C = alpha
-    // acc + beta C + bias for the first mr rows and, in the last vector, last_w lanes.
+    // acc + beta C + bias for the first mr rows and, in the last vector, last_w lanes, then the
+    // fused GELU f (if any) on those values.
     template <int MRT, int NVT>
     [[gnu::always_inline]] static inline void store_tile(const B (&acc)[MRT][NVT], float* c,
                                                          int64_t ldc, float alpha, float beta,
-                                                         const float* bias, int mr, int last_w) {
+                                                         const float* bias, int mr, int last_w,
+                                                         const Fused& f) {
+        if (f.gelu_out || f.gelu_grad_input) {
+            // A copy for the out-of-line epilogue: passing acc itself would let its address
+            // escape, and GCC then keeps the accumulators in memory, storing all of them on every
+            // k step (llvm-mca: the NEON 8x12 loop went from 8 to 12 cycles on exynos-m4).
+            B held[MRT][NVT];
+#pragma GCC unroll 24
+            for (int r = 0; r < MRT; ++r)
+#pragma GCC unroll 4
+                for (int v = 0; v < NVT; ++v) held[r][v] = acc[r][v];
+            return store_tile_fused<MRT, NVT>(held, c, ldc, alpha, beta, bias, mr, last_w, f);
+        }
         const B alpha_v(alpha), beta_v(beta);
         const bool partial = last_w < W;
 #pragma GCC unroll 24
@@ -225,6 +265,54 @@ struct Gemm {
         for (int j = 0; j < w; ++j) cp[j] = buf[j];
     }
 
+    // store_tile with the fused GELU, out of line (the accumulators reach it through the stack:
+    // a staging tile in L1, and the GELU's code once per tile shape instead of in every copy of
+    // the k loop). Each vector of the tile is finished as store_tile finishes it, then
+    //   gelu_out:        gelu(out) stored to gelu_out, out to C;
+    //   gelu_grad_input: gelu'(x) * out stored to C, x read from gelu_grad_input;
+    // the operations of Elementwise::gelu_forward / gelu_grad_times over the same row of C (their
+    // vectors start at the same columns and a partial one is the same zero-padded vector), so
+    // the result is bit for bit what those kernels give on the stored tile, without reading the
+    // tile back.
+    template <int MRT, int NVT>
+    [[gnu::noinline]] static void store_tile_fused(const B (&acc)[MRT][NVT], float* c, int64_t ldc,
+                                                   float alpha, float beta, const float* bias,
+                                                   int mr, int last_w, const Fused& f) {
+        using E = Elementwise<Arch>;
+        const B alpha_v(alpha), beta_v(beta);
+        const bool partial = last_w < W;
+        for (int r = 0; r < mr && r < MRT; ++r) {
+            for (int v = 0; v < NVT; ++v) {
+                const int64_t at = r * ldc + v * W;
+                const float* bv = bias ? bias + v * W : nullptr;
+                if (v == NVT - 1 && partial) {
+                    alignas(64) float buf[W] = {};
+                    alignas(64) float bias_buf[W] = {};
+                    alignas(64) float x[W] = {};
+                    if (beta != 0.0f)
+                        for (int j = 0; j < last_w; ++j) buf[j] = c[at + j];
+                    if (bv)
+                        for (int j = 0; j < last_w; ++j) bias_buf[j] = bv[j];
+                    B out = epilogue(acc[r][v], alpha_v, beta, beta_v, buf, bv ? bias_buf : nullptr);
+                    if (f.gelu_out) {
+                        E::gelu(out).store_aligned(x);
+                        for (int j = 0; j < last_w; ++j) f.gelu_out[at + j] = x[j];
+                    } else {
+                        for (int j = 0; j < last_w; ++j) x[j] = f.gelu_grad_input[at + j];
+                        out = E::gelu_grad(B::load_aligned(x)) * out;
+                    }
+                    out.store_aligned(buf);
+                    for (int j = 0; j < last_w; ++j) c[at + j] = buf[j];
+                    continue;
+                }
+                B out = epilogue(acc[r][v], alpha_v, beta, beta_v, c + at, bv);
+                if (f.gelu_out) E::gelu(out).store_unaligned(f.gelu_out + at);
+                else out = E::gelu_grad(B::load_unaligned(f.gelu_grad_input + at)) * out;
+                out.store_unaligned(c + at);
+            }
+        }
+    }
+
     // Rows per register block for a panel of nv vectors. A full panel takes MR rows; a narrower
     // one (the N = 32 products of attention with 16-lane vectors, the head's last column panel)
     // takes more rows, so the block still holds about MR x NV accumulators (12 x 2 instead of
@@ -236,38 +324,38 @@ struct Gemm {
     template <bool a_trans, int NVT>
     static void tile_rows(bool tall, int kc, const float* a, int64_t lda, const float* bp,
                           int64_t ldbp, float* c, int64_t ldc, float alpha, float beta,
-                          const float* bias, int mr, int last_w) {
+                          const float* bias, int mr, int last_w, const Fused& f) {
         if constexpr (tall_rows(NVT) > MR) {
             if (tall)
                 return tile<a_trans, NVT, tall_rows(NVT)>(kc, a, lda, bp, ldbp, c, ldc, alpha,
-                                                          beta, bias, tall_rows(NVT), last_w);
+                                                          beta, bias, tall_rows(NVT), last_w, f);
         }
-        tile<a_trans, NVT, MR>(kc, a, lda, bp, ldbp, c, ldc, alpha, beta, bias, mr, last_w);
+        tile<a_trans, NVT, MR>(kc, a, lda, bp, ldbp, c, ldc, alpha, beta, bias, mr, last_w, f);
     }
 
     template <bool a_trans>
     static void tile_nv(int nv, bool tall, int kc, const float* a, int64_t lda, const float* bp,
                         int64_t ldbp, float* c, int64_t ldc, float alpha, float beta,
-                        const float* bias, int mr, int last_w) {
+                        const float* bias, int mr, int last_w, const Fused& f) {
         static_assert(NV >= 1 && NV <= 4, "tile_nv handles panels of 1 to 4 vectors");
         switch (nv) {
             case 1:
                 return tile_rows<a_trans, 1>(tall, kc, a, lda, bp, ldbp, c, ldc, alpha, beta,
-                                             bias, mr, last_w);
+                                             bias, mr, last_w, f);
             case 2:
                 if constexpr (NV >= 2)
                     return tile_rows<a_trans, 2>(tall, kc, a, lda, bp, ldbp, c, ldc, alpha, beta,
-                                                 bias, mr, last_w);
+                                                 bias, mr, last_w, f);
                 break;
             case 3:
                 if constexpr (NV >= 3)
                     return tile_rows<a_trans, 3>(tall, kc, a, lda, bp, ldbp, c, ldc, alpha, beta,
-                                                 bias, mr, last_w);
+                                                 bias, mr, last_w, f);
                 break;
             default:
                 if constexpr (NV >= 4)
                     return tile_rows<a_trans, 4>(tall, kc, a, lda, bp, ldbp, c, ldc, alpha, beta,
-                                                 bias, mr, last_w);
+                                                 bias, mr, last_w, f);
                 break;
         }
     }
@@ -550,25 +638,25 @@ struct Gemm {
                         const int tall = tall_rows(nv);
                         for (int ir = 0; ir < mc;) {
                             const int i = ic + ir;
-                            float* c = g.C + int64_t(i) * g.ldc + jc + jr;
+                            const int64_t at = int64_t(i) * g.ldc + jc + jr;
+                            float* c = g.C + at;
+                            const Fused f = pc + kc == g.K ? fused_at(g, at) : Fused{};
                             // A tall block only over whole row tiles.
                             const bool use_tall = tall > MR && ir + tall <= m_full;
                             if (ir >= packed_from)
                                 Micro::template tile_nv<true>(
                                     nv, use_tall, kc, s.packed_a + int64_t(ir) * kc, MR, bp, ldbp,
-                                    c, g.ldc, g.alpha, beta, bias, min_of(MR, mc - ir), last_w);
+                                    c, g.ldc, g.alpha, beta, bias, min_of(MR, mc - ir), last_w, f);
                             else if constexpr (!Micro::kPacksA) {
                                 if (g.trans_a)
                                     Micro::template tile_nv<true>(
                                         nv, use_tall, kc, g.A + int64_t(pc) * g.lda + i, g.lda,
-                                        bp, ldbp, c, g.ldc, g.alpha, beta, bias, MR, last_w);
+                                        bp, ldbp, c, g.ldc, g.alpha, beta, bias, MR, last_w, f);
                                 else
                                     Micro::template tile_nv<false>(
                                         nv, use_tall, kc, g.A + int64_t(i) * g.lda + pc, g.lda,
-                                        bp, ldbp, c, g.ldc, g.alpha, beta, bias, MR, last_w);
+                                        bp, ldbp, c, g.ldc, g.alpha, beta, bias, MR, last_w, f);
                             }
-                            const int rows = use_tall ? tall : min_of(MR, mc - ir);
-                            if (pc + kc == g.K) apply_epilogue(g, i, rows, jc + jr, nr);
                             ir += use_tall ? tall : MR;
                         }
                     }
