@@ -252,17 +252,31 @@ struct Gemm {
         return bias ? fused_fma(acc, alpha_v, B::load_unaligned(bias)) : acc * alpha_v;
     }
 
-    // The epilogue of tile() for a vector with only w valid lanes (no access past them).
+    // The epilogue of tile() for a vector with only w valid lanes (no access past them): C and
+    // bias are read through zero-padded buffers (load_lanes), the result written back the same
+    // way (store_lanes).
+    static B epilogue_partial(B acc, B alpha_v, float beta, B beta_v, const float* bias,
+                              const float* cp, int w) {
+        const B c_v = beta != 0.0f ? load_lanes(cp, w) : B(0.0f);
+        alignas(64) float c_buf[W], bias_buf[W];
+        c_v.store_aligned(c_buf);
+        if (bias) load_lanes(bias, w).store_aligned(bias_buf);
+        return epilogue(acc, alpha_v, beta, beta_v, c_buf, bias ? bias_buf : nullptr);
+    }
     static void store_partial(B acc, B alpha_v, float beta, B beta_v, const float* bias, float* cp,
                               int w) {
+        store_lanes(epilogue_partial(acc, alpha_v, beta, beta_v, bias, cp, w), cp, w);
+    }
+    // The first w lanes of p as a vector, the rest 0; and the first w lanes of v to p.
+    static B load_lanes(const float* p, int w) {
         alignas(64) float buf[W] = {};
-        alignas(64) float bias_buf[W] = {};
-        if (beta != 0.0f)
-            for (int j = 0; j < w; ++j) buf[j] = cp[j];
-        if (bias)
-            for (int j = 0; j < w; ++j) bias_buf[j] = bias[j];
-        epilogue(acc, alpha_v, beta, beta_v, buf, bias ? bias_buf : nullptr).store_aligned(buf);
-        for (int j = 0; j < w; ++j) cp[j] = buf[j];
+        for (int j = 0; j < w; ++j) buf[j] = p[j];
+        return B::load_aligned(buf);
+    }
+    static void store_lanes(B v, float* p, int w) {
+        alignas(64) float buf[W];
+        v.store_aligned(buf);
+        for (int j = 0; j < w; ++j) p[j] = buf[j];
     }
 
     // store_tile with the fused GELU, out of line (the accumulators reach it through the stack:
@@ -286,23 +300,12 @@ struct Gemm {
                 const int64_t at = r * ldc + v * W;
                 const float* bv = bias ? bias + v * W : nullptr;
                 if (v == NVT - 1 && partial) {
-                    alignas(64) float buf[W] = {};
-                    alignas(64) float bias_buf[W] = {};
-                    alignas(64) float x[W] = {};
-                    if (beta != 0.0f)
-                        for (int j = 0; j < last_w; ++j) buf[j] = c[at + j];
-                    if (bv)
-                        for (int j = 0; j < last_w; ++j) bias_buf[j] = bv[j];
-                    B out = epilogue(acc[r][v], alpha_v, beta, beta_v, buf, bv ? bias_buf : nullptr);
-                    if (f.gelu_out) {
-                        E::gelu(out).store_aligned(x);
-                        for (int j = 0; j < last_w; ++j) f.gelu_out[at + j] = x[j];
-                    } else {
-                        for (int j = 0; j < last_w; ++j) x[j] = f.gelu_grad_input[at + j];
-                        out = E::gelu_grad(B::load_aligned(x)) * out;
-                    }
-                    out.store_aligned(buf);
-                    for (int j = 0; j < last_w; ++j) c[at + j] = buf[j];
+                    B out = epilogue_partial(acc[r][v], alpha_v, beta, beta_v, bv, c + at, last_w);
+                    if (f.gelu_out)
+                        store_lanes(E::gelu(out), f.gelu_out + at, last_w);
+                    else
+                        out = E::gelu_grad(load_lanes(f.gelu_grad_input + at, last_w)) * out;
+                    store_lanes(out, c + at, last_w);
                     continue;
                 }
                 B out = epilogue(acc[r][v], alpha_v, beta, beta_v, c + at, bv);
