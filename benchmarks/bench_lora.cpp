@@ -16,6 +16,8 @@
 // The base is made in memory (random weights), or read from a checkpoint: --write-base PATH saves
 // the shape's base in --base's storage with the mapping layout and exits; --base-file PATH loads
 // it (copied), --map-base with it maps it read-only (docs/performance.md, "a mapped base").
+// --profile N then runs N more steps with a StepProfile attached and prints its per-phase table
+// (benchmarks/profile_table.hpp) to stderr, after the JSON line.
 // benchmarks/run_lora_bench.sh runs it interleaved with the PyTorch twin
 // (benchmarks/lora_torch_twin.py, which prints the same fields) and summarises.
 #include <sys/resource.h>
@@ -36,6 +38,7 @@
 #include "lora/lora_trainer.hpp"
 #include "model/model.hpp"
 #include "model/params.hpp"
+#include "profile_table.hpp"
 #include "train/trainer.hpp"
 
 namespace {
@@ -50,6 +53,7 @@ struct Options {
     std::string write_base;        // set: save the base there (mapping layout) and exit
     std::string base_file;         // set: read the base from this checkpoint
     bool map_base = false;         // with base_file: map it instead of copying
+    int profile_steps = 0;         // > 0: that many more steps, profiled (table on stderr)
     bool recompute = false;
 };
 
@@ -57,7 +61,7 @@ struct Options {
     std::fprintf(stderr,
                  "usage: %s [--shape ailoos|gpt2] [--ctx N] [--batch 4] [--seq 256] [--threads 2]\n"
                  "          [--mode lora|full] [--targets all|c_attn] [--base fp32|fp16|bf16] [--rank 8]\n"
-                 "          [--recompute] [--steps 3] [--warmup 1]\n"
+                 "          [--recompute] [--steps 3] [--warmup 1] [--profile STEPS]\n"
                  "          [--write-base PATH | --base-file PATH [--map-base]]\n",
                  argv0);
     std::exit(2);
@@ -86,6 +90,7 @@ Options parse(int argc, char** argv) {
         else if (a == "--write-base") o.write_base = value();
         else if (a == "--base-file") o.base_file = value();
         else if (a == "--map-base") o.map_base = true;
+        else if (a == "--profile") o.profile_steps = std::atoi(value().c_str());
         else usage(argv[0]);
     }
     const bool ok = (o.shape == "ailoos" || o.shape == "gpt2") && (o.mode == "lora" || o.mode == "full") &&
@@ -265,6 +270,19 @@ int main(int argc, char** argv) {
             .num("activations_mb", activations / 1048576.0).num("trained_state_mb", trained_state / 1048576.0)
             .flt("last_loss", last_loss).object("smaps_ready", smaps_ready).object("smaps_train", smaps_rollup());
         std::printf("%s\n", j.text().c_str());
+        std::fflush(stdout);
+        if (o.profile_steps > 0) {
+            pg::StepProfile prof(o.threads);
+            if (lora) lora->set_profile(&prof);
+            else full->set_profile(&prof);
+            const auto t0 = std::chrono::steady_clock::now();
+            for (int s = 0; s < o.profile_steps; ++s) lora ? lora->step() : full->step();
+            const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            if (lora) lora->set_profile(nullptr);
+            else full->set_profile(nullptr);
+            std::fprintf(stderr, "%s", format_profile(prof, o.profile_steps, ms / o.profile_steps,
+                                                     "of the whole trainer step", false).c_str());
+        }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "bench_lora: %s\n", e.what());
         return 1;
