@@ -142,6 +142,13 @@ std::vector<GemmCase> gemm_cases() {
         cases.push_back({l[0], l[1], 9, 530, 21, 0, 2.0f, 0.0f, true});     // two N blocks
         cases.push_back({l[0], l[1], 12, 32, 0, 0, 1.0f, 0.5f, true});      // K = 0
         cases.push_back({l[0], l[1], 260, 20, 300, 0, 1.0f, 1.0f, true});  // TN: short K blocks
+        // Narrow products (a rank-8 or rank-5 LoRA factor's): dot blocks, ragged in rows and K,
+        // and with a transposed A the product's wide transpose (Gemm::dot_columns and
+        // transposes_narrow).
+        for (int N : {5, 8}) {
+            cases.push_back({l[0], l[1], 71, N, 613, 1, 0.5f, 0.0f, true});
+            cases.push_back({l[0], l[1], 70, N, 600, 0, 1.0f, 1.0f, false});
+        }
     }
     return cases;
 }
@@ -206,6 +213,11 @@ TEST_CASE("sgemm_parallel is bitwise equal to sgemm for any thread count", "[ker
         {false, true, 203, 49, 900, 0, 0.75f, 0.0f, true},
         {false, false, 40, 531, 800, 0, 0.75f, 0.0f, true},
         {true, false, 40, 531, 800, 0, 0.75f, 0.0f, true},
+        // Narrow products, rows split: x A^T and dy B (dot blocks), dy^T t (its transpose).
+        {false, true, 1001, 8, 1100, 0, 1.0f, 0.0f, false},
+        {false, false, 1001, 8, 1100, 1, 0.5f, 1.0f, false},
+        {true, false, 1001, 8, 1100, 0, 0.5f, 1.0f, false},
+        {false, false, 1003, 5, 1900, 0, 1.0f, 0.0f, true},
     };
     for (auto* t : tables()) {
         for (const auto& c : cases) {

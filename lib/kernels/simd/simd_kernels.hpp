@@ -549,41 +549,139 @@ struct Gemm {
         }
     }
 
-    // The last N % W columns of x W^T (plain A, transposed B: a row of A and a row of B are
-    // both contiguous in k) are computed as dot products when there are few enough: a vector
-    // column would spend W lanes on them (the head's 65th column of 65 costs as much as 16), a
-    // dot costs about 2K/W + 8 vector operations per element (two loads per FMA, then the
-    // horizontal sum). The rule depends only on N and K, never on a thread's share of the
-    // columns (sgemm_parallel splits columns at multiples of NR, which keeps N % W), so the
-    // result stays bitwise the same for any split.
+    // ---- Narrow products: a vector column of the register tile would spend W lanes on
+    // fewer columns of C (a rank-8 LoRA factor's N = 8 on a 16-lane vector; the head's 65th
+    // column of 65 costs as much as 16), and its tall blocks broadcast from 24 rows of A at
+    // once, which at lda = 2048 floats share one L1 set: a LoRA step's x A^T and dy B ran at
+    // 10-20 GFLOP/s (docs/performance.md). Such columns are dot products instead, and a narrow
+    // product with a transposed A is computed as its wide transpose.
+
+    // The last columns of C computed as dot products of a row of A and a row of op(B)^T (both
+    // contiguous in k): with a transposed B the last N % W, with a plain B (its few columns
+    // gathered into rows first) all N < W of them, when that costs less than a vector column
+    // (about K/W fused multiply-adds and a horizontal sum per element, against K per row). The
+    // rule depends only on N and K, never on a thread's share of the columns (sgemm_parallel
+    // splits columns at multiples of NR, which keeps N % W), so results stay bitwise the same
+    // for any split.
     static int dot_columns(const GemmArgs& g) {
-        if (g.trans_a || !g.trans_b) return 0;
-        const int r = g.N % W;
-        return r > 0 && int64_t(r) * (2 * g.K / W + 8) < g.K ? r : 0;
+        if (g.trans_a || (!g.trans_b && g.B16)) return 0;
+        const int r = g.trans_b ? g.N % W : (g.N < W ? g.N : 0);
+        return r > 0 && int64_t(r) * (g.K / W + 8) < g.K ? r : 0;
     }
 
-    static void dot_product_columns(const GemmArgs& g, int first) {
-        // A 16-bit B: its few rows (fewer than W) converted first, then the same dot products.
-        std::vector<float> b16_rows;
-        if (g.B16) {
-            b16_rows.resize(std::size_t(g.N - first) * g.K);
-            for (int j = first; j < g.N; ++j)
-                Elementwise<Arch>::half_to_float(b16_rows.data() + std::size_t(j - first) * g.K,
-                                                 g.B16 + int64_t(j) * g.ldb, g.K, g.b16_format);
+    // Rows of A per dot block: each of a block's rows x columns elements has its own register.
+#if defined(__aarch64__)
+    static constexpr int kDotRows = 2;  // 32 vector registers
+#else
+    static constexpr int kDotRows = W == 16 ? 2 : 1;  // AVX-512's 32 registers, else 16
+#endif
+    static constexpr int kDotCols = 8;
+
+    // a * b + s rounded the same way in every dot block (a compiler left to contract it might
+    // fuse it in some instantiations only).
+    static float madd(float a, float b, float s) {
+#if defined(__FMA__) || defined(__aarch64__)
+        return std::fma(a, b, s);
+#else
+        return a * b + s;
+#endif
+    }
+
+    // C[i:i+RB, cols] from A's rows i.. and b_rows[c] (K floats each) for the JB columns cols[c]:
+    // per element W-lane partial sums over k (one fused multiply-add per k vector), their
+    // horizontal sum, the k tail, then alpha, beta and bias. An element gets the same
+    // operations in whichever block it falls.
+    template <int RB, int JB>
+    static void dot_block(const GemmArgs& g, int i, const int* cols, const float* const* b_rows) {
+        B acc[RB][JB];
+        for (int r = 0; r < RB; ++r)
+            for (int c = 0; c < JB; ++c) acc[r][c] = B(0.0f);
+        const float* a = g.A + int64_t(i) * g.lda;
+        int k = 0;
+        for (; k + W <= g.K; k += W) {
+            B av[RB];
+            for (int r = 0; r < RB; ++r) av[r] = B::load_unaligned(a + int64_t(r) * g.lda + k);
+            for (int c = 0; c < JB; ++c) {
+                const B bv = B::load_unaligned(b_rows[c] + k);
+                for (int r = 0; r < RB; ++r) acc[r][c] = fused_fma(av[r], bv, acc[r][c]);
+            }
         }
+        for (int r = 0; r < RB; ++r) {
+            const float* ar = a + int64_t(r) * g.lda;
+            float* c_row = g.C + int64_t(i + r) * g.ldc;
+            for (int c = 0; c < JB; ++c) {
+                float sum = xsimd::hadd(acc[r][c]);
+                for (int kk = k; kk < g.K; ++kk) sum = madd(ar[kk], b_rows[c][kk], sum);
+                const int j = cols[c];
+                float out = sum * g.alpha;
+                if (g.beta != 0.0f) out = std::fma(g.beta, c_row[j], out);
+                if (g.bias) out += g.bias[j];
+                c_row[j] = out;
+            }
+        }
+    }
+
+    // Columns [first, N) of C by dot_block: kDotCols columns at a time over kDotRows rows, the
+    // rest of the columns one at a time over 8 rows (so a lone column still has 8 independent
+    // sums in flight), and the last rows one at a time.
+    static void dot_product_columns(const GemmArgs& g, int first) {
+        const int n = g.N - first;
+        // Each column j as K contiguous floats: a transposed fp32 B's row in place; a 16-bit B's
+        // row converted, or a plain B's column gathered, into scratch.
+        thread_local std::vector<float> gathered;
+        std::vector<const float*> b_rows(static_cast<std::size_t>(n));
+        if (g.B16 || !g.trans_b) gathered.resize(std::size_t(n) * g.K);
+        for (int c = 0; c < n; ++c) {
+            const int j = first + c;
+            float* row = gathered.data() + std::size_t(c) * g.K;
+            if (g.B16)
+                Elementwise<Arch>::half_to_float(row, g.B16 + int64_t(j) * g.ldb, g.K, g.b16_format);
+            else if (!g.trans_b)
+                for (int k = 0; k < g.K; ++k) row[k] = g.B[int64_t(k) * g.ldb + j];
+            b_rows[std::size_t(c)] = g.B16 || !g.trans_b ? row : g.B + int64_t(j) * g.ldb;
+        }
+        int cols[kDotCols];
+        int c0 = 0;
+        for (; c0 + kDotCols <= n; c0 += kDotCols) {
+            for (int c = 0; c < kDotCols; ++c) cols[c] = first + c0 + c;
+            const float* const* rows = b_rows.data() + c0;
+            int i = 0;
+            for (; i + kDotRows <= g.M; i += kDotRows) dot_block<kDotRows, kDotCols>(g, i, cols, rows);
+            for (; i < g.M; ++i) dot_block<1, kDotCols>(g, i, cols, rows);
+        }
+        for (; c0 < n; ++c0) {
+            cols[0] = first + c0;
+            const float* const* rows = b_rows.data() + c0;
+            int i = 0;
+            for (; i + 8 <= g.M; i += 8) dot_block<8, 1>(g, i, cols, rows);
+            for (; i < g.M; ++i) dot_block<1, 1>(g, i, cols, rows);
+        }
+        apply_epilogue(g, 0, g.M, first, n);
+    }
+
+    // A narrow C (N < W) with a transposed A (a LoRA factor's gradient dy^T t, N = rank):
+    // computed as C^T = op(B)^T op(A)^T, N rows of M columns, whose B (A's rows) is read in
+    // wide panels, then added into C transposed. Not for a 16-bit B (it would become A).
+    static bool transposes_narrow(const GemmArgs& g) { return g.trans_a && !g.B16 && g.N < W && g.M >= 2 * W; }
+
+    template <class Micro>
+    static void run_transposed(const GemmArgs& g) {
+        thread_local std::vector<float> ct;
+        ct.resize(std::size_t(g.N) * g.M);
+        // op(B)^T is B read transposed when B is plain, B itself when it is transposed.
+        GemmArgs t = gemm_args(!g.trans_b, false, g.N, g.M, g.K, g.B, g.ldb, g.A, g.lda, ct.data(), g.M,
+                               g.alpha, 0.0f);
+        run_with<Micro>(t);
         for (int i = 0; i < g.M; ++i) {
-            const float* a = g.A + int64_t(i) * g.lda;
             float* c = g.C + int64_t(i) * g.ldc;
-            for (int j = first; j < g.N; ++j) {
-                const float* b = g.B16 ? b16_rows.data() + std::size_t(j - first) * g.K
-                                       : g.B + int64_t(j) * g.ldb;
-                float out = Elementwise<Arch>::dot(a, b, g.K) * g.alpha;
+            for (int j = 0; j < g.N; ++j) {
+                float out = ct[std::size_t(j) * g.M + i];
                 if (g.beta != 0.0f) out = std::fma(g.beta, c[j], out);
                 if (g.bias) out += g.bias[j];
                 c[j] = out;
             }
         }
-        apply_epilogue(g, 0, g.M, first, g.N - first);
+        apply_epilogue(g, 0, g.M, 0, g.N);
     }
 
     // run_with<Micro> calls Micro::tile_nv<a_trans> (same signature as tile_nv here) for each
@@ -599,6 +697,7 @@ struct Gemm {
             scale_only(g);
             return;
         }
+        if (transposes_narrow(g)) return run_transposed<Micro>(g);
         const int dots = dot_columns(g);
         if (dots > 0) {
             GemmArgs tiles = g;
