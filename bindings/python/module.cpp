@@ -10,41 +10,30 @@
 // Threads: long calls release the GIL. Callbacks from the library (evaluation progress,
 // generated tokens) take the GIL back, check for Ctrl-C with PyErr_CheckSignals, and ask the
 // library to stop when a Python exception is pending; the exception is then re-raised.
-#include <pybind11/numpy.h>
+//
+// The files: binding_common (exceptions, the GIL-releasing call wrapper, callbacks, paths,
+// token arrays, numpy views, handle pointers), struct_bindings (the config and result classes
+// generated from lib/core/c_struct_fields.def), binding_handles.hpp (Tokenizer and Model),
+// tokenizer_bindings, model_bindings, inference_bindings (forward, evaluation, sampling,
+// Session), training_bindings, and coord_bindings / lora_bindings (federated and LoRA parts,
+// over binding_hooks.hpp). This file only wires them into the module.
 #include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
 
 #include <phonegpt/phonegpt.h>
 
-#include "binding_hooks.hpp"
 #include "binding_common.hpp"
-#include "struct_bindings.hpp"
 #include "binding_handles.hpp"
+#include "binding_hooks.hpp"
+#include "struct_bindings.hpp"
 
-#include <algorithm>
-#include <charconv>
-#include <cstring>
-#include <memory>
-#include <mutex>
 #include <string>
-#include <vector>
 
 namespace py = pybind11;
-
-namespace pg_py {
-
-namespace {
-
-}  // namespace
-
-}  // namespace pg_py
 
 PYBIND11_MODULE(_phonegpt, m) {
     m.doc() = "libphonegpt: train, fine-tune, evaluate and sample small GPT models on a CPU.";
 
-    using namespace pg_py;
-
-    // Exceptions (binding_common.cpp).
+    // Exceptions (binding_common.cpp): first, so that everything after can raise them.
     pg_py::bind_errors(m);
 
     // Versions and small helpers --------------------------------------------------------------
@@ -58,7 +47,7 @@ PYBIND11_MODULE(_phonegpt, m) {
         "split_index",
         [](size_t n, double fraction) {
             size_t k = 0;
-            check(pg_split_index(n, fraction, &k));
+            pg_py::check(pg_split_index(n, fraction, &k));
             return k;
         },
         py::arg("n"), py::arg("train_fraction") = 0.9,
@@ -66,27 +55,29 @@ PYBIND11_MODULE(_phonegpt, m) {
     m.def(
         "read_file",
         [](const py::object& path) {
-            std::string p = to_path(path);
+            std::string p = pg_py::to_path(path);
             char* data = nullptr;
             size_t len = 0;
-            call_nogil([&] { return pg_read_file(p.c_str(), &data, &len); });
+            pg_py::call_nogil([&] { return pg_read_file(p.c_str(), &data, &len); });
             py::bytes b(data, len);
             pg_buffer_free(data);
             return b;
         },
         py::arg("path"), "Reads a whole file (bytes).");
 
-    bind_tokenizer(m);
+    // Tokenizer (tokenizer_bindings.cpp).
+    pg_py::bind_tokenizer(m);
 
-    // Configurations and results: generated from the library's field list -----------------
-    bind_structs(m);
-    bind_model(m);
+    // Configurations and results: generated from the library's field list (struct_bindings.cpp).
+    pg_py::bind_structs(m);
 
-    bind_session(m);
-
-    bind_trainer(m);
+    // Model and ModelConfig's presets (model_bindings.cpp), Session (inference_bindings.cpp),
+    // Trainer (training_bindings.cpp).
+    pg_py::bind_model(m);
+    pg_py::bind_session(m);
+    pg_py::bind_trainer(m);
 
     // The coordinator's side and the phone's data filter (bindings/python/coord_bindings.cpp).
-    pg_py::bind_coord(m, binding_hooks());
-    pg_py::bind_lora(m, binding_hooks());
+    pg_py::bind_coord(m, pg_py::binding_hooks());
+    pg_py::bind_lora(m, pg_py::binding_hooks());
 }
