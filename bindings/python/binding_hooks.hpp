@@ -1,8 +1,9 @@
-// What module.cpp lends the binding's other files (coord_bindings.cpp, ...): its status ->
-// exception conversion, its token-array conversion and the native handle of a phonegpt.Model,
-// so each file binds its own classes over the public C API without a second copy of these.
+// What the binding's core files lend coord_bindings.cpp and lora_bindings.cpp: the status ->
+// exception conversion, the token-array conversion, paths and numpy views (binding_common.cpp)
+// and the native handle of a phonegpt.Model (model_bindings.cpp, binding_hooks()), so each
+// file binds its own classes over the public C API without a second copy of these.
 // The struct classes (ValidationPolicy, LoraConfig, EvalResult, ...) are generated once in
-// module.cpp from lib/core/c_struct_fields.def; other files convert them with py::cast.
+// struct_bindings.cpp from lib/core/c_struct_fields.def; other files convert them with py::cast.
 #pragma once
 
 #include <pybind11/numpy.h>
@@ -18,6 +19,7 @@
 namespace pg_py {
 
 namespace py = pybind11;
+// forcecast: converting int64 -> int32 is an "unsafe" cast to numpy; the range is checked first.
 using TokenArray = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
 
 struct Hooks {

@@ -1,0 +1,318 @@
+// Running a model: Model.forward, Model.evaluate / evaluate_sampled and Model._generate, and
+// phonegpt.Session (its own threads and one sequence's key/value cache: forward, evaluation,
+// append / logits and generation that continues where it stopped). Both share the runners
+// below, which release the GIL and bridge the progress and on_token callbacks to Python.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <phonegpt/phonegpt.h>
+
+#include "binding_handles.hpp"
+#include "struct_bindings.hpp"
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace pg_py {
+
+namespace {
+
+// Runs a forward call (GIL released) on [B, T] tokens and optional targets; returns
+// (logits [B, T, vocab_size], the mean loss or None).
+template <class Call>
+py::tuple run_forward(const py::object& tokens_obj, const py::object& targets_obj, int vocab_size, Call&& call) {
+    TokenArray tokens = as_tokens(tokens_obj, "tokens", 2);
+    const int32_t B = int32_t(tokens.shape(0)), T = int32_t(tokens.shape(1));
+    TokenArray targets;
+    const int32_t* tg = nullptr;
+    if (!targets_obj.is_none()) {
+        targets = as_tokens(targets_obj, "targets", 2);
+        if (targets.shape(0) != B || targets.shape(1) != T)
+            raise_invalid("targets shape " + std::string(py::str(targets.attr("shape"))) +
+                          " != tokens shape " + std::string(py::str(tokens.attr("shape"))));
+        tg = targets.data();
+    }
+    py::array_t<float> logits({py::ssize_t(B), py::ssize_t(T), py::ssize_t(vocab_size)});
+    float* lp = logits.mutable_data();
+    float loss = 0.0f;
+    const int32_t* tp = tokens.data();
+    call_nogil([&] { return call(tp, B, T, tg, lp, tg ? &loss : nullptr); });
+    return py::make_tuple(logits, tg ? py::object(py::float_(loss)) : py::object(py::none()));
+}
+
+// Runs an evaluation call (GIL released) with the Python progress callable wired into the
+// options; a callback's exception or Ctrl-C is raised before the CANCELLED status it caused.
+template <class Call>
+pg_eval_result run_evaluation(pg_eval_config c, const py::object& progress, Call&& call) {
+    Callback cb{progress, {}};
+    c.progress = [](void* user, int64_t done, int64_t total) -> int {
+        return static_cast<Callback*>(user)->invoke(done, total) ? 1 : 0;
+    };
+    c.progress_user = &cb;
+    pg_eval_result r = defaults<pg_eval_result>();
+    pg_status s;
+    std::string message;
+    {
+        py::gil_scoped_release nogil;
+        s = call(&c, &r);
+        if (s != PG_OK) message = pg_last_error();
+    }
+    cb.error.raise_if_set();
+    if (s != PG_OK) raise_status(s, message);
+    return r;
+}
+
+// Runs a generation call (GIL released) with the Python on_token callable and the stop strings
+// wired into the options; returns the generated ids.
+template <class Call>
+py::array_t<int32_t> run_generation(pg_sample_config c, const std::vector<std::string>& stop,
+                                    const py::object& on_token, Call&& call) {
+    if (c.max_tokens < 0) raise_invalid("max_tokens must be >= 0");
+    Callback cb{on_token, {}};
+    std::vector<const char*> stops;
+    for (const auto& s : stop) stops.push_back(s.c_str());
+    c.on_token = [](void* user, int32_t token) -> int {
+        return static_cast<Callback*>(user)->invoke(token) ? 1 : 0;
+    };
+    c.on_token_user = &cb;
+    c.stop_strings = stops.empty() ? nullptr : stops.data();
+    c.n_stop_strings = int32_t(stops.size());
+    std::vector<int32_t> out(size_t(c.max_tokens) + 1);
+    size_t n_out = 0;
+    pg_status s;
+    std::string message;
+    {
+        py::gil_scoped_release nogil;
+        s = call(&c, out.data(), out.size(), &n_out);
+        if (s != PG_OK) message = pg_last_error();
+    }
+    cb.error.raise_if_set();
+    if (s != PG_OK) raise_status(s, message);
+    py::array_t<int32_t> result{py::ssize_t(n_out)};
+    if (n_out) std::memcpy(result.mutable_data(), out.data(), n_out * sizeof(int32_t));
+    return result;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Model: forward, evaluation and generation.
+// ---------------------------------------------------------------------------------------
+
+// Forward ---------------------------------------------------------------------------------
+
+py::tuple Model::forward(const py::object& tokens_obj, const py::object& targets_obj, int n_threads) const {
+    pg_model* m = get();
+    auto keep = p_;
+    return run_forward(tokens_obj, targets_obj, config().vocab_size,
+                       [&](const int32_t* tokens, int32_t B, int32_t T, const int32_t* targets, float* logits,
+                           float* loss) { return pg_model_forward(m, tokens, B, T, targets, logits, loss, n_threads); });
+}
+
+// Evaluation ------------------------------------------------------------------------------
+
+pg_eval_result Model::evaluate(const py::object& tokens_obj, const py::object& config, const py::object& progress,
+                               const py::kwargs& fields) const {
+    pg_model* m = get();
+    auto keep = p_;
+    TokenArray tokens = as_tokens(tokens_obj, "tokens", 1);
+    return run_evaluation(options_from<pg_eval_config>(config, fields), progress,
+                          [&](const pg_eval_config* c, pg_eval_result* r) {
+                              return pg_evaluate(m, tokens.data(), size_t(tokens.size()), c, r);
+                          });
+}
+
+pg_eval_result Model::evaluate_sampled(const py::object& tokens_obj, int n_batches, int batch_size,
+                                       uint64_t seed, int n_threads) const {
+    pg_model* m = get();
+    auto keep = p_;
+    TokenArray tokens = as_tokens(tokens_obj, "tokens", 1);
+    pg_eval_result r = defaults<pg_eval_result>();
+    const int32_t* tp = tokens.data();
+    const size_t n = size_t(tokens.size());
+    call_nogil([&] { return pg_evaluate_sampled(m, tp, n, n_batches, batch_size, seed, n_threads, &r); });
+    return r;
+}
+
+// Generation ------------------------------------------------------------------------------
+
+py::array_t<int32_t> Model::generate(const py::object& prompt_obj, const pg_sample_config& options,
+                                     const std::vector<std::string>& stop, const py::object& on_token) const {
+    pg_model* m = get();
+    auto keep = p_;
+    TokenArray prompt = as_tokens(prompt_obj, "prompt", 1);
+    return run_generation(options, stop, on_token,
+                          [&](const pg_sample_config* c, int32_t* out, size_t capacity, size_t* n_out) {
+                              return pg_generate(m, prompt.data(), size_t(prompt.size()), c, out, capacity, n_out);
+                          });
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// Session.
+// ---------------------------------------------------------------------------------------
+
+// A session borrows its model (the reference keeps the model alive) and is
+// one-thread-at-a-time in C; `busy` serialises the binding's calls on it, as for a trainer.
+struct SessionHandle {
+    ModelPtr model;
+    pg_session* session = nullptr;
+    std::mutex busy;
+    ~SessionHandle() { pg_session_free(session); }
+};
+using SessionPtr = std::shared_ptr<SessionHandle>;
+
+class Session {
+public:
+    Session(py::object model_obj, SessionPtr p) : model_obj_(std::move(model_obj)), p_(std::move(p)) {}
+
+    static Session create(py::object model_obj, const py::object& config, const py::kwargs& fields) {
+        Model& model = model_obj.cast<Model&>();
+        const pg_session_config c = options_from<pg_session_config>(config, fields);
+        auto h = std::make_shared<SessionHandle>();
+        h->model = model.ptr();
+        pg_model* m = h->model.get();
+        call_nogil([&] { return pg_session_create(m, &c, &h->session); });
+        return Session(std::move(model_obj), std::move(h));
+    }
+
+    const SessionPtr& ptr() const {
+        if (!p_) raise_state("the Session is closed");
+        return p_;
+    }
+    pg_session* get() const { return ptr()->session; }
+    void close() { p_.reset(); }
+    bool closed() const { return !p_; }
+    py::object model() const { return model_obj_; }
+
+    int n_threads() const {
+        int32_t n = 0;
+        check(pg_session_n_threads(get(), &n));
+        return n;
+    }
+    int64_t position() const {
+        int64_t n = 0;
+        check(pg_session_position(get(), &n));
+        return n;
+    }
+
+    py::tuple forward(const py::object& tokens_obj, const py::object& targets_obj) {
+        pg_session* s = get();
+        auto keep = p_;
+        return run_forward(tokens_obj, targets_obj, Model(keep->model).config().vocab_size,
+                           [&](const int32_t* tokens, int32_t B, int32_t T, const int32_t* targets, float* logits,
+                               float* loss) {
+                               std::lock_guard<std::mutex> lock(keep->busy);
+                               return pg_session_forward(s, tokens, B, T, targets, logits, loss);
+                           });
+    }
+
+    pg_eval_result evaluate(const py::object& tokens_obj, const py::object& config, const py::object& progress,
+                            const py::kwargs& fields) {
+        pg_session* s = get();
+        auto keep = p_;
+        TokenArray tokens = as_tokens(tokens_obj, "tokens", 1);
+        return run_evaluation(options_from<pg_eval_config>(config, fields), progress,
+                              [&](const pg_eval_config* c, pg_eval_result* r) {
+                                  std::lock_guard<std::mutex> lock(keep->busy);
+                                  return pg_session_evaluate(s, tokens.data(), size_t(tokens.size()), c, r);
+                              });
+    }
+
+    pg_eval_result evaluate_sampled(const py::object& tokens_obj, const py::object& config,
+                                    const py::kwargs& fields) {
+        pg_session* s = get();
+        auto keep = p_;
+        TokenArray tokens = as_tokens(tokens_obj, "tokens", 1);
+        const pg_eval_sampled_config c = options_from<pg_eval_sampled_config>(config, fields);
+        pg_eval_result r = defaults<pg_eval_result>();
+        const int32_t* tp = tokens.data();
+        const size_t n = size_t(tokens.size());
+        call_nogil([&] {
+            std::lock_guard<std::mutex> lock(keep->busy);
+            return pg_session_evaluate_sampled(s, tp, n, &c, &r);
+        });
+        return r;
+    }
+
+    void append(const py::object& tokens_obj) {
+        pg_session* s = get();
+        auto keep = p_;
+        TokenArray tokens = as_tokens(tokens_obj, "tokens", 1);
+        const int32_t* tp = tokens.data();
+        const size_t n = size_t(tokens.size());
+        call_nogil([&] {
+            std::lock_guard<std::mutex> lock(keep->busy);
+            return pg_session_append(s, tp, n);
+        });
+    }
+
+    py::array_t<float> logits() {
+        pg_session* s = get();
+        auto keep = p_;
+        const int V = Model(keep->model).config().vocab_size;
+        py::array_t<float> out{py::ssize_t(V)};
+        float* p = out.mutable_data();
+        call_nogil([&] {
+            std::lock_guard<std::mutex> lock(keep->busy);
+            return pg_session_logits(s, p, size_t(V));
+        });
+        return out;
+    }
+
+    void reset() {
+        pg_session* s = get();
+        auto keep = p_;
+        std::lock_guard<std::mutex> lock(keep->busy);
+        check(pg_session_reset(s));
+    }
+
+    // The options come whole from Python (phonegpt/__init__.py builds them).
+    py::array_t<int32_t> generate(const pg_sample_config& options, const std::vector<std::string>& stop,
+                                  const py::object& on_token) {
+        pg_session* s = get();
+        auto keep = p_;
+        return run_generation(options, stop, on_token,
+                              [&](const pg_sample_config* c, int32_t* out, size_t capacity, size_t* n_out) {
+                                  std::lock_guard<std::mutex> lock(keep->busy);
+                                  return pg_session_generate(s, c, out, capacity, n_out);
+                              });
+    }
+
+private:
+    py::object model_obj_;  // the Python Model (kept alive with the session)
+    SessionPtr p_;
+};
+
+}  // namespace
+
+void bind_session(py::module_& m) {
+    py::class_<Session> session(m, "Session",
+        "Inference state over a Model: its own threads (fixed at creation), scratch and one\n"
+        "sequence's key/value cache, so generation continues where it stopped.\n"
+        "Session(model, config=None, **fields): a SessionConfig; fields change its values.");
+    session.def(py::init(&Session::create), py::arg("model"), py::arg("config") = py::none())
+        .def_property_readonly("model", &Session::model)
+        .def_property_readonly("n_threads", &Session::n_threads)
+        .def_property_readonly("position", &Session::position,
+                               "Tokens in the sequence (appended and generated) since creation or reset().")
+        .def("forward", &Session::forward, py::arg("tokens"), py::arg("targets") = py::none(),
+             "Model.forward on the session's threads; the sequence is left alone.")
+        .def("evaluate", &Session::evaluate, py::arg("tokens"), py::arg("config") = py::none(), py::kw_only(),
+             py::arg("progress") = py::none(),
+             "Model.evaluate on the session's threads (EvalConfig.n_threads is not read).")
+        .def("evaluate_sampled", &Session::evaluate_sampled, py::arg("tokens"), py::arg("config") = py::none(),
+             "The sampled estimate with an EvalSampledConfig; keyword arguments change its fields.")
+        .def("append", &Session::append, py::arg("tokens"), "Adds token ids to the sequence.")
+        .def("logits", &Session::logits, "The vocab_size logits for the token after the sequence.")
+        .def("reset", &Session::reset, "Empties the sequence (needed after the model's weights change).")
+        .def("_generate", &Session::generate, py::arg("options"), py::arg("stop"), py::arg("on_token"));
+    add_lifetime<Session>(session, "session");
+}
+
+}  // namespace pg_py

@@ -1,0 +1,248 @@
+// phonegpt.Tokenizer: character tokenizers and byte-level BPE (tiktoken, GPT-2 and Hugging Face
+// files, training, special tokens, writing the files back), text <-> int32 token ids.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <phonegpt/phonegpt.h>
+
+#include "binding_handles.hpp"
+#include "struct_bindings.hpp"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace pg_py {
+
+Tokenizer Tokenizer::from_text(const std::string& text) {
+    pg_tokenizer* t = nullptr;
+    call_nogil([&] { return pg_tokenizer_create_char(text.data(), text.size(), &t); });
+    return Tokenizer(own_tokenizer(t));
+}
+
+Tokenizer Tokenizer::from_bytes(const py::bytes& data) {
+    std::string s = data;
+    pg_tokenizer* t = nullptr;
+    check(pg_tokenizer_deserialize(s.data(), s.size(), &t));
+    return Tokenizer(own_tokenizer(t));
+}
+
+Tokenizer Tokenizer::copy_of(pg_tokenizer* borrowed) {
+    Tokenizer view(TokenizerPtr(borrowed, [](pg_tokenizer*) {}));
+    return from_bytes(view.to_bytes());
+}
+
+std::string Tokenizer::kind() const {
+    pg_tokenizer_kind k;
+    check(pg_tokenizer_kind_of(get(), &k));
+    return k == PG_TOKENIZER_CHAR ? "char" : k == PG_TOKENIZER_BPE ? "bpe" : "kind" + std::to_string(int(k));
+}
+
+int Tokenizer::vocab_size() const {
+    int32_t v = 0;
+    check(pg_tokenizer_vocab_size(get(), &v));
+    return v;
+}
+
+py::array_t<int32_t> Tokenizer::encode(const std::string& text) const {
+    pg_tokenizer* t = get();
+    auto keep = p_;
+    // Every token covers at least one byte, so len(text) ids always suffice.
+    std::vector<int32_t> ids(text.size());
+    size_t n = 0;
+    call_nogil([&] { return pg_tokenizer_encode(t, text.data(), text.size(), ids.data(), ids.size(), &n); });
+    py::array_t<int32_t> out{py::ssize_t(n)};
+    if (n) std::memcpy(out.mutable_data(), ids.data(), n * sizeof(int32_t));
+    return out;
+}
+
+py::bytes Tokenizer::decode_bytes(const py::object& ids_obj) const {
+    pg_tokenizer* t = get();
+    TokenArray ids = as_tokens(ids_obj, "ids", 1);
+    const int32_t* p = ids.data();
+    const size_t n = size_t(ids.size());
+    std::string buf(n * 4 + 1, '\0');
+    size_t len = 0;
+    pg_status s = pg_tokenizer_decode(t, p, n, buf.data(), buf.size(), &len);
+    if (s == PG_ERR_BUFFER_TOO_SMALL) {
+        buf.assign(len + 1, '\0');
+        s = pg_tokenizer_decode(t, p, n, buf.data(), buf.size(), &len);
+    }
+    check(s);
+    return py::bytes(buf.data(), len);
+}
+
+py::str Tokenizer::decode(const py::object& ids) const {
+    std::string b = decode_bytes(ids);
+    return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(b.data(), py::ssize_t(b.size()), "replace"));
+}
+
+// ---- byte-level BPE (owner: bpe) ------------------------------------------------------
+
+Tokenizer Tokenizer::from_tiktoken(const py::bytes& ranks, const std::string& encoding) {
+    const std::string r = ranks;
+    pg_tokenizer* t = nullptr;
+    call_nogil([&] { return pg_tokenizer_create_tiktoken(r.data(), r.size(), encoding.c_str(), &t); });
+    return Tokenizer(own_tokenizer(t));
+}
+
+Tokenizer Tokenizer::from_gpt2(const py::bytes& encoder_json, const py::bytes& vocab_bpe) {
+    const std::string e = encoder_json, v = vocab_bpe;
+    pg_tokenizer* t = nullptr;
+    call_nogil([&] { return pg_tokenizer_create_gpt2(e.data(), e.size(), v.data(), v.size(), &t); });
+    return Tokenizer(own_tokenizer(t));
+}
+
+Tokenizer Tokenizer::from_hf(const std::string& tokenizer_json) {
+    pg_tokenizer* t = nullptr;
+    call_nogil([&] { return pg_tokenizer_create_hf(tokenizer_json.data(), tokenizer_json.size(), &t); });
+    return Tokenizer(own_tokenizer(t));
+}
+
+py::array_t<int32_t> Tokenizer::encode_special(const std::string& text, const py::object& allowed, pg_encode_options o) const {
+    pg_tokenizer* t = get();
+    auto keep = p_;
+    std::vector<std::string> names;
+    if (allowed.is_none()) {
+    } else if (py::isinstance<py::str>(allowed)) {
+        if (allowed.cast<std::string>() != "all") throw py::value_error("allowed_special is \"all\" or a list of texts");
+        o.allow_all_special = 1;
+    } else {
+        for (const auto& item : allowed) names.push_back(item.cast<std::string>());
+    }
+    std::vector<const char*> ptrs;
+    for (const auto& n : names) ptrs.push_back(n.c_str());
+    o.allowed_special = ptrs.data();
+    o.n_allowed_special = int32_t(ptrs.size());
+    std::vector<int32_t> ids(text.size() + 1);
+    size_t n = 0;
+    call_nogil([&] { return pg_tokenizer_encode_with(t, text.data(), text.size(), &o, ids.data(), ids.size(), &n); });
+    py::array_t<int32_t> out{py::ssize_t(n)};
+    if (n) std::memcpy(out.mutable_data(), ids.data(), n * sizeof(int32_t));
+    return out;
+}
+
+py::bytes Tokenizer::write_file(const std::string& file) const {
+    pg_tokenizer_file f;
+    if (file == "tiktoken") f = PG_TOKENIZER_FILE_TIKTOKEN;
+    else if (file == "gpt2_encoder") f = PG_TOKENIZER_FILE_GPT2_ENCODER;
+    else if (file == "gpt2_merges") f = PG_TOKENIZER_FILE_GPT2_MERGES;
+    else if (file == "hf_json") f = PG_TOKENIZER_FILE_HF_JSON;
+    else throw py::value_error("file is one of tiktoken, gpt2_encoder, gpt2_merges, hf_json");
+    pg_tokenizer* t = get();
+    size_t len = 0;
+    const pg_status s = pg_tokenizer_write_file(t, f, nullptr, 0, &len);
+    if (s != PG_ERR_BUFFER_TOO_SMALL) check(s);
+    std::string buf(len, '\0');
+    check(pg_tokenizer_write_file(t, f, buf.data(), buf.size(), &len));
+    return py::bytes(buf.data(), len);
+}
+
+// ---- end of byte-level BPE -------------------------------------------------------------
+
+py::bytes Tokenizer::to_bytes() const {
+    pg_tokenizer* t = get();
+    size_t len = 0;
+    pg_status s = pg_tokenizer_serialize(t, nullptr, 0, &len);
+    if (s != PG_OK && s != PG_ERR_BUFFER_TOO_SMALL) check(s);
+    std::string buf(len, '\0');
+    check(pg_tokenizer_serialize(t, buf.data(), buf.size(), &len));
+    return py::bytes(buf.data(), len);
+}
+
+namespace {
+
+// Tokenizer.encode_special (owner: bpe): allowed_special None takes the options as they are,
+// except that with neither config nor fields it means "all" (the call's default).
+py::array_t<int32_t> tokenizer_encode_special(const Tokenizer& tok, const std::string& text, const py::object& allowed,
+                                              const py::object& config, const py::kwargs& fields) {
+    const bool options_given = !config.is_none() || fields.size() > 0;
+    const py::object which = allowed.is_none() && !options_given ? py::object(py::str("all")) : allowed;
+    return tok.encode_special(text, which, options_from<pg_encode_options>(config, fields));
+}
+
+// Tokenizer.train (owner: bpe): texts is one str/bytes or a sequence of them; the GIL is released
+// while training, progress(done, total) (tokens so far, vocab_size) cancels with a truthy return.
+Tokenizer train_bpe_tokenizer(const py::object& texts_obj, int32_t vocab_size, const py::object& config,
+                              const std::vector<std::string>& special_tokens, const py::object& progress,
+                              const py::kwargs& fields) {
+    pg_bpe_train_options o = options_from<pg_bpe_train_options>(config, fields);
+    std::vector<std::string> texts;
+    if (py::isinstance<py::str>(texts_obj) || py::isinstance<py::bytes>(texts_obj)) {
+        texts.push_back(texts_obj.cast<std::string>());
+    } else {
+        for (const auto& item : texts_obj) texts.push_back(item.cast<std::string>());
+    }
+    std::vector<const char*> ptrs, specials;
+    std::vector<size_t> lens;
+    for (const auto& t : texts) ptrs.push_back(t.data()), lens.push_back(t.size());
+    for (const auto& s : special_tokens) specials.push_back(s.c_str());
+    o.special_tokens = specials.empty() ? nullptr : specials.data();
+    o.n_special_tokens = int32_t(specials.size());
+    Callback cb{progress, {}};
+    o.progress = [](void* user, int64_t done, int64_t total) -> int {
+        return static_cast<Callback*>(user)->invoke(done, total) ? 1 : 0;
+    };
+    o.progress_user = &cb;
+    pg_tokenizer* t = nullptr;
+    pg_status s;
+    std::string message;
+    {
+        py::gil_scoped_release nogil;
+        s = pg_bpe_train(ptrs.data(), lens.data(), ptrs.size(), vocab_size, &o, &t);
+        if (s != PG_OK) message = pg_last_error();
+    }
+    cb.error.raise_if_set();
+    if (s != PG_OK) raise_status(s, message);
+    return Tokenizer(own_tokenizer(t));
+}
+
+}  // namespace
+
+void bind_tokenizer(py::module_& m) {
+    py::class_<Tokenizer> tok(m, "Tokenizer",
+        "A tokenizer: text <-> int32 token ids. Build a character tokenizer with\n"
+        "Tokenizer.char(text) (vocabulary = sorted set of the text's code points).");
+    tok.def_static("char", &Tokenizer::from_text, py::arg("text"),
+                   "A character tokenizer whose vocabulary is the sorted set of code points of text.")
+        .def_static("from_bytes", &Tokenizer::from_bytes, py::arg("data"), "Restores a tokenizer from to_bytes().")
+        .def_property_readonly("kind", &Tokenizer::kind, "'char' or 'bpe'.")
+        .def_property_readonly("vocab_size", &Tokenizer::vocab_size)
+        .def("__len__", &Tokenizer::vocab_size)
+        .def("encode", &Tokenizer::encode, py::arg("text"),
+             "Encodes text to an int32 array; an unknown character raises TokenizeError.")
+        .def("decode", &Tokenizer::decode, py::arg("ids"), "Decodes ids to str.")
+        .def("decode_bytes", &Tokenizer::decode_bytes, py::arg("ids"), "Decodes ids to UTF-8 bytes.")
+        .def("to_bytes", &Tokenizer::to_bytes, "Serialises the tokenizer (kind, version, vocabulary).")
+        // byte-level BPE (owner: bpe)
+        .def_static("from_tiktoken", &Tokenizer::from_tiktoken, py::arg("ranks"), py::arg("encoding"),
+                    "Byte-level BPE from a .tiktoken rank file's bytes and an encoding name (gpt2, r50k_base,\n"
+                    "p50k_base, cl100k_base, o200k_base) or the regex of one of their pre-tokenizers.")
+        .def_static("from_gpt2", &Tokenizer::from_gpt2, py::arg("encoder_json"), py::arg("vocab_bpe"),
+                    "Byte-level BPE from GPT-2's encoder.json and vocab.bpe (bytes).")
+        .def_static("from_hf", &Tokenizer::from_hf, py::arg("tokenizer_json"),
+                    "Byte-level BPE from a Hugging Face tokenizer.json (str or bytes).")
+        .def_static("train", &train_bpe_tokenizer, py::arg("texts"), py::arg("vocab_size"),
+                    py::arg("config") = py::none(), py::kw_only(), py::arg("special_tokens") = std::vector<std::string>{},
+                    py::arg("progress") = py::none(),
+                    "Trains a byte-level BPE tokenizer (HF BpeTrainer's merges) on texts (one str/bytes or a\n"
+                    "list; each is pre-split on its own) to at most vocab_size tokens: special_tokens get ids\n"
+                    "0.., then the 256 bytes, then the merges. config: BpeTrainOptions (or its fields as\n"
+                    "keywords: min_frequency, pattern 'gpt2'/'cl100k'/'o200k', n_threads).\n"
+                    "progress(done, total) is called after each merge; a truthy return cancels.")
+        .def("encode_special", &tokenizer_encode_special, py::arg("text"), py::arg("allowed_special") = py::none(),
+             py::arg("config") = py::none(),
+             "Encodes text (str or bytes) recognising special tokens: allowed_special \"all\" or a list of\n"
+             "their texts; config: EncodeOptions (or allow_all_special=... as a keyword). With neither\n"
+             "allowed_special nor options every special token is recognised.")
+        .def("write_file", &Tokenizer::write_file, py::arg("file"),
+             "A BPE tokenizer as file bytes: \"tiktoken\", \"gpt2_encoder\", \"gpt2_merges\" or \"hf_json\".")
+        .def("__repr__", [](const Tokenizer& t) {
+            if (t.closed()) return std::string("<phonegpt.Tokenizer closed>");
+            return "<phonegpt.Tokenizer kind=" + t.kind() + " vocab_size=" + std::to_string(t.vocab_size()) + ">";
+        });
+    add_lifetime<Tokenizer>(tok, "tokenizer");
+}
+
+}  // namespace pg_py
