@@ -272,8 +272,15 @@ void sgemm(const GemmArgs& g) {
 // Small products are not worth splitting: on this 2-vCPU VM a split GEMM pays ~15-25 us over
 // its share of the work (waking the idle worker core, each thread packing its own B, cold
 // caches; an empty parallel_for alone is ~4 us), so it only pays above ~16 MFLOP (N = K = 128
-// NT, best of 2000: M = 256 34 us serial, 41 us split; M = 512 66 vs 60 us).
-bool gemm_worth_splitting(const GemmArgs& g) { return 2.0 * g.M * g.N * g.K >= 1.6e7; }
+// NT, best of 2000: M = 256 34 us serial, 41 us split; M = 512 66 vs 60 us). A product with a
+// narrow side (N or K under 16: a rank-8 LoRA factor's x A^T, t B^T, u A) does few flops per
+// byte, so its time is what it streams: 1 MB of A or C (about 50 us at 20 GB/s) repays a split
+// with fewer flops (x A^T at 1024 x 8 x 512, 8.4 MFLOP: 154 us serial).
+bool gemm_worth_splitting(const GemmArgs& g) {
+    if (2.0 * g.M * g.N * g.K >= 1.6e7) return true;
+    const bool narrow = g.N < 16 || g.K < 16;
+    return narrow && int64_t(g.M) * std::max(g.N, g.K) >= (int64_t(1) << 18);
+}
 
 void sgemm_parallel_with(const KernelTable& table, const GemmArgs& g, ThreadPool& pool) {
     if (g.M <= 0 || g.N <= 0) return;

@@ -18,7 +18,12 @@ float* scratch(AlignedBuffer<float>& b, int64_t n) {
 // The LoRA branch's dropout for the pass the context describes.
 Dropout lora_dropout(float p, const LinearHookContext& ctx) { return Dropout{p, ctx.seed, ctx.stream}; }
 
-void check_shape(const AdaptedLinear& m, int n_in, int n_out) {
+// The engine calls the hook only on layers it adapts (LinearHook::adapts), with their shapes.
+void check_adapted(const AdaptedLinear* adapted, int layer, LinearKind kind, int n_in, int n_out) {
+    require(adapted != nullptr, PG_ERR_INTERNAL,
+            "lora hook: called for layer " + std::to_string(layer) + " " + linear_kind_name(kind) +
+                ", which the adapter does not adapt");
+    const AdaptedLinear& m = *adapted;
     require(m.in == n_in && m.out == n_out, PG_ERR_INTERNAL,
             "lora hook: layer " + std::to_string(m.layer) + " " + linear_kind_name(m.target) +
                 " is [" + std::to_string(n_out) + ", " + std::to_string(n_in) +
@@ -43,18 +48,16 @@ const float* LoraHook::branch_input(int layer, LinearKind kind, const float* in,
 void LoraHook::forward(int layer, LinearKind kind, const float* in, int64_t rows, int n_in,
                        float* out, int n_out, const LinearHookContext& ctx) {
     const AdaptedLinear* m = adapter_.find(layer, kind);
-    if (!m) return;
-    check_shape(*m, n_in, n_out);
+    check_adapted(m, layer, kind, n_in, n_out);
     const float* x = branch_input(layer, kind, in, rows, n_in, ctx);
     float* t = scratch(scratch_t_, rows * adapter_.config().rank);
-    low_rank_forward(low_rank_factors(adapter_, *m), x, static_cast<int>(rows), out, t, ctx.pool);
+    low_rank_forward(low_rank_factors(adapter_, *m), x, static_cast<int>(rows), out, !ctx.overwrite, t, ctx.pool);
 }
 
 void LoraHook::backward(int layer, LinearKind kind, const float* in, const float* dout, int64_t rows,
                         int n_in, float* din, int n_out, const LinearHookContext& ctx) {
     const AdaptedLinear* m = adapter_.find(layer, kind);
-    if (!m) return;
-    check_shape(*m, n_in, n_out);
+    check_adapted(m, layer, kind, n_in, n_out);
     require(grads_ != nullptr, PG_ERR_INTERNAL, "lora hook: backward without a gradient buffer");
     const int r = adapter_.config().rank, R = static_cast<int>(rows);
     const float* x = branch_input(layer, kind, in, rows, n_in, ctx);
@@ -62,15 +65,20 @@ void LoraHook::backward(int layer, LinearKind kind, const float* in, const float
     float* u = scratch(scratch_u_, rows * r);
     float* dA = adapter_.config().freeze_a ? nullptr : grads_ + m->a_offset;
     float* dB = grads_ + m->b_offset;
-    // din += mask * (U A): straight into din without dropout, through the mask with it.
+    // din (+)= mask * (U A): straight into din without dropout (its last product, after every
+    // read of x, which may be din), through the mask with it.
     if (x == in) {
-        low_rank_backward(low_rank_factors(adapter_, *m), x, dout, R, dA, dB, din, true, t, u, ctx.pool);
+        low_rank_backward(low_rank_factors(adapter_, *m), x, dout, R, dA, dB, din, !ctx.overwrite, t, u, ctx.pool);
         return;
     }
     const int64_t n = rows * n_in;
     float* dx = scratch(scratch_dx_, n);
     low_rank_backward(low_rank_factors(adapter_, *m), x, dout, R, dA, dB, dx, false, t, u, ctx.pool);
-    low_rank_dropout_backward(din, dx, n, lora_dropout(adapter_.config().dropout, ctx), layer, kind, ctx.pool);
+    const Dropout d = lora_dropout(adapter_.config().dropout, ctx);
+    if (ctx.overwrite)
+        low_rank_dropout(din, dx, n, d, layer, kind, ctx.pool);  // din = mask * dx / (1 - p)
+    else
+        low_rank_dropout_backward(din, dx, n, d, layer, kind, ctx.pool);
 }
 
 }  // namespace pg::lora

@@ -22,6 +22,7 @@ public:
     // of adapter.num_params() floats laid out like adapter.params() (nullptr: forward only).
     LoraHook(const Adapter& adapter, float* grads);
 
+    bool adapts(int layer, LinearKind kind) const override { return adapter_.find(layer, kind) != nullptr; }
     void forward(int layer, LinearKind kind, const float* in, int64_t rows, int n_in, float* out,
                  int n_out, const LinearHookContext& ctx) override;
     void backward(int layer, LinearKind kind, const float* in, const float* dout, int64_t rows,

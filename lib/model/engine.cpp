@@ -65,6 +65,18 @@ int loss_chunk_rows(int V) {
     const int64_t fit = kLossChunkBytes / (int64_t(V) * int64_t(sizeof(float)));
     return int(std::max<int64_t>(kMinLossChunkRows, std::min<int64_t>(kLossChunkRows, fit)));
 }
+// The chunks a thread's `rows` are taken in, for chunks of about `chunk` rows: as few as fit
+// chunks up to an eighth taller, of equal height in whole 8-row tiles (the last one shorter). At
+// the Ailoos shape a thread's 512 rows in 166-row chunks left a 14-row one that repacked all of
+// wte for 14 rows (35 ms per thread, as long as 33 rows of a tall chunk); now they are 176, 176
+// and 160.
+int balanced_chunk_rows(int64_t rows, int chunk) {
+    if (rows <= chunk) return int(rows);
+    const int64_t tallest = chunk + chunk / 8;
+    const int64_t n = (rows + tallest - 1) / tallest;
+    const int64_t even = ((rows + n - 1) / n + 7) / 8 * 8;
+    return int(std::min<int64_t>(even, rows));
+}
 // Attention tiles (flash-attention style): blocks of kQueryBlock queries against key tiles of
 // at most kKeyBlock keys, each tile ending at the block's last query (the causal limit), so a
 // block's keys usually fit one tile and the online softmax rarely has to rescale.
@@ -196,7 +208,6 @@ struct Engine::Impl {
     AlignedBuffer<float> cached_scores;  // [n_ctx, n_ctx] one head's scores in a cached pass
     int first_position = 0;              // of the current pass (non-zero only in a cached one)
     LinearHook* hook = nullptr;      // borrowed; null = the plain model
-    AlignedBuffer<float> hook_grad;  // [N, 4C] d(GELU output) when a hook is attached
     AlignedBuffer<float> widened;    // one row of a 16-bit matrix, in one-position passes
     AlignedBuffer<float> dw_partials;  // per-thread column sums and weight-gradient partials
     int64_t weight_gradient_gemms = 0;  // in the last forward_backward
@@ -363,39 +374,56 @@ struct Engine::Impl {
         return ctx;
     }
 
+    // The hook if it has a term for this layer, else null (the layer is the base's alone).
+    LinearHook* hook_for(int layer, LinearKind kind) const {
+        return hook && hook->adapts(layer, kind) ? hook : nullptr;
+    }
+
     // out[N, OC] = inp[N, C] . w[OC, C]^T + bias[OC] + hook term (accumulate: out += all of it);
-    // gelu_out (if given) = gelu(out) as well, fused into the GEMM's tiles when there is no hook.
+    // gelu_out (if given) = gelu(out) as well, fused into the GEMM's tiles.
     void linear(int layer, LinearKind kind, float* out, const float* inp, const WeightMatrix& w, const float* bias,
                 int N, int C, int OC, bool accumulate, const Dropout& d, bool training, ThreadPool& pool,
                 float* gelu_out = nullptr) {
         StepProfile::Scope phase(profile, kForwardLinearPhase[recomputing][int(kind)]);
+        LinearHook* const term = hook_for(layer, kind);
         if (N == 1) {  // the cached generation step: a matrix-vector product on this thread
             float* widened = row_scratch(C);
             for (int o = 0; o < OC; ++o) {
                 const float y = k::dot(w.row(o, C, widened), inp, C) + bias[o];
                 out[o] = accumulate ? out[o] + y : y;
             }
-            if (hook) hook->forward(layer, kind, inp, N, C, out, OC, hook_context(d, pool, training));
+            if (term) term->forward(layer, kind, inp, N, C, out, OC, hook_context(d, pool, training));
             if (gelu_out) k::gelu_forward(gelu_out, out, OC);
             return;
         }
         k::GemmArgs g = gemm_args(false, true, N, OC, C, inp, C, nullptr, C, out, OC, 1.0f, accumulate ? 1.0f : 0.0f);
         w.set_gemm_b(g);
         g.bias = bias;
-        if (!hook) {
+        if (!term) {
             g.gelu_out = gelu_out;
             gemm_traffic(g, pool);
             k::sgemm_parallel(g, pool);
             return;
         }
+        if (gelu_out && !accumulate) {
+            // The hook's term first, written into out, then the base product added to it with
+            // the GELU on its register tiles (one pass over out fewer than a GELU after both).
+            LinearHookContext ctx = hook_context(d, pool, training);
+            ctx.overwrite = true;
+            term->forward(layer, kind, inp, N, C, out, OC, ctx);
+            g.beta = 1.0f;
+            g.gelu_out = gelu_out;
+            k::sgemm_parallel(g, pool);
+            return;
+        }
         k::sgemm_parallel(g, pool);
-        hook->forward(layer, kind, inp, N, C, out, OC, hook_context(d, pool, training));
+        term->forward(layer, kind, inp, N, C, out, OC, hook_context(d, pool, training));
         if (gelu_out) gelu_rows(gelu_out, out, N, OC, pool);
     }
 
     // The backward of linear(): dinp[N, C] = dout[N, OC] . w[OC, C] + the hook's input
     // gradient (overwritten), times gelu'(gelu_in) elementwise if gelu_in is given (the
-    // backward of a GELU whose input was gelu_in, fused into the GEMM when there is no hook);
+    // backward of a GELU whose input was gelu_in, fused into the GEMM's tiles);
     // with dw (null: a frozen base): dw[OC, C] += dout^T . inp and dbias[OC] += column sums of
     // dout. dinp may be inp (its last read is before the first write).
     void linear_backward(int layer, LinearKind kind, float* dinp, float* dw, float* dbias, const float* dout,
@@ -406,9 +434,10 @@ struct Engine::Impl {
             linear_backward_weights(dw, dbias, dout, inp, N, C, OC, pool);
         }
         StepProfile::Scope phase(profile, kInputGradPhase[int(kind)]);
+        LinearHook* const term = hook_for(layer, kind);
         k::GemmArgs g = gemm_args(false, false, N, C, OC, dout, OC, nullptr, C, dinp, C);
         w.set_gemm_b(g);
-        if (!hook) {
+        if (!term) {
             g.gelu_grad_input = gelu_in;
             gemm_traffic(g, pool);
             k::sgemm_parallel(g, pool);
@@ -417,21 +446,18 @@ struct Engine::Impl {
         const LinearHookContext ctx = hook_context(d, pool, true);
         if (!gelu_in) {
             k::sgemm_parallel(g, pool);
-            hook->backward(layer, kind, inp, dout, N, C, dinp, OC, ctx);
+            term->backward(layer, kind, inp, dout, N, C, dinp, OC, ctx);
             return;
         }
-        // d(GELU output) first, whole, into its own buffer (dinp may still be the GELU output
-        // the hook reads), then through the GELU's derivative.
-        if (hook_grad.size() < size_t(N) * C) hook_grad.resize(size_t(N) * C);
-        float* dgelu = hook_grad.data();
-        g.C = dgelu;
+        // The hook's part of d(GELU output) first, written into dinp (which may be the GELU
+        // output the hook reads: it reads all of it first), then the base product added to it
+        // and the GELU's derivative applied on the GEMM's register tiles.
+        LinearHookContext overwrite = ctx;
+        overwrite.overwrite = true;
+        term->backward(layer, kind, inp, dout, N, C, dinp, OC, overwrite);
+        g.beta = 1.0f;
+        g.gelu_grad_input = gelu_in;
         k::sgemm_parallel(g, pool);
-        hook->backward(layer, kind, inp, dout, N, C, dgelu, OC, ctx);
-        pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
-            const int64_t i = r0 * C, n = (r1 - r0) * C;
-            std::memset(dinp + i, 0, sizeof(float) * size_t(n));
-            k::gelu_backward(dinp + i, gelu_in + i, dgelu + i, n);
-        });
     }
 
     // dw[OC, C] += dout[N, OC]^T . inp[N, C]; dbias[OC] += column sums of dout.
@@ -953,7 +979,15 @@ struct Engine::Impl {
             if (losses) std::memset(losses, 0, sizeof(float) * size_t(N));
             return LossSum{};
         }
-        const int chunk = std::min(loss_chunk_rows(V), N);
+        // Every thread's rows (ThreadPool::chunk) in balanced chunks; the logits buffer holds the tallest.
+        const int nominal_chunk = std::min(loss_chunk_rows(V), N);
+        auto chunk_of = [&](int64_t rows) { return balanced_chunk_rows(rows, nominal_chunk); };
+        int chunk = 1;
+        for (int t = 0; t < nt; ++t) {
+            int64_t r0 = 0, r1 = 0;
+            ThreadPool::chunk(N, nt, t, &r0, &r1);
+            chunk = std::max(chunk, chunk_of(r1 - r0));
+        }
         StepProfile::Scope phase(profile, backward ? "head (ln_f, logits, loss and their backward)" : "forward head");
         if (profile) {
             // x read and ln_f's output written and read; per row V logits written and read (and
@@ -979,8 +1013,9 @@ struct Engine::Impl {
             HeadScratch& h = head_scratch[size_t(t)];
             k::layernorm_forward(ln_out + r0 * C, lnf_mean + r0, lnf_rstd + r0, x + r0 * C, w.lnfw, w.lnfb,
                                  r1 - r0, C, cfg.layernorm_eps);
-            for (int64_t c0 = r0; c0 < r1; c0 += chunk) {
-                const int n = int(std::min<int64_t>(chunk, r1 - c0));
+            const int my_chunk = chunk_of(r1 - r0);
+            for (int64_t c0 = r0; c0 < r1; c0 += my_chunk) {
+                const int n = int(std::min<int64_t>(my_chunk, r1 - c0));
                 const float* lnf = ln_out + c0 * C;
                 float* lg = user_logits ? user_logits + c0 * V : h.logits.data();
                 // logits[n, V] = lnf . wte[:V]^T   (the padding rows of wte are never used); a
@@ -1150,7 +1185,7 @@ std::size_t Engine::activation_bytes() const {
     std::size_t floats = m.forward_memory.size() + m.backward_memory.size();
     for (const auto& s : m.attn_scratch) floats += s.s.size() + s.dp.size() + s.m.size() + s.l.size() + s.d.size();
     for (const auto& h : m.head_scratch) floats += h.logits.size() + h.dwte.size() + h.dlnf.size();
-    floats += m.hook_grad.size() + m.dw_partials.size();
+    floats += m.dw_partials.size();
     return floats * sizeof(float);
 }
 

@@ -6,9 +6,10 @@
 // model is the plain one and nothing extra runs.
 //
 // Contract of a hook (the engine guarantees the arguments, the hook trusts them):
-// - forward adds its term into out; it must not write anything else the engine can see.
-// - backward adds d(loss)/d(in) of its term into din and accumulates d(loss)/d(its own
-//   parameters) into storage it owns. It is called once per layer and kind per backward pass,
+// - forward adds its term into out (writes it, with ctx.overwrite); it must not write anything
+//   else the engine can see.
+// - backward adds d(loss)/d(in) of its term into din (writes it, with ctx.overwrite) and
+//   accumulates d(loss)/d(its own parameters) into storage it owns. It is called once per layer and kind per backward pass,
 //   in reverse layer order, with the same `in` its forward saw (recomputed when the engine
 //   recomputes activations).
 // - Both run on the calling thread and may split their work with ctx.pool (each call is one
@@ -61,11 +62,21 @@ struct LinearHookContext {
     // The pass's rows are positions [first_position, first_position + rows) of `sequences`
     // sequences (rows = sequences * positions per sequence; generation: 1 sequence).
     int first_position = 0;
+    // True: forward writes its term into out, backward its input gradient into din, instead of
+    // adding it; their old contents are not read. The engine calls the hook first this way
+    // where the base product then adds itself in and applies a GELU (or its derivative) on its
+    // register tiles. In backward din may then be the very input `in` (a GELU output whose
+    // gradient replaces it): a hook reads all of in before it writes din.
+    bool overwrite = false;
 };
 
 class LinearHook {
 public:
     virtual ~LinearHook() = default;
+
+    // Whether the hook has a term for this layer (false: the engine leaves the layer to the
+    // base alone and calls neither forward nor backward for it).
+    virtual bool adapts(int layer, LinearKind kind) const = 0;
 
     // out[rows, n_out] += hook term of in[rows, n_in].
     virtual void forward(int layer, LinearKind kind, const float* in, int64_t rows, int n_in, float* out,

@@ -7,10 +7,12 @@ namespace pg {
 
 namespace k = kernels;
 
-void low_rank_forward(const LowRankFactors& f, const float* x, int rows, float* out, float* t, ThreadPool& pool) {
-    // t [rows, r] = x [rows, in] A^T;  out [rows, out] += scale t B^T.
+void low_rank_forward(const LowRankFactors& f, const float* x, int rows, float* out, bool accumulate, float* t,
+                      ThreadPool& pool) {
+    // t [rows, r] = x [rows, in] A^T;  out [rows, out] (+)= scale t B^T.
     k::sgemm_parallel(k::gemm_args(false, true, rows, f.rank, f.in, x, f.in, f.A, f.in, t, f.rank), pool);
-    k::sgemm_parallel(k::gemm_args(false, true, rows, f.out, f.rank, t, f.rank, f.B, f.rank, out, f.out, f.scale, 1.0f),
+    k::sgemm_parallel(k::gemm_args(false, true, rows, f.out, f.rank, t, f.rank, f.B, f.rank, out, f.out, f.scale,
+                                   accumulate ? 1.0f : 0.0f),
                       pool);
 }
 

@@ -25,8 +25,10 @@ struct LowRankFactors {
     float scale = 1.0f;
 };
 
-// out[rows, out] += scale * (x[rows, in] A^T) B^T.   t: scratch [rows, rank].
-void low_rank_forward(const LowRankFactors& f, const float* x, int rows, float* out, float* t, ThreadPool& pool);
+// out[rows, out] (+)= scale * (x[rows, in] A^T) B^T (+= with accumulate, = otherwise).
+// t: scratch [rows, rank].
+void low_rank_forward(const LowRankFactors& f, const float* x, int rows, float* out, bool accumulate, float* t,
+                      ThreadPool& pool);
 
 // The backward of low_rank_forward for d(loss)/d(out) = dout [rows, out]:
 //   t = x A^T, u = scale * dout B                  (scratch, [rows, rank] each)

@@ -6,6 +6,7 @@
 // product and gives the hook bit-identical gradients.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -52,9 +53,12 @@ public:
     int rank() const { return rank_; }
     int64_t calls = 0;
 
+    bool adapts(int, pg::LinearKind) const override { return true; }
+
     void forward(int layer, pg::LinearKind kind, const float* in, int64_t rows, int n_in, float* out, int n_out,
-                 const pg::LinearHookContext&) override {
+                 const pg::LinearHookContext& ctx) override {
         ++calls;
+        if (ctx.overwrite) std::fill(out, out + rows * n_out, 0.0f);
         Pair& p = pair(layer, kind);
         REQUIRE(p.n_in == n_in);
         REQUIRE(p.n_out == n_out);
@@ -74,8 +78,10 @@ public:
     }
 
     void backward(int layer, pg::LinearKind kind, const float* in, const float* dout, int64_t rows, int n_in,
-                  float* din, int n_out, const pg::LinearHookContext&) override {
+                  float* din, int n_out, const pg::LinearHookContext& ctx) override {
         Pair& p = pair(layer, kind);
+        // din may be in itself when overwriting: the term is computed whole before it is written.
+        std::vector<float> term(size_t(rows) * n_in, 0.0f);
         std::vector<double> h(static_cast<size_t>(rank_)), dh(static_cast<size_t>(rank_));
         for (int64_t r = 0; r < rows; ++r) {
             for (int j = 0; j < rank_; ++j) {
@@ -90,9 +96,10 @@ public:
             for (int j = 0; j < rank_; ++j)  // dA += dh^T in;  din += dh A
                 for (int i = 0; i < n_in; ++i) {
                     p.dA[size_t(j) * n_in + i] += float(dh[size_t(j)] * in[r * n_in + i]);
-                    din[r * n_in + i] += float(dh[size_t(j)] * p.A[size_t(j) * n_in + i]);
+                    term[size_t(r) * n_in + i] += float(dh[size_t(j)] * p.A[size_t(j) * n_in + i]);
                 }
         }
+        for (size_t i = 0; i < term.size(); ++i) din[i] = ctx.overwrite ? term[i] : din[i] + term[i];
     }
 
 private:
