@@ -20,27 +20,10 @@
 #include "kernels/half_float.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/simd/fast_math.hpp"
+#include "kernels/simd/tile_common.hpp"
 
 namespace pg::kernels::simd {
 namespace {
-
-template <class T>
-inline T min_of(T a, T b) {
-    return a < b ? a : b;
-}
-
-// x * y + z rounded once, always. xsimd 8.1 has no fused multiply-add for AVX-512: its fma is
-// x * y + z, which GCC fuses at most places and not at others (-ffp-contract=fast), so a GEMM
-// element's rounding would depend on where its tile falls (sgemm_parallel's split). The GEMM
-// calls this; elsewhere xsimd::fma is fine (an element never moves to another code path).
-template <class Arch>
-inline xsimd::batch<float, Arch> fused_fma(xsimd::batch<float, Arch> x, xsimd::batch<float, Arch> y,
-                                           xsimd::batch<float, Arch> z) {
-#if defined(__AVX512F__)
-    if constexpr (std::is_base_of<xsimd::avx512f, Arch>::value) return _mm512_fmadd_ps(x, y, z);
-#endif
-    return xsimd::fma(x, y, z);
-}
 
 #if defined(__AVX512F__)
 // r[i][j] -> r[j][i] for a 16 x 16 block of floats held in 16 zmm registers: 32-bit, 64-bit and
