@@ -1,4 +1,4 @@
-// What the register-tile kernels share: the GEMM (Gemm) and the attention tiles
+// What the register-tile kernels share: the GEMM (gemm.hpp) and the attention tiles
 // (attention_tiles.hpp) bound their edge tiles with min_of and accumulate with fused_fma, so an
 // element of C gets the same once-rounded multiply-adds wherever its tile falls. Included only by
 // the per-arch translation units, through simd_kernels.hpp.
