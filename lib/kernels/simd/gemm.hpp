@@ -456,7 +456,8 @@ struct Gemm {
                     for (int j = w; j < pw; ++j) d[j] = 0.0f;
                 }
             } else {
-                const uint16_t* col0 = g.B16 + int64_t(jc + p0) * g.ldb + pc;
+                // Read only by the AVX-512 loads below (elsewhere each column is converted).
+                [[maybe_unused]] const uint16_t* col0 = g.B16 + int64_t(jc + p0) * g.ldb + pc;
                 const bool bf16 = g.b16_format == HalfFormat::bf16;
                 alignas(64) float column[KC];
                 for (int j = pack_transposed16(dst, pw, kc, w, [&](int col, int k) {
