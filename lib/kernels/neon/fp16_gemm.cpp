@@ -11,7 +11,7 @@
 // temporaries of the 32, nothing spilled. A loop iteration is one such run: 128 FMLAs, 32
 // loads, 16 FCVTL and 16 FADD (llvm-mca figures per core in docs/phone.md).
 //
-// Blocking as the fp32 GEMM (simd_kernels.hpp): N blocks of 512 columns, K blocks of
+// Blocking as the fp32 GEMM (simd/gemm.hpp): N blocks of 512 columns, K blocks of
 // kFp16BlockK with B packed into [kc, 8] fp16 panels, M blocks of 128 rows packed into [kc, 8]
 // fp16 tiles; C gets the fp32 GEMM's epilogue (store_tile) per K block. Each element of C is
 // computed by the same operations wherever its tile falls, so sgemm_parallel stays bitwise

@@ -13,7 +13,7 @@
 // these micro-kernels read every row tile of A packed, for both layouts (Gemm::run_with with
 // kPacksA): per K block and row block a copy of mc x kc values, small against the 2 mc kc nc
 // flops it feeds. The blocking, the B packing and the epilogue are the xsimd GEMM's
-// (simd_kernels.hpp).
+// (simd/gemm.hpp).
 //
 // Only NEON of ARMv8.0 is used (every aarch64 CPU has it), so every variant runs on every
 // aarch64 CPU with ASIMD; dispatch offers first the one arm_cores.def names for the CPU's MIDR.

@@ -1,7 +1,7 @@
 // The attention-tile kernels of one instruction set (kernels/dispatch.hpp: attn_scores,
 // attn_accumulate). A part of simd_kernels.hpp: it is included there, inside that header's
-// anonymous namespace, after fused_fma and before make_table, and uses only what that header
-// already includes.
+// anonymous namespace, before make_table, and uses only what that header already includes
+// (min_of and fused_fma from tile_common.hpp).
 //
 // Each is a register tile of MR rows x NV vectors (the GEMM's shape for the instruction set,
 // make_table's parameters) over the whole, shallow depth K (the head size for the scores; at

@@ -1,0 +1,36 @@
+// What the register-tile kernels share: the GEMM (gemm.hpp) and the attention tiles
+// (attention_tiles.hpp) bound their edge tiles with min_of and accumulate with fused_fma, so an
+// element of C gets the same once-rounded multiply-adds wherever its tile falls. Included only by
+// the per-arch translation units, through simd_kernels.hpp.
+#pragma once
+
+#include <type_traits>
+
+#include <xsimd/xsimd.hpp>
+
+// An anonymous namespace: every arch TU gets its own internal copy, so no inline function
+// compiled with AVX-512 flags can be picked by the linker for code that must run on a lesser
+// CPU (see simd_kernels.hpp).
+namespace pg::kernels::simd {
+namespace {
+
+template <class T>
+inline T min_of(T a, T b) {
+    return a < b ? a : b;
+}
+
+// x * y + z rounded once, always. xsimd 8.1 has no fused multiply-add for AVX-512: its fma is
+// x * y + z, which GCC fuses at most places and not at others (-ffp-contract=fast), so a GEMM
+// element's rounding would depend on where its tile falls (sgemm_parallel's split). The GEMM
+// calls this; elsewhere xsimd::fma is fine (an element never moves to another code path).
+template <class Arch>
+inline xsimd::batch<float, Arch> fused_fma(xsimd::batch<float, Arch> x, xsimd::batch<float, Arch> y,
+                                           xsimd::batch<float, Arch> z) {
+#if defined(__AVX512F__)
+    if constexpr (std::is_base_of<xsimd::avx512f, Arch>::value) return _mm512_fmadd_ps(x, y, z);
+#endif
+    return xsimd::fma(x, y, z);
+}
+
+}  // namespace
+}  // namespace pg::kernels::simd
