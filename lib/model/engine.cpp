@@ -22,1061 +22,122 @@
 // reads in the next region the rows it wrote in the last one, from its own cache; the weight
 // gradients keep that (linear_backward_weights). bench_engine --profile reports what still
 // crosses between threads.
+//
+// The engine's files: engine_impl.hpp (Engine::Impl, its buffers and the methods below), this
+// file (construction, memory planning and the public Engine methods that drive each pass),
+// engine_block.cpp (the embedding and the transformer blocks), engine_linear.cpp (the linear
+// layers and the hook), engine_attention.cpp (attention) and engine_head.cpp (ln_f, the tied
+// logits and the cross-entropy).
 #include "model/engine.hpp"
 
-#include <algorithm>
 #include <cassert>
-#include <cmath>
-#include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
-#include "core/aligned_buffer.hpp"
-#include "core/error.hpp"
-#include "core/step_profile.hpp"
-#include "kernels/dispatch.hpp"
-#include "model/dropout_mask.hpp"
-#include "model/linear_hook.hpp"
-#include "model/params.hpp"
+#include "model/engine_impl.hpp"
 
 namespace pg {
 
-namespace {
-
-namespace k = pg::kernels;
-
-// Rows of the output projection + cross-entropy handled at once: big enough for efficient
-// GEMMs, small enough that the logits chunk stays in cache.
-constexpr int kLossChunkRows = 512;
-// ... and at most this many bytes of logits per thread (a GPT-2 vocabulary's 50,257 columns
-// make 512 rows 103 MB per thread: 206 MB of a LoRA step's memory on two threads; their gradient
-// overwrites them in place), but never fewer than kMinLossChunkRows rows, so every chunk's
-// product still reuses each packed panel of wte over many rows. Each chunk reads all of wte
-// twice (logits, then the input gradient); wte outgrows the caches at that vocabulary (51 MB in
-// fp16), so fewer, taller chunks stream it less often: 166 rows here (one 32 MB buffer) instead
-// of 83 (16 MB of logits and 16 MB of their gradient, the same memory) took the B packing of
-// an fp16 LoRA step at the Ailoos shape, where those reads stall, from 0.25 to 0.13 CPU s
-// (perf samples; docs/performance.md).
-constexpr int64_t kLossChunkBytes = int64_t(32) << 20;
-constexpr int kMinLossChunkRows = 64;
-
-int loss_chunk_rows(int V) {
-    const int64_t fit = kLossChunkBytes / (int64_t(V) * int64_t(sizeof(float)));
-    return int(std::max<int64_t>(kMinLossChunkRows, std::min<int64_t>(kLossChunkRows, fit)));
-}
-// The chunks a thread's `rows` are taken in, for chunks of about `chunk` rows: as few as fit
-// chunks up to an eighth taller, of equal height in whole 8-row tiles (the last one shorter). At
-// the Ailoos shape a thread's 512 rows in 166-row chunks left a 14-row one that repacked all of
-// wte for 14 rows (35 ms per thread, as long as 33 rows of a tall chunk); now they are 176, 176
-// and 160.
-int balanced_chunk_rows(int64_t rows, int chunk) {
-    if (rows <= chunk) return int(rows);
-    const int64_t tallest = chunk + chunk / 8;
-    const int64_t n = (rows + tallest - 1) / tallest;
-    const int64_t even = ((rows + n - 1) / n + 7) / 8 * 8;
-    return int(std::min<int64_t>(even, rows));
-}
-// Attention tiles (flash-attention style): blocks of kQueryBlock queries against key tiles of
-// at most kKeyBlock keys, each tile ending at the block's last query (the causal limit), so a
-// block's keys usually fit one tile and the online softmax rarely has to rescale.
-constexpr int kQueryBlock = 64;
-constexpr int kKeyBlock = 128;
-
-using k::gemm_args;
-
-// The phases of a profiled pass (Engine::set_profile, core/step_profile.hpp), by linear kind
-// (LinearKind order) and pass: [0] the forward pass, [1] recomputing a layer in the backward.
-const char* const kForwardLinearPhase[2][kNumLinearKinds] = {
-    {"forward qkv", "forward attn_proj (+residual)", "forward fc (+gelu)", "forward fc_proj (+residual)"},
-    {"recompute qkv", "recompute attn_proj (+residual)", "recompute fc (+gelu)", "recompute fc_proj"}};
-const char* const kForwardLayerNormPhase[2] = {"forward layernorm", "recompute layernorm"};
-const char* const kForwardAttentionPhase[2] = {"forward attention", "recompute attention"};
-const char* const kWeightGradPhase[kNumLinearKinds] = {"backward qkv dW", "backward attn_proj dW", "backward fc dW",
-                                                      "backward fc_proj dW"};
-// The MLP's GELU derivative is fused into fc_proj's input gradient (it yields d(fc output)).
-const char* const kInputGradPhase[kNumLinearKinds] = {"backward qkv dX", "backward attn_proj dX",
-                                                     "backward fc dX", "backward fc_proj dX (+gelu')"};
-const char* const kReductionPhase = "weight-gradient reduction";
-
-// pool.parallel_for over rows, except that a single row (the cached generation step) runs on
-// the calling thread: waking the pool costs more than one row of any of these loops.
-void for_rows(ThreadPool& pool, int64_t n, const std::function<void(int, int64_t, int64_t)>& fn) {
-    if (n == 1)
-        fn(0, 0, 1);
-    else
-        pool.parallel_for(n, fn);
-}
-
-void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
-                       const float* b, int N, int C, float eps, ThreadPool& pool) {
-    for_rows(pool, N, [&](int, int64_t r0, int64_t r1) {
-        k::layernorm_forward(out + r0 * C, mean + r0, rstd + r0, x + r0 * C, w, b, r1 - r0, C, eps);
-    });
-}
-
-// dx[N, C] += LayerNorm input gradient; dw, db [C] += weight gradients (summed per thread,
-// then added in thread order), unless dw is null (a frozen base: the kernel computes the sums
-// alongside dx anyway, they are just not kept).
-void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
-                        const float* w, const float* mean, const float* rstd, int N, int C,
-                        ThreadPool& pool, StepProfile* profile) {
-    StepProfile::Scope phase(profile, "backward layernorm");
-    const int nt = pool.size();
-    if (profile) profile->add_bytes(int64_t(N) * (3 * C + 2) * 4, int64_t(N) * C * 4);
-    std::vector<float> partial(size_t(nt) * 2 * C, 0.0f);
-    pool.parallel_for(N, [&](int t, int64_t r0, int64_t r1) {
-        float* pw = partial.data() + size_t(t) * 2 * C;
-        k::layernorm_backward(dx + r0 * C, pw, pw + C, dout + r0 * C, x + r0 * C, w, mean + r0,
-                              rstd + r0, r1 - r0, C);
-    });
-    if (!dw) return;
-    StepProfile::Scope reduction(profile, kReductionPhase);
-    for (int t = 0; t < nt; ++t) {
-        const float* pw = partial.data() + size_t(t) * 2 * C;
-        for (int i = 0; i < C; ++i) {
-            dw[i] += pw[i];
-            db[i] += pw[C + i];
-        }
+// Lays out several arrays in one 64-byte aligned allocation: plan() each size, allocate(),
+// then take() them in the same order.
+struct Engine::Impl::Carver {
+    std::vector<int64_t> sizes;
+    size_t next = 0;
+    float* base = nullptr;
+    Carver& plan(int64_t n) {
+        sizes.push_back((n + 15) / 16 * 16);
+        return *this;
     }
-}
-
-// out[N, C] = dout * dropout mask (the gradient flowing into a dropped branch).
-void dropout_backward(float* out, const float* dout, int N, int C, const Dropout& d,
-                      DropoutPlace place, int layer, ThreadPool& pool) {
-    pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
-        const int64_t i = r0 * C;
-        k::dropout_apply(out + i, dout + i, (r1 - r0) * C, dropout_args(d, place, layer, uint64_t(i)));
-    });
-}
-
-}  // namespace
-
-struct Engine::Impl {
-    // What one layer keeps from forward to backward.
-    struct LayerActs {
-        float *ln1_mean, *ln1_rstd;  // [N]
-        float* qkv;                  // [N, 3C]
-        float* atty;                 // [N, C]   attention output (before c_proj)
-        float* lse;                  // [B, NH, T] log-sum-exp of each attention row
-        float* res2;                 // [N, C]   residual after the attention block
-        float *ln2_mean, *ln2_rstd;  // [N]
-        float* fch;                  // [N, 4C]  MLP pre-activation
-    };
-    // Per-thread attention tiles.
-    struct AttnScratch {
-        AlignedBuffer<float> s, dp, m, l, d;
-        // K and V of one (sequence, head) transposed to [hs, T], so the products with K^T and
-        // V^T read a plain B in place instead of transposing it again for every tile.
-        AlignedBuffer<float> kt, vt;
-    };
-    // Per-thread buffers of the output head.
-    struct HeadScratch {
-        AlignedBuffer<float> logits;  // [loss_chunk_rows(V), V]; in backward, then their gradient
-        AlignedBuffer<float> dwte;             // [V, C] this thread's share of d(wte)
-        AlignedBuffer<float> dlnf;             // [2C]   its share of d(ln_f weight), d(ln_f bias)
-    };
-
-    // What block_forward needs in a KV-cached pass.
-    struct CachedPass {
-        KvCache* cache;
-        int first;           // the position of the pass's first row
-        bool last_row_only;  // the last layer
-    };
-
-    ModelConfig cfg;
-    ParamLayout layout;
-    int max_B, max_T;
-    EngineOptions options;
-
-    // Everything below points into these two.
-    AlignedBuffer<float> forward_memory, backward_memory;
-    // The residual stream entering each layer, and the last layer's output: [L+1][N, C] for
-    // forward_backward; a forward pass alternates between the first two.
-    std::vector<float*> resid;
-    std::vector<LayerActs> layers;  // 1 for forward passes; L for forward_backward without recompute
-    float* ln_out = nullptr;      // [N, C]  a LayerNorm output (forward, and recomputed in backward)
-    float* big_a = nullptr;       // [N, 4C] GELU output; in backward dfch, then dqkv
-    float* datty = nullptr;       // [N, C]  in backward d(attention output)
-    float* branch = nullptr;      // [N, C]  a block's output before dropout; in backward d(ln input)
-    float* dresid = nullptr;      // [N, C]  gradient of the residual stream
-    float* lnf_mean = nullptr;    // [N]
-    float* lnf_rstd = nullptr;    // [N]
-    float* row_loss = nullptr;    // [N]
-    std::vector<AttnScratch> attn_scratch;
-    std::vector<HeadScratch> head_scratch;
-    AlignedBuffer<float> cached_scores;  // [n_ctx, n_ctx] one head's scores in a cached pass
-    int first_position = 0;              // of the current pass (non-zero only in a cached one)
-    LinearHook* hook = nullptr;      // borrowed; null = the plain model
-    AlignedBuffer<float> widened;    // one row of a 16-bit matrix, in one-position passes
-    AlignedBuffer<float> dw_partials;  // per-thread column sums and weight-gradient partials
-    int64_t weight_gradient_gemms = 0;  // in the last forward_backward
-    StepProfile* profile = nullptr;     // borrowed; null: not profiled
-    bool recomputing = false;           // block_forward is rebuilding a layer for its backward
-    // The layer whose GELU output big_a holds, and whose ln_2 output ln_out holds (-1: none):
-    // the last layer's GELU after a forward pass, and both after a layer is recomputed, so
-    // block_backward does not compute them a second time.
-    int gelu_layer = -1, ln2_layer = -1;
-
-    // Estimated traffic of the current phase's kernels, in floats (see StepProfile).
-    void traffic(int64_t read, int64_t written, int64_t cross = 0) const {
-        if (profile) profile->add_bytes(read * 4, written * 4, cross * 4);
+    void allocate(AlignedBuffer<float>& memory) {
+        int64_t total = 0;
+        for (int64_t n : sizes) total += n;
+        memory.resize(size_t(total));
+        base = memory.data();
     }
-    // A product split over rows (sgemm_parallel over activations, whose rows each thread wrote
-    // itself): A and C once, B once per thread that packs it.
-    void gemm_traffic(const k::GemmArgs& g, ThreadPool& pool) const {
-        if (!profile) return;
-        const int64_t M = g.M, N = g.N, K = g.K;
-        const bool split = pool.size() > 1 && k::gemm_worth_splitting(g);
-        const int64_t b = K * N * (split ? pool.size() : 1) / (g.B16 ? 2 : 1);
-        const int64_t c = M * N;
-        traffic(M * K + b + (g.beta != 0.0f ? c : 0) + (g.gelu_grad_input ? c : 0), c + (g.gelu_out ? c : 0));
-    }
-
-    Impl(const ModelConfig& config, int B, int T, EngineOptions opt)
-        : cfg(config), layout(config), max_B(B), max_T(T), options(opt) {
-        validate_model_config(cfg);
-        require(B >= 1 && T >= 1 && T <= cfg.n_ctx && int64_t(B) * T <= (int64_t(1) << 30) / (4 * cfg.n_embd),
-                PG_ERR_INVALID_ARGUMENT,
-                "Engine: need 1 <= max_B, 1 <= max_T <= n_ctx = " + std::to_string(cfg.n_ctx) +
-                    " and max_B * max_T * 4 * n_embd < 2^30 (got max_B = " + std::to_string(B) +
-                    ", max_T = " + std::to_string(T) + ")");
-        // What a forward pass needs; the backward pass's extra buffers come with the first
-        // forward_backward, so an engine used only for evaluation never holds them.
-        const int64_t N = rows(), C = cfg.n_embd;
-        Carver c;
-        c.plan(N * C).plan(N * C);  // the residual stream, ping-ponged between two buffers
-        plan_layer(c);
-        c.plan(N * C).plan(N * 4 * C).plan(N * C).plan(N).plan(N).plan(N);
-        c.allocate(forward_memory);
-        resid.push_back(c.take());
-        resid.push_back(c.take());
-        layers.push_back(take_layer(c));
-        ln_out = c.take();
-        big_a = c.take();
-        branch = c.take();
-        lnf_mean = c.take();
-        lnf_rstd = c.take();
-        row_loss = c.take();
-    }
-
-    int64_t rows() const { return int64_t(max_B) * max_T; }
-
-    // Room for one widened row of n values (the one-position paths run on one thread).
-    float* row_scratch(int n) {
-        if (widened.size() < size_t(n)) widened.resize(size_t(n));
-        return widened.data();
-    }
-
-    // Lays out several arrays in one 64-byte aligned allocation: plan() each size, allocate(),
-    // then take() them in the same order.
-    struct Carver {
-        std::vector<int64_t> sizes;
-        size_t next = 0;
-        float* base = nullptr;
-        Carver& plan(int64_t n) {
-            sizes.push_back((n + 15) / 16 * 16);
-            return *this;
-        }
-        void allocate(AlignedBuffer<float>& memory) {
-            int64_t total = 0;
-            for (int64_t n : sizes) total += n;
-            memory.resize(size_t(total));
-            base = memory.data();
-        }
-        float* take() {
-            float* q = base;
-            base += sizes[next++];
-            return q;
-        }
-    };
-    void plan_layer(Carver& c) const {
-        const int64_t N = rows(), C = cfg.n_embd;
-        c.plan(N).plan(N).plan(N * 3 * C).plan(N * C).plan(N * cfg.n_head).plan(N * C).plan(N).plan(N).plan(N * 4 * C);
-    }
-    static LayerActs take_layer(Carver& c) {
-        LayerActs a;
-        a.ln1_mean = c.take();
-        a.ln1_rstd = c.take();
-        a.qkv = c.take();
-        a.atty = c.take();
-        a.lse = c.take();
-        a.res2 = c.take();
-        a.ln2_mean = c.take();
-        a.ln2_rstd = c.take();
-        a.fch = c.take();
-        return a;
-    }
-
-    void ensure_backward_memory() {
-        if (dresid) return;
-        const int64_t N = rows(), C = cfg.n_embd;
-        const int extra_layers = options.recompute ? 0 : cfg.n_layer - 1;
-        Carver c;
-        for (int l = 2; l <= cfg.n_layer; ++l) c.plan(N * C);  // the rest of the residual stream
-        for (int l = 0; l < extra_layers; ++l) plan_layer(c);
-        c.plan(N * C).plan(N * C);
-        c.allocate(backward_memory);
-        for (int l = 2; l <= cfg.n_layer; ++l) resid.push_back(c.take());
-        for (int l = 0; l < extra_layers; ++l) layers.push_back(take_layer(c));
-        datty = c.take();
-        dresid = c.take();
-    }
-
-    // The batch must fit the buffers this engine was built for: its own invariant, checked on
-    // every call (the C boundary cannot know max_B x max_T). The ids are the caller's
-    // precondition, checked once at the C boundary (capi/model_args.hpp): inputs in
-    // [0, vocab_size), targets (NULL = none) in [-1, vocab_size); debug builds assert them.
-    void check_call(const int32_t* inputs, const int32_t* targets, int B, int T) const {
-        require(inputs != nullptr, PG_ERR_INVALID_ARGUMENT, "Engine: inputs is NULL");
-        require(B >= 1 && B <= max_B && T >= 1 && T <= max_T, PG_ERR_INVALID_ARGUMENT,
-                "Engine: batch " + std::to_string(B) + " x " + std::to_string(T) +
-                    " does not fit the engine's " + std::to_string(max_B) + " x " + std::to_string(max_T));
-#ifndef NDEBUG
-        for (int64_t i = 0; i < int64_t(B) * T; ++i) {
-            assert(inputs[i] >= 0 && inputs[i] < cfg.vocab_size);
-            assert(!targets || (targets[i] >= -1 && targets[i] < cfg.vocab_size));
-        }
-#else
-        (void)targets;
-#endif
-    }
-
-    LayerActs& slot(int l) { return layers[layers.size() == 1 ? 0 : size_t(l)]; }
-
-    AttnScratch& scratch(int t) {
-        AttnScratch& s = attn_scratch[size_t(t)];
-        if (s.s.size() == 0) {
-            s.s.resize(size_t(kQueryBlock) * kKeyBlock);
-            s.dp.resize(size_t(kQueryBlock) * kKeyBlock);
-            s.m.resize(kQueryBlock);
-            s.l.resize(kQueryBlock);
-            s.d.resize(kQueryBlock);
-            s.kt.resize(size_t(cfg.n_embd / cfg.n_head) * size_t(max_T));
-            s.vt.resize(size_t(cfg.n_embd / cfg.n_head) * size_t(max_T));
-        }
-        return s;
-    }
-    void prepare_scratch(ThreadPool& pool) {
-        if (attn_scratch.size() < size_t(pool.size())) attn_scratch.resize(size_t(pool.size()));
-    }
-
-    // ----------------------------------------------------------------------------------------
-    // The linear layers of a block: every one of them goes through linear() (forward) and
-    // linear_backward(), the only places where the hook adds its term.
-
-    LinearHookContext hook_context(const Dropout& d, ThreadPool& pool, bool training) const {
-        LinearHookContext ctx{pool};
-        ctx.training = training;
-        ctx.seed = d.seed;
-        ctx.stream = d.stream;
-        ctx.first_position = first_position;
-        return ctx;
-    }
-
-    // The hook if it has a term for this layer, else null (the layer is the base's alone).
-    LinearHook* hook_for(int layer, LinearKind kind) const {
-        return hook && hook->adapts(layer, kind) ? hook : nullptr;
-    }
-
-    // out[N, OC] = inp[N, C] . w[OC, C]^T + bias[OC] + hook term (accumulate: out += all of it);
-    // gelu_out (if given) = gelu(out) as well, fused into the GEMM's tiles.
-    void linear(int layer, LinearKind kind, float* out, const float* inp, const WeightMatrix& w, const float* bias,
-                int N, int C, int OC, bool accumulate, const Dropout& d, bool training, ThreadPool& pool,
-                float* gelu_out = nullptr) {
-        StepProfile::Scope phase(profile, kForwardLinearPhase[recomputing][int(kind)]);
-        LinearHook* const term = hook_for(layer, kind);
-        if (N == 1) {  // the cached generation step: a matrix-vector product on this thread
-            float* widened = row_scratch(C);
-            for (int o = 0; o < OC; ++o) {
-                const float y = k::dot(w.row(o, C, widened), inp, C) + bias[o];
-                out[o] = accumulate ? out[o] + y : y;
-            }
-            if (term) term->forward(layer, kind, inp, N, C, out, OC, hook_context(d, pool, training));
-            if (gelu_out) k::gelu_forward(gelu_out, out, OC);
-            return;
-        }
-        k::GemmArgs g = gemm_args(false, true, N, OC, C, inp, C, nullptr, C, out, OC, 1.0f, accumulate ? 1.0f : 0.0f);
-        w.set_gemm_b(g);
-        g.bias = bias;
-        if (!term) {
-            g.gelu_out = gelu_out;
-            gemm_traffic(g, pool);
-            k::sgemm_parallel(g, pool);
-            return;
-        }
-        if (gelu_out && !accumulate) {
-            // The hook's term first, written into out, then the base product added to it with
-            // the GELU on its register tiles (one pass over out fewer than a GELU after both).
-            LinearHookContext ctx = hook_context(d, pool, training);
-            ctx.overwrite = true;
-            term->forward(layer, kind, inp, N, C, out, OC, ctx);
-            g.beta = 1.0f;
-            g.gelu_out = gelu_out;
-            k::sgemm_parallel(g, pool);
-            return;
-        }
-        k::sgemm_parallel(g, pool);
-        term->forward(layer, kind, inp, N, C, out, OC, hook_context(d, pool, training));
-        if (gelu_out) gelu_rows(gelu_out, out, N, OC, pool);
-    }
-
-    // The backward of linear(): dinp[N, C] = dout[N, OC] . w[OC, C] + the hook's input
-    // gradient (overwritten), times gelu'(gelu_in) elementwise if gelu_in is given (the
-    // backward of a GELU whose input was gelu_in, fused into the GEMM's tiles);
-    // with dw (null: a frozen base): dw[OC, C] += dout^T . inp and dbias[OC] += column sums of
-    // dout. dinp may be inp (its last read is before the first write).
-    void linear_backward(int layer, LinearKind kind, float* dinp, float* dw, float* dbias, const float* dout,
-                         const float* inp, const WeightMatrix& w, int N, int C, int OC, const Dropout& d,
-                         ThreadPool& pool, const float* gelu_in = nullptr) {
-        if (dw) {
-            StepProfile::Scope phase(profile, kWeightGradPhase[int(kind)]);
-            linear_backward_weights(dw, dbias, dout, inp, N, C, OC, pool);
-        }
-        StepProfile::Scope phase(profile, kInputGradPhase[int(kind)]);
-        LinearHook* const term = hook_for(layer, kind);
-        k::GemmArgs g = gemm_args(false, false, N, C, OC, dout, OC, nullptr, C, dinp, C);
-        w.set_gemm_b(g);
-        if (!term) {
-            g.gelu_grad_input = gelu_in;
-            gemm_traffic(g, pool);
-            k::sgemm_parallel(g, pool);
-            return;
-        }
-        const LinearHookContext ctx = hook_context(d, pool, true);
-        if (!gelu_in) {
-            k::sgemm_parallel(g, pool);
-            term->backward(layer, kind, inp, dout, N, C, dinp, OC, ctx);
-            return;
-        }
-        // The hook's part of d(GELU output) first, written into dinp (which may be the GELU
-        // output the hook reads: it reads all of it first), then the base product added to it
-        // and the GELU's derivative applied on the GEMM's register tiles.
-        LinearHookContext overwrite = ctx;
-        overwrite.overwrite = true;
-        term->backward(layer, kind, inp, dout, N, C, dinp, OC, overwrite);
-        g.beta = 1.0f;
-        g.gelu_grad_input = gelu_in;
-        k::sgemm_parallel(g, pool);
-    }
-
-    // dw[OC, C] += dout[N, OC]^T . inp[N, C]; dbias[OC] += column sums of dout.
-    //
-    // Split over the tokens (the product's K), not over dw: thread t takes the rows
-    // ThreadPool::chunk(N, nt, t), which are the rows it wrote itself in the regions before
-    // (every activation loop of the engine splits rows that way), so each thread reads only
-    // its own share of dout and inp, from its own cache, and every thread computes all of dw's
-    // columns in whole register panels. Thread 0 adds its product straight into dw; the others
-    // write theirs into their own partials, which the reduction then adds into dw in thread
-    // order, each thread taking a slice of dw's rows. What crosses between cores is the
-    // partials (nt - 1 times dw), whatever the batch; a split of dw's columns makes every thread
-    // read all of dout, (nt - 1) / nt of it written by another core. Deterministic for a
-    // thread count; one thread (or a product too small to split) is the single product.
-    void linear_backward_weights(float* dw, float* dbias, const float* dout, const float* inp, int N, int C,
-                                 int OC, ThreadPool& pool) {
-        ++weight_gradient_gemms;
-        const int nt = pool.size();
-        const int64_t wsize = int64_t(OC) * C;
-        const k::GemmArgs whole = gemm_args(true, false, OC, C, N, dout, OC, inp, C, dw, C, 1.0f, 1.0f);
-        const bool split = nt > 1 && k::gemm_worth_splitting(whole);
-        // Per thread: its column sums of dout [OC]; then, for threads 1.., its share of dw.
-        const size_t need = size_t(nt) * size_t(OC) + (split ? size_t(nt - 1) * size_t(wsize) : 0);
-        if (dw_partials.size() < need) dw_partials.resize(need);
-        float* bias_acc = dw_partials.data();
-        float* w_partial = bias_acc + size_t(nt) * size_t(OC);
-        traffic(int64_t(N) * (OC + C) + wsize, wsize * (split ? nt : 1));
-        if (!split) {
-            k::sgemm(whole);
-        }
-        pool.run_on_all([&](int t) {
-            int64_t r0, r1;
-            ThreadPool::chunk(N, nt, t, &r0, &r1);
-            if (split) {
-                float* c = t == 0 ? dw : w_partial + size_t(t - 1) * size_t(wsize);
-                if (r1 > r0) {
-                    k::GemmArgs part = whole;
-                    part.K = int(r1 - r0);
-                    part.A = dout + r0 * OC;
-                    part.B = inp + r0 * C;
-                    part.C = c;
-                    part.beta = t == 0 ? 1.0f : 0.0f;
-                    k::sgemm(part);
-                } else if (t > 0) {
-                    std::memset(c, 0, sizeof(float) * size_t(wsize));
-                }
-            }
-            if (!dbias) return;
-            float* acc = bias_acc + size_t(t) * size_t(OC);
-            std::memset(acc, 0, sizeof(float) * size_t(OC));
-            for (int64_t r = r0; r < r1; ++r) k::axpy(acc, 1.0f, dout + r * OC, OC);
-        });
-        StepProfile::Scope phase(profile, kReductionPhase);
-        if (split) {
-            traffic(wsize * nt, wsize, wsize * (nt - 1));
-            pool.parallel_for(OC, [&](int, int64_t o0, int64_t o1) {
-                float* dst = dw + o0 * C;
-                const int64_t n = (o1 - o0) * C;
-                for (int t = 1; t < nt; ++t) k::axpy(dst, 1.0f, w_partial + size_t(t - 1) * size_t(wsize) + o0 * C, n);
-            });
-        }
-        if (!dbias) return;
-        // Column sums added in thread order.
-        traffic(int64_t(nt) * OC + OC, OC, int64_t(nt - 1) * OC);
-        for (int t = 0; t < nt; ++t)
-            for (int c = 0; c < OC; ++c) dbias[c] += bias_acc[size_t(t) * OC + c];
-    }
-
-    // A residual block's output projection and the residual add:
-    // out[N, OC] = x + dropout(inp[N, C] . w^T + bias + hook term); the mask index is n * OC + c.
-    // Without dropout the projection accumulates straight onto a copy of x; with it, it goes
-    // through `branch` [N, OC] first.
-    void linear_residual(int layer, LinearKind kind, float* out, const float* x, const float* inp, const WeightMatrix& w,
-                         const float* bias, int N, int C, int OC, const Dropout& d, DropoutPlace place,
-                         bool training, ThreadPool& pool) {
-        StepProfile::Scope phase(profile, kForwardLinearPhase[recomputing][int(kind)]);
-        if (!dropout_active(d)) {
-            traffic(int64_t(N) * OC, int64_t(N) * OC);
-            for_rows(pool, N, [&](int, int64_t r0, int64_t r1) {
-                std::memcpy(out + r0 * OC, x + r0 * OC, sizeof(float) * size_t((r1 - r0) * OC));
-            });
-            linear(layer, kind, out, inp, w, bias, N, C, OC, true, d, training, pool);
-            return;
-        }
-        linear(layer, kind, branch, inp, w, bias, N, C, OC, false, d, training, pool);
-        traffic(2 * int64_t(N) * OC, int64_t(N) * OC);
-        pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
-            const int64_t i = r0 * OC;
-            k::dropout_residual(out + i, x + i, branch + i, (r1 - r0) * OC, dropout_args(d, place, layer, uint64_t(i)));
-        });
-    }
-
-    // ----------------------------------------------------------------------------------------
-    // encoder: resid[0][b,t,:] = dropout(wte[inputs[b,t]] + wpe[first_position + t])
-
-    void encoder_forward(const WeightsView& v, const int32_t* inputs, int B, int T,
-                         const Dropout& d, ThreadPool& pool, int first_position = 0) {
-        StepProfile::Scope phase(profile, "forward encoder");
-        const int C = cfg.n_embd;
-        traffic(2 * int64_t(B) * T * C, int64_t(B) * T * C);
-        const bool drop = dropout_active(d);
-        const WeightMatrix wte = v.matrix(kWte);
-        const float* wpe = v.f32[kWpe];
-        float* out = resid[0];
-        for_rows(pool, int64_t(B) * T, [&](int, int64_t r0, int64_t r1) {
-            for (int64_t n = r0; n < r1; ++n) {
-                float* o = out + n * C;
-                // A 16-bit embedding row is widened into the output row itself, then summed.
-                const float* we = wte.row(inputs[n], C, o);
-                const float* pe = wpe + (first_position + n % T) * C;
-                for (int i = 0; i < C; ++i) o[i] = we[i] + pe[i];
-                if (drop) k::dropout_apply(o, o, C, dropout_args(d, kDropEmbedding, 0, uint64_t(n * C)));
-            }
-        });
-    }
-
-    // dresid holds d(loss)/d(resid[0]); it is consumed (dropout applied in place).
-    void encoder_backward(const GptTensors<float>& g, const int32_t* inputs, int B, int T,
-                          const Dropout& d, ThreadPool& pool) {
-        StepProfile::Scope phase(profile, "backward encoder");
-        const int C = cfg.n_embd;
-        const int64_t N = int64_t(B) * T;
-        if (dropout_active(d)) {
-            traffic(N * C, N * C);
-            dropout_backward(dresid, dresid, int(N), C, d, kDropEmbedding, 0, pool);
-        }
-        // wpe by positions, wte by channels: each thread reads rows of every sequence.
-        const int nt = pool.size();
-        traffic(2 * N * C + 2 * int64_t(T) * C, int64_t(T) * C + N * C, 2 * N * C * (nt - 1) / nt);
-        const float* dx = dresid;
-        // wpe: each thread owns positions and sums over the batch in order.
-        pool.parallel_for(T, [&](int, int64_t t0, int64_t t1) {
-            for (int64_t t = t0; t < t1; ++t)
-                for (int b = 0; b < B; ++b) k::axpy(g.wpe + t * C, 1.0f, dx + (int64_t(b) * T + t) * C, C);
-        });
-        // wte: each thread owns a slice of the channels and walks all positions in order, so
-        // repeated tokens never race.
-        pool.parallel_for(C, [&](int, int64_t c0, int64_t c1) {
-            for (int64_t n = 0; n < N; ++n) {
-                float* row = g.wte + int64_t(inputs[n]) * C;
-                const float* dr = dx + n * C;
-                for (int64_t c = c0; c < c1; ++c) row[c] += dr[c];
-            }
-        });
-    }
-
-    // ----------------------------------------------------------------------------------------
-    // causal attention, flash style: per (batch, head), tiles of queries x keys with
-    // an online softmax; only the per-row log-sum-exp is kept for the backward pass.
-    // qkv [N, 3C] -> atty [N, C], lse [B, NH, T]
-
-    void attention_forward(LayerActs& a, int layer, int B, int T, const Dropout& d, ThreadPool& pool) {
-        const int C = cfg.n_embd, NH = cfg.n_head, hs = C / NH;
-        const float scale = 1.0f / std::sqrt(float(hs));
-        const bool drop = dropout_active(d);
-        StepProfile::Scope phase(profile, kForwardAttentionPhase[recomputing]);
-        traffic(int64_t(B) * T * 3 * C, int64_t(B) * T * (C + NH));
-        prepare_scratch(pool);
-        pool.parallel_for(int64_t(B) * NH, [&](int thread, int64_t p0, int64_t p1) {
-            AttnScratch& sc = scratch(thread);
-            for (int64_t pair = p0; pair < p1; ++pair) {
-                const int b = int(pair / NH), h = int(pair % NH);
-                const float* qkv_b = a.qkv + int64_t(b) * T * 3 * C;
-                float* y_b = a.atty + int64_t(b) * T * C + h * hs;
-                float* lse = a.lse + pair * T;
-                float* kt = sc.kt.data();
-                k::transpose(kt, T, qkv_b + C + h * hs, 3 * C, T, hs);
-                for (int q0 = 0; q0 < T; q0 += kQueryBlock) {
-                    const int nq = std::min(kQueryBlock, T - q0);
-                    float* m = sc.m.data();
-                    float* l = sc.l.data();
-                    for (int r = 0; r < nq; ++r) {
-                        m[r] = -INFINITY;
-                        l[r] = 0.0f;
-                        std::memset(y_b + int64_t(q0 + r) * C, 0, sizeof(float) * size_t(hs));
-                    }
-                    for (int k0 = 0; k0 < q0 + nq; k0 += kKeyBlock) {
-                        const int nk = std::min(kKeyBlock, q0 + nq - k0);
-                        // S[nq, nk] = scale * Q . K^T (the tile is contiguous: row stride nk),
-                        // for the causal keys (row r sees keys up to q0 + r; the rest of S is
-                        // left unspecified, and masked below).
-                        float* S = sc.s.data();
-                        const int diag = q0 - k0;
-                        k::attn_scores(S, nk, qkv_b + int64_t(q0) * 3 * C + h * hs, 3 * C, kt + k0, T, nq, nk, hs,
-                                       scale, diag);
-                        // Online softmax, row by row: raise the running max, P = exp(S - max)
-                        // over the causal keys (k0 <= q0, so every row has at least one), and 0
-                        // above the diagonal.
-                        for (int r = 0; r < nq; ++r) {
-                            const int t = q0 + r;
-                            const int valid = std::min(nk, t - k0 + 1);  // causal: keys <= t
-                            float* srow = S + r * nk;
-                            const float mx = std::max(m[r], k::row_max(srow, valid, nk));
-                            const float sum = k::row_exp_shift(srow, valid, nk, mx);
-                            const float corr = std::exp(m[r] - mx);  // 0 on the first tile
-                            l[r] = l[r] * corr + sum;
-                            m[r] = mx;
-                            if (corr != 1.0f) {
-                                float* y = y_b + int64_t(t) * C;
-                                for (int i = 0; i < hs; ++i) y[i] *= corr;
-                            }
-                            if (drop) {
-                                const uint64_t base = (uint64_t(pair) * T + uint64_t(t)) * T + uint64_t(k0);
-                                k::dropout_apply(srow, srow, valid, dropout_args(d, kDropAttnProbs, layer, base));
-                            }
-                        }
-                        // Y[nq, hs] += P . V (P is 0 past the diagonal: skipped)
-                        k::attn_accumulate(y_b + int64_t(q0) * C, C, S, nk, false,
-                                           qkv_b + int64_t(k0) * 3 * C + 2 * C + h * hs, 3 * C, nq, hs, nk, diag);
-                    }
-                    for (int r = 0; r < nq; ++r) {
-                        float* y = y_b + int64_t(q0 + r) * C;
-                        const float inv = 1.0f / l[r];
-                        for (int i = 0; i < hs; ++i) y[i] *= inv;
-                        lse[q0 + r] = m[r] + std::log(l[r]);
-                    }
-                }
-            }
-        });
-    }
-
-    // datty [N, C] -> dqkv [N, 3C] (overwritten). Recomputes the probabilities from lse.
-    void attention_backward(float* dqkv, const float* datty, const LayerActs& a, int layer, int B, int T,
-                            const Dropout& d, ThreadPool& pool) {
-        const int C = cfg.n_embd, NH = cfg.n_head, hs = C / NH;
-        const float scale = 1.0f / std::sqrt(float(hs));
-        const bool drop = dropout_active(d);
-        StepProfile::Scope phase(profile, "backward attention");
-        // qkv, y, dy and lse read; dqkv written (zeroed first, then accumulated per tile)
-        traffic(int64_t(B) * T * (5 * C + NH), int64_t(B) * T * 3 * C);
-        prepare_scratch(pool);
-        pool.parallel_for(int64_t(B) * NH, [&](int thread, int64_t p0, int64_t p1) {
-            AttnScratch& sc = scratch(thread);
-            for (int64_t pair = p0; pair < p1; ++pair) {
-                const int b = int(pair / NH), h = int(pair % NH);
-                const float* qkv_b = a.qkv + int64_t(b) * T * 3 * C;
-                const float* y_b = a.atty + int64_t(b) * T * C + h * hs;
-                const float* dy_b = datty + int64_t(b) * T * C + h * hs;
-                float* dqkv_b = dqkv + int64_t(b) * T * 3 * C;
-                const float* lse = a.lse + pair * T;
-                float* kt = sc.kt.data();
-                float* vt = sc.vt.data();
-                k::transpose(kt, T, qkv_b + C + h * hs, 3 * C, T, hs);
-                k::transpose(vt, T, qkv_b + 2 * C + h * hs, 3 * C, T, hs);
-                for (int t = 0; t < T; ++t)
-                    for (int part = 0; part < 3; ++part)
-                        std::memset(dqkv_b + int64_t(t) * 3 * C + part * C + h * hs, 0, sizeof(float) * size_t(hs));
-                for (int q0 = 0; q0 < T; q0 += kQueryBlock) {
-                    const int nq = std::min(kQueryBlock, T - q0);
-                    // D_t = dy_t . y_t = sum_j P_tj dP_tj (holds with dropout too)
-                    float* D = sc.d.data();
-                    for (int r = 0; r < nq; ++r)
-                        D[r] = k::dot(dy_b + int64_t(q0 + r) * C, y_b + int64_t(q0 + r) * C, hs);
-                    for (int k0 = 0; k0 < q0 + nq; k0 += kKeyBlock) {
-                        const int nk = std::min(kKeyBlock, q0 + nq - k0);
-                        const float* Q = qkv_b + int64_t(q0) * 3 * C + h * hs;
-                        const float* K = qkv_b + int64_t(k0) * 3 * C + C + h * hs;
-                        const float* dY = dy_b + int64_t(q0) * C;
-                        // S = scale * Q K^T, then P = exp(S - lse) (0 above the diagonal);
-                        // both tiles are contiguous with row stride nk, and computed only for
-                        // the causal keys (the rest is unspecified until masked below).
-                        float* S = sc.s.data();
-                        float* dP = sc.dp.data();
-                        const int diag = q0 - k0;
-                        k::attn_scores(S, nk, Q, 3 * C, kt + k0, T, nq, nk, hs, scale, diag);
-                        // dPdrop = dY V^T
-                        k::attn_scores(dP, nk, dY, C, vt + k0, T, nq, nk, hs, 1.0f, diag);
-                        for (int r = 0; r < nq; ++r) {
-                            const int t = q0 + r;
-                            const int valid = std::min(nk, t - k0 + 1);
-                            float* srow = S + r * nk;
-                            float* dprow = dP + r * nk;
-                            k::row_exp_shift(srow, valid, nk, lse[t]);  // P = exp(S - lse), 0 past t
-                            const float Dr = D[r];
-                            // dS = P * (dP - D) * scale, with dP = dPdrop * mask; S becomes
-                            // Pdrop = P * mask, for dV.
-                            if (drop) {
-                                const uint64_t base = (uint64_t(pair) * T + uint64_t(t)) * T + uint64_t(k0);
-                                alignas(64) float mask[kKeyBlock];
-                                k::dropout_mask(mask, valid, dropout_args(d, kDropAttnProbs, layer, base));
-                                for (int j = 0; j < valid; ++j) {
-                                    dprow[j] = srow[j] * (dprow[j] * mask[j] - Dr) * scale;
-                                    srow[j] *= mask[j];
-                                }
-                                std::fill(dprow + valid, dprow + nk, 0.0f);
-                            } else {
-                                for (int j = 0; j < valid; ++j) dprow[j] = srow[j] * (dprow[j] - Dr) * scale;
-                                // Past the diagonal dS is 0 (dP is unspecified there).
-                                std::fill(dprow + valid, dprow + nk, 0.0f);
-                            }
-                        }
-                        // dV[nk, hs] += Pdrop^T dY; dQ[nq, hs] += dS K; dK[nk, hs] += dS^T Q
-                        // (Pdrop and dS are 0 past the diagonal: skipped)
-                        k::attn_accumulate(dqkv_b + int64_t(k0) * 3 * C + 2 * C + h * hs, 3 * C, S, nk, true, dY, C,
-                                           nk, hs, nq, diag);
-                        k::attn_accumulate(dqkv_b + int64_t(q0) * 3 * C + h * hs, 3 * C, dP, nk, false, K, 3 * C, nq,
-                                           hs, nk, diag);
-                        k::attn_accumulate(dqkv_b + int64_t(k0) * 3 * C + C + h * hs, 3 * C, dP, nk, true, Q, 3 * C,
-                                           nk, hs, nq, diag);
-                    }
-                }
-            }
-        });
-    }
-
-    // ----------------------------------------------------------------------------------------
-    // the KV-cached attention of one sequence: cache [n_layer][n_head][n_ctx][hs]
-
-    // The keys and values of rows [0, rows) of qkv [rows, 3C] into positions first.. of layer l.
-    void store_keys_values(KvCache& cache, int l, const float* qkv, int rows, int first) const {
-        const int C = cfg.n_embd, H = cfg.n_head, hs = C / H, n_ctx = cfg.n_ctx;
-        float* keys = cache.keys.data() + int64_t(l) * n_ctx * C;
-        float* values = cache.values.data() + int64_t(l) * n_ctx * C;
-        for (int r = 0; r < rows; ++r) {
-            const float* row = qkv + int64_t(r) * 3 * C;
-            for (int h = 0; h < H; ++h) {
-                const int64_t at = (int64_t(h) * n_ctx + first + r) * hs;
-                std::memcpy(keys + at, row + C + h * hs, sizeof(float) * size_t(hs));
-                std::memcpy(values + at, row + 2 * C + h * hs, sizeof(float) * size_t(hs));
-            }
-        }
-    }
-
-    // y [rows, C] = causal attention of the query rows q [rows, 3C stride] at positions
-    // first..first+rows-1 over the cached positions 0..their own. One row: dot products and
-    // axpys on this thread; more: two GEMMs per head.
-    void attention_cached(float* y, const float* q, int rows, int first, const KvCache& cache, int l,
-                          ThreadPool& pool) {
-        const int C = cfg.n_embd, H = cfg.n_head, hs = C / H, n_ctx = cfg.n_ctx;
-        const float scale = 1.0f / std::sqrt(float(hs));
-        const int len = first + rows;  // keys 0..len-1; row r sees keys 0..first+r
-        if (cached_scores.size() < size_t(rows) * len) cached_scores.resize(size_t(n_ctx) * n_ctx);
-        float* scores = cached_scores.data();
-        const float* keys_l = cache.keys.data() + int64_t(l) * n_ctx * C;
-        const float* values_l = cache.values.data() + int64_t(l) * n_ctx * C;
-        for (int h = 0; h < H; ++h) {
-            const float* keys = keys_l + int64_t(h) * n_ctx * hs;      // [n_ctx, hs]
-            const float* values = values_l + int64_t(h) * n_ctx * hs;  // [n_ctx, hs]
-            if (rows == 1) {
-                const float* qh = q + h * hs;
-                for (int s = 0; s < len; ++s) scores[s] = k::dot(qh, keys + int64_t(s) * hs, hs) * scale;
-                k::softmax(scores, scores, len);
-                float* yh = y + h * hs;
-                std::fill(yh, yh + hs, 0.0f);
-                for (int s = 0; s < len; ++s) k::axpy(yh, scores[s], values + int64_t(s) * hs, hs);
-                continue;
-            }
-            // scores = scale * Q_h K_h^T                                     [rows, len]
-            k::sgemm_parallel(gemm_args(false, true, rows, len, hs, q + h * hs, 3 * C, keys, hs, scores, len, scale),
-                              pool);
-            // Causal softmax: row r over its first first+r+1 keys; the later ones get weight 0.
-            pool.parallel_for(rows, [&](int, int64_t r0, int64_t r1) {
-                for (int64_t r = r0; r < r1; ++r) {
-                    float* row = scores + r * len;
-                    const int visible = first + int(r) + 1;
-                    k::softmax(row, row, visible);
-                    std::fill(row + visible, row + len, 0.0f);
-                }
-            });
-            // y_h = P V_h                                                    [rows, hs]
-            k::sgemm_parallel(gemm_args(false, false, rows, hs, len, scores, len, values, hs, y + h * hs, C), pool);
-        }
-    }
-
-    // ----------------------------------------------------------------------------------------
-    // one transformer block: x [N, C] -> out [N, C]
-
-    // a: where this layer's activations go (its own slot, or a shared one when nothing needs
-    // to be kept). out == nullptr: only rebuild what the backward pass reads (recomputation),
-    // skipping the MLP's output projection, whose result is already in the residual stream.
-    // training: the pass will be followed by a backward pass (the hook's dropout is on).
-    // cached (the KV-cached pass of one sequence, B = 1): attention reads and extends the
-    // cache instead of attending within the batch; on the last layer only the last row goes on
-    // past the cache update, so `out` then holds one row.
-    void block_forward(const WeightsView& v, int l, LayerActs& a, const float* x, float* out,
-                       int B, int T, const Dropout& d, bool training, ThreadPool& pool,
-                       const CachedPass* cached = nullptr) {
-        const int C = cfg.n_embd;
-        const GptTensors<const float> w = v.fp32_tensors();
-        int N = B * T;
-        ln2_layer = -1;  // ln_out gets ln_1's output
-        {
-            StepProfile::Scope phase(profile, kForwardLayerNormPhase[recomputing]);
-            traffic(int64_t(N) * C, int64_t(N) * (C + 2));
-            layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
-                              cfg.layernorm_eps, pool);
-        }
-        linear(l, LinearKind::attn_qkv, a.qkv, ln_out, v.matrix(kQkvw).at(int64_t(l) * 3 * C * C), w.qkvb + l * 3 * C, N, C,
-               3 * C, false, d, training, pool);
-        if (cached) {
-            store_keys_values(*cached->cache, l, a.qkv, N, cached->first);
-            const float* q = a.qkv;
-            int first = cached->first;
-            if (cached->last_row_only && N > 1) {
-                // Every row's keys and values are cached; only the last row predicts.
-                q += int64_t(N - 1) * 3 * C;
-                x += int64_t(N - 1) * C;
-                first += N - 1;
-                N = 1;
-            }
-            attention_cached(a.atty, q, N, first, *cached->cache, l, pool);
-        } else {
-            attention_forward(a, l, B, T, d, pool);
-        }
-        linear_residual(l, LinearKind::attn_proj, a.res2, x, a.atty, v.matrix(kAttprojw).at(int64_t(l) * C * C),
-                        w.attprojb + l * C, N, C, C, d, kDropAttnProj, training, pool);
-        {
-            StepProfile::Scope phase(profile, kForwardLayerNormPhase[recomputing]);
-            traffic(int64_t(N) * C, int64_t(N) * (C + 2));
-            layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
-                              cfg.layernorm_eps, pool);
-        }
-        ln2_layer = l;
-        // fch = ln_2(x) W_fc^T + b, and its GELU into big_a (when recomputing, for the backward
-        // pass that follows, which reads it first)
-        linear(l, LinearKind::mlp_fc, a.fch, ln_out, v.matrix(kFcw).at(int64_t(l) * 4 * C * C), w.fcb + l * 4 * C, N, C,
-               4 * C, false, d, training, pool, big_a);
-        gelu_layer = l;
-        if (!out) return;
-        linear_residual(l, LinearKind::mlp_proj, out, a.res2, big_a, v.matrix(kFcprojw).at(int64_t(l) * C * 4 * C),
-                        w.fcprojb + l * C, N, 4 * C, C, d, kDropMlpProj, training, pool);
-    }
-
-    // dresid: d(loss)/d(resid[l+1]) on entry, d(loss)/d(resid[l]) on exit. g == nullptr: a
-    // frozen base (no weight gradient is computed; input gradients and the hook's still are).
-    void block_backward(const WeightsView& v, const GptTensors<float>* g, int l, int B, int T,
-                        const Dropout& d, ThreadPool& pool) {
-        const int C = cfg.n_embd, N = B * T;
-        const GptTensors<const float> w = v.fp32_tensors();
-        const bool drop = dropout_active(d);
-        LayerActs& a = slot(l);
-        const float* x = resid[size_t(l)];
-        float* dln = branch;  // branch is free in the backward pass
-        // This layer's weight gradients, or nulls for a frozen base.
-        using G = GptTensors<float>;
-        auto grad = [&](float* G::*tensor, int64_t per_layer) -> float* {
-            return g ? g->*tensor + l * per_layer : nullptr;
-        };
-
-        // resid[l+1] = res2 + dropout(fcproj(gelu(fch)))
-        const float* dfcproj = dresid;
-        if (drop) {
-            StepProfile::Scope phase(profile, "backward dropout");
-            traffic(int64_t(N) * C, int64_t(N) * C);
-            dropout_backward(branch, dresid, N, C, d, kDropMlpProj, l, pool);
-            dfcproj = branch;
-        }
-        if (gelu_layer != l) {
-            StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
-            traffic(int64_t(N) * 4 * C, int64_t(N) * 4 * C);
-            gelu_rows(big_a, a.fch, N, 4 * C, pool);  // recompute the GELU output
-        }
-        const bool have_ln2 = ln2_layer == l;
-        gelu_layer = ln2_layer = -1;  // big_a and ln_out are overwritten from here on
-        // dfch = gelu'(fch) * d(GELU output), into big_a (the GELU output is no longer needed)
-        linear_backward(l, LinearKind::mlp_proj, big_a, grad(&G::fcprojw, int64_t(C) * 4 * C),
-                        grad(&G::fcprojb, C), dfcproj, big_a, v.matrix(kFcprojw).at(int64_t(l) * C * 4 * C), N,
-                        4 * C, C, d, pool, a.fch);
-        if (!have_ln2) {
-            StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
-            traffic(int64_t(N) * (C + 2), int64_t(N) * C);
-            layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
-                              cfg.layernorm_eps, pool);  // recompute ln_2's output
-        }
-        linear_backward(l, LinearKind::mlp_fc, dln, grad(&G::fcw, int64_t(4) * C * C),
-                        grad(&G::fcb, 4 * C), big_a, ln_out, v.matrix(kFcw).at(int64_t(l) * 4 * C * C), N, C,
-                        4 * C, d, pool);
-        layernorm_backward(dresid, grad(&G::ln2w, C), grad(&G::ln2b, C), dln, a.res2,
-                           w.ln2w + l * C, a.ln2_mean, a.ln2_rstd, N, C, pool, profile);
-
-        // res2 = x + dropout(attproj(attention(qkv(ln_1(x)))))
-        const float* dattproj = dresid;
-        if (drop) {
-            StepProfile::Scope phase(profile, "backward dropout");
-            traffic(int64_t(N) * C, int64_t(N) * C);
-            dropout_backward(branch, dresid, N, C, d, kDropAttnProj, l, pool);
-            dattproj = branch;
-        }
-        linear_backward(l, LinearKind::attn_proj, datty, grad(&G::attprojw, int64_t(C) * C),
-                        grad(&G::attprojb, C), dattproj, a.atty, v.matrix(kAttprojw).at(int64_t(l) * C * C), N,
-                        C, C, d, pool);
-        float* dqkv = big_a;
-        attention_backward(dqkv, datty, a, l, B, T, d, pool);
-        {
-            StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
-            traffic(int64_t(N) * (C + 2), int64_t(N) * C);
-            layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
-                              cfg.layernorm_eps, pool);  // recompute ln_1's output
-        }
-        linear_backward(l, LinearKind::attn_qkv, dln, grad(&G::qkvw, int64_t(3) * C * C),
-                        grad(&G::qkvb, 3 * C), dqkv, ln_out, v.matrix(kQkvw).at(int64_t(l) * 3 * C * C), N, C,
-                        3 * C, d, pool);
-        layernorm_backward(dresid, grad(&G::ln1w, C), grad(&G::ln1b, C), dln, x,
-                           w.ln1w + l * C, a.ln1_mean, a.ln1_rstd, N, C, pool, profile);
-    }
-
-    static void gelu_rows(float* out, const float* x, int N, int width, ThreadPool& pool) {
-        for_rows(pool, N, [&](int, int64_t r0, int64_t r1) {
-            k::gelu_forward(out + r0 * width, x + r0 * width, (r1 - r0) * width);
-        });
-    }
-
-    // ----------------------------------------------------------------------------------------
-    // final LayerNorm, tied output projection and cross-entropy: one parallel region in which
-    // each thread takes its rows in chunks of loss_chunk_rows(V), so [N, V] logits are never
-    // resident unless the caller asks for them. With grads: also d(loss) into the LayerNorm
-    // input (dresid, overwritten), ln_f and wte, the last two summed per thread and then added
-    // in thread order.
-    // x: the last layer's output [N, C].
-    // backward: also d(loss) into dresid; g: also into ln_f and wte (null: a frozen base).
-    LossSum head(const WeightsView& v, bool backward, const GptTensors<float>* g, const float* x,
-                 const int32_t* targets, int N, float* losses, float* user_logits, float grad_scale,
-                 ThreadPool& pool) {
-        const int C = cfg.n_embd, V = cfg.vocab_size, nt = pool.size();
-        const GptTensors<const float> w = v.fp32_tensors();
-        const WeightMatrix wte = v.matrix(kWte);
-        assert(!(backward && user_logits));  // the gradient overwrites the logits in place
-        if (!targets && !user_logits) {  // nothing asked for
-            if (losses) std::memset(losses, 0, sizeof(float) * size_t(N));
-            return LossSum{};
-        }
-        // Every thread's rows (ThreadPool::chunk) in balanced chunks; the logits buffer holds the tallest.
-        const int nominal_chunk = std::min(loss_chunk_rows(V), N);
-        auto chunk_of = [&](int64_t rows) { return balanced_chunk_rows(rows, nominal_chunk); };
-        int chunk = 1;
-        for (int t = 0; t < nt; ++t) {
-            int64_t r0 = 0, r1 = 0;
-            ThreadPool::chunk(N, nt, t, &r0, &r1);
-            chunk = std::max(chunk, chunk_of(r1 - r0));
-        }
-        StepProfile::Scope phase(profile, backward ? "head (ln_f, logits, loss and their backward)" : "forward head");
-        if (profile) {
-            // x read and ln_f's output written and read; per row V logits written and read (and
-            // their gradient written and read twice); wte read per chunk (twice backward) and a
-            // thread's dwte read and written per chunk.
-            const int64_t chunks = (N + chunk - 1) / chunk + nt - 1, VC = int64_t(V) * C, n = N;
-            traffic(2 * n * C + n * V * (backward ? 3 : 1) + chunks * VC * (backward ? (g ? 3 : 2) : 1),
-                    n * C * (backward ? 3 : 1) + n * V * (backward ? 2 : 1) + (g ? chunks * VC : 0));
-        }
-        if (head_scratch.size() < size_t(nt)) head_scratch.resize(size_t(nt));
-        for (int t = 0; t < nt; ++t) {  // sized and zeroed here: a thread without rows adds nothing
-            HeadScratch& h = head_scratch[size_t(t)];
-            if (h.logits.size() < size_t(chunk) * V) h.logits.resize(size_t(chunk) * V);
-            if (!backward) continue;
-            if (g) {
-                if (h.dwte.size() != size_t(V) * C) h.dwte.resize(size_t(V) * C); else h.dwte.zero();
-            }
-            if (h.dlnf.size() != size_t(2) * C) h.dlnf.resize(size_t(2) * C); else h.dlnf.zero();
-        }
-        float* dlnf = branch;  // [N, C] d(loss)/d(ln_f output)
-        ln2_layer = -1;        // ln_out is ln_f's output from here on
-        for_rows(pool, N, [&](int t, int64_t r0, int64_t r1) {
-            HeadScratch& h = head_scratch[size_t(t)];
-            k::layernorm_forward(ln_out + r0 * C, lnf_mean + r0, lnf_rstd + r0, x + r0 * C, w.lnfw, w.lnfb,
-                                 r1 - r0, C, cfg.layernorm_eps);
-            const int my_chunk = chunk_of(r1 - r0);
-            for (int64_t c0 = r0; c0 < r1; c0 += my_chunk) {
-                const int n = int(std::min<int64_t>(my_chunk, r1 - c0));
-                const float* lnf = ln_out + c0 * C;
-                float* lg = user_logits ? user_logits + c0 * V : h.logits.data();
-                // logits[n, V] = lnf . wte[:V]^T   (the padding rows of wte are never used); a
-                // single row (the cached step) as V dot products
-                if (N == 1) {
-                    float* widened = row_scratch(C);
-                    for (int token = 0; token < V; ++token) lg[token] = k::dot(lnf, wte.row(token, C, widened), C);
-                } else {
-                    k::GemmArgs logits = gemm_args(false, true, n, V, C, lnf, C, nullptr, C, lg, V);
-                    wte.set_gemm_b(logits);
-                    k::sgemm(logits);
-                }
-                if (!targets) continue;
-                for (int i = 0; i < n; ++i) {
-                    const int target = targets[c0 + i];
-                    // in a backward pass the gradient overwrites the row's logits
-                    float* dl = backward ? lg + int64_t(i) * V : nullptr;
-                    if (target < 0) {
-                        row_loss[c0 + i] = 0.0f;
-                        if (backward) std::memset(dl, 0, sizeof(float) * size_t(V));
-                        continue;
-                    }
-                    row_loss[c0 + i] = k::softmax_cross_entropy(lg + int64_t(i) * V, V, target, backward ? dl : nullptr,
-                                                                grad_scale);
-                }
-                if (!backward) continue;
-                // dlnf[n, C] = dlogits . wte[:V];  dwte[:V] += dlogits^T . lnf
-                k::GemmArgs dlnf_args = gemm_args(false, false, n, C, V, lg, V, nullptr, C, dlnf + c0 * C, C);
-                wte.set_gemm_b(dlnf_args);
-                k::sgemm(dlnf_args);
-                if (g) k::sgemm(gemm_args(true, false, V, C, n, lg, V, lnf, C, h.dwte.data(), C, 1.0f, 1.0f));
-            }
-            if (!backward) return;
-            std::memset(dresid + r0 * C, 0, sizeof(float) * size_t((r1 - r0) * C));
-            k::layernorm_backward(dresid + r0 * C, h.dlnf.data(), h.dlnf.data() + C, dlnf + r0 * C, x + r0 * C,
-                                  w.lnfw, lnf_mean + r0, lnf_rstd + r0, r1 - r0, C);
-        });
-        if (g) {
-            ++weight_gradient_gemms;  // the dwte products above, one per chunk of rows
-            StepProfile::Scope reduction(profile, kReductionPhase);
-            traffic(int64_t(nt + 1) * V * C, int64_t(V) * C, int64_t(nt - 1) * V * C);
-            for (int t = 0; t < nt; ++t) {
-                const HeadScratch& h = head_scratch[size_t(t)];
-                k::axpy(g->wte, 1.0f, h.dwte.data(), int64_t(V) * C);
-                k::axpy(g->lnfw, 1.0f, h.dlnf.data(), C);
-                k::axpy(g->lnfb, 1.0f, h.dlnf.data() + C, C);
-            }
-        }
-        LossSum result;
-        if (targets) {
-            for (int i = 0; i < N; ++i)
-                if (targets[i] >= 0) {
-                    result.sum += double(row_loss[i]);
-                    result.count += 1;
-                }
-        }
-        if (losses)
-            for (int i = 0; i < N; ++i) losses[i] = targets ? row_loss[i] : 0.0f;
-        return result;
+    float* take() {
+        float* q = base;
+        base += sizes[next++];
+        return q;
     }
 };
+void Engine::Impl::plan_layer(Carver& c) const {
+    const int64_t N = rows(), C = cfg.n_embd;
+    c.plan(N).plan(N).plan(N * 3 * C).plan(N * C).plan(N * cfg.n_head).plan(N * C).plan(N).plan(N).plan(N * 4 * C);
+}
+Engine::Impl::LayerActs Engine::Impl::take_layer(Carver& c) {
+    LayerActs a;
+    a.ln1_mean = c.take();
+    a.ln1_rstd = c.take();
+    a.qkv = c.take();
+    a.atty = c.take();
+    a.lse = c.take();
+    a.res2 = c.take();
+    a.ln2_mean = c.take();
+    a.ln2_rstd = c.take();
+    a.fch = c.take();
+    return a;
+}
+
+Engine::Impl::Impl(const ModelConfig& config, int B, int T, EngineOptions opt)
+    : cfg(config), layout(config), max_B(B), max_T(T), options(opt) {
+    validate_model_config(cfg);
+    require(B >= 1 && T >= 1 && T <= cfg.n_ctx && int64_t(B) * T <= (int64_t(1) << 30) / (4 * cfg.n_embd),
+            PG_ERR_INVALID_ARGUMENT,
+            "Engine: need 1 <= max_B, 1 <= max_T <= n_ctx = " + std::to_string(cfg.n_ctx) +
+                " and max_B * max_T * 4 * n_embd < 2^30 (got max_B = " + std::to_string(B) +
+                ", max_T = " + std::to_string(T) + ")");
+    // What a forward pass needs; the backward pass's extra buffers come with the first
+    // forward_backward, so an engine used only for evaluation never holds them.
+    const int64_t N = rows(), C = cfg.n_embd;
+    Carver c;
+    c.plan(N * C).plan(N * C);  // the residual stream, ping-ponged between two buffers
+    plan_layer(c);
+    c.plan(N * C).plan(N * 4 * C).plan(N * C).plan(N).plan(N).plan(N);
+    c.allocate(forward_memory);
+    resid.push_back(c.take());
+    resid.push_back(c.take());
+    layers.push_back(take_layer(c));
+    ln_out = c.take();
+    big_a = c.take();
+    branch = c.take();
+    lnf_mean = c.take();
+    lnf_rstd = c.take();
+    row_loss = c.take();
+}
+
+void Engine::Impl::ensure_backward_memory() {
+    if (dresid) return;
+    const int64_t N = rows(), C = cfg.n_embd;
+    const int extra_layers = options.recompute ? 0 : cfg.n_layer - 1;
+    Carver c;
+    for (int l = 2; l <= cfg.n_layer; ++l) c.plan(N * C);  // the rest of the residual stream
+    for (int l = 0; l < extra_layers; ++l) plan_layer(c);
+    c.plan(N * C).plan(N * C);
+    c.allocate(backward_memory);
+    for (int l = 2; l <= cfg.n_layer; ++l) resid.push_back(c.take());
+    for (int l = 0; l < extra_layers; ++l) layers.push_back(take_layer(c));
+    datty = c.take();
+    dresid = c.take();
+}
+
+// The batch must fit the buffers this engine was built for: its own invariant, checked on
+// every call (the C boundary cannot know max_B x max_T). The ids are the caller's
+// precondition, checked once at the C boundary (capi/model_args.hpp): inputs in
+// [0, vocab_size), targets (NULL = none) in [-1, vocab_size); debug builds assert them.
+void Engine::Impl::check_call(const int32_t* inputs, const int32_t* targets, int B, int T) const {
+    require(inputs != nullptr, PG_ERR_INVALID_ARGUMENT, "Engine: inputs is NULL");
+    require(B >= 1 && B <= max_B && T >= 1 && T <= max_T, PG_ERR_INVALID_ARGUMENT,
+            "Engine: batch " + std::to_string(B) + " x " + std::to_string(T) +
+                " does not fit the engine's " + std::to_string(max_B) + " x " + std::to_string(max_T));
+#ifndef NDEBUG
+    for (int64_t i = 0; i < int64_t(B) * T; ++i) {
+        assert(inputs[i] >= 0 && inputs[i] < cfg.vocab_size);
+        assert(!targets || (targets[i] >= -1 && targets[i] < cfg.vocab_size));
+    }
+#else
+    (void)targets;
+#endif
+}
 
 Engine::Engine(const ModelConfig& cfg, int max_B, int max_T, EngineOptions options)
     : impl_(std::make_unique<Impl>(cfg, max_B, max_T, options)) {}

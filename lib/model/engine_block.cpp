@@ -1,0 +1,243 @@
+// The engine's layers (see engine.cpp for the engine as a whole): the embedding (encoder) and
+// the transformer blocks, forward and backward, with the LayerNorm and dropout steps between them.
+#include <vector>
+
+#include "model/engine_impl.hpp"
+
+namespace pg {
+
+using namespace engine_detail;
+
+namespace {
+
+void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
+                       const float* b, int N, int C, float eps, ThreadPool& pool) {
+    for_rows(pool, N, [&](int, int64_t r0, int64_t r1) {
+        k::layernorm_forward(out + r0 * C, mean + r0, rstd + r0, x + r0 * C, w, b, r1 - r0, C, eps);
+    });
+}
+
+// dx[N, C] += LayerNorm input gradient; dw, db [C] += weight gradients (summed per thread,
+// then added in thread order), unless dw is null (a frozen base: the kernel computes the sums
+// alongside dx anyway, they are just not kept).
+void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
+                        const float* w, const float* mean, const float* rstd, int N, int C,
+                        ThreadPool& pool, StepProfile* profile) {
+    StepProfile::Scope phase(profile, "backward layernorm");
+    const int nt = pool.size();
+    if (profile) profile->add_bytes(int64_t(N) * (3 * C + 2) * 4, int64_t(N) * C * 4);
+    std::vector<float> partial(size_t(nt) * 2 * C, 0.0f);
+    pool.parallel_for(N, [&](int t, int64_t r0, int64_t r1) {
+        float* pw = partial.data() + size_t(t) * 2 * C;
+        k::layernorm_backward(dx + r0 * C, pw, pw + C, dout + r0 * C, x + r0 * C, w, mean + r0,
+                              rstd + r0, r1 - r0, C);
+    });
+    if (!dw) return;
+    StepProfile::Scope reduction(profile, kReductionPhase);
+    for (int t = 0; t < nt; ++t) {
+        const float* pw = partial.data() + size_t(t) * 2 * C;
+        for (int i = 0; i < C; ++i) {
+            dw[i] += pw[i];
+            db[i] += pw[C + i];
+        }
+    }
+}
+
+// out[N, C] = dout * dropout mask (the gradient flowing into a dropped branch).
+void dropout_backward(float* out, const float* dout, int N, int C, const Dropout& d,
+                      DropoutPlace place, int layer, ThreadPool& pool) {
+    pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
+        const int64_t i = r0 * C;
+        k::dropout_apply(out + i, dout + i, (r1 - r0) * C, dropout_args(d, place, layer, uint64_t(i)));
+    });
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------------------------------
+// encoder: resid[0][b,t,:] = dropout(wte[inputs[b,t]] + wpe[first_position + t])
+
+void Engine::Impl::encoder_forward(const WeightsView& v, const int32_t* inputs, int B, int T,
+                                   const Dropout& d, ThreadPool& pool, int first_position) {
+    StepProfile::Scope phase(profile, "forward encoder");
+    const int C = cfg.n_embd;
+    traffic(2 * int64_t(B) * T * C, int64_t(B) * T * C);
+    const bool drop = dropout_active(d);
+    const WeightMatrix wte = v.matrix(kWte);
+    const float* wpe = v.f32[kWpe];
+    float* out = resid[0];
+    for_rows(pool, int64_t(B) * T, [&](int, int64_t r0, int64_t r1) {
+        for (int64_t n = r0; n < r1; ++n) {
+            float* o = out + n * C;
+            // A 16-bit embedding row is widened into the output row itself, then summed.
+            const float* we = wte.row(inputs[n], C, o);
+            const float* pe = wpe + (first_position + n % T) * C;
+            for (int i = 0; i < C; ++i) o[i] = we[i] + pe[i];
+            if (drop) k::dropout_apply(o, o, C, dropout_args(d, kDropEmbedding, 0, uint64_t(n * C)));
+        }
+    });
+}
+
+// dresid holds d(loss)/d(resid[0]); it is consumed (dropout applied in place).
+void Engine::Impl::encoder_backward(const GptTensors<float>& g, const int32_t* inputs, int B, int T,
+                                    const Dropout& d, ThreadPool& pool) {
+    StepProfile::Scope phase(profile, "backward encoder");
+    const int C = cfg.n_embd;
+    const int64_t N = int64_t(B) * T;
+    if (dropout_active(d)) {
+        traffic(N * C, N * C);
+        dropout_backward(dresid, dresid, int(N), C, d, kDropEmbedding, 0, pool);
+    }
+    // wpe by positions, wte by channels: each thread reads rows of every sequence.
+    const int nt = pool.size();
+    traffic(2 * N * C + 2 * int64_t(T) * C, int64_t(T) * C + N * C, 2 * N * C * (nt - 1) / nt);
+    const float* dx = dresid;
+    // wpe: each thread owns positions and sums over the batch in order.
+    pool.parallel_for(T, [&](int, int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t)
+            for (int b = 0; b < B; ++b) k::axpy(g.wpe + t * C, 1.0f, dx + (int64_t(b) * T + t) * C, C);
+    });
+    // wte: each thread owns a slice of the channels and walks all positions in order, so
+    // repeated tokens never race.
+    pool.parallel_for(C, [&](int, int64_t c0, int64_t c1) {
+        for (int64_t n = 0; n < N; ++n) {
+            float* row = g.wte + int64_t(inputs[n]) * C;
+            const float* dr = dx + n * C;
+            for (int64_t c = c0; c < c1; ++c) row[c] += dr[c];
+        }
+    });
+}
+
+// ----------------------------------------------------------------------------------------
+// one transformer block: x [N, C] -> out [N, C]
+
+// a: where this layer's activations go (its own slot, or a shared one when nothing needs
+// to be kept). out == nullptr: only rebuild what the backward pass reads (recomputation),
+// skipping the MLP's output projection, whose result is already in the residual stream.
+// training: the pass will be followed by a backward pass (the hook's dropout is on).
+// cached (the KV-cached pass of one sequence, B = 1): attention reads and extends the
+// cache instead of attending within the batch; on the last layer only the last row goes on
+// past the cache update, so `out` then holds one row.
+void Engine::Impl::block_forward(const WeightsView& v, int l, LayerActs& a, const float* x, float* out,
+                                 int B, int T, const Dropout& d, bool training, ThreadPool& pool,
+                                 const CachedPass* cached) {
+    const int C = cfg.n_embd;
+    const GptTensors<const float> w = v.fp32_tensors();
+    int N = B * T;
+    ln2_layer = -1;  // ln_out gets ln_1's output
+    {
+        StepProfile::Scope phase(profile, kForwardLayerNormPhase[recomputing]);
+        traffic(int64_t(N) * C, int64_t(N) * (C + 2));
+        layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
+                          cfg.layernorm_eps, pool);
+    }
+    linear(l, LinearKind::attn_qkv, a.qkv, ln_out, v.matrix(kQkvw).at(int64_t(l) * 3 * C * C), w.qkvb + l * 3 * C, N, C,
+           3 * C, false, d, training, pool);
+    if (cached) {
+        store_keys_values(*cached->cache, l, a.qkv, N, cached->first);
+        const float* q = a.qkv;
+        int first = cached->first;
+        if (cached->last_row_only && N > 1) {
+            // Every row's keys and values are cached; only the last row predicts.
+            q += int64_t(N - 1) * 3 * C;
+            x += int64_t(N - 1) * C;
+            first += N - 1;
+            N = 1;
+        }
+        attention_cached(a.atty, q, N, first, *cached->cache, l, pool);
+    } else {
+        attention_forward(a, l, B, T, d, pool);
+    }
+    linear_residual(l, LinearKind::attn_proj, a.res2, x, a.atty, v.matrix(kAttprojw).at(int64_t(l) * C * C),
+                    w.attprojb + l * C, N, C, C, d, kDropAttnProj, training, pool);
+    {
+        StepProfile::Scope phase(profile, kForwardLayerNormPhase[recomputing]);
+        traffic(int64_t(N) * C, int64_t(N) * (C + 2));
+        layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
+                          cfg.layernorm_eps, pool);
+    }
+    ln2_layer = l;
+    // fch = ln_2(x) W_fc^T + b, and its GELU into big_a (when recomputing, for the backward
+    // pass that follows, which reads it first)
+    linear(l, LinearKind::mlp_fc, a.fch, ln_out, v.matrix(kFcw).at(int64_t(l) * 4 * C * C), w.fcb + l * 4 * C, N, C,
+           4 * C, false, d, training, pool, big_a);
+    gelu_layer = l;
+    if (!out) return;
+    linear_residual(l, LinearKind::mlp_proj, out, a.res2, big_a, v.matrix(kFcprojw).at(int64_t(l) * C * 4 * C),
+                    w.fcprojb + l * C, N, 4 * C, C, d, kDropMlpProj, training, pool);
+}
+
+// dresid: d(loss)/d(resid[l+1]) on entry, d(loss)/d(resid[l]) on exit. g == nullptr: a
+// frozen base (no weight gradient is computed; input gradients and the hook's still are).
+void Engine::Impl::block_backward(const WeightsView& v, const GptTensors<float>* g, int l, int B, int T,
+                                  const Dropout& d, ThreadPool& pool) {
+    const int C = cfg.n_embd, N = B * T;
+    const GptTensors<const float> w = v.fp32_tensors();
+    const bool drop = dropout_active(d);
+    LayerActs& a = slot(l);
+    const float* x = resid[size_t(l)];
+    float* dln = branch;  // branch is free in the backward pass
+    // This layer's weight gradients, or nulls for a frozen base.
+    using G = GptTensors<float>;
+    auto grad = [&](float* G::*tensor, int64_t per_layer) -> float* {
+        return g ? g->*tensor + l * per_layer : nullptr;
+    };
+
+    // resid[l+1] = res2 + dropout(fcproj(gelu(fch)))
+    const float* dfcproj = dresid;
+    if (drop) {
+        StepProfile::Scope phase(profile, "backward dropout");
+        traffic(int64_t(N) * C, int64_t(N) * C);
+        dropout_backward(branch, dresid, N, C, d, kDropMlpProj, l, pool);
+        dfcproj = branch;
+    }
+    if (gelu_layer != l) {
+        StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
+        traffic(int64_t(N) * 4 * C, int64_t(N) * 4 * C);
+        gelu_rows(big_a, a.fch, N, 4 * C, pool);  // recompute the GELU output
+    }
+    const bool have_ln2 = ln2_layer == l;
+    gelu_layer = ln2_layer = -1;  // big_a and ln_out are overwritten from here on
+    // dfch = gelu'(fch) * d(GELU output), into big_a (the GELU output is no longer needed)
+    linear_backward(l, LinearKind::mlp_proj, big_a, grad(&G::fcprojw, int64_t(C) * 4 * C),
+                    grad(&G::fcprojb, C), dfcproj, big_a, v.matrix(kFcprojw).at(int64_t(l) * C * 4 * C), N,
+                    4 * C, C, d, pool, a.fch);
+    if (!have_ln2) {
+        StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
+        traffic(int64_t(N) * (C + 2), int64_t(N) * C);
+        layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
+                          cfg.layernorm_eps, pool);  // recompute ln_2's output
+    }
+    linear_backward(l, LinearKind::mlp_fc, dln, grad(&G::fcw, int64_t(4) * C * C),
+                    grad(&G::fcb, 4 * C), big_a, ln_out, v.matrix(kFcw).at(int64_t(l) * 4 * C * C), N, C,
+                    4 * C, d, pool);
+    layernorm_backward(dresid, grad(&G::ln2w, C), grad(&G::ln2b, C), dln, a.res2,
+                       w.ln2w + l * C, a.ln2_mean, a.ln2_rstd, N, C, pool, profile);
+
+    // res2 = x + dropout(attproj(attention(qkv(ln_1(x)))))
+    const float* dattproj = dresid;
+    if (drop) {
+        StepProfile::Scope phase(profile, "backward dropout");
+        traffic(int64_t(N) * C, int64_t(N) * C);
+        dropout_backward(branch, dresid, N, C, d, kDropAttnProj, l, pool);
+        dattproj = branch;
+    }
+    linear_backward(l, LinearKind::attn_proj, datty, grad(&G::attprojw, int64_t(C) * C),
+                    grad(&G::attprojb, C), dattproj, a.atty, v.matrix(kAttprojw).at(int64_t(l) * C * C), N,
+                    C, C, d, pool);
+    float* dqkv = big_a;
+    attention_backward(dqkv, datty, a, l, B, T, d, pool);
+    {
+        StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
+        traffic(int64_t(N) * (C + 2), int64_t(N) * C);
+        layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
+                          cfg.layernorm_eps, pool);  // recompute ln_1's output
+    }
+    linear_backward(l, LinearKind::attn_qkv, dln, grad(&G::qkvw, int64_t(3) * C * C),
+                    grad(&G::qkvb, 3 * C), dqkv, ln_out, v.matrix(kQkvw).at(int64_t(l) * 3 * C * C), N, C,
+                    3 * C, d, pool);
+    layernorm_backward(dresid, grad(&G::ln1w, C), grad(&G::ln1b, C), dln, x,
+                       w.ln1w + l * C, a.ln1_mean, a.ln1_rstd, N, C, pool, profile);
+}
+
+}  // namespace pg
