@@ -39,28 +39,10 @@ constexpr int MC = 16 * MR, NC = 512;
 using Epilogue = simd::Gemm<xsimd::neon64, MR, 2, 256>;
 using B4 = Epilogue::B;
 
-struct Scratch {
-    float16_t* packed_b = nullptr;
-    float16_t* packed_a = nullptr;
-    Scratch() {
-        packed_b = static_cast<float16_t*>(std::aligned_alloc(64, sizeof(float16_t) * KC * NC));
-        packed_a = static_cast<float16_t*>(std::aligned_alloc(64, sizeof(float16_t) * KC * MC));
-        if (!packed_b || !packed_a) {
-            std::free(packed_b);
-            std::free(packed_a);
-            throw std::bad_alloc();
-        }
-    }
-    ~Scratch() {
-        std::free(packed_b);
-        std::free(packed_a);
-    }
-    Scratch(const Scratch&) = delete;
-    Scratch& operator=(const Scratch&) = delete;
-};
+using Scratch = simd::PackBuffers<float16_t>;
 
 Scratch& scratch() {
-    thread_local Scratch s;
+    thread_local Scratch s(std::size_t(KC) * NC, std::size_t(KC) * MC);
     return s;
 }
 

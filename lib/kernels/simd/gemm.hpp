@@ -95,28 +95,10 @@ struct Gemm {
     static constexpr int NC = (512 / NR) * NR;
 
     // Per-thread scratch: the packed B block and packed A row tiles, allocated once per thread.
-    struct Scratch {
-        float* packed_b = nullptr;
-        float* packed_a = nullptr;
-        Scratch() {
-            packed_b = static_cast<float*>(std::aligned_alloc(64, sizeof(float) * KC * NC));
-            packed_a = static_cast<float*>(std::aligned_alloc(64, sizeof(float) * KC * MC));
-            if (!packed_b || !packed_a) {
-                std::free(packed_b);
-                std::free(packed_a);
-                throw std::bad_alloc();
-            }
-        }
-        ~Scratch() {
-            std::free(packed_b);
-            std::free(packed_a);
-        }
-        Scratch(const Scratch&) = delete;
-        Scratch& operator=(const Scratch&) = delete;
-    };
+    using Scratch = PackBuffers<float>;
 
     static Scratch& scratch() {
-        thread_local Scratch s;
+        thread_local Scratch s(std::size_t(KC) * NC, std::size_t(KC) * MC);
         return s;
     }
 

@@ -1,9 +1,13 @@
 // What the register-tile kernels share: the GEMM (gemm.hpp) and the attention tiles
 // (attention_tiles.hpp) bound their edge tiles with min_of and accumulate with fused_fma, so an
-// element of C gets the same once-rounded multiply-adds wherever its tile falls. Included only by
+// element of C gets the same once-rounded multiply-adds wherever its tile falls; the GEMMs (this
+// one and kernels/neon/fp16_gemm.cpp) keep their packed panels in PackBuffers. Included only by
 // the per-arch translation units, through simd_kernels.hpp.
 #pragma once
 
+#include <cstddef>
+#include <cstdlib>
+#include <new>
 #include <type_traits>
 
 #include <xsimd/xsimd.hpp>
@@ -31,6 +35,30 @@ inline xsimd::batch<float, Arch> fused_fma(xsimd::batch<float, Arch> x, xsimd::b
 #endif
     return xsimd::fma(x, y, z);
 }
+
+// A thread's packed GEMM panels: one B block of b_count and the A row tiles of a_count values
+// of T, 64-byte aligned (each count times sizeof(T) a multiple of 64), allocated once per
+// thread by the GEMM that holds it thread_local.
+template <class T>
+struct PackBuffers {
+    T* packed_b = nullptr;
+    T* packed_a = nullptr;
+    PackBuffers(std::size_t b_count, std::size_t a_count) {
+        packed_b = static_cast<T*>(std::aligned_alloc(64, sizeof(T) * b_count));
+        packed_a = static_cast<T*>(std::aligned_alloc(64, sizeof(T) * a_count));
+        if (!packed_b || !packed_a) {
+            std::free(packed_b);
+            std::free(packed_a);
+            throw std::bad_alloc();
+        }
+    }
+    ~PackBuffers() {
+        std::free(packed_b);
+        std::free(packed_a);
+    }
+    PackBuffers(const PackBuffers&) = delete;
+    PackBuffers& operator=(const PackBuffers&) = delete;
+};
 
 }  // namespace
 }  // namespace pg::kernels::simd
