@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
         std::printf("%s\n", j.text().c_str());
         std::fflush(stdout);
         if (o.profile_steps > 0) {
-            pg::StepProfile prof(o.threads);
+            pg::StepProfile prof(lora ? lora->threads() : full->threads());
             if (lora) lora->set_profile(&prof);
             else full->set_profile(&prof);
             const auto t0 = std::chrono::steady_clock::now();

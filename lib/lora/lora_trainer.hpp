@@ -50,6 +50,8 @@ public:
     // dA and dB of the last step (or compute_gradients), laid out like adapter.params().
     const float* grads() const { return driver_.grads(); }
     std::size_t activation_bytes() const { return driver_.activation_bytes(); }
+    // The resolved thread count (n_threads <= 0: all cores), as Trainer::threads.
+    int threads() const { return driver_.threads(); }
     // Records the phases of later steps (StepDriver::set_profile; nullptr: none).
     void set_profile(StepProfile* profile) { driver_.set_profile(profile); }
 

@@ -64,11 +64,11 @@ void Engine::Impl::linear(int layer, LinearKind kind, float* out, const float* i
         k::sgemm_parallel(g, pool);
         return;
     }
-    if (gelu_out && !accumulate) {
-        // The hook's term first, written into out, then the base product added to it with
-        // the GELU on its register tiles (one pass over out fewer than a GELU after both).
+    if (gelu_out) {
+        // The hook's term first (written into out, or added with accumulate), then the base
+        // product added to it with the GELU on its register tiles: no GELU pass after both.
         LinearHookContext ctx = hook_context(d, pool, training);
-        ctx.overwrite = true;
+        ctx.overwrite = !accumulate;
         term->forward(layer, kind, inp, N, C, out, OC, ctx);
         g.beta = 1.0f;
         g.gelu_out = gelu_out;
@@ -77,7 +77,6 @@ void Engine::Impl::linear(int layer, LinearKind kind, float* out, const float* i
     }
     k::sgemm_parallel(g, pool);
     term->forward(layer, kind, inp, N, C, out, OC, hook_context(d, pool, training));
-    if (gelu_out) gelu_rows(gelu_out, out, N, OC, pool);
 }
 
 // The backward of linear(): dinp[N, C] = dout[N, OC] . w[OC, C] + the hook's input

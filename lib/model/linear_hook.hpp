@@ -9,9 +9,9 @@
 // - forward adds its term into out (writes it, with ctx.overwrite); it must not write anything
 //   else the engine can see.
 // - backward adds d(loss)/d(in) of its term into din (writes it, with ctx.overwrite) and
-//   accumulates d(loss)/d(its own parameters) into storage it owns. It is called once per layer and kind per backward pass,
-//   in reverse layer order, with the same `in` its forward saw (recomputed when the engine
-//   recomputes activations).
+//   accumulates d(loss)/d(its own parameters) into storage it owns. It is called once per
+//   layer and kind per backward pass, in reverse layer order, with the same `in` its forward
+//   saw (recomputed when the engine recomputes activations).
 // - Both run on the calling thread and may split their work with ctx.pool (each call is one
 //   parallel region or a few; the pool is not reentrant, so never call parallel_for from
 //   inside a parallel_for body). Results must not depend on the thread count beyond rounding

@@ -549,12 +549,20 @@ struct Gemm {
 #endif
     }
 
-    // C[i:i+RB, cols] from A's rows i.. and b_rows[c] (K floats each) for the JB columns cols[c]:
-    // per element W-lane partial sums over k (one fused multiply-add per k vector), their
+    // C[i, j] = x + beta * C[i, j] (C not read when beta == 0) + bias[j], for an element computed
+    // outside the register tile (x already times alpha).
+    static void store_element(const GemmArgs& g, float* c_row, int j, float x) {
+        if (g.beta != 0.0f) x = std::fma(g.beta, c_row[j], x);
+        if (g.bias) x += g.bias[j];
+        c_row[j] = x;
+    }
+
+    // C[i:i+RB, j0:j0+JB] from A's rows i.. and b_rows[c] (K floats each) for column j0 + c: per
+    // element W-lane partial sums over k (one fused multiply-add per k vector), their
     // horizontal sum, the k tail, then alpha, beta and bias. An element gets the same
     // operations in whichever block it falls.
     template <int RB, int JB>
-    static void dot_block(const GemmArgs& g, int i, const int* cols, const float* const* b_rows) {
+    static void dot_block(const GemmArgs& g, int i, int j0, const float* const* b_rows) {
         B acc[RB][JB];
         for (int r = 0; r < RB; ++r)
             for (int c = 0; c < JB; ++c) acc[r][c] = B(0.0f);
@@ -574,11 +582,7 @@ struct Gemm {
             for (int c = 0; c < JB; ++c) {
                 float sum = xsimd::hadd(acc[r][c]);
                 for (int kk = k; kk < g.K; ++kk) sum = madd(ar[kk], b_rows[c][kk], sum);
-                const int j = cols[c];
-                float out = sum * g.alpha;
-                if (g.beta != 0.0f) out = std::fma(g.beta, c_row[j], out);
-                if (g.bias) out += g.bias[j];
-                c_row[j] = out;
+                store_element(g, c_row, j0 + c, sum * g.alpha);
             }
         }
     }
@@ -591,8 +595,9 @@ struct Gemm {
         // Each column j as K contiguous floats: a transposed fp32 B's row in place; a 16-bit B's
         // row converted, or a plain B's column gathered, into scratch.
         thread_local std::vector<float> gathered;
+        const bool gather = g.B16 || !g.trans_b;
         std::vector<const float*> b_rows(static_cast<std::size_t>(n));
-        if (g.B16 || !g.trans_b) gathered.resize(std::size_t(n) * g.K);
+        if (gather) gathered.resize(std::size_t(n) * g.K);
         for (int c = 0; c < n; ++c) {
             const int j = first + c;
             float* row = gathered.data() + std::size_t(c) * g.K;
@@ -600,23 +605,20 @@ struct Gemm {
                 Elementwise<Arch>::half_to_float(row, g.B16 + int64_t(j) * g.ldb, g.K, g.b16_format);
             else if (!g.trans_b)
                 for (int k = 0; k < g.K; ++k) row[k] = g.B[int64_t(k) * g.ldb + j];
-            b_rows[std::size_t(c)] = g.B16 || !g.trans_b ? row : g.B + int64_t(j) * g.ldb;
+            b_rows[std::size_t(c)] = gather ? row : g.B + int64_t(j) * g.ldb;
         }
-        int cols[kDotCols];
         int c0 = 0;
         for (; c0 + kDotCols <= n; c0 += kDotCols) {
-            for (int c = 0; c < kDotCols; ++c) cols[c] = first + c0 + c;
             const float* const* rows = b_rows.data() + c0;
             int i = 0;
-            for (; i + kDotRows <= g.M; i += kDotRows) dot_block<kDotRows, kDotCols>(g, i, cols, rows);
-            for (; i < g.M; ++i) dot_block<1, kDotCols>(g, i, cols, rows);
+            for (; i + kDotRows <= g.M; i += kDotRows) dot_block<kDotRows, kDotCols>(g, i, first + c0, rows);
+            for (; i < g.M; ++i) dot_block<1, kDotCols>(g, i, first + c0, rows);
         }
         for (; c0 < n; ++c0) {
-            cols[0] = first + c0;
             const float* const* rows = b_rows.data() + c0;
             int i = 0;
-            for (; i + 8 <= g.M; i += 8) dot_block<8, 1>(g, i, cols, rows);
-            for (; i < g.M; ++i) dot_block<1, 1>(g, i, cols, rows);
+            for (; i + 8 <= g.M; i += 8) dot_block<8, 1>(g, i, first + c0, rows);
+            for (; i < g.M; ++i) dot_block<1, 1>(g, i, first + c0, rows);
         }
         apply_epilogue(g, 0, g.M, first, n);
     }
@@ -635,13 +637,8 @@ struct Gemm {
                                g.alpha, 0.0f);
         run_with<Micro>(t);
         for (int i = 0; i < g.M; ++i) {
-            float* c = g.C + int64_t(i) * g.ldc;
-            for (int j = 0; j < g.N; ++j) {
-                float out = ct[std::size_t(j) * g.M + i];
-                if (g.beta != 0.0f) out = std::fma(g.beta, c[j], out);
-                if (g.bias) out += g.bias[j];
-                c[j] = out;
-            }
+            float* c_row = g.C + int64_t(i) * g.ldc;
+            for (int j = 0; j < g.N; ++j) store_element(g, c_row, j, ct[std::size_t(j) * g.M + i]);
         }
         apply_epilogue(g, 0, g.M, 0, g.N);
     }
