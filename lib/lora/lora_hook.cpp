@@ -67,8 +67,9 @@ void LoraHook::backward(int layer, LinearKind kind, const float* in, const float
     float* dB = grads_ + m->b_offset;
     // din (+)= mask * (U A): straight into din without dropout (its last product, after every
     // read of x, which may be din), through the mask with it.
-    if (x == in) {
-        low_rank_backward(low_rank_factors(adapter_, *m), x, dout, R, dA, dB, din, !ctx.overwrite, t, u, ctx.pool);
+    if (x == in || !din) {  // (no input gradient wanted: the factors' gradients only)
+        low_rank_backward(low_rank_factors(adapter_, *m), x, dout, R, dA, dB, din, !ctx.overwrite, t, u,
+                          ctx.pool);
         return;
     }
     const int64_t n = rows * n_in;

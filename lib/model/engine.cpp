@@ -191,15 +191,25 @@ LossSum Engine::forward_backward(const WeightsView& weights, float* grads, const
     const GptTensors<float>* g = grads ? &g_tensors : nullptr;
     const int L = m.cfg.n_layer;
     m.ensure_backward_memory();
-    m.weight_gradient_gemms = 0;
+    m.weight_gradient_gemms = m.input_gradient_gemms = 0;
     m.recomputing = false;
     m.gelu_layer = m.ln2_layer = -1;
+    // A frozen base: the backward goes down to the lowest adapted layer only.
+    m.backward_floor = 0;
+    if (!g) {
+        m.backward_floor = L;
+        for (int l = L - 1; l >= 0; --l)
+            for (int k = 0; k < kNumLinearKinds; ++k)
+                if (m.hook_for(l, LinearKind(k))) m.backward_floor = l;
+    }
 
     m.encoder_forward(w, inputs, B, T, dropout, pool);
     for (int l = 0; l < L; ++l)
         m.block_forward(w, l, m.slot(l), m.resid[l], m.resid[l + 1], B, T, dropout, true, pool);
-    LossSum result = m.head(w, true, g, m.resid[L], targets, B * T, nullptr, nullptr, grad_scale, pool);
-    for (int l = L - 1; l >= 0; --l) {
+    // (a hook that adapts nothing has no gradient to take: the loss alone)
+    const bool backward = m.backward_floor < L;
+    LossSum result = m.head(w, backward, g, m.resid[L], targets, B * T, nullptr, nullptr, grad_scale, pool);
+    for (int l = L - 1; l >= m.backward_floor; --l) {
         // With recomputation the single slot holds the last layer's activations; rebuild the
         // others from their stored input.
         if (m.options.recompute && l != L - 1) {
@@ -238,6 +248,7 @@ void Engine::set_linear_hook(LinearHook* hook) { impl_->hook = hook; }
 void Engine::set_profile(StepProfile* profile) { impl_->profile = profile; }
 LinearHook* Engine::linear_hook() const { return impl_->hook; }
 int64_t Engine::weight_gradient_gemms() const { return impl_->weight_gradient_gemms; }
+int64_t Engine::input_gradient_gemms() const { return impl_->input_gradient_gemms; }
 
 int Engine::max_B() const { return impl_->max_B; }
 int Engine::max_T() const { return impl_->max_T; }

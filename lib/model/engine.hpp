@@ -109,6 +109,9 @@ public:
     // How many weight-gradient products (one per linear layer and the tied head) the last
     // forward_backward ran: 4 * n_layer + 1 normally, 0 with a frozen base.
     int64_t weight_gradient_gemms() const;
+    // The base's input-gradient products (d(loss)/d(input) of a block linear) in the last
+    // forward_backward: with a frozen base, only those some adapted linear needs run.
+    int64_t input_gradient_gemms() const;
 
     int max_B() const;
     int max_T() const;

@@ -168,7 +168,8 @@ void Engine::Impl::block_forward(const WeightsView& v, int l, LayerActs& a, cons
 }
 
 // dresid: d(loss)/d(resid[l+1]) on entry, d(loss)/d(resid[l]) on exit. g == nullptr: a
-// frozen base (no weight gradient is computed; input gradients and the hook's still are).
+// frozen base (no weight gradient is computed; input gradients and the hook's still are, as
+// far down as an adapted linear reads them: see backward_floor).
 void Engine::Impl::block_backward(const WeightsView& v, const GptTensors<float>* g, int l, int B, int T,
                                   const Dropout& d, ThreadPool& pool) {
     const int C = cfg.n_embd, N = B * T;
@@ -182,6 +183,17 @@ void Engine::Impl::block_backward(const WeightsView& v, const GptTensors<float>*
     auto grad = [&](float* G::*tensor, int64_t per_layer) -> float* {
         return g ? g->*tensor + l * per_layer : nullptr;
     };
+    // What this layer's backward must produce. A trained base needs all of it (its weight
+    // gradients read every layer's inputs; the embeddings take the gradient below layer 0). A
+    // frozen one needs a linear's input only where the hook adapts it, and a gradient only
+    // where an adapted linear at or below it reads it.
+    auto trains = [&](LinearKind kind) { return g != nullptr || hook_for(l, kind) != nullptr; };
+    const bool qkv = trains(LinearKind::attn_qkv), proj = trains(LinearKind::attn_proj);
+    const bool fc = trains(LinearKind::mlp_fc), fcproj = trains(LinearKind::mlp_proj);
+    const bool below = g != nullptr || l > backward_floor;  // d(loss)/d(resid[l]) is read below
+    const bool attn_grad = below || qkv;                     // d(attention output)
+    const bool res2_grad = attn_grad || proj;                // d(res2), through the MLP
+    const bool fch_grad = res2_grad || fc;                   // d(fc output), through the GELU
 
     // resid[l+1] = res2 + dropout(fcproj(gelu(fch)))
     const float* dfcproj = dresid;
@@ -191,7 +203,7 @@ void Engine::Impl::block_backward(const WeightsView& v, const GptTensors<float>*
         dropout_backward(branch, dresid, N, C, d, kDropMlpProj, l, pool);
         dfcproj = branch;
     }
-    if (gelu_layer != l) {
+    if (fcproj && gelu_layer != l) {
         StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
         traffic(int64_t(N) * 4 * C, int64_t(N) * 4 * C);
         gelu_rows(big_a, a.fch, N, 4 * C, pool);  // recompute the GELU output
@@ -199,18 +211,20 @@ void Engine::Impl::block_backward(const WeightsView& v, const GptTensors<float>*
     const bool have_ln2 = ln2_layer == l;
     gelu_layer = ln2_layer = -1;  // big_a and ln_out are overwritten from here on
     // dfch = gelu'(fch) * d(GELU output), into big_a (the GELU output is no longer needed)
-    linear_backward(l, LinearKind::mlp_proj, big_a, grad(&G::fcprojw, int64_t(C) * 4 * C),
+    linear_backward(l, LinearKind::mlp_proj, fch_grad ? big_a : nullptr, grad(&G::fcprojw, int64_t(C) * 4 * C),
                     grad(&G::fcprojb, C), dfcproj, big_a, v.matrix(kFcprojw).at(int64_t(l) * C * 4 * C), N,
                     4 * C, C, d, pool, a.fch);
-    if (!have_ln2) {
+    if (!fch_grad) return;
+    if (fc && !have_ln2) {
         StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
         traffic(int64_t(N) * (C + 2), int64_t(N) * C);
         layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
                           cfg.layernorm_eps, pool);  // recompute ln_2's output
     }
-    linear_backward(l, LinearKind::mlp_fc, dln, grad(&G::fcw, int64_t(4) * C * C),
+    linear_backward(l, LinearKind::mlp_fc, res2_grad ? dln : nullptr, grad(&G::fcw, int64_t(4) * C * C),
                     grad(&G::fcb, 4 * C), big_a, ln_out, v.matrix(kFcw).at(int64_t(l) * 4 * C * C), N, C,
                     4 * C, d, pool);
+    if (!res2_grad) return;
     layernorm_backward(dresid, grad(&G::ln2w, C), grad(&G::ln2b, C), dln, a.res2,
                        w.ln2w + l * C, a.ln2_mean, a.ln2_rstd, N, C, pool, profile);
 
@@ -222,20 +236,22 @@ void Engine::Impl::block_backward(const WeightsView& v, const GptTensors<float>*
         dropout_backward(branch, dresid, N, C, d, kDropAttnProj, l, pool);
         dattproj = branch;
     }
-    linear_backward(l, LinearKind::attn_proj, datty, grad(&G::attprojw, int64_t(C) * C),
+    linear_backward(l, LinearKind::attn_proj, attn_grad ? datty : nullptr, grad(&G::attprojw, int64_t(C) * C),
                     grad(&G::attprojb, C), dattproj, a.atty, v.matrix(kAttprojw).at(int64_t(l) * C * C), N,
                     C, C, d, pool);
+    if (!attn_grad) return;
     float* dqkv = big_a;
     attention_backward(dqkv, datty, a, l, B, T, d, pool);
-    {
+    if (qkv) {
         StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
         traffic(int64_t(N) * (C + 2), int64_t(N) * C);
         layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
                           cfg.layernorm_eps, pool);  // recompute ln_1's output
     }
-    linear_backward(l, LinearKind::attn_qkv, dln, grad(&G::qkvw, int64_t(3) * C * C),
+    linear_backward(l, LinearKind::attn_qkv, below ? dln : nullptr, grad(&G::qkvw, int64_t(3) * C * C),
                     grad(&G::qkvb, 3 * C), dqkv, ln_out, v.matrix(kQkvw).at(int64_t(l) * 3 * C * C), N, C,
                     3 * C, d, pool);
+    if (!below) return;
     layernorm_backward(dresid, grad(&G::ln1w, C), grad(&G::ln1b, C), dln, x,
                        w.ln1w + l * C, a.ln1_mean, a.ln1_rstd, N, C, pool, profile);
 }

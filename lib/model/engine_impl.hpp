@@ -109,6 +109,12 @@ struct Engine::Impl {
     AlignedBuffer<float> widened;    // one row of a 16-bit matrix, in one-position passes
     AlignedBuffer<float> dw_partials;  // per-thread column sums and weight-gradient partials
     int64_t weight_gradient_gemms = 0;  // in the last forward_backward
+    int64_t input_gradient_gemms = 0;   // base input-gradient products in the last forward_backward
+    // The lowest layer the current backward pass reaches (forward_backward): 0 when the base
+    // trains, else the lowest layer the hook adapts (n_layer: none). Nothing below it reads a
+    // gradient, so no layer below runs backward and the floor layer stops at its lowest
+    // adapted linear (block_backward).
+    int backward_floor = 0;
     StepProfile* profile = nullptr;     // borrowed; null: not profiled
     bool recomputing = false;           // block_forward is rebuilding a layer for its backward
     // The layer whose GELU output big_a holds, and whose ln_2 output ln_out holds (-1: none):

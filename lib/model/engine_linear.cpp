@@ -1,6 +1,7 @@
 // The engine's linear layers (see engine.cpp for the engine as a whole): linear() and
 // linear_backward(), where a LinearHook adds its term, their weight gradients, the residual
 // projections and the GELU rows.
+#include <cassert>
 #include <cstring>
 
 #include "model/engine_impl.hpp"
@@ -83,7 +84,8 @@ void Engine::Impl::linear(int layer, LinearKind kind, float* out, const float* i
 // gradient (overwritten), times gelu'(gelu_in) elementwise if gelu_in is given (the
 // backward of a GELU whose input was gelu_in, fused into the GEMM's tiles);
 // with dw (null: a frozen base): dw[OC, C] += dout^T . inp and dbias[OC] += column sums of
-// dout. dinp may be inp (its last read is before the first write).
+// dout. dinp may be inp (its last read is before the first write). dinp null (a frozen base,
+// nothing below reads the input gradient): no base product, the hook's own gradients only.
 void Engine::Impl::linear_backward(int layer, LinearKind kind, float* dinp, float* dw, float* dbias,
                                    const float* dout, const float* inp, const WeightMatrix& w, int N, int C, int OC,
                                    const Dropout& d, ThreadPool& pool, const float* gelu_in) {
@@ -93,6 +95,12 @@ void Engine::Impl::linear_backward(int layer, LinearKind kind, float* dinp, floa
     }
     StepProfile::Scope phase(profile, kInputGradPhase[int(kind)]);
     LinearHook* const term = hook_for(layer, kind);
+    if (!dinp) {
+        assert(!dw);
+        if (term) term->backward(layer, kind, inp, dout, N, C, nullptr, OC, hook_context(d, pool, true));
+        return;
+    }
+    ++input_gradient_gemms;
     k::GemmArgs g = gemm_args(false, false, N, C, OC, dout, OC, nullptr, C, dinp, C);
     w.set_gemm_b(g);
     if (!term) {

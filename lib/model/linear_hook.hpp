@@ -11,7 +11,9 @@
 // - backward adds d(loss)/d(in) of its term into din (writes it, with ctx.overwrite) and
 //   accumulates d(loss)/d(its own parameters) into storage it owns. It is called once per
 //   layer and kind per backward pass, in reverse layer order, with the same `in` its forward
-//   saw (recomputed when the engine recomputes activations).
+//   saw (recomputed when the engine recomputes activations). din is null where nothing
+//   reads the input gradient (a frozen base below the lowest adapted linear): the hook then
+//   takes its own gradients only.
 // - Both run on the calling thread and may split their work with ctx.pool (each call is one
 //   parallel region or a few; the pool is not reentrant, so never call parallel_for from
 //   inside a parallel_for body). Results must not depend on the thread count beyond rounding
@@ -82,8 +84,8 @@ public:
     virtual void forward(int layer, LinearKind kind, const float* in, int64_t rows, int n_in, float* out,
                          int n_out, const LinearHookContext& ctx) = 0;
 
-    // din[rows, n_in] += d(hook term)/d(in) . dout; the hook's own gradients += ... .
-    // in is the same input forward saw; dout is d(loss)/d(out) [rows, n_out].
+    // din[rows, n_in] += d(hook term)/d(in) . dout (din null: not wanted); the hook's own
+    // gradients += ... . in is the same input forward saw; dout is d(loss)/d(out) [rows, n_out].
     virtual void backward(int layer, LinearKind kind, const float* in, const float* dout, int64_t rows,
                           int n_in, float* din, int n_out, const LinearHookContext& ctx) = 0;
 };

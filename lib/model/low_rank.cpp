@@ -26,6 +26,7 @@ void low_rank_backward(const LowRankFactors& f, const float* x, const float* dou
     k::sgemm_parallel(k::gemm_args(true, false, f.out, r, rows, dout, f.out, t, r, dB, r, f.scale, 1.0f), pool);
     if (dA) k::sgemm_parallel(k::gemm_args(true, false, r, f.in, rows, u, r, x, f.in, dA, f.in, 1.0f, 1.0f), pool);
     // dx [rows, in] (+)= u A.
+    if (!dx) return;
     k::sgemm_parallel(k::gemm_args(false, false, rows, f.in, r, u, r, f.A, f.in, dx, f.in, 1.0f,
                                    accumulate_dx ? 1.0f : 0.0f),
                       pool);

@@ -34,7 +34,8 @@ void low_rank_forward(const LowRankFactors& f, const float* x, int rows, float* 
 //   t = x A^T, u = scale * dout B                  (scratch, [rows, rank] each)
 //   dB [out, rank] += scale * dout^T t
 //   dA [rank, in]  += u^T x                        (skipped when dA is null: a frozen A)
-//   dx [rows, in]  (+)= u A                        (+= with accumulate_dx, = otherwise)
+//   dx [rows, in]  (+)= u A                        (+= with accumulate_dx, = otherwise;
+//                                                   skipped when dx is null)
 void low_rank_backward(const LowRankFactors& f, const float* x, const float* dout, int rows, float* dA, float* dB,
                        float* dx, bool accumulate_dx, float* t, float* u, ThreadPool& pool);
 

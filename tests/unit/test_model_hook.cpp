@@ -6,6 +6,7 @@
 // product and gives the hook bit-identical gradients.
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -53,7 +54,9 @@ public:
     int rank() const { return rank_; }
     int64_t calls = 0;
 
-    bool adapts(int, pg::LinearKind) const override { return true; }
+    // Which linears the hook adapts (all unless restricted).
+    std::function<bool(int, pg::LinearKind)> only;
+    bool adapts(int layer, pg::LinearKind kind) const override { return !only || only(layer, kind); }
 
     void forward(int layer, pg::LinearKind kind, const float* in, int64_t rows, int n_in, float* out, int n_out,
                  const pg::LinearHookContext& ctx) override {
@@ -99,6 +102,7 @@ public:
                     term[size_t(r) * n_in + i] += float(dh[size_t(j)] * p.A[size_t(j) * n_in + i]);
                 }
         }
+        if (!din) return;  // not wanted: nothing below reads it
         for (size_t i = 0; i < term.size(); ++i) din[i] = ctx.overwrite ? term[i] : din[i] + term[i];
     }
 
@@ -295,4 +299,64 @@ TEST_CASE("frozen base: no weight-gradient product, the same hook gradients bit 
     CHECK_THROWS_AS(plain.forward_backward(params.data(), nullptr, batch.inputs.data(), batch.targets.data(), kB, kT,
                                            0.1f, pg::Dropout{}, pool),
                     pg::Error);
+}
+
+TEST_CASE("frozen base: the backward reaches only what an adapted linear reads, with the same gradients",
+          "[model][hook]") {
+    const pg::ModelConfig cfg = hook_config();  // 2 layers
+    const pg::ParamLayout layout(cfg);
+    const std::vector<float> params = pg_test::random_model_params<float>(cfg, 7, 0.3);
+    const Batch batch = random_batch(cfg, 24);
+    pg::Dropout dropout;
+    dropout.p = 0.2f;
+    dropout.seed = 5;
+    using K = pg::LinearKind;
+    struct Case {
+        const char* name;
+        std::function<bool(int, K)> only;
+        int64_t input_gradient_gemms;  // of the frozen base's pass; a trained base has 4 per layer
+    };
+    const std::vector<Case> cases = {
+        // layer 0 needs no gradient below its c_attn: 4 + 3
+        {"attn.c_attn of every layer", [](int, K k) { return k == K::attn_qkv; }, 7},
+        // layer 0 is never reached; layer 1 stops at its c_attn
+        {"every linear of the top layer", [](int l, K) { return l == 1; }, 3},
+        // the gradient stops at the top layer's mlp.c_proj: no base product at all
+        {"the top layer's mlp.c_proj", [](int l, K k) { return l == 1 && k == K::mlp_proj; }, 0},
+        // layer 1 whole, then layer 0's mlp.c_proj product (for c_fc's output gradient)
+        {"layer 0's mlp.c_fc", [](int l, K k) { return l == 0 && k == K::mlp_fc; }, 5},
+        {"nothing", [](int, K) { return false; }, 0},
+    };
+    for (const Case& c : cases)
+        for (const bool recompute : {false, true})
+            for (const int threads : {1, 2}) {
+                INFO(c.name << ", recompute " << recompute << ", threads " << threads);
+                pg::ThreadPool pool(threads);
+                pg::EngineOptions options;
+                options.recompute = recompute;
+                LowRankHook with_base(cfg, 2, 8), frozen(cfg, 2, 8);
+                with_base.only = frozen.only = c.only;
+                pg::Engine a(cfg, kB, kT, options), b(cfg, kB, kT, options);
+                a.set_linear_hook(&with_base);
+                b.set_linear_hook(&frozen);
+                std::vector<float> grads(size_t(layout.total), 0.0f);
+                const pg::LossSum la = a.forward_backward(params.data(), grads.data(), batch.inputs.data(),
+                                                          batch.targets.data(), kB, kT, 0.1f, dropout, pool);
+                CHECK(a.input_gradient_gemms() == 4 * cfg.n_layer);
+                const pg::LossSum lb = b.forward_backward(params.data(), nullptr, batch.inputs.data(),
+                                                          batch.targets.data(), kB, kT, 0.1f, dropout, pool);
+                CHECK(b.input_gradient_gemms() == c.input_gradient_gemms);
+                CHECK(la.sum == lb.sum);
+                for (int l = 0; l < cfg.n_layer; ++l)
+                    for (int k = 0; k < pg::kNumLinearKinds; ++k) {
+                        INFO("layer " << l << " " << pg::linear_kind_name(K(k)));
+                        const LowRankHook::Pair& p = with_base.pair(l, K(k));
+                        const LowRankHook::Pair& q = frozen.pair(l, K(k));
+                        CHECK(std::memcmp(p.dA.data(), q.dA.data(), p.dA.size() * sizeof(float)) == 0);
+                        CHECK(std::memcmp(p.dB.data(), q.dB.data(), p.dB.size() * sizeof(float)) == 0);
+                        double magnitude = 0.0;
+                        for (float x : q.dB) magnitude += std::fabs(x);
+                        CHECK((magnitude > 0.0) == bool(c.only(l, K(k))));
+                    }
+            }
 }
