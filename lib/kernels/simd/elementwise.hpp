@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include <xsimd/xsimd.hpp>
 
@@ -21,6 +22,37 @@
 // CPU (see simd_kernels.hpp).
 namespace pg::kernels::simd {
 namespace {
+
+#if defined(__AVX512F__)
+// r[i][j] -> r[j][i] for a 16 x 16 block of floats held in 16 zmm registers: 32-bit, 64-bit and
+// then 128-bit and 256-bit lane interleaves (a copy: exact).
+inline void transpose16x16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        const __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+        const __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    // r[i] now holds, in each 128-bit lane q, row group (i / 4)'s column 4 q + (i % 4).
+    for (int i = 0; i < 4; ++i) {
+        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
+        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
+    }
+    for (int i = 0; i < 8; ++i) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    }
+}
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // 64-bit lane multiply (mod 2^64, what uint64_t * does), for the dropout hash. xsimd 8.1 only has
@@ -380,6 +412,21 @@ struct Elementwise {
                           int cols) {
         using I = xsimd::batch<int32_t, Arch>;
         int i0 = 0;
+#if defined(__AVX512F__)
+        // 16 x 16 blocks through registers: a gather of 16 rows per column measured 3 times
+        // slower (the attention's K and V of a head, [T, 32] and [T, 64], per pair and pass).
+        if constexpr (std::is_base_of<xsimd::avx512f, Arch>::value) {
+            if (cols % 16 == 0) {
+                for (; i0 + 16 <= rows; i0 += 16)
+                    for (int j0 = 0; j0 < cols; j0 += 16) {
+                        __m512 r[16];
+                        for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + (i0 + i) * lds + j0);
+                        transpose16x16(r);
+                        for (int j = 0; j < 16; ++j) _mm512_storeu_ps(dst + (j0 + j) * ldd + i0, r[j]);
+                    }
+            }
+        }
+#endif
         if (lds <= INT32_MAX / W) {
             alignas(64) int32_t offsets[W];
             for (int64_t r = 0; r < W; ++r) offsets[r] = int32_t(r * lds);

@@ -24,37 +24,6 @@
 namespace pg::kernels::simd {
 namespace {
 
-#if defined(__AVX512F__)
-// r[i][j] -> r[j][i] for a 16 x 16 block of floats held in 16 zmm registers: 32-bit, 64-bit and
-// then 128-bit and 256-bit lane interleaves (a copy: exact).
-inline void transpose16x16(__m512 r[16]) {
-    __m512 t[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-        const __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
-        const __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
-        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-    }
-    // r[i] now holds, in each 128-bit lane q, row group (i / 4)'s column 4 q + (i % 4).
-    for (int i = 0; i < 4; ++i) {
-        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
-        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
-        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
-    }
-    for (int i = 0; i < 8; ++i) {
-        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-    }
-}
-#endif
-
 // ---------------------------------------------------------------------------------------------
 // GEMM: C[M,N] = alpha op(A) op(B) + beta C (+ bias), BLIS-style.
 //
