@@ -47,6 +47,7 @@ struct Options {
     std::string shape = "ailoos";  // ailoos | gpt2
     int ctx = 0;                   // 0: the shape's (256 / 1024)
     int batch = 4, seq = 256, threads = 2, steps = 3, warmup = 1, rank = 8;
+    int top_layers = 0;            // > 0: adapt only the top N layers (layers_to_transform)
     std::string mode = "lora";     // lora | full
     std::string targets = "all";   // all | c_attn
     std::string base = "fp16";     // fp32 | fp16 | bf16
@@ -60,7 +61,8 @@ struct Options {
 [[noreturn]] void usage(const char* argv0) {
     std::fprintf(stderr,
                  "usage: %s [--shape ailoos|gpt2] [--ctx N] [--batch 4] [--seq 256] [--threads 2]\n"
-                 "          [--mode lora|full] [--targets all|c_attn] [--base fp32|fp16|bf16] [--rank 8]\n"
+                 "          [--mode lora|full] [--targets all|c_attn] [--top-layers N] [--base fp32|fp16|bf16]\n"
+                 "          [--rank 8]\n"
                  "          [--recompute] [--steps 3] [--warmup 1] [--profile STEPS]\n"
                  "          [--write-base PATH | --base-file PATH [--map-base]]\n",
                  argv0);
@@ -85,6 +87,7 @@ Options parse(int argc, char** argv) {
         else if (a == "--rank") o.rank = std::atoi(value().c_str());
         else if (a == "--mode") o.mode = value();
         else if (a == "--targets") o.targets = value();
+        else if (a == "--top-layers") o.top_layers = std::atoi(value().c_str());
         else if (a == "--base") o.base = value();
         else if (a == "--recompute") o.recompute = true;
         else if (a == "--write-base") o.write_base = value();
@@ -94,7 +97,7 @@ Options parse(int argc, char** argv) {
         else usage(argv[0]);
     }
     const bool ok = (o.shape == "ailoos" || o.shape == "gpt2") && (o.mode == "lora" || o.mode == "full") &&
-                    (o.targets == "all" || o.targets == "c_attn") &&
+                    (o.targets == "all" || o.targets == "c_attn") && o.top_layers >= 0 && o.top_layers <= 12 &&
                     (o.base == "fp32" || o.base == "fp16" || o.base == "bf16") && o.steps >= 1 && o.warmup >= 0 &&
                     (!o.map_base || !o.base_file.empty()) && (o.write_base.empty() || o.base_file.empty()) &&
                     (o.mode == "lora" || o.base == "fp32");
@@ -225,6 +228,8 @@ int main(int argc, char** argv) {
             lc.rank = o.rank;
             lc.alpha = float(o.rank);
             lc.target_modules = o.targets == "all" ? PG_LORA_ALL_LINEARS : PG_LORA_ATTN_C_ATTN;
+            const int n_layer = model.config().n_layer;
+            for (int l = n_layer - o.top_layers; o.top_layers > 0 && l < n_layer; ++l) lc.layers.push_back(l);
             adapter = std::make_unique<pg::lora::Adapter>(pg::lora::Adapter::create(model, lc));
             if (o.base_file.empty()) model.hold_frozen_in(storage_of(o.base));  // a file's base is as stored
             lora = std::make_unique<pg::lora::LoraTrainer>(model, *adapter, tc, true);
@@ -258,6 +263,7 @@ int main(int argc, char** argv) {
         j.str("peer", "phonegpt").str("shape", o.shape).integer("ctx", model.config().n_ctx)
             .integer("params", model.num_params()).str("mode", o.mode)
             .str("targets", o.mode == "lora" ? o.targets : "-")
+            .integer("top_layers", o.mode == "lora" && o.top_layers > 0 ? o.top_layers : model.config().n_layer)
             .str("base", pg::weight_storage_name(model.storage()))
             .str("base_source", o.base_file.empty() ? "memory" : o.map_base ? "mapped" : "copied")
             .boolean("recompute", o.recompute).integer("batch", o.batch).integer("seq", o.seq)

@@ -14,6 +14,9 @@ against the same step driven from C (ctypes calls straight into libphonegpt.so).
 PyTorch's configuration must be fixed before torch is imported, hence --torch-config:
   best     OPENBLAS_NUM_THREADS=1 and OMP_NUM_THREADS=<threads> (its BLAS pool stops fighting
            its OpenMP pool), torch.set_num_threads(<threads>): REFERENCE.md's best
+  pool     OPENBLAS_NUM_THREADS=<threads> OMP_NUM_THREADS=<threads> OMP_WAIT_POLICY=PASSIVE:
+           OpenBLAS's own pool on (with it off every matmul runs on one core: at the Ailoos LoRA
+           shape PyTorch then used 1.05 cores and took 1.4-1.8x longer a step)
   passive  best + OMP_WAIT_POLICY=PASSIVE (OpenMP threads sleep instead of spinning when idle)
            [default: the fastest here. On this shared 2-core machine 'best' measured median
            3.0 s/step (min 0.46 s) and 'passive' 0.52 s/step in the same minutes: spinning
@@ -47,7 +50,7 @@ def parse_args():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--steps", type=int, default=10, help="timed steps per side")
     p.add_argument("--warmup", type=int, default=2, help="untimed steps per side first")
-    p.add_argument("--torch-config", choices=["best", "passive", "shipped", "all"], default="passive")
+    p.add_argument("--torch-config", choices=["best", "passive", "pool", "shipped", "all"], default="passive")
     p.add_argument("--data", default=None)
     p.add_argument("--sample-chars", type=int, default=256)
     p.add_argument("--overhead-steps", type=int, default=30,
@@ -61,7 +64,7 @@ ARGS = parse_args()
 
 if ARGS.torch_config == "all":
     # each configuration needs its own process: the environment is read when torch loads
-    for config in ("shipped", "best", "passive"):
+    for config in ("shipped", "best", "passive", "pool"):
         argv = [a for a in sys.argv[1:] if not a.startswith("--torch-config=")]
         if "--torch-config" in argv:
             i = argv.index("--torch-config")
@@ -74,7 +77,10 @@ if ARGS.torch_config == "all":
 if ARGS.torch_config in ("best", "passive"):
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
     os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
-if ARGS.torch_config == "passive":
+if ARGS.torch_config == "pool":
+    os.environ["OPENBLAS_NUM_THREADS"] = str(ARGS.threads)
+    os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
+if ARGS.torch_config in ("passive", "pool"):
     os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
 
 import ctypes  # noqa: E402

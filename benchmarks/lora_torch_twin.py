@@ -13,8 +13,12 @@ adapter's factors, batch 4 x 256 of random token ids, torch.set_num_threads(thre
 Peak memory: VmHWM is reset through /proc/self/clear_refs once the model is built (as bench_lora
 does once its base is ready), and the process peak comes from getrusage.
 
-    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE \\
+    OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE \\
         /usr/bin/python3 benchmarks/lora_torch_twin.py --shape ailoos --targets all
+
+Debian's torch multiplies through OpenBLAS: OPENBLAS_NUM_THREADS must be the thread count. With
+OpenBLAS's pool off (OPENBLAS_NUM_THREADS=1, the best setting at the small PhoneGPT shape) every
+matmul runs on one core, and at the Ailoos shape a step took 1.4-1.8x longer (docs/performance.md).
 """
 import argparse
 import importlib.util
@@ -82,6 +86,8 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--targets", choices=["all", "c_attn"], default="all")
     p.add_argument("--rank", type=int, default=8)
+    p.add_argument("--top-layers", type=int, default=0,
+                   help="adapt only the top N layers (PEFT's layers_to_transform); 0: all")
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--warmup", type=int, default=1)
     a = p.parse_args()
@@ -99,7 +105,8 @@ def main():
     if a.targets == "c_attn":
         kinds = kinds[:1]
     lora_params = []
-    for block in model.h:
+    top = a.top_layers or cfg.n_layer
+    for block in model.h[cfg.n_layer - top:]:
         for parent, name in kinds:
             owner = getattr(block, parent)
             wrapped = LoraLinear(getattr(owner, name), a.rank, float(a.rank))
@@ -128,7 +135,7 @@ def main():
     peak_process = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print(json.dumps({
         "peer": "torch", "shape": a.shape, "ctx": cfg.n_ctx, "params": n_params - n_trained,
-        "mode": "lora", "targets": a.targets, "base": "fp32", "recompute": False,
+        "mode": "lora", "targets": a.targets, "top_layers": top, "base": "fp32", "recompute": False,
         "batch": a.batch, "seq": a.seq, "threads": a.threads, "trained_params": n_trained,
         "ms_median": statistics.median(wall), "cpu_ms_median": statistics.median(cpu),
         "ms": wall, "cpu_ms": cpu, "rss_ready_mb": rss_ready,

@@ -26,6 +26,8 @@ declare -A run=(
   [lora_c_attn_fp32]="pg --mode lora --targets c_attn --base fp32"
   [lora_c_attn_fp16]="pg --mode lora --targets c_attn --base fp16"
   [full_fp32]="pg --mode full --base fp32"
+  [torch_all_top4]="torch --targets all --top-layers 4"
+  [lora_all_top4_fp16]="pg --mode lora --targets all --top-layers 4 --base fp16"
 )
 configs=${CONFIGS:-torch_all lora_all_fp32 lora_all_fp16 torch_c_attn lora_c_attn_fp32 lora_c_attn_fp16 full_fp32 lora_all_fp16_recompute}
 for ((r = 1; r <= rounds; ++r)); do
@@ -33,7 +35,7 @@ for ((r = 1; r <= rounds; ++r)); do
     read -r peer args <<< "${run[$name]}"
     # shellcheck disable=SC2086
     if [[ $peer == torch ]]; then
-      line=$(OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE \
+      line=$(OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE \
              /usr/bin/python3 benchmarks/lora_torch_twin.py "${common[@]}" $args)
     else
       line=$("$bin" "${common[@]}" $args)

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Summarises benchmarks/run_lora_bench.sh's JSON lines: per configuration the median over rounds
 of each process's median ms/step and CPU ms/step, and its peaks; then the ratios against the
-PyTorch twin of the same targets and against libphonegpt's full fine-tuning, all from the same
-run (the machine is shared: absolute times move, ratios of interleaved runs much less).
+PyTorch twin of the same targets and layers and against libphonegpt's full fine-tuning, all
+from the same run (the machine is shared: absolute times move, ratios of interleaved runs much
+less). "rounds vs torch" is each round's own ratio (ours and the twin's runs of that round),
+lowest, median and highest.
 
     /usr/bin/python3 benchmarks/summarize_lora_bench.py bench-results/lora_ailoos_0.jsonl
 """
@@ -11,12 +13,23 @@ import statistics
 import sys
 
 
+def torch_peer(name):
+    """The twin a configuration is compared with: lora_all_top4_fp16 -> torch_all_top4."""
+    if name.startswith("torch"):
+        return None
+    if not name.startswith("lora_"):
+        return "torch_all"
+    parts = [p for p in name[len("lora_"):].split("_") if p not in ("fp16", "fp32", "bf16", "recompute")]
+    return "torch_" + "_".join(parts)
+
+
 def main(path):
-    by = {}
+    by, rounds = {}, {}
     for line in open(path):
         if line.strip():
             rec = json.loads(line)
             by.setdefault(rec["config"], []).append(rec["result"])
+            rounds.setdefault(rec["round"], {})[rec["config"]] = rec["result"]
     med = {}
     for name, rs in by.items():
         med[name] = {k: statistics.median(r[k] for r in rs)
@@ -29,14 +42,19 @@ def main(path):
     print(f"shape {first['shape']} ctx {first['ctx']} batch {first['batch']}x{first['seq']} "
           f"threads {first['threads']}")
     print(f"{'config':26} {'runs':>4} {'ms/step':>9} {'cpu ms':>9} {'peak MB':>8} {'proc MB':>8} "
-          f"{'weights':>8} {'activ.':>7} {'vs torch':>8} {'cpu vs torch':>12} {'RSS/torch':>9} {'vs full':>7} "
-          f"{'cpu vs full':>11} {'peak/(w+a)':>10}")
+          f"{'weights':>8} {'activ.':>7} {'vs torch':>8} {'rounds vs torch':>18} {'cpu vs torch':>12} "
+          f"{'RSS/torch':>9} {'vs full':>7} {'cpu vs full':>11} {'peak/(w+a)':>10}")
     for name, m in med.items():
-        torch = med.get("torch_c_attn" if "c_attn" in name else "torch_all")
+        peer = torch_peer(name)
+        torch = med.get(peer) if peer else None
         full = med.get("full_fp32")
-        speed = f"{torch['ms_median'] / m['ms_median']:.2f}x" if torch and not name.startswith("torch") else ""
-        cpu = f"{torch['cpu_ms_median'] / m['cpu_ms_median']:.2f}x" if torch and not name.startswith("torch") else ""
-        rss = f"{m['peak_train_mb'] / torch['peak_train_mb']:.2f}" if torch and not name.startswith("torch") else ""
+        speed = f"{torch['ms_median'] / m['ms_median']:.2f}x" if torch else ""
+        per_round = sorted(r[peer]["ms_median"] / r[name]["ms_median"]
+                           for r in rounds.values() if peer in r and name in r)
+        spread = (f"{per_round[0]:.2f}/{statistics.median(per_round):.2f}/{per_round[-1]:.2f}"
+                  if per_round else "")
+        cpu = f"{torch['cpu_ms_median'] / m['cpu_ms_median']:.2f}x" if torch else ""
+        rss = f"{m['peak_train_mb'] / torch['peak_train_mb']:.2f}" if torch else ""
         vs_full = f"{full['ms_median'] / m['ms_median']:.2f}x" if full and name.startswith("lora") else ""
         cpu_full = f"{full['cpu_ms_median'] / m['cpu_ms_median']:.2f}x" if full and name.startswith("lora") else ""
         wa = ""
@@ -44,7 +62,8 @@ def main(path):
             wa = f"{m['peak_train_mb'] / (m['weights_mb'] + m['activations_mb']):.2f}"
         print(f"{name:26} {m['runs']:>4} {m['ms_median']:>9.0f} {m['cpu_ms_median']:>9.0f} "
               f"{m['peak_train_mb']:>8.0f} {m['peak_process_mb']:>8.0f} {m.get('weights_mb', 0):>8.0f} "
-              f"{m.get('activations_mb', 0):>7.0f} {speed:>8} {cpu:>12} {rss:>9} {vs_full:>7} {cpu_full:>11} {wa:>10}")
+              f"{m.get('activations_mb', 0):>7.0f} {speed:>8} {spread:>18} {cpu:>12} {rss:>9} {vs_full:>7} "
+              f"{cpu_full:>11} {wa:>10}")
     return 0
 
 
