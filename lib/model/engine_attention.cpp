@@ -20,21 +20,23 @@ constexpr int kKeyBlock = 128;
 
 }  // namespace
 
-Engine::Impl::AttnScratch& Engine::Impl::scratch(int t) {
-    AttnScratch& s = attn_scratch[size_t(t)];
-    if (s.s.size() == 0) {
-        s.s.resize(size_t(kQueryBlock) * kKeyBlock);
-        s.dp.resize(size_t(kQueryBlock) * kKeyBlock);
-        s.m.resize(kQueryBlock);
-        s.l.resize(kQueryBlock);
-        s.d.resize(kQueryBlock);
-        s.kt.resize(size_t(cfg.n_embd / cfg.n_head) * size_t(max_T));
-        s.vt.resize(size_t(cfg.n_embd / cfg.n_head) * size_t(max_T));
-    }
-    return s;
-}
-void Engine::Impl::prepare_scratch(ThreadPool& pool) {
+void Engine::Impl::for_each_head(int B, ThreadPool& pool,
+                                 const std::function<void(AttnScratch&, int64_t, int, int)>& fn) {
+    const int NH = cfg.n_head;
     if (attn_scratch.size() < size_t(pool.size())) attn_scratch.resize(size_t(pool.size()));
+    pool.parallel_for(int64_t(B) * NH, [&](int thread, int64_t p0, int64_t p1) {
+        AttnScratch& s = attn_scratch[size_t(thread)];
+        if (s.s.size() == 0) {
+            s.s.resize(size_t(kQueryBlock) * kKeyBlock);
+            s.dp.resize(size_t(kQueryBlock) * kKeyBlock);
+            s.m.resize(kQueryBlock);
+            s.l.resize(kQueryBlock);
+            s.d.resize(kQueryBlock);
+            s.kt.resize(size_t(cfg.n_embd / cfg.n_head) * size_t(max_T));
+            s.vt.resize(size_t(cfg.n_embd / cfg.n_head) * size_t(max_T));
+        }  // sized on a thread's first use
+        for (int64_t pair = p0; pair < p1; ++pair) fn(s, pair, int(pair / NH), int(pair % NH));
+    });
 }
 
 // ----------------------------------------------------------------------------------------
@@ -48,65 +50,60 @@ void Engine::Impl::attention_forward(LayerActs& a, int layer, int B, int T, cons
     const bool drop = dropout_active(d);
     StepProfile::Scope phase(profile, kForwardAttentionPhase[recomputing]);
     traffic(int64_t(B) * T * 3 * C, int64_t(B) * T * (C + NH));
-    prepare_scratch(pool);
-    pool.parallel_for(int64_t(B) * NH, [&](int thread, int64_t p0, int64_t p1) {
-        AttnScratch& sc = scratch(thread);
-        for (int64_t pair = p0; pair < p1; ++pair) {
-            const int b = int(pair / NH), h = int(pair % NH);
-            const float* qkv_b = a.qkv + int64_t(b) * T * 3 * C;
-            float* y_b = a.atty + int64_t(b) * T * C + h * hs;
-            float* lse = a.lse + pair * T;
-            float* kt = sc.kt.data();
-            k::transpose(kt, T, qkv_b + C + h * hs, 3 * C, T, hs);
-            for (int q0 = 0; q0 < T; q0 += kQueryBlock) {
-                const int nq = std::min(kQueryBlock, T - q0);
-                float* m = sc.m.data();
-                float* l = sc.l.data();
+    for_each_head(B, pool, [&](AttnScratch& sc, int64_t pair, int b, int h) {
+        const float* qkv_b = a.qkv + int64_t(b) * T * 3 * C;
+        float* y_b = a.atty + int64_t(b) * T * C + h * hs;
+        float* lse = a.lse + pair * T;
+        float* kt = sc.kt.data();
+        k::transpose(kt, T, qkv_b + C + h * hs, 3 * C, T, hs);
+        for (int q0 = 0; q0 < T; q0 += kQueryBlock) {
+            const int nq = std::min(kQueryBlock, T - q0);
+            float* m = sc.m.data();
+            float* l = sc.l.data();
+            for (int r = 0; r < nq; ++r) {
+                m[r] = -INFINITY;
+                l[r] = 0.0f;
+                std::memset(y_b + int64_t(q0 + r) * C, 0, sizeof(float) * size_t(hs));
+            }
+            for (int k0 = 0; k0 < q0 + nq; k0 += kKeyBlock) {
+                const int nk = std::min(kKeyBlock, q0 + nq - k0);
+                // S[nq, nk] = scale * Q . K^T (the tile is contiguous: row stride nk),
+                // for the causal keys (row r sees keys up to q0 + r; the rest of S is
+                // left unspecified, and masked below).
+                float* S = sc.s.data();
+                const int diag = q0 - k0;
+                k::attn_scores(S, nk, qkv_b + int64_t(q0) * 3 * C + h * hs, 3 * C, kt + k0, T, nq, nk, hs,
+                               scale, diag);
+                // Online softmax, row by row: raise the running max, P = exp(S - max)
+                // over the causal keys (k0 <= q0, so every row has at least one), and 0
+                // above the diagonal.
                 for (int r = 0; r < nq; ++r) {
-                    m[r] = -INFINITY;
-                    l[r] = 0.0f;
-                    std::memset(y_b + int64_t(q0 + r) * C, 0, sizeof(float) * size_t(hs));
-                }
-                for (int k0 = 0; k0 < q0 + nq; k0 += kKeyBlock) {
-                    const int nk = std::min(kKeyBlock, q0 + nq - k0);
-                    // S[nq, nk] = scale * Q . K^T (the tile is contiguous: row stride nk),
-                    // for the causal keys (row r sees keys up to q0 + r; the rest of S is
-                    // left unspecified, and masked below).
-                    float* S = sc.s.data();
-                    const int diag = q0 - k0;
-                    k::attn_scores(S, nk, qkv_b + int64_t(q0) * 3 * C + h * hs, 3 * C, kt + k0, T, nq, nk, hs,
-                                   scale, diag);
-                    // Online softmax, row by row: raise the running max, P = exp(S - max)
-                    // over the causal keys (k0 <= q0, so every row has at least one), and 0
-                    // above the diagonal.
-                    for (int r = 0; r < nq; ++r) {
-                        const int t = q0 + r;
-                        const int valid = std::min(nk, t - k0 + 1);  // causal: keys <= t
-                        float* srow = S + r * nk;
-                        const float mx = std::max(m[r], k::row_max(srow, valid, nk));
-                        const float sum = k::row_exp_shift(srow, valid, nk, mx);
-                        const float corr = std::exp(m[r] - mx);  // 0 on the first tile
-                        l[r] = l[r] * corr + sum;
-                        m[r] = mx;
-                        if (corr != 1.0f) {
-                            float* y = y_b + int64_t(t) * C;
-                            for (int i = 0; i < hs; ++i) y[i] *= corr;
-                        }
-                        if (drop) {
-                            const uint64_t base = (uint64_t(pair) * T + uint64_t(t)) * T + uint64_t(k0);
-                            k::dropout_apply(srow, srow, valid, dropout_args(d, kDropAttnProbs, layer, base));
-                        }
+                    const int t = q0 + r;
+                    const int valid = std::min(nk, t - k0 + 1);  // causal: keys <= t
+                    float* srow = S + r * nk;
+                    const float mx = std::max(m[r], k::row_max(srow, valid, nk));
+                    const float sum = k::row_exp_shift(srow, valid, nk, mx);
+                    const float corr = std::exp(m[r] - mx);  // 0 on the first tile
+                    l[r] = l[r] * corr + sum;
+                    m[r] = mx;
+                    if (corr != 1.0f) {
+                        float* y = y_b + int64_t(t) * C;
+                        for (int i = 0; i < hs; ++i) y[i] *= corr;
                     }
-                    // Y[nq, hs] += P . V (P is 0 past the diagonal: skipped)
-                    k::attn_accumulate(y_b + int64_t(q0) * C, C, S, nk, false,
-                                       qkv_b + int64_t(k0) * 3 * C + 2 * C + h * hs, 3 * C, nq, hs, nk, diag);
+                    if (drop) {
+                        const uint64_t base = (uint64_t(pair) * T + uint64_t(t)) * T + uint64_t(k0);
+                        k::dropout_apply(srow, srow, valid, dropout_args(d, kDropAttnProbs, layer, base));
+                    }
                 }
-                for (int r = 0; r < nq; ++r) {
-                    float* y = y_b + int64_t(q0 + r) * C;
-                    const float inv = 1.0f / l[r];
-                    for (int i = 0; i < hs; ++i) y[i] *= inv;
-                    lse[q0 + r] = m[r] + std::log(l[r]);
-                }
+                // Y[nq, hs] += P . V (P is 0 past the diagonal: skipped)
+                k::attn_accumulate(y_b + int64_t(q0) * C, C, S, nk, false,
+                                   qkv_b + int64_t(k0) * 3 * C + 2 * C + h * hs, 3 * C, nq, hs, nk, diag);
+            }
+            for (int r = 0; r < nq; ++r) {
+                float* y = y_b + int64_t(q0 + r) * C;
+                const float inv = 1.0f / l[r];
+                for (int i = 0; i < hs; ++i) y[i] *= inv;
+                lse[q0 + r] = m[r] + std::log(l[r]);
             }
         }
     });
@@ -121,76 +118,71 @@ void Engine::Impl::attention_backward(float* dqkv, const float* datty, const Lay
     StepProfile::Scope phase(profile, "backward attention");
     // qkv, y, dy and lse read; dqkv written (zeroed first, then accumulated per tile)
     traffic(int64_t(B) * T * (5 * C + NH), int64_t(B) * T * 3 * C);
-    prepare_scratch(pool);
-    pool.parallel_for(int64_t(B) * NH, [&](int thread, int64_t p0, int64_t p1) {
-        AttnScratch& sc = scratch(thread);
-        for (int64_t pair = p0; pair < p1; ++pair) {
-            const int b = int(pair / NH), h = int(pair % NH);
-            const float* qkv_b = a.qkv + int64_t(b) * T * 3 * C;
-            const float* y_b = a.atty + int64_t(b) * T * C + h * hs;
-            const float* dy_b = datty + int64_t(b) * T * C + h * hs;
-            float* dqkv_b = dqkv + int64_t(b) * T * 3 * C;
-            const float* lse = a.lse + pair * T;
-            float* kt = sc.kt.data();
-            float* vt = sc.vt.data();
-            k::transpose(kt, T, qkv_b + C + h * hs, 3 * C, T, hs);
-            k::transpose(vt, T, qkv_b + 2 * C + h * hs, 3 * C, T, hs);
-            for (int t = 0; t < T; ++t)
-                for (int part = 0; part < 3; ++part)
-                    std::memset(dqkv_b + int64_t(t) * 3 * C + part * C + h * hs, 0, sizeof(float) * size_t(hs));
-            for (int q0 = 0; q0 < T; q0 += kQueryBlock) {
-                const int nq = std::min(kQueryBlock, T - q0);
-                // D_t = dy_t . y_t = sum_j P_tj dP_tj (holds with dropout too)
-                float* D = sc.d.data();
-                for (int r = 0; r < nq; ++r)
-                    D[r] = k::dot(dy_b + int64_t(q0 + r) * C, y_b + int64_t(q0 + r) * C, hs);
-                for (int k0 = 0; k0 < q0 + nq; k0 += kKeyBlock) {
-                    const int nk = std::min(kKeyBlock, q0 + nq - k0);
-                    const float* Q = qkv_b + int64_t(q0) * 3 * C + h * hs;
-                    const float* K = qkv_b + int64_t(k0) * 3 * C + C + h * hs;
-                    const float* dY = dy_b + int64_t(q0) * C;
-                    // S = scale * Q K^T, then P = exp(S - lse) (0 above the diagonal);
-                    // both tiles are contiguous with row stride nk, and computed only for
-                    // the causal keys (the rest is unspecified until masked below).
-                    float* S = sc.s.data();
-                    float* dP = sc.dp.data();
-                    const int diag = q0 - k0;
-                    k::attn_scores(S, nk, Q, 3 * C, kt + k0, T, nq, nk, hs, scale, diag);
-                    // dPdrop = dY V^T
-                    k::attn_scores(dP, nk, dY, C, vt + k0, T, nq, nk, hs, 1.0f, diag);
-                    for (int r = 0; r < nq; ++r) {
-                        const int t = q0 + r;
-                        const int valid = std::min(nk, t - k0 + 1);
-                        float* srow = S + r * nk;
-                        float* dprow = dP + r * nk;
-                        k::row_exp_shift(srow, valid, nk, lse[t]);  // P = exp(S - lse), 0 past t
-                        const float Dr = D[r];
-                        // dS = P * (dP - D) * scale, with dP = dPdrop * mask; S becomes
-                        // Pdrop = P * mask, for dV.
-                        if (drop) {
-                            const uint64_t base = (uint64_t(pair) * T + uint64_t(t)) * T + uint64_t(k0);
-                            alignas(64) float mask[kKeyBlock];
-                            k::dropout_mask(mask, valid, dropout_args(d, kDropAttnProbs, layer, base));
-                            for (int j = 0; j < valid; ++j) {
-                                dprow[j] = srow[j] * (dprow[j] * mask[j] - Dr) * scale;
-                                srow[j] *= mask[j];
-                            }
-                            std::fill(dprow + valid, dprow + nk, 0.0f);
-                        } else {
-                            for (int j = 0; j < valid; ++j) dprow[j] = srow[j] * (dprow[j] - Dr) * scale;
-                            // Past the diagonal dS is 0 (dP is unspecified there).
-                            std::fill(dprow + valid, dprow + nk, 0.0f);
+    for_each_head(B, pool, [&](AttnScratch& sc, int64_t pair, int b, int h) {
+        const float* qkv_b = a.qkv + int64_t(b) * T * 3 * C;
+        const float* y_b = a.atty + int64_t(b) * T * C + h * hs;
+        const float* dy_b = datty + int64_t(b) * T * C + h * hs;
+        float* dqkv_b = dqkv + int64_t(b) * T * 3 * C;
+        const float* lse = a.lse + pair * T;
+        float* kt = sc.kt.data();
+        float* vt = sc.vt.data();
+        k::transpose(kt, T, qkv_b + C + h * hs, 3 * C, T, hs);
+        k::transpose(vt, T, qkv_b + 2 * C + h * hs, 3 * C, T, hs);
+        for (int t = 0; t < T; ++t)
+            for (int part = 0; part < 3; ++part)
+                std::memset(dqkv_b + int64_t(t) * 3 * C + part * C + h * hs, 0, sizeof(float) * size_t(hs));
+        for (int q0 = 0; q0 < T; q0 += kQueryBlock) {
+            const int nq = std::min(kQueryBlock, T - q0);
+            // D_t = dy_t . y_t = sum_j P_tj dP_tj (holds with dropout too)
+            float* D = sc.d.data();
+            for (int r = 0; r < nq; ++r)
+                D[r] = k::dot(dy_b + int64_t(q0 + r) * C, y_b + int64_t(q0 + r) * C, hs);
+            for (int k0 = 0; k0 < q0 + nq; k0 += kKeyBlock) {
+                const int nk = std::min(kKeyBlock, q0 + nq - k0);
+                const float* Q = qkv_b + int64_t(q0) * 3 * C + h * hs;
+                const float* K = qkv_b + int64_t(k0) * 3 * C + C + h * hs;
+                const float* dY = dy_b + int64_t(q0) * C;
+                // S = scale * Q K^T, then P = exp(S - lse) (0 above the diagonal);
+                // both tiles are contiguous with row stride nk, and computed only for
+                // the causal keys (the rest is unspecified until masked below).
+                float* S = sc.s.data();
+                float* dP = sc.dp.data();
+                const int diag = q0 - k0;
+                k::attn_scores(S, nk, Q, 3 * C, kt + k0, T, nq, nk, hs, scale, diag);
+                // dPdrop = dY V^T
+                k::attn_scores(dP, nk, dY, C, vt + k0, T, nq, nk, hs, 1.0f, diag);
+                for (int r = 0; r < nq; ++r) {
+                    const int t = q0 + r;
+                    const int valid = std::min(nk, t - k0 + 1);
+                    float* srow = S + r * nk;
+                    float* dprow = dP + r * nk;
+                    k::row_exp_shift(srow, valid, nk, lse[t]);  // P = exp(S - lse), 0 past t
+                    const float Dr = D[r];
+                    // dS = P * (dP - D) * scale, with dP = dPdrop * mask; S becomes
+                    // Pdrop = P * mask, for dV.
+                    if (drop) {
+                        const uint64_t base = (uint64_t(pair) * T + uint64_t(t)) * T + uint64_t(k0);
+                        alignas(64) float mask[kKeyBlock];
+                        k::dropout_mask(mask, valid, dropout_args(d, kDropAttnProbs, layer, base));
+                        for (int j = 0; j < valid; ++j) {
+                            dprow[j] = srow[j] * (dprow[j] * mask[j] - Dr) * scale;
+                            srow[j] *= mask[j];
                         }
+                        std::fill(dprow + valid, dprow + nk, 0.0f);
+                    } else {
+                        for (int j = 0; j < valid; ++j) dprow[j] = srow[j] * (dprow[j] - Dr) * scale;
+                        // Past the diagonal dS is 0 (dP is unspecified there).
+                        std::fill(dprow + valid, dprow + nk, 0.0f);
                     }
-                    // dV[nk, hs] += Pdrop^T dY; dQ[nq, hs] += dS K; dK[nk, hs] += dS^T Q
-                    // (Pdrop and dS are 0 past the diagonal: skipped)
-                    k::attn_accumulate(dqkv_b + int64_t(k0) * 3 * C + 2 * C + h * hs, 3 * C, S, nk, true, dY, C,
-                                       nk, hs, nq, diag);
-                    k::attn_accumulate(dqkv_b + int64_t(q0) * 3 * C + h * hs, 3 * C, dP, nk, false, K, 3 * C, nq,
-                                       hs, nk, diag);
-                    k::attn_accumulate(dqkv_b + int64_t(k0) * 3 * C + C + h * hs, 3 * C, dP, nk, true, Q, 3 * C,
-                                       nk, hs, nq, diag);
                 }
+                // dV[nk, hs] += Pdrop^T dY; dQ[nq, hs] += dS K; dK[nk, hs] += dS^T Q
+                // (Pdrop and dS are 0 past the diagonal: skipped)
+                k::attn_accumulate(dqkv_b + int64_t(k0) * 3 * C + 2 * C + h * hs, 3 * C, S, nk, true, dY, C,
+                                   nk, hs, nq, diag);
+                k::attn_accumulate(dqkv_b + int64_t(q0) * 3 * C + h * hs, 3 * C, dP, nk, false, K, 3 * C, nq,
+                                   hs, nk, diag);
+                k::attn_accumulate(dqkv_b + int64_t(k0) * 3 * C + C + h * hs, 3 * C, dP, nk, true, Q, 3 * C,
+                                   nk, hs, nq, diag);
             }
         }
     });

@@ -194,15 +194,24 @@ void Engine::Impl::block_backward(const WeightsView& v, const GptTensors<float>*
     const bool attn_grad = below || qkv;                     // d(attention output)
     const bool res2_grad = attn_grad || proj;                // d(res2), through the MLP
     const bool fch_grad = res2_grad || fc;                   // d(fc output), through the GELU
-
-    // resid[l+1] = res2 + dropout(fcproj(gelu(fch)))
-    const float* dfcproj = dresid;
-    if (drop) {
+    // d(loss)/d(a branch's output) from dresid: through its dropout mask into branch, or dresid.
+    auto branch_gradient = [&](DropoutPlace place) -> const float* {
+        if (!drop) return dresid;
         StepProfile::Scope phase(profile, "backward dropout");
         traffic(int64_t(N) * C, int64_t(N) * C);
-        dropout_backward(branch, dresid, N, C, d, kDropMlpProj, l, pool);
-        dfcproj = branch;
-    }
+        dropout_backward(branch, dresid, N, C, d, place, l, pool);
+        return branch;
+    };
+    // A LayerNorm's output into ln_out again, from its input and saved statistics.
+    auto recompute_layernorm = [&](float* mean, float* rstd, const float* in, const float* gain,
+                                   const float* bias) {
+        StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
+        traffic(int64_t(N) * (C + 2), int64_t(N) * C);
+        layernorm_forward(ln_out, mean, rstd, in, gain, bias, N, C, cfg.layernorm_eps, pool);
+    };
+
+    // resid[l+1] = res2 + dropout(fcproj(gelu(fch)))
+    const float* dfcproj = branch_gradient(kDropMlpProj);
     if (fcproj && gelu_layer != l) {
         StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
         traffic(int64_t(N) * 4 * C, int64_t(N) * 4 * C);
@@ -215,12 +224,7 @@ void Engine::Impl::block_backward(const WeightsView& v, const GptTensors<float>*
                     grad(&G::fcprojb, C), dfcproj, big_a, v.matrix(kFcprojw).at(int64_t(l) * C * 4 * C), N,
                     4 * C, C, d, pool, a.fch);
     if (!fch_grad) return;
-    if (fc && !have_ln2) {
-        StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
-        traffic(int64_t(N) * (C + 2), int64_t(N) * C);
-        layernorm_forward(ln_out, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C, N, C,
-                          cfg.layernorm_eps, pool);  // recompute ln_2's output
-    }
+    if (fc && !have_ln2) recompute_layernorm(a.ln2_mean, a.ln2_rstd, a.res2, w.ln2w + l * C, w.ln2b + l * C);
     linear_backward(l, LinearKind::mlp_fc, res2_grad ? dln : nullptr, grad(&G::fcw, int64_t(4) * C * C),
                     grad(&G::fcb, 4 * C), big_a, ln_out, v.matrix(kFcw).at(int64_t(l) * 4 * C * C), N, C,
                     4 * C, d, pool);
@@ -229,25 +233,14 @@ void Engine::Impl::block_backward(const WeightsView& v, const GptTensors<float>*
                        w.ln2w + l * C, a.ln2_mean, a.ln2_rstd, N, C, pool, profile);
 
     // res2 = x + dropout(attproj(attention(qkv(ln_1(x)))))
-    const float* dattproj = dresid;
-    if (drop) {
-        StepProfile::Scope phase(profile, "backward dropout");
-        traffic(int64_t(N) * C, int64_t(N) * C);
-        dropout_backward(branch, dresid, N, C, d, kDropAttnProj, l, pool);
-        dattproj = branch;
-    }
+    const float* dattproj = branch_gradient(kDropAttnProj);
     linear_backward(l, LinearKind::attn_proj, attn_grad ? datty : nullptr, grad(&G::attprojw, int64_t(C) * C),
                     grad(&G::attprojb, C), dattproj, a.atty, v.matrix(kAttprojw).at(int64_t(l) * C * C), N,
                     C, C, d, pool);
     if (!attn_grad) return;
     float* dqkv = big_a;
     attention_backward(dqkv, datty, a, l, B, T, d, pool);
-    if (qkv) {
-        StepProfile::Scope phase(profile, "backward recompute (gelu, layernorm)");
-        traffic(int64_t(N) * (C + 2), int64_t(N) * C);
-        layernorm_forward(ln_out, a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C, N, C,
-                          cfg.layernorm_eps, pool);  // recompute ln_1's output
-    }
+    if (qkv) recompute_layernorm(a.ln1_mean, a.ln1_rstd, x, w.ln1w + l * C, w.ln1b + l * C);
     linear_backward(l, LinearKind::attn_qkv, below ? dln : nullptr, grad(&G::qkvw, int64_t(3) * C * C),
                     grad(&G::qkvb, 3 * C), dqkv, ln_out, v.matrix(kQkvw).at(int64_t(l) * 3 * C * C), N, C,
                     3 * C, d, pool);

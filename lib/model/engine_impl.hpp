@@ -176,8 +176,10 @@ struct Engine::Impl {
     static void gelu_rows(float* out, const float* x, int N, int width, ThreadPool& pool);
 
     // Attention, over a batch and against a KV cache (engine_attention.cpp).
-    AttnScratch& scratch(int t);
-    void prepare_scratch(ThreadPool& pool);
+    // fn(scratch, pair, b, h) for every (sequence b, head h) of a batch of B sequences, pair =
+    // b * n_head + h, split over the pool's threads, each with its own scratch.
+    void for_each_head(int B, ThreadPool& pool,
+                       const std::function<void(AttnScratch&, int64_t pair, int b, int h)>& fn);
     void attention_forward(LayerActs& a, int layer, int B, int T, const Dropout& d, ThreadPool& pool);
     void attention_backward(float* dqkv, const float* datty, const LayerActs& a, int layer, int B, int T,
                             const Dropout& d, ThreadPool& pool);
