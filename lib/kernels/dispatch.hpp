@@ -66,6 +66,14 @@ struct GemmArgs {
     // b16_max_abs: an upper bound of |B16| (the weight's largest magnitude).
     bool fp16_arithmetic = false;
     float b16_max_abs = 0.0f;
+    // Training and inference: with a bf16 B16 and a plain A, multiply in bfloat16 where the CPU
+    // has AVX512_BF16 (VDPBF16PS, twice the multiply-adds per instruction of an fp32 FMA;
+    // kernels/bf16_gemm.hpp): op(A) rounded to bf16 while it is packed, products of bf16 pairs
+    // added into fp32 accumulators. Not exact (A loses 16 of its 24 significand bits; PyTorch's
+    // bf16 autocast makes the same trade). bf16 has fp32's range, so nothing can overflow that
+    // fp32 would not. Everywhere else (no AVX512_BF16, the reference table, fp16, a transposed
+    // A) the exact GEMM runs.
+    bool bf16_arithmetic = false;
 };
 
 // A GemmArgs for C[M, N] = alpha op(A) op(B) + beta C (bias and fused GELU unset: set them on
