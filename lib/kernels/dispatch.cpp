@@ -12,6 +12,7 @@
 
 #include "core/thread_pool.hpp"
 #include "kernels/arm_cores.hpp"
+#include "kernels/bf16_gemm.hpp"
 #include "kernels/fp16_gemm.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/reference/reference_kernels.hpp"
@@ -40,6 +41,7 @@ uint64_t read_xcr0() {
 struct X86Features {
     bool avx2_fma = false;
     bool avx512bw = false;
+    bool avx512_bf16 = false;  // VDPBF16PS (Zen 4, Sapphire Rapids): the bf16-arithmetic GEMM
 };
 
 X86Features detect_x86() {
@@ -58,6 +60,9 @@ X86Features detect_x86() {
                         (ebx & (1u << 30));  // F, DQ, CD, BW
     f.avx2_fma = os_ymm && avx2 && fma && f16c;
     f.avx512bw = f.avx2_fma && os_zmm && avx512;
+    const bool avx512vl = ebx & (1u << 31);  // the bf16 GEMM's file is built with VL too
+    if (f.avx512bw && avx512vl && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx))
+        f.avx512_bf16 = eax & (1u << 5);
     return f;
 }
 #elif defined(__aarch64__)
@@ -191,10 +196,38 @@ bool takes_fp16_gemm(const KernelTable& table, const GemmArgs& g) {
 #endif
 }
 
+// The VDPBF16PS GEMM where the CPU has AVX512_BF16 (and the AVX-512 table), else null.
+GemmFn bf16_gemm() {
+#if defined(__x86_64__)
+    static const GemmFn f = detect_x86().avx512_bf16 ? &x86::sgemm_bf16 : nullptr;
+    return f;
+#else
+    return nullptr;
+#endif
+}
+
+// Whether g goes to the bf16 GEMM on `table`: asked for, a bf16 weight and a plain A, a CPU
+// that has it, and not the scalar reference.
+bool takes_bf16_gemm(const KernelTable& table, const GemmArgs& g) {
+    if (!g.bf16_arithmetic || !g.B16 || g.b16_format != HalfFormat::bf16 || g.trans_a) return false;
+    return g.M > 0 && g.N > 0 && g.K > 0 && &table != &reference_table() && bf16_gemm();
+}
+
+// The GEMM that computes g on `table`.
+GemmFn gemm_for(const KernelTable& table, const GemmArgs& g) {
+    if (takes_fp16_gemm(table, g)) return fp16_gemm();
+    if (takes_bf16_gemm(table, g)) return bf16_gemm();
+    return table.sgemm;
+}
+
 }  // namespace
 
 const char* fp16_arithmetic_gemm() {
     return fp16_gemm() && &active_table() != &reference_table() ? "arm64+fp16+fmla-8h" : "none";
+}
+
+const char* bf16_arithmetic_gemm() {
+    return bf16_gemm() && &active_table() != &reference_table() ? "avx512-bf16+vdpbf16ps" : "none";
 }
 
 const char* cpu_features() {
@@ -208,6 +241,7 @@ const char* cpu_features() {
         add(true, "sse2");
         add(f.avx2_fma, "avx2 fma f16c");
         add(f.avx512bw, "avx512f avx512dq avx512cd avx512bw");
+        add(f.avx512_bf16, "avx512_bf16");
 #elif defined(__aarch64__)
         const ArmFeatures f = detect_arm();
         add(f.asimd, "asimd");
@@ -263,11 +297,7 @@ GemmArgs gemm_args(bool trans_a, bool trans_b, int M, int N, int K, const float*
     return g;
 }
 
-void sgemm(const GemmArgs& g) {
-    const KernelTable& table = active_table();
-    if (takes_fp16_gemm(table, g)) return fp16_gemm()(g);
-    table.sgemm(g);
-}
+void sgemm(const GemmArgs& g) { gemm_for(active_table(), g)(g); }
 
 // Small products are not worth splitting: on this 2-vCPU VM a split GEMM pays ~15-25 us over
 // its share of the work (waking the idle worker core, each thread packing its own B, cold
@@ -284,9 +314,9 @@ bool gemm_worth_splitting(const GemmArgs& g) {
 
 void sgemm_parallel_with(const KernelTable& table, const GemmArgs& g, ThreadPool& pool) {
     if (g.M <= 0 || g.N <= 0) return;
-    // The fp16 GEMM computes each element of C by the same operations wherever its tile falls
-    // too, so the split below keeps it bitwise equal to the serial call.
-    const GemmFn gemm = takes_fp16_gemm(table, g) ? fp16_gemm() : table.sgemm;
+    // The fp16 and bf16 GEMMs compute each element of C by the same operations wherever its
+    // tile falls too, so the split below keeps them bitwise equal to the serial call.
+    const GemmFn gemm = gemm_for(table, g);
     // Each thread computes whole register tiles of C with the full K, so the result is the
     // same bit for bit for any thread count (the kernels compute every element of C by the
     // same sequence of operations wherever its tile falls). Split the longer side of C: rows

@@ -181,6 +181,10 @@ void dropout_mask(float* mask, int64_t n, const DropoutArgs& d);
 // reports asimdhp (and the active table is not the reference), else "none" (the exact GEMM).
 const char* fp16_arithmetic_gemm();
 
+// The GEMM GemmArgs::bf16_arithmetic selects on this CPU: "avx512-bf16+vdpbf16ps" where CPUID
+// reports AVX512_BF16 (and the active table is not the reference), else "none" (the exact GEMM).
+const char* bf16_arithmetic_gemm();
+
 // Which table is active ("avx512bw", "fma3+avx2", "sse2", "arm64+neon+fmla-lane" or one of its
 // variants, "arm64+neon", "reference").
 const char* active_arch_name();
@@ -188,7 +192,8 @@ const char* active_arch_name();
 // kernels/arm_cores.hpp); "MIDR unknown" where there is none (x86, or no way to read it).
 const char* cpu_core();
 // The CPU features dispatch detected, space-separated (static storage). x86_64: "sse2 avx2
-// fma f16c avx512f avx512dq avx512cd avx512bw" as far as the CPU and the OS allow; aarch64, from HWCAP:
+// fma f16c avx512f avx512dq avx512cd avx512bw avx512_bf16" as far as the CPU and the OS allow;
+// aarch64, from HWCAP:
 // "asimd fphp asimdhp(fp16) asimddp(dotprod) sve i8mm bf16" as present. Benchmarks print
 // it so a figure can be matched to the hardware.
 const char* cpu_features();

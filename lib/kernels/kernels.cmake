@@ -21,6 +21,11 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
   # xsimd's avx512 batch needs DQ (its hadd uses _mm512_extractf32x8_ps) and BW.
   set_source_files_properties(${PG_KERNEL_SIMD_DIR}/table_avx512bw.cpp PROPERTIES
     COMPILE_OPTIONS "-mavx512f;-mavx512cd;-mavx512dq;-mavx512bw;-mavx2;-mfma;-mf16c;${PG_AVX512_NO_FALSE_WARNINGS}")
+  # The VDPBF16PS GEMM (kernels/bf16_gemm.hpp) is AVX512_BF16 code: only this file gets the
+  # flag, and dispatch calls it only where CPUID reports AVX512_BF16 (Zen 4, Sapphire Rapids).
+  target_sources(phonegpt_objects PRIVATE ${CMAKE_CURRENT_LIST_DIR}/x86/bf16_gemm.cpp)
+  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/x86/bf16_gemm.cpp PROPERTIES
+    COMPILE_OPTIONS "-mavx512f;-mavx512cd;-mavx512dq;-mavx512bw;-mavx512vl;-mavx512bf16;-mavx2;-mfma;-mf16c;${PG_AVX512_NO_FALSE_WARNINGS}")
   # F16C: the fp16 weight conversions (dispatch requires it for both AVX tables; every AVX2 CPU
   # has it).
   set_source_files_properties(${PG_KERNEL_SIMD_DIR}/table_avx2.cpp PROPERTIES

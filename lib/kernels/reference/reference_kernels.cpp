@@ -4,10 +4,32 @@
 #include <cmath>
 
 #include "core/rng.hpp"
+#include "kernels/bf16_gemm.hpp"
 #include "kernels/fp16_gemm.hpp"
 #include "kernels/half_float.hpp"
 
 namespace pg::kernels::reference {
+
+namespace {
+
+// x with a denormal read as (or flushed to) a zero of its sign: VDPBF16PS's DAZ and FTZ.
+float flush_denormal(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x; }
+
+// op(A)[i, k] as VCVTNE2PS2BF16 rounds it (a denormal as 0), widened back to fp32.
+float a_as_bf16(float a) { return bf16_to_float(float_to_bf16(flush_denormal(a))); }
+
+// The GELU epilogue of the reference GEMMs on a finished element c at `at`.
+void gelu_epilogue(const GemmArgs& g, int64_t at, float& c) {
+    if (g.gelu_out) gelu_forward(g.gelu_out + at, &c, 1);
+    if (g.gelu_grad_input) {
+        float grad = 0.0f;
+        const float one = 1.0f;
+        gelu_backward(&grad, g.gelu_grad_input + at, &one, 1);
+        c = grad * c;
+    }
+}
+
+}  // namespace
 
 void sgemm(const GemmArgs& g) {
     for (int i = 0; i < g.M; ++i) {
@@ -25,14 +47,7 @@ void sgemm(const GemmArgs& g) {
             float out = g.alpha * acc + (g.beta == 0.0f ? 0.0f : g.beta * c);
             if (g.bias) out += g.bias[j];
             c = out;
-            const int64_t at = int64_t(i) * g.ldc + j;
-            if (g.gelu_out) gelu_forward(g.gelu_out + at, &c, 1);
-            if (g.gelu_grad_input) {
-                float grad = 0.0f;
-                const float one = 1.0f;
-                gelu_backward(&grad, g.gelu_grad_input + at, &one, 1);  // grad = gelu'(input) * 1
-                c = grad * c;
-            }
+            gelu_epilogue(g, int64_t(i) * g.ldc + j, c);
         }
     }
 }
@@ -95,14 +110,37 @@ void sgemm_fp16_arithmetic(const GemmArgs& g) {
                 c = gemm_epilogue(acc, g.alpha, first ? g.beta : 1.0f, c,
                                   first && g.bias ? g.bias + j : nullptr);
             }
-            const int64_t at = int64_t(i) * g.ldc + j;
-            if (g.gelu_out) gelu_forward(g.gelu_out + at, &c, 1);
-            if (g.gelu_grad_input) {
-                float grad = 0.0f;
-                const float one = 1.0f;
-                gelu_backward(&grad, g.gelu_grad_input + at, &one, 1);
-                c = grad * c;
+            gelu_epilogue(g, int64_t(i) * g.ldc + j, c);
+        }
+    }
+}
+
+void sgemm_bf16_arithmetic(const GemmArgs& g) {
+    for (int i = 0; i < g.M; ++i) {
+        for (int j = 0; j < g.N; ++j) {
+            float& c = g.C[int64_t(i) * g.ldc + j];
+            // (a_k, b_k) of the block, 0 past its end: the zero pair that completes an odd block.
+            const auto term = [&](int k, int end, float& a, float& b) {
+                a = b = 0.0f;
+                if (k >= end) return;
+                const int64_t at = g.trans_b ? int64_t(j) * g.ldb + k : int64_t(k) * g.ldb + j;
+                a = flush_denormal(a_as_bf16(g.A[int64_t(i) * g.lda + k]));
+                b = flush_denormal(bf16_to_float(g.B16[at]));
+            };
+            for (int pc = 0; pc < g.K; pc += kBf16BlockK) {
+                const int end = std::min(g.K, pc + kBf16BlockK);
+                float acc = 0.0f;
+                for (int k = pc; k < end; k += 2) {
+                    float a0, b0, a1, b1;
+                    term(k, end, a0, b0);
+                    term(k + 1, end, a1, b1);
+                    acc = flush_denormal(acc + a1 * b1);  // the odd element first
+                    acc = flush_denormal(acc + a0 * b0);
+                }
+                const bool first = pc == 0;
+                c = gemm_epilogue(acc, g.alpha, first ? g.beta : 1.0f, c, first && g.bias ? g.bias + j : nullptr);
             }
+            gelu_epilogue(g, int64_t(i) * g.ldc + j, c);
         }
     }
 }

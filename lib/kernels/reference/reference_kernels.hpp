@@ -13,6 +13,8 @@ void sgemm(const GemmArgs& g);
 // epilogue of the SIMD GEMMs, so the kernel must equal it bit for bit. Not in the reference
 // table (which stays exact): the tests, and measurements of the error on any host, call it.
 void sgemm_fp16_arithmetic(const GemmArgs& g);
+// The bf16-arithmetic GEMM's exact model (kernels/bf16_gemm.hpp).
+void sgemm_bf16_arithmetic(const GemmArgs& g);
 void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
                        const float* b, int64_t rows, int C, float eps);
 void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
