@@ -517,7 +517,7 @@ TEST_CASE("fp16 arithmetic over a loaded or mapped fp16 base knows each tensor's
 // base's (test_model_bf16_arithmetic.cpp), and it saves as the plain bf16 values.
 TEST_CASE("bf16 arithmetic over a loaded or mapped bf16 base: the same values, saved as bf16",
           "[io][checkpoint][mapped][half]") {
-    ModelHandle original{tiny_base(29)};
+    ModelHandle original{tiny_base(29, 1.0f)};
     const std::string path = pg_test::tmp_dir() + "/mapped_base_bf16_arithmetic.pgck";
     save(original.m, path, PG_WEIGHTS_BF16, 1);
     for (bool map : {false, true}) {
@@ -533,8 +533,10 @@ TEST_CASE("bf16 arithmetic over a loaded or mapped bf16 base: the same values, s
         int32_t mapped = -1;
         REQUIRE(pg_model_weights_mapped(loaded.m, &mapped) == PG_OK);
         CHECK(mapped == (map ? 1 : 0));
-        CHECK(half_arithmetic_test::relative_rms(session_outputs(loaded.m, true), logits) < 2e-2);
-        CHECK(half_arithmetic_test::relative_rms(lora_gradients(loaded.m), grads) < 5e-2);
+        // Tolerance 1e-2 relative RMS; emulated bf16 arithmetic (test_model_bf16_arithmetic.cpp)
+        // measured 2.2e-3 (logits) and 4.6e-4 (loss and gradients) on this base.
+        CHECK(half_arithmetic_test::relative_rms(session_outputs(loaded.m, true), logits) < 1e-2);
+        CHECK(half_arithmetic_test::relative_rms(lora_gradients(loaded.m), grads) < 1e-2);
         const std::string again = pg_test::tmp_dir() + "/mapped_base_bf16_arithmetic_again.pgck";
         save(loaded.m, again, -1, 1);
         ModelHandle reread;

@@ -31,8 +31,10 @@ using half_arithmetic_test::relative_rms;
 namespace {
 
 // A result under bf16 arithmetic against plain bf16's: within `tolerance` (relative RMS). The
-// tolerances are bounds from the rounding of the activations to bf16 (2^-9 relative each), not
-// figures measured with the bf16 GEMM: where it ran they may be tightened to the measured error.
+// tolerances are about 4x the errors measured with bf16 arithmetic emulated (every GEMM that
+// takes GemmArgs::bf16_arithmetic given op(A) rounded to bf16, then the exact GEMM: what the
+// AVX512_BF16 kernel computes up to its order of additions), quoted at each check; without the
+// kernel the results are the same bits, within every tolerance.
 void check_close_to_bf16(const std::vector<float>& got, const std::vector<float>& bf16, double tolerance,
                          const char* what) {
     const double err = relative_rms(got, bf16);
@@ -74,8 +76,8 @@ TEST_CASE("bf16 arithmetic: the view and every frozen-base GEMM carry the flag; 
     v.matrix(pg::kLnfw).set_gemm_b(fp32);
     CHECK_FALSE(fp32.bf16_arithmetic);
 
-    // Tolerance: 2e-2 relative RMS over the 4 layers of this model's (small, random) logits.
-    check_close_to_bf16(logits(m), exact, 2e-2, "PhoneGPT-shape logits");
+    // Tolerance 1e-2 relative RMS (emulated: 2.6e-3 over the 4 layers of these small, random logits).
+    check_close_to_bf16(logits(m), exact, 1e-2, "PhoneGPT-shape logits");
     // Back to plain bf16 (the same values): the exact logits again.
     m.hold_frozen_in(pg::WeightStorage::bf16);
     CHECK_FALSE(m.weights().bf16_arithmetic);
@@ -93,10 +95,10 @@ TEST_CASE("bf16 arithmetic reaches a training pass: LoRA loss and gradients with
     const std::vector<float> want = half_arithmetic_test::lora_gradients(plain, adapter, &want_loss);
     const std::vector<float> got = half_arithmetic_test::lora_gradients(fast, adapter, &loss);
     CHECK(std::isfinite(loss));
-    // Tolerances: the loss to 1e-2 relative; dA and dB (every product of the backward over the
-    // base, dy W included, rounded) to 5e-2 relative RMS.
+    // Tolerances: the loss to 1e-2 relative; dA and dB (every product over the base, forward and
+    // dy W, takes bf16 arithmetic) to 1e-2 relative RMS (emulated: 2.8e-3).
     CHECK(std::fabs(loss - want_loss) <= 1e-2 * std::fabs(want_loss));
-    check_close_to_bf16(got, want, 5e-2, "LoRA dA and dB");
+    check_close_to_bf16(got, want, 1e-2, "LoRA dA and dB");
 }
 
 TEST_CASE("PG_WEIGHTS_BF16_ARITHMETIC through the C API: reported, switchable with BF16, refused from fp16, saved "
@@ -166,7 +168,7 @@ TEST_CASE("LoRA steps over a PG_WEIGHTS_BF16_ARITHMETIC base lower the loss, wit
           "[model][half][lora]") {
     using namespace frozen_base_test;
     auto run = [](pg_weight_storage storage) {
-        ModelHandle base{tiny_base(31)};
+        ModelHandle base{tiny_base(31, 1.0f)};
         REQUIRE(pg_model_set_weight_storage(base.m, storage) == PG_OK);
         pg_lora_adapter* a = adapter_with_b(base.m, PG_LORA_ALL_LINEARS);
         pg_train_config tc;
@@ -194,6 +196,8 @@ TEST_CASE("LoRA steps over a PG_WEIGHTS_BF16_ARITHMETIC base lower the loss, wit
     for (float l : fast) CHECK(std::isfinite(l));
     CHECK(fast.back() < fast.front());
     CHECK(plain.back() < plain.front());
-    // Tolerance: each step's loss to 2e-2 relative (this base's 10x weights amplify the rounding).
-    check_close_to_bf16(fast, plain, 2e-2, "LoRA step losses");
+    // Tolerance 1e-2 relative RMS over the steps' losses (emulated: 1.4e-3). The base has GPT-2's
+    // initialisation: the 10x weights of the other frozen-base tests amplify the activations'
+    // rounding into chaos (emulated: 3e-2 on these losses, 0.95 on the gradients).
+    check_close_to_bf16(fast, plain, 1e-2, "LoRA step losses");
 }
