@@ -1,5 +1,6 @@
 // bench_lora (and `phonegpt-bench lora`): one training configuration per process, so its peak
-// RSS is its own: a LoRA step over a frozen base held in fp32, fp16 or bf16, or a full
+// RSS is its own: a LoRA step over a frozen base held in fp32, fp16 or bf16 (bf16-arith: bf16
+// multiplied in bf16 where the CPU has AVX512_BF16, PG_WEIGHTS_BF16_ARITHMETIC), or a full
 // fine-tuning step, at the Ailoos shape (vocab 50,257, 12 layers, width 512, 8 heads, context
 // 256: 63.7M weights) or GPT-2 small (124M, context 1024 or less). Prints one JSON line: the
 // median and every timed step's wall ms and CPU ms, and the memory:
@@ -14,8 +15,10 @@
 //                  maps the file and droppable by the kernel), shared_clean, private_clean,
 //                  private_dirty
 // The base is made in memory (random weights), or read from a checkpoint: --write-base PATH saves
-// the shape's base in --base's storage with the mapping layout and exits; --base-file PATH loads
-// it (copied), --map-base with it maps it read-only (docs/performance.md, "a mapped base").
+// the shape's base in --base's storage with the mapping layout and exits (bf16-arith: as bf16, the
+// values it holds); --base-file PATH loads it (copied), --map-base with it maps it read-only
+// (docs/performance.md, "a mapped base"), as stored, except that --base bf16-arith switches a bf16
+// file's base to bf16 arithmetic.
 // --profile N then runs N more steps with a StepProfile attached and prints its per-phase table
 // (benchmarks/profile_table.hpp) to stderr, after the JSON line.
 // benchmarks/run_lora_bench.sh runs it interleaved with the PyTorch twin
@@ -50,7 +53,7 @@ struct Options {
     int top_layers = 0;            // > 0: adapt only the top N layers (layers_to_transform)
     std::string mode = "lora";     // lora | full
     std::string targets = "all";   // all | c_attn
-    std::string base = "fp16";     // fp32 | fp16 | bf16
+    std::string base = "fp16";     // fp32 | fp16 | bf16 | bf16-arith
     std::string write_base;        // set: save the base there (mapping layout) and exit
     std::string base_file;         // set: read the base from this checkpoint
     bool map_base = false;         // with base_file: map it instead of copying
@@ -61,8 +64,8 @@ struct Options {
 [[noreturn]] void usage(const char* argv0) {
     std::fprintf(stderr,
                  "usage: %s [--shape ailoos|gpt2] [--ctx N] [--batch 4] [--seq 256] [--threads 2]\n"
-                 "          [--mode lora|full] [--targets all|c_attn] [--top-layers N] [--base fp32|fp16|bf16]\n"
-                 "          [--rank 8]\n"
+                 "          [--mode lora|full] [--targets all|c_attn] [--top-layers N]\n"
+                 "          [--base fp32|fp16|bf16|bf16-arith] [--rank 8]\n"
                  "          [--recompute] [--steps 3] [--warmup 1] [--profile STEPS]\n"
                  "          [--write-base PATH | --base-file PATH [--map-base]]\n",
                  argv0);
@@ -98,7 +101,7 @@ Options parse(int argc, char** argv) {
     }
     const bool ok = (o.shape == "ailoos" || o.shape == "gpt2") && (o.mode == "lora" || o.mode == "full") &&
                     (o.targets == "all" || o.targets == "c_attn") && o.top_layers >= 0 && o.top_layers <= 12 &&
-                    (o.base == "fp32" || o.base == "fp16" || o.base == "bf16") && o.steps >= 1 && o.warmup >= 0 &&
+                    (o.base == "fp32" || o.base == "fp16" || o.base == "bf16" || o.base == "bf16-arith") && o.steps >= 1 && o.warmup >= 0 &&
                     (!o.map_base || !o.base_file.empty()) && (o.write_base.empty() || o.base_file.empty()) &&
                     (o.mode == "lora" || o.base == "fp32");
     if (!ok) usage(argv[0]);
@@ -156,7 +159,10 @@ pg::io::JsonObject smaps_rollup() {
 }
 
 pg::WeightStorage storage_of(const std::string& base) {
-    return base == "fp16" ? pg::WeightStorage::fp16 : base == "bf16" ? pg::WeightStorage::bf16 : pg::WeightStorage::fp32;
+    return base == "fp16"         ? pg::WeightStorage::fp16
+           : base == "bf16"       ? pg::WeightStorage::bf16
+           : base == "bf16-arith" ? pg::WeightStorage::bf16_arithmetic
+                                  : pg::WeightStorage::fp32;
 }
 
 // The shape's base with random weights, or the checkpoint's (copied or mapped).
@@ -201,7 +207,7 @@ int main(int argc, char** argv) {
         pg::Model model = make_base(o);
         if (!o.write_base.empty()) {
             pg::io::CheckpointOptions co;
-            co.storage = storage_of(o.base);
+            co.storage = pg::stored_values(storage_of(o.base));
             co.mappable = true;
             pg::io::save_checkpoint(model, nullptr, co, o.write_base);
             std::printf("{\"wrote\": \"%s\"}\n", o.write_base.c_str());
@@ -231,7 +237,16 @@ int main(int argc, char** argv) {
             const int n_layer = model.config().n_layer;
             for (int l = n_layer - o.top_layers; o.top_layers > 0 && l < n_layer; ++l) lc.layers.push_back(l);
             adapter = std::make_unique<pg::lora::Adapter>(pg::lora::Adapter::create(model, lc));
-            if (o.base_file.empty()) model.hold_frozen_in(storage_of(o.base));  // a file's base is as stored
+            if (o.base_file.empty()) {
+                model.hold_frozen_in(storage_of(o.base));
+            } else if (o.base == "bf16-arith") {  // a file's base is as stored, bf16 arithmetic aside
+                if (pg::stored_values(model.storage()) != pg::WeightStorage::bf16)
+                    throw pg::Error(PG_ERR_INVALID_ARGUMENT,
+                                    std::string("--base bf16-arith: ") + o.base_file + " holds " +
+                                        pg::weight_storage_name(model.storage()) +
+                                        ", not bf16 (write it with --write-base and --base bf16)");
+                model.hold_frozen_in(pg::WeightStorage::bf16_arithmetic);
+            }
             lora = std::make_unique<pg::lora::LoraTrainer>(model, *adapter, tc, true);
             lora->set_data(data.data(), data.size());
             trained = adapter->num_params();

@@ -4,7 +4,9 @@
 # interleaved round by round so machine load hits every peer alike, one JSON line per run in
 # OUT, then benchmarks/summarize_lora_bench.py prints medians over the rounds and the ratios.
 #   benchmarks/run_lora_bench.sh SHAPE (ailoos|gpt2) [CTX (0: the shape's)] [ROUNDS (2)] [OUT] [BUILD (build)]
-# Environment: STEPS (3) and WARMUP (1) per process; CONFIGS to run a subset (names below).
+# Environment: STEPS (3) and WARMUP (1) per process; CONFIGS to run a subset (names below). The
+# bf16 ones (not in the default set): lora_*_bf16 a bf16 base multiplied exactly, lora_*_bf16x
+# bf16 arithmetic (--base bf16-arith), torch_*_bf16 the twin under PyTorch's bf16 autocast.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shape=${1:?shape: ailoos or gpt2}
@@ -20,11 +22,17 @@ common=(--shape "$shape" --ctx "$ctx" --batch 4 --seq 256 --threads 2 --steps "$
 declare -A run=(
   [torch_all]="torch --targets all"
   [torch_c_attn]="torch --targets c_attn"
+  [torch_all_bf16]="torch --targets all --autocast bf16"
+  [torch_c_attn_bf16]="torch --targets c_attn --autocast bf16"
   [lora_all_fp32]="pg --mode lora --targets all --base fp32"
   [lora_all_fp16]="pg --mode lora --targets all --base fp16"
   [lora_all_fp16_recompute]="pg --mode lora --targets all --base fp16 --recompute"
   [lora_c_attn_fp32]="pg --mode lora --targets c_attn --base fp32"
   [lora_c_attn_fp16]="pg --mode lora --targets c_attn --base fp16"
+  [lora_all_bf16]="pg --mode lora --targets all --base bf16"
+  [lora_c_attn_bf16]="pg --mode lora --targets c_attn --base bf16"
+  [lora_all_bf16x]="pg --mode lora --targets all --base bf16-arith"
+  [lora_c_attn_bf16x]="pg --mode lora --targets c_attn --base bf16-arith"
   [full_fp32]="pg --mode full --base fp32"
   [torch_all_top4]="torch --targets all --top-layers 4"
   [lora_all_top4_fp16]="pg --mode lora --targets all --top-layers 4 --base fp16"

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Summarises benchmarks/run_lora_bench.sh's JSON lines: per configuration the median over rounds
 of each process's median ms/step and CPU ms/step, and its peaks; then the ratios against the
-PyTorch twin of the same targets and layers and against libphonegpt's full fine-tuning, all
-from the same run (the machine is shared: absolute times move, ratios of interleaved runs much
-less). "rounds vs torch" is each round's own ratio (ours and the twin's runs of that round),
+PyTorch twin of the same targets and layers (bf16 arithmetic, lora_*_bf16x: the twin under bf16
+autocast, torch_*_bf16, when it ran, and a line more against the fp32 twin) and against
+libphonegpt's full fine-tuning, all from the same run (the machine is shared: absolute times
+move, ratios of interleaved runs much less). "rounds vs torch" is each round's own ratio (ours and the twin's runs of that round),
 lowest, median and highest.
 
     /usr/bin/python3 benchmarks/summarize_lora_bench.py bench-results/lora_ailoos_0.jsonl
@@ -13,14 +14,25 @@ import statistics
 import sys
 
 
-def torch_peer(name):
-    """The twin a configuration is compared with: lora_all_top4_fp16 -> torch_all_top4."""
+def fp32_torch_peer(name):
+    """The fp32 twin of a configuration: lora_all_top4_fp16 -> torch_all_top4."""
     if name.startswith("torch"):
         return None
     if not name.startswith("lora_"):
         return "torch_all"
-    parts = [p for p in name[len("lora_"):].split("_") if p not in ("fp16", "fp32", "bf16", "recompute")]
+    parts = [p for p in name[len("lora_"):].split("_")
+             if p not in ("fp16", "fp32", "bf16", "bf16x", "recompute")]
     return "torch_" + "_".join(parts)
+
+
+def torch_peer(name, present):
+    """The twin a configuration is compared with: bf16 arithmetic (lora_*_bf16x) against the twin
+    under PyTorch's bf16 autocast (torch_*_bf16) when that ran, every other one (and bf16x
+    without it) against the fp32 twin."""
+    peer = fp32_torch_peer(name)
+    if peer and name.endswith("_bf16x") and peer + "_bf16" in present:
+        return peer + "_bf16"
+    return peer
 
 
 def main(path):
@@ -44,9 +56,12 @@ def main(path):
     print(f"{'config':26} {'runs':>4} {'ms/step':>9} {'cpu ms':>9} {'peak MB':>8} {'proc MB':>8} "
           f"{'weights':>8} {'activ.':>7} {'vs torch':>8} {'rounds vs torch':>18} {'cpu vs torch':>12} "
           f"{'RSS/torch':>9} {'vs full':>7} {'cpu vs full':>11} {'peak/(w+a)':>10}")
+    also_fp32 = []  # (name, ratio to the fp32 twin) of those compared with an autocast twin
     for name, m in med.items():
-        peer = torch_peer(name)
+        peer = torch_peer(name, med)
         torch = med.get(peer) if peer else None
+        if peer and peer != fp32_torch_peer(name) and fp32_torch_peer(name) in med:
+            also_fp32.append((name, peer, med[fp32_torch_peer(name)]["ms_median"] / m["ms_median"]))
         full = med.get("full_fp32")
         speed = f"{torch['ms_median'] / m['ms_median']:.2f}x" if torch else ""
         per_round = sorted(r[peer]["ms_median"] / r[name]["ms_median"]
@@ -64,6 +79,9 @@ def main(path):
               f"{m['peak_train_mb']:>8.0f} {m['peak_process_mb']:>8.0f} {m.get('weights_mb', 0):>8.0f} "
               f"{m.get('activations_mb', 0):>7.0f} {speed:>8} {spread:>18} {cpu:>12} {rss:>9} {vs_full:>7} "
               f"{cpu_full:>11} {wa:>10}")
+    for name, peer, ratio in also_fp32:
+        print(f"{name}: vs torch {ratio:.2f}x against the fp32 twin {fp32_torch_peer(name)} "
+              f"(above: against {peer}, PyTorch's bf16 autocast)")
     return 0
 
 

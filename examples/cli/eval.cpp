@@ -10,13 +10,15 @@ CheckpointScore score_checkpoint(const std::string& path, const Options& opt, co
     s.path = path;
     ModelPtr model = load_model(path);
     const std::string weights = opt.text("weights", "fp32");
-    const pg_weight_storage storage = weights == "fp32"               ? PG_WEIGHTS_FP32
-                                      : weights == "fp16"             ? PG_WEIGHTS_FP16
-                                      : weights == "bf16"             ? PG_WEIGHTS_BF16
+    const pg_weight_storage storage = weights == "fp32"              ? PG_WEIGHTS_FP32
+                                      : weights == "fp16"            ? PG_WEIGHTS_FP16
+                                      : weights == "bf16"            ? PG_WEIGHTS_BF16
                                       : weights == "fp16-arithmetic" ? PG_WEIGHTS_FP16_ARITHMETIC
-                                                                      : pg_weight_storage(-1);
+                                      : weights == "bf16-arithmetic" ? PG_WEIGHTS_BF16_ARITHMETIC
+                                                                     : pg_weight_storage(-1);
     if (storage == pg_weight_storage(-1))
-        throw UsageError{"--weights must be fp32, fp16, bf16 or fp16-arithmetic, got \"" + weights + "\""};
+        throw UsageError{"--weights must be fp32, fp16, bf16, fp16-arithmetic or bf16-arithmetic, got \"" + weights +
+                         "\""};
     check(pg_model_set_weight_storage(model.get(), storage), "pg_model_set_weight_storage");
     pg_tokenizer* tok = tokenizer_of(model.get(), "encode --data with");
     const Corpus corpus = load_corpus(request.data_path, tok, request.train_fraction);
@@ -50,8 +52,10 @@ int cmd_eval(int argc, char** argv) {
                     {"split", "NAME", "val (default), train or all"},
                     {"window", "W", "window length (default: the model's context)"},
                     {"stride", "S", "window stride (default: the window, non-overlapping)"},
-                    {"weights", "KIND", "score the model held as fp32 (default), fp16, bf16 or fp16-arithmetic "
-                                        "(fp16 weights, multiplied in fp16 where the CPU has ARMv8.2 FP16 arithmetic)"},
+                    {"weights", "KIND",
+                     "score the model held as fp32 (default), fp16, bf16, fp16-arithmetic (fp16 weights, multiplied "
+                     "in fp16 where the CPU has ARMv8.2 FP16 arithmetic) or bf16-arithmetic (bf16 weights, "
+                     "multiplied in bf16 where the CPU has AVX512_BF16)"},
                     {"threads", "N", "threads (default: all cores)"},
                     {"json", nullptr, "print one JSON object of results on stdout"},
                     {"help", nullptr, "this help"},

@@ -381,7 +381,17 @@ typedef enum pg_weight_storage {
      * (LoRA gradients) always use the exact fp32 products, and so does every CPU without FP16
      * arithmetic (x86, ARMv8.0 cores): there it gives PG_WEIGHTS_FP16's results bit for bit.
      * A GEMM whose partial sums could overflow fp16 is computed exactly too. */
-    PG_WEIGHTS_FP16_ARITHMETIC = 3
+    PG_WEIGHTS_FP16_ARITHMETIC = 3,
+    /* The bf16 values of PG_WEIGHTS_BF16, and every pass over the frozen base (pg_model_forward,
+     * evaluation, sessions, and the training passes of a LoRA adapter too) may multiply in
+     * bfloat16 where the CPU has AVX512_BF16 (VDPBF16PS, twice the multiply-adds of an fp32
+     * FMA): activations (and, in a training pass, their gradients) rounded to bf16, products of
+     * bf16 pairs added into fp32. PyTorch's bf16 autocast makes the same trade; bf16 has fp32's
+     * range, so nothing overflows that fp32 would not. Not exact: results differ from
+     * PG_WEIGHTS_BF16's by the bf16 rounding of the activations (relative error about 1e-3 to
+     * 1e-2). Adapter weights, their gradients and the optimizer stay fp32. On every CPU without
+     * AVX512_BF16 (and the reference kernels) it gives PG_WEIGHTS_BF16's results bit for bit. */
+    PG_WEIGHTS_BF16_ARITHMETIC = 4
 } pg_weight_storage;
 /* Converts the model's weights to `storage`, in place, and frees the fp32 copy. The base's
  * fingerprint stays the one of the fp32 weights it came from, so adapters made for the fp32
@@ -389,12 +399,15 @@ typedef enum pg_weight_storage {
  * rounding of the weights). Afterwards everything that needs the fp32 weights (pg_trainer_create,
  * pg_model_export, saving as fp32, merging, pg_model_tensor_data_mutable, pg_model_params) is
  * refused with PG_ERR_STATE (pg_model_save writes it in its own storage: a 16-bit checkpoint,
- * pg_save_options.weight_storage; PG_WEIGHTS_FP16_ARITHMETIC saves as fp16); a 16-bit model
- * cannot go back (PG_ERR_STATE: load it again). The same storage again is a no-op, and
- * PG_WEIGHTS_FP16 and PG_WEIGHTS_FP16_ARITHMETIC switch between each other freely (the same
- * values; a mapped or loaded fp16 base too). PG_ERR_NOT_FINITE (naming the tensor) when a weight overflows fp16. Not while
- * another call uses the model (like pg_model_tensor_data_mutable); sessions and LoRA trainers
- * made before the call read the new storage from their next pass on. */
+ * pg_save_options.weight_storage; PG_WEIGHTS_FP16_ARITHMETIC saves as fp16,
+ * PG_WEIGHTS_BF16_ARITHMETIC as bf16); a 16-bit model cannot go back (PG_ERR_STATE: load it
+ * again). The same storage again is a no-op, PG_WEIGHTS_FP16 and PG_WEIGHTS_FP16_ARITHMETIC
+ * switch between each other freely (the same values; a mapped or loaded fp16 base too), and so
+ * do PG_WEIGHTS_BF16 and PG_WEIGHTS_BF16_ARITHMETIC; from fp32, either arithmetic converts like
+ * its plain storage. Between the fp16 and the bf16 family: PG_ERR_STATE. PG_ERR_NOT_FINITE
+ * (naming the tensor) when a weight overflows fp16. Not while another call uses the model
+ * (like pg_model_tensor_data_mutable); sessions and LoRA trainers made before the call read the
+ * new storage from their next pass on. */
 PG_API pg_status pg_model_set_weight_storage(pg_model* model, pg_weight_storage storage);
 /* The model's storage and the bytes its weights take (either pointer may be NULL). */
 PG_API pg_status pg_model_weight_storage(const pg_model* model, pg_weight_storage* storage,

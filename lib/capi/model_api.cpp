@@ -91,9 +91,9 @@ pg_status pg_model_set_weight_storage(pg_model* model, pg_weight_storage storage
         PG_REQUIRE_NOT_NULL("pg_model_set_weight_storage", model);
         const int code = pg::enum_code(storage);
         pg::require_arg(code == PG_WEIGHTS_FP32 || code == PG_WEIGHTS_FP16 || code == PG_WEIGHTS_BF16 ||
-                            code == PG_WEIGHTS_FP16_ARITHMETIC,
+                            code == PG_WEIGHTS_FP16_ARITHMETIC || code == PG_WEIGHTS_BF16_ARITHMETIC,
                         "pg_model_set_weight_storage",
-                        ("storage must be PG_WEIGHTS_FP32, _FP16, _BF16 or _FP16_ARITHMETIC (got " +
+                        ("storage must be PG_WEIGHTS_FP32, _FP16, _BF16, _FP16_ARITHMETIC or _BF16_ARITHMETIC (got " +
                          std::to_string(code) + ")")
                             .c_str());
         model->impl.hold_frozen_in(pg::WeightStorage(code));

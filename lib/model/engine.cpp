@@ -176,7 +176,11 @@ LossSum Engine::forward_backward(const WeightsView& weights, float* grads, const
                                  const Dropout& dropout, ThreadPool& pool) {
     Impl& m = *impl_;
     // A training pass never multiplies in fp16: its gradients (a LoRA adapter's) are taken
-    // through the exact fp32 products of the fp16 base.
+    // through the exact fp32 products of the fp16 base (fp16's range is narrow enough for an
+    // activation gradient to overflow it). bf16 arithmetic stays on: bf16 has fp32's range,
+    // so nothing overflows that fp32 would not, the rounding of the activations is the trade
+    // PyTorch's bf16 autocast makes in training, and the user opted in to it
+    // (PG_WEIGHTS_BF16_ARITHMETIC).
     WeightsView w = weights;
     w.fp16_arithmetic = false;
     require(!(grads && w.any_half()), PG_ERR_STATE,

@@ -26,12 +26,17 @@ namespace pg {
 
 // How a model holds its weights: all fp32, or the frozen base's matrices (held_in_16_bits) in
 // IEEE fp16 or bfloat16; fp16_arithmetic holds the same fp16 values and lets inference passes
-// multiply in fp16 (kernels::GemmArgs::fp16_arithmetic). The values match pg_weight_storage.
-enum class WeightStorage : int { fp32 = 0, fp16 = 1, bf16 = 2, fp16_arithmetic = 3 };
+// multiply in fp16 (kernels::GemmArgs::fp16_arithmetic); bf16_arithmetic holds the same bf16
+// values and lets every pass over the frozen base, training ones included, multiply in bf16
+// (kernels::GemmArgs::bf16_arithmetic). The values match pg_weight_storage.
+enum class WeightStorage : int { fp32 = 0, fp16 = 1, bf16 = 2, fp16_arithmetic = 3, bf16_arithmetic = 4 };
 const char* weight_storage_name(WeightStorage storage);
-// The values a storage holds, as a file stores them: fp16_arithmetic holds fp16's.
+// The values a storage holds, as a file stores them: fp16_arithmetic holds fp16's,
+// bf16_arithmetic bf16's.
 inline WeightStorage stored_values(WeightStorage storage) {
-    return storage == WeightStorage::fp16_arithmetic ? WeightStorage::fp16 : storage;
+    if (storage == WeightStorage::fp16_arithmetic) return WeightStorage::fp16;
+    if (storage == WeightStorage::bf16_arithmetic) return WeightStorage::bf16;
+    return storage;
 }
 // Rounds n fp32 values to `storage`'s 16-bit format (fp16 or bf16; round to nearest, ties to
 // even) into `to`. Returns the index of the first finite value beyond the format's range (the
@@ -92,7 +97,8 @@ public:
     // again) and (PG_ERR_NOT_FINITE) when a weight is beyond the format's range. The base's
     // fingerprint stays the one of the fp32 weights it came from (fp32_weights_hash), so adapters
     // move between the fp32 and the 16-bit copy of one base. fp16 and fp16_arithmetic hold the
-    // same values: between them only the arithmetic of inference passes changes.
+    // same values: between them only the arithmetic of inference passes changes; bf16 and
+    // bf16_arithmetic likewise, for every pass over the base.
     void hold_frozen_in(WeightStorage storage);
     // xxh64 of the fp32 weights (llm.c order) this model holds or was converted from.
     uint64_t fp32_weights_hash() const;

@@ -27,6 +27,7 @@ const char* weight_storage_name(WeightStorage storage) {
         case WeightStorage::fp16: return "fp16";
         case WeightStorage::bf16: return "bf16";
         case WeightStorage::fp16_arithmetic: return "fp16 (fp16 inference arithmetic)";
+        case WeightStorage::bf16_arithmetic: return "bf16 (bf16 arithmetic)";
     }
     return "?";
 }
@@ -43,7 +44,7 @@ int64_t round_to_16_bits(const float* from, uint16_t* to, int64_t n, WeightStora
 
 void widen_16_bits(const uint16_t* from, float* to, int64_t n, WeightStorage storage) {
     const bool fp16 = stored_values(storage) == WeightStorage::fp16;
-    require(fp16 || storage == WeightStorage::bf16, PG_ERR_INTERNAL, "widen_16_bits: the storage is not 16-bit");
+    require(fp16 || stored_values(storage) == WeightStorage::bf16, PG_ERR_INTERNAL, "widen_16_bits: the storage is not 16-bit");
     kernels::half_to_float(to, from, n, fp16 ? kernels::HalfFormat::fp16 : kernels::HalfFormat::bf16);
 }
 
@@ -102,8 +103,9 @@ Model::Model(const ModelConfig& cfg, WeightStorage storage, uint64_t fp32_hash, 
 WeightsView Model::weights() const {
     if (storage_ == WeightStorage::fp32 && !mapping_) return WeightsView::fp32(layout_, params_.data());
     WeightsView v;
-    v.format = storage_ == WeightStorage::bf16 ? kernels::HalfFormat::bf16 : kernels::HalfFormat::fp16;
+    v.format = stored_values(storage_) == WeightStorage::bf16 ? kernels::HalfFormat::bf16 : kernels::HalfFormat::fp16;
     v.fp16_arithmetic = storage_ == WeightStorage::fp16_arithmetic;
+    v.bf16_arithmetic = storage_ == WeightStorage::bf16_arithmetic;
     v.half_max_abs = half_max_abs_;
     for (int k = 0; k < kNumParamKinds; ++k) {
         const ParamKind kind = ParamKind(k);
@@ -166,13 +168,12 @@ uint64_t Model::fp32_weights_hash() const {
 
 void Model::hold_frozen_in(WeightStorage storage) {
     require(storage == WeightStorage::fp32 || storage == WeightStorage::fp16 || storage == WeightStorage::bf16 ||
-                storage == WeightStorage::fp16_arithmetic,
-            PG_ERR_INVALID_ARGUMENT, "weight storage must be fp32, fp16, bf16 or fp16 with fp16 arithmetic");
+                storage == WeightStorage::fp16_arithmetic || storage == WeightStorage::bf16_arithmetic,
+            PG_ERR_INVALID_ARGUMENT,
+            "weight storage must be fp32, fp16, bf16, fp16 with fp16 arithmetic or bf16 with bf16 arithmetic");
     if (storage == storage_) return;
-    const auto fp16_values = [](WeightStorage s) {
-        return s == WeightStorage::fp16 || s == WeightStorage::fp16_arithmetic;
-    };
-    if (fp16_values(storage) && fp16_values(storage_)) {  // the same fp16 values: only the arithmetic
+    if (storage_ != WeightStorage::fp32 && stored_values(storage) == stored_values(storage_)) {
+        // the same 16-bit values: only the arithmetic
         if (storage == WeightStorage::fp16_arithmetic) start_fp16_arithmetic();
         else storage_ = storage;
         return;

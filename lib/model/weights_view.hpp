@@ -29,6 +29,8 @@ struct WeightMatrix {
     // and the largest |value| of the matrix (the fp16 GEMM's overflow guard).
     bool fp16_arithmetic = false;
     float max_abs = 0.0f;
+    // A pass over a bf16 base that may multiply in bf16 (WeightsView::bf16_arithmetic).
+    bool bf16_arithmetic = false;
 
     WeightMatrix at(int64_t offset) const {
         WeightMatrix m = *this;
@@ -43,6 +45,7 @@ struct WeightMatrix {
         g.b16_format = format;
         g.fp16_arithmetic = half && fp16_arithmetic;
         g.b16_max_abs = max_abs;
+        g.bf16_arithmetic = half && bf16_arithmetic;
     }
     // Row r (n values, at r * n) as fp32: the row itself, or its widened copy in scratch[n].
     const float* row(int64_t r, int n, float* scratch) const {
@@ -58,9 +61,12 @@ struct WeightsView {
     kernels::HalfFormat format = kernels::HalfFormat::fp16;
     // The model's storage is fp16 with fp16 inference arithmetic (pg_weight_storage
     // PG_WEIGHTS_FP16_ARITHMETIC): its GEMMs may take kernels::GemmArgs::fp16_arithmetic. Only
-    // passes without gradients keep it (Engine::forward_backward clears it).
+    // passes without gradients keep it (Engine::forward_backward clears it; bf16_arithmetic it keeps).
     bool fp16_arithmetic = false;
     std::array<float, kNumParamKinds> half_max_abs{};  // the largest |value| of each 16-bit tensor
+    // The model's storage is bf16 with bf16 arithmetic (PG_WEIGHTS_BF16_ARITHMETIC): its GEMMs
+    // may take kernels::GemmArgs::bf16_arithmetic, in every pass (training passes keep it).
+    bool bf16_arithmetic = false;
 
     static WeightsView fp32(const ParamLayout& layout, const float* params) {
         WeightsView v;
@@ -69,7 +75,8 @@ struct WeightsView {
     }
     bool any_half() const { return half[kWte] != nullptr; }
     WeightMatrix matrix(ParamKind kind) const {
-        return WeightMatrix{f32[size_t(kind)], half[size_t(kind)], format, fp16_arithmetic, half_max_abs[size_t(kind)]};
+        return WeightMatrix{f32[size_t(kind)], half[size_t(kind)], format, fp16_arithmetic, half_max_abs[size_t(kind)],
+                            bf16_arithmetic};
     }
     // The fp32 tensors (the 16-bit ones null), for the code that reads LayerNorms and biases.
     GptTensors<const float> fp32_tensors() const {

@@ -5,58 +5,20 @@
 // they must be the same bits. Training passes (LoRA gradients) never use it: the same bits.
 #include <catch2/catch.hpp>
 
-#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/thread_pool.hpp"
 #include "kernels/dispatch.hpp"
-#include "lora/adapter.hpp"
-#include "lora/lora_hook.hpp"
-#include "model/engine.hpp"
 #include "model/model.hpp"
-#include "model/params.hpp"
 #include "phonegpt/phonegpt.h"
+#include "half_arithmetic_support.hpp"
+
+using namespace half_arithmetic_test;
 
 namespace {
 
-constexpr int kB = 2, kT = 48;
-
 bool fp16_gemm_present() { return std::string(pg::kernels::fp16_arithmetic_gemm()) != "none"; }
-
-std::vector<int32_t> tokens(int n, int vocab, uint32_t salt) {
-    std::vector<int32_t> t(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) t[std::size_t(i)] = int32_t((uint32_t(i) * 2654435761u + salt * 97u) % uint32_t(vocab));
-    return t;
-}
-
-// The PhoneGPT shape (4 layers, width 128, 65 tokens) at GPT-2's initialisation.
-pg::Model phonegpt_base(uint64_t seed) {
-    pg::Model m(pg::model_preset("phonegpt"));
-    pg::init_gpt2_params(m.config(), m.params(), seed);
-    return m;
-}
-
-std::vector<float> logits(const pg::Model& m) {
-    const int V = m.config().vocab_size;
-    pg::Engine engine(m.config(), kB, kT);
-    pg::ThreadPool pool(2);
-    const std::vector<int32_t> in = tokens(kB * kT, V, 1);
-    std::vector<float> out(std::size_t(kB) * kT * V);
-    engine.forward(m.weights(), in.data(), nullptr, kB, kT, nullptr, out.data(), pool);
-    return out;
-}
-
-double relative_rms(const std::vector<float>& x, const std::vector<float>& ref) {
-    double num = 0.0, den = 0.0;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        num += (double(x[i]) - ref[i]) * (double(x[i]) - ref[i]);
-        den += double(ref[i]) * ref[i];
-    }
-    return std::sqrt(num / den);
-}
 
 }  // namespace
 
@@ -91,28 +53,8 @@ TEST_CASE("fp16 inference arithmetic never reaches a training pass: LoRA gradien
     pg::Model half = phonegpt_base(5), fast = phonegpt_base(5);
     half.hold_frozen_in(pg::WeightStorage::fp16);
     fast.hold_frozen_in(pg::WeightStorage::fp16_arithmetic);
-    pg::lora::LoraConfig lc;
-    lc.rank = 4;
-    lc.alpha = 8.0f;
-    lc.target_modules = PG_LORA_ALL_LINEARS;
-    pg::lora::Adapter adapter(lc, pg::lora::identify_base(half));
-    for (const auto& lin : adapter.linears()) {
-        float* Bm = adapter.b(lin);
-        for (int64_t i = 0; i < lin.out * lc.rank; ++i) Bm[i] = 0.05f * std::sin(0.37f * float(i) + float(lin.layer));
-    }
-    auto gradients = [&](const pg::Model& base) {
-        std::vector<float> grads(std::size_t(adapter.num_params()), 0.0f);
-        pg::lora::LoraHook hook(adapter, grads.data());
-        pg::Engine engine(base.config(), kB, kT);
-        engine.set_linear_hook(&hook);
-        pg::ThreadPool pool(2);
-        const int V = base.config().vocab_size;
-        const std::vector<int32_t> in = tokens(kB * kT, V, 1), target = tokens(kB * kT, V, 2);
-        engine.forward_backward(base.weights(), nullptr, in.data(), target.data(), kB, kT, 1.0f / (kB * kT),
-                                pg::Dropout{}, pool);
-        return grads;
-    };
-    const std::vector<float> want = gradients(half), got = gradients(fast);
+    const pg::lora::Adapter adapter = adapter_with_b(half);
+    const std::vector<float> want = lora_gradients(half, adapter), got = lora_gradients(fast, adapter);
     CHECK(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0);
 }
 
@@ -134,7 +76,8 @@ TEST_CASE("PG_WEIGHTS_FP16_ARITHMETIC through the C API: reported, switchable wi
     CHECK(storage == PG_WEIGHTS_FP16);
     CHECK(pg_model_set_weight_storage(m, PG_WEIGHTS_FP16_ARITHMETIC) == PG_OK);
     CHECK(pg_model_set_weight_storage(m, PG_WEIGHTS_BF16) == PG_ERR_STATE);
-    CHECK(pg_model_set_weight_storage(m, pg_weight_storage(4)) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_model_set_weight_storage(m, PG_WEIGHTS_BF16_ARITHMETIC) == PG_ERR_STATE);
+    CHECK(pg_model_set_weight_storage(m, pg_weight_storage(5)) == PG_ERR_INVALID_ARGUMENT);
     pg_model_free(m);
     // A bf16 base cannot become fp16 of either kind (its fp32 values are gone).
     REQUIRE(pg_model_create(&mc, 1, &m) == PG_OK);

@@ -30,8 +30,12 @@ internal inline fun <reified E> cBitSet(bits: Long): Set<E> where E : Enum<E>, E
 /** pg_lr_schedule. */
 enum class LrSchedule(override val code: Int) : CEnum { CONSTANT(0), COSINE(1), LINEAR(2) }
 
-/** pg_weight_storage: how a model holds its embedding and block linears (FP16_ARITHMETIC: the FP16 values, and inference multiplies in fp16 on ARMv8.2 FP16 CPUs). */
-enum class WeightStorage(override val code: Int) : CEnum { FP32(0), FP16(1), BF16(2), FP16_ARITHMETIC(3) }
+/**
+ * pg_weight_storage: how a model holds its embedding and block linears (FP16_ARITHMETIC: the FP16
+ * values, and inference multiplies in fp16 on ARMv8.2 FP16 CPUs; BF16_ARITHMETIC: the BF16 values,
+ * and every pass over the base, LoRA training included, multiplies in bf16 on AVX512_BF16 CPUs).
+ */
+enum class WeightStorage(override val code: Int) : CEnum { FP32(0), FP16(1), BF16(2), FP16_ARITHMETIC(3), BF16_ARITHMETIC(4) }
 
 /** pg_optimizer: AdamW everywhere, or Muon on the blocks' 2-D linear weights (phonegpt.h). */
 enum class Optimizer(override val code: Int) : CEnum { ADAMW(0), MUON(1) }

@@ -108,6 +108,8 @@ class ModelTest {
             assertEquals(loss16, m.forward(tokens, b, t, targets, 1).loss!!, 1e-3f)
             m.setWeightStorage(WeightStorage.FP16)
             assertThrows<StateException>(Status.STATE) { m.setWeightStorage(WeightStorage.FP32) }
+            // the bf16 family holds other values: refused from fp16 (the fp32 values are gone)
+            assertThrows<StateException>(Status.STATE) { m.setWeightStorage(WeightStorage.BF16_ARITHMETIC) }
             val dir = java.nio.file.Files.createTempDirectory("pg-storage").toFile()
             try {
                 // it saves in its own storage (a mappable 16-bit file), never as fp32 again
@@ -117,6 +119,36 @@ class ModelTest {
                 }
                 m.save(path)
                 Model.load(path).use { back -> assertEquals(WeightStorage.FP16, back.weightStorage.first) }
+            } finally {
+                dir.deleteRecursively()
+            }
+        }
+    }
+
+    @Test fun bf16ArithmeticHoldsTheBf16ValuesAndSavesAsBf16() {
+        tinyModel().use { m ->
+            val b = 2
+            val t = 8
+            val tokens = ids.copyOf(b * t)
+            val targets = ids.copyOfRange(1, b * t + 1)
+            m.setWeightStorage(WeightStorage.BF16)
+            val (_, bytes16) = m.weightStorage
+            val loss16 = m.forward(tokens, b, t, targets, 1).loss!!
+            // the same values, multiplied in bf16 where the CPU has AVX512_BF16 (else the same loss)
+            m.setWeightStorage(WeightStorage.BF16_ARITHMETIC)
+            assertEquals(WeightStorage.BF16_ARITHMETIC, m.weightStorage.first)
+            assertEquals(bytes16, m.weightStorage.second)
+            assertEquals(loss16, m.forward(tokens, b, t, targets, 1).loss!!, 1e-2f)
+            assertThrows<StateException>(Status.STATE) { m.setWeightStorage(WeightStorage.FP16_ARITHMETIC) }
+            val dir = java.nio.file.Files.createTempDirectory("pg-bf16x").toFile()
+            try {
+                val path = java.io.File(dir, "m.pgm").path
+                m.save(path)
+                Model.load(path).use { back ->
+                    assertEquals(WeightStorage.BF16, back.weightStorage.first)
+                    back.setWeightStorage(WeightStorage.BF16_ARITHMETIC)
+                    assertEquals(WeightStorage.BF16_ARITHMETIC, back.weightStorage.first)
+                }
             } finally {
                 dir.deleteRecursively()
             }
