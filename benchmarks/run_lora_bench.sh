@@ -4,7 +4,8 @@
 # interleaved round by round so machine load hits every peer alike, one JSON line per run in
 # OUT, then benchmarks/summarize_lora_bench.py prints medians over the rounds and the ratios.
 #   benchmarks/run_lora_bench.sh SHAPE (ailoos|gpt2) [CTX (0: the shape's)] [ROUNDS (2)] [OUT] [BUILD (build)]
-# Environment: STEPS (3) and WARMUP (1) per process; CONFIGS to run a subset (names below). The
+# Environment: STEPS (3) and WARMUP (1) per process; SEQ (256) tokens per sequence (at most the
+# context: GPT-2 small at 1024 takes SEQ=1024); CONFIGS to run a subset (names below). The
 # bf16 ones (not in the default set): lora_*_bf16 a bf16 base multiplied exactly, lora_*_bf16x
 # bf16 arithmetic (--base bf16-arith), torch_*_bf16 the twin under PyTorch's bf16 autocast.
 set -euo pipefail
@@ -18,7 +19,7 @@ steps=${STEPS:-3}
 warmup=${WARMUP:-1}
 [[ -x $bin ]] || { echo "run_lora_bench: $bin not built (cmake --build build --target bench_lora)" >&2; exit 1; }
 mkdir -p "$(dirname "$out")"
-common=(--shape "$shape" --ctx "$ctx" --batch 4 --seq 256 --threads 2 --steps "$steps" --warmup "$warmup")
+common=(--shape "$shape" --ctx "$ctx" --batch 4 --seq "${SEQ:-256}" --threads 2 --steps "$steps" --warmup "$warmup")
 declare -A run=(
   [torch_all]="torch --targets all"
   [torch_c_attn]="torch --targets c_attn"
