@@ -90,25 +90,57 @@ void tile_nv(int nv, int kp, const uint32_t* a, const uint32_t* b, float* c, int
     tile<1>(kp, a, b, ldbp, c, ldc, alpha, beta, bias, mr, last_w, f);
 }
 
+// A plain B (op(B)[k, j] = B16[k * ldb + j]): rows k0 and k0 + 1 interleaved, pair by pair
+// across every panel, so each row of the weight is read once, front to back (panel by panel it
+// was read in 96-byte pieces, once per panel).
+void pack_b_rows(uint32_t* bp, const GemmArgs& g, int pc, int kc, int jc, int nc) {
+    const int kp = pairs(kc);
+    for (int p = 0; p < kp; ++p) {
+        const uint16_t* lo_row = g.B16 + int64_t(pc + 2 * p) * g.ldb + jc;
+        const uint16_t* hi_row = 2 * p + 1 < kc ? lo_row + g.ldb : nullptr;
+        for (int p0 = 0; p0 < nc; p0 += NR) {
+            const int w = nc - p0 < NR ? nc - p0 : NR;
+            const int pw = panel_vectors(w) * W;
+            const uint16_t* lo = lo_row + p0;
+            const uint16_t* hi = hi_row ? hi_row + p0 : nullptr;
+            uint32_t* d = bp + int64_t(p0) * kp + int64_t(p) * pw;
+            int j = 0;
+            for (; j + 16 <= w; j += 16) {
+                const __m512i l = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo + j)));
+                const __m512i h = hi ? _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi + j)))
+                                     : _mm512_setzero_si512();
+                _mm512_storeu_si512(d + j, _mm512_or_si512(l, _mm512_slli_epi32(h, 16)));
+            }
+            for (; j < w; ++j) d[j] = pair_of(lo[j], hi ? hi[j] : 0);
+            for (; j < pw; ++j) d[j] = 0;
+        }
+    }
+}
+
 // op(B)[pc:pc+kc, jc:jc+nc] as pair panels of NR columns (the last one panel_vectors(w) vectors
 // wide); panel p0 starts at bp + p0 * pairs(kc); columns past nc, and the k past kc of an odd
 // block, are 0.
 void pack_b(uint32_t* bp, const GemmArgs& g, int pc, int kc, int jc, int nc) {
+    if (!g.trans_b) return pack_b_rows(bp, g, pc, kc, jc, nc);
     const int kp = pairs(kc), whole = kc / 2;  // pairs with both k inside the block
     for (int p0 = 0; p0 < nc; p0 += NR) {
         const int w = nc - p0 < NR ? nc - p0 : NR;
         const int pw = panel_vectors(w) * W;
         uint32_t* dst = bp + int64_t(p0) * kp;
-        if (g.trans_b) {  // op(B)[k, j] = B16[j * ldb + k]: a pair is one 32-bit word of row j
+        {  // a transposed B, op(B)[k, j] = B16[j * ldb + k]: a pair is one 32-bit word of row j
             const uint16_t* col0 = g.B16 + int64_t(jc + p0) * g.ldb + pc;
             int j = 0;
             for (; j + 16 <= w; j += 16) {  // 16 columns x 16 pairs per register transpose
                 int p = 0;
                 for (; p + 16 <= whole; p += 16) {
                     __m512 r[16];
-                    for (int i = 0; i < 16; ++i)
-                        r[i] = _mm512_castsi512_ps(
-                            _mm512_loadu_si512(col0 + int64_t(j + i) * g.ldb + 2 * p));
+                    for (int i = 0; i < 16; ++i) {
+                        const uint16_t* at = col0 + int64_t(j + i) * g.ldb + 2 * p;
+                        r[i] = _mm512_castsi512_ps(_mm512_loadu_si512(at));
+                        // The same line of the next 16 columns: 16 rows 1 KB apart (the head's
+                        // wte) are more streams than the hardware prefetcher follows.
+                        _mm_prefetch(reinterpret_cast<const char*>(at + 16 * int64_t(g.ldb)), _MM_HINT_T0);
+                    }
                     simd::transpose16x16(r);
                     for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + int64_t(p + i) * pw + j, r[i]);
                 }
@@ -125,21 +157,6 @@ void pack_b(uint32_t* bp, const GemmArgs& g, int pc, int kc, int jc, int nc) {
             }
             for (int jj = w; jj < pw; ++jj)
                 for (int p = 0; p < kp; ++p) dst[int64_t(p) * pw + jj] = 0;
-        } else {  // op(B)[k, j] = B16[k * ldb + j]: rows k0 and k0 + 1 interleaved
-            for (int p = 0; p < kp; ++p) {
-                const uint16_t* lo = g.B16 + int64_t(pc + 2 * p) * g.ldb + jc + p0;
-                const uint16_t* hi = 2 * p + 1 < kc ? lo + g.ldb : nullptr;
-                uint32_t* d = dst + int64_t(p) * pw;
-                int j = 0;
-                for (; j + 16 <= w; j += 16) {
-                    const __m512i l = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo + j)));
-                    const __m512i h = hi ? _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi + j)))
-                                         : _mm512_setzero_si512();
-                    _mm512_storeu_si512(d + j, _mm512_or_si512(l, _mm512_slli_epi32(h, 16)));
-                }
-                for (; j < w; ++j) d[j] = pair_of(lo[j], hi ? hi[j] : 0);
-                for (; j < pw; ++j) d[j] = 0;
-            }
         }
     }
 }
