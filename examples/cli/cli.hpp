@@ -105,6 +105,11 @@ using TokenizerPtr = std::unique_ptr<pg_tokenizer, TokenizerDeleter>;
 ModelPtr load_model(const std::string& path);
 // pg_model_load_with map_weights: the weights stay in the file's read-only mapping.
 ModelPtr map_model(const std::string& path);
+// A --weights KIND: fp32, fp16, bf16 and, with arithmetic, fp16-arithmetic and bf16-arithmetic
+// (a UsageError naming the kinds allowed otherwise).
+pg_weight_storage weight_storage_named(const std::string& kind, bool arithmetic);
+// The --weights KIND of a storage ("fp32", ..., "bf16-arithmetic").
+const char* weight_storage_kind(pg_weight_storage storage);
 // The model's tokenizer (borrowed); a runtime failure naming `needed_for` when it has none.
 pg_tokenizer* tokenizer_of(pg_model* model, const char* needed_for);
 

@@ -59,6 +59,27 @@ ModelPtr map_model(const std::string& path) {
     return ModelPtr(m);
 }
 
+pg_weight_storage weight_storage_named(const std::string& kind, bool arithmetic) {
+    if (kind == "fp32") return PG_WEIGHTS_FP32;
+    if (kind == "fp16") return PG_WEIGHTS_FP16;
+    if (kind == "bf16") return PG_WEIGHTS_BF16;
+    if (arithmetic && kind == "fp16-arithmetic") return PG_WEIGHTS_FP16_ARITHMETIC;
+    if (arithmetic && kind == "bf16-arithmetic") return PG_WEIGHTS_BF16_ARITHMETIC;
+    throw UsageError{std::string("--weights must be fp32, fp16") +
+                     (arithmetic ? ", bf16, fp16-arithmetic or bf16-arithmetic" : " or bf16") + ", got \"" + kind + "\""};
+}
+
+const char* weight_storage_kind(pg_weight_storage storage) {
+    switch (storage) {
+        case PG_WEIGHTS_FP32: return "fp32";
+        case PG_WEIGHTS_FP16: return "fp16";
+        case PG_WEIGHTS_BF16: return "bf16";
+        case PG_WEIGHTS_FP16_ARITHMETIC: return "fp16-arithmetic";
+        case PG_WEIGHTS_BF16_ARITHMETIC: return "bf16-arithmetic";
+    }
+    return "?";
+}
+
 pg_tokenizer* tokenizer_of(pg_model* model, const char* needed_for) {
     pg_tokenizer* tok = nullptr;
     check(pg_model_get_tokenizer(model, &tok), "pg_model_get_tokenizer");

@@ -9,16 +9,7 @@ CheckpointScore score_checkpoint(const std::string& path, const Options& opt, co
     CheckpointScore s;
     s.path = path;
     ModelPtr model = load_model(path);
-    const std::string weights = opt.text("weights", "fp32");
-    const pg_weight_storage storage = weights == "fp32"              ? PG_WEIGHTS_FP32
-                                      : weights == "fp16"            ? PG_WEIGHTS_FP16
-                                      : weights == "bf16"            ? PG_WEIGHTS_BF16
-                                      : weights == "fp16-arithmetic" ? PG_WEIGHTS_FP16_ARITHMETIC
-                                      : weights == "bf16-arithmetic" ? PG_WEIGHTS_BF16_ARITHMETIC
-                                                                     : pg_weight_storage(-1);
-    if (storage == pg_weight_storage(-1))
-        throw UsageError{"--weights must be fp32, fp16, bf16, fp16-arithmetic or bf16-arithmetic, got \"" + weights +
-                         "\""};
+    const pg_weight_storage storage = weight_storage_named(opt.text("weights", "fp32"), true);
     check(pg_model_set_weight_storage(model.get(), storage), "pg_model_set_weight_storage");
     pg_tokenizer* tok = tokenizer_of(model.get(), "encode --data with");
     const Corpus corpus = load_corpus(request.data_path, tok, request.train_fraction);

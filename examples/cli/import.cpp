@@ -30,13 +30,7 @@ int cmd_import(int argc, char** argv) {
     const bool native = opt.text("format", "") == "native";
     const pg_interop_format format = native ? PG_FORMAT_LLMC : interop_format(opt);
     int32_t weights = -1;
-    if (opt.has("weights")) {
-        const std::string w = opt.text("weights", "");
-        if (w == "fp32") weights = PG_WEIGHTS_FP32;
-        else if (w == "fp16") weights = PG_WEIGHTS_FP16;
-        else if (w == "bf16") weights = PG_WEIGHTS_BF16;
-        else throw UsageError{"--weights must be fp32, fp16 or bf16, got \"" + w + "\""};
-    }
+    if (opt.has("weights")) weights = weight_storage_named(opt.text("weights", ""), false);
     if (!opt.has("in")) throw UsageError{"--in PATH is required"};
     if (!opt.has("out")) throw UsageError{"--out PATH is required"};
     if (opt.has("tokenizer-from") && opt.has("vocab-text"))

@@ -144,6 +144,9 @@ int lora_train(int argc, char** argv) {
         {"threads", "N", "threads (default: all cores)"},
         {"log-interval", "N", "steps between progress lines (default 10)"},
         {"allow-untrained-base", nullptr, "train over a base that was never trained (its weights are random)"},
+        {"weights", "KIND",
+         "hold the frozen base as fp32, fp16, bf16 or bf16-arithmetic (bf16 weights multiplied in bf16 where the "
+         "CPU has AVX512_BF16, training passes included: about 1.7x faster; default: as the file holds it)"},
         {"map-base", nullptr,
          "map the base's weights read-only from its file instead of copying them (a raw checkpoint saved with "
          "the mapping layout: phonegpt import --weights fp16, or --align-for-mapping)"},
@@ -157,6 +160,9 @@ int lora_train(int argc, char** argv) {
     const bool map_base = opt.has("map-base");
     ModelPtr base = map_base ? map_model(base_path) : load_model(base_path);
     if (opt.has("allow-untrained-base")) check(pg_model_allow_untrained_base(base.get(), 1), "pg_model_allow_untrained_base");
+    if (opt.has("weights"))
+        check(pg_model_set_weight_storage(base.get(), weight_storage_named(opt.text("weights", ""), true)),
+              "pg_model_set_weight_storage");
     pg_tokenizer* tok = tokenizer_of(base.get(), "lora train");
     pg_weight_storage storage = PG_WEIGHTS_FP32;
     check(pg_model_weight_storage(base.get(), &storage, nullptr), "pg_model_weight_storage");
@@ -238,6 +244,7 @@ int lora_train(int argc, char** argv) {
     if (g_output.json) {
         Json j;
         j.boolean("ok", true).str("command", "lora train").str("base", base_path).boolean("base_mapped", map_base)
+            .str("base_weights", weight_storage_kind(storage))
             .str("out", out)
             .object("config", config_json(adapter.get())).integer("steps", steps).integer("step", done + steps)
             .integer("tokens", progress.tokens()).num("val_loss_before", before.loss).num("val_loss_after", after.loss)

@@ -99,3 +99,21 @@ def test_lora_train_over_a_mapped_fp16_base(exe, tmp_path):
     fail, _ = run(exe, "lora", "train", "--base", base, "--out", tmp_path / "x.safetensors", "--map-base", *args,
                   code=1)
     assert fail["status"] == "PG_ERR_UNSUPPORTED" and "align_for_mapping" in fail["error"]
+
+
+def test_lora_train_weights_option(exe, tmp_path):
+    """lora train --weights holds the frozen base as asked: bf16 and bf16-arithmetic both train
+    (bf16-arithmetic multiplies in bf16 where the CPU has AVX512_BF16, and its losses stay within
+    bf16's rounding of bf16's), the JSON names the storage, and a bad kind is a usage error."""
+    data = tmp_path / "text.txt"
+    data.write_text(TEXT)
+    run(exe, "train", "--preset", "tiny", "--data", data, "--steps", 5, "--out", tmp_path / "run")
+    base = tmp_path / "run" / "model.bin"
+    args = ["--base", base, "--data", data, "--rank", 4, "--steps", 6, "--batch", 4, "--threads", 1, "--lr", "1e-2"]
+    plain, _ = run(exe, "lora", "train", *args, "--out", tmp_path / "p.safetensors", "--weights", "bf16")
+    fast, _ = run(exe, "lora", "train", *args, "--out", tmp_path / "f.safetensors", "--weights", "bf16-arithmetic")
+    assert plain["base_weights"] == "bf16" and fast["base_weights"] == "bf16-arithmetic"
+    assert fast["val_loss_after"] < fast["val_loss_before"]
+    assert abs(fast["val_loss_after"] - plain["val_loss_after"]) < 1e-2 * plain["val_loss_after"]
+    bad, _ = run(exe, "lora", "train", *args, "--out", tmp_path / "x.safetensors", "--weights", "int8", code=2)
+    assert "--weights must be" in bad["error"]
