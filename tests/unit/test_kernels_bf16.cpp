@@ -19,9 +19,12 @@
 #include "kernels/dispatch.hpp"
 #include "kernels/half_float.hpp"
 #include "kernels/reference/reference_kernels.hpp"
+#include "half_gemm_support.hpp"
 
 namespace {
 
+using half_gemm_test::relative_rms;
+using half_gemm_test::same_bits;
 using pg::kernels::GemmArgs;
 
 bool bf16_gemm_present() { return std::string(pg::kernels::bf16_arithmetic_gemm()) != "none"; }
@@ -68,18 +71,6 @@ struct Bf16Problem {
     }
 };
 
-// sqrt(sum (x - ref)^2 / sum ref^2) over the M x N elements (ldc apart).
-double relative_rms(const std::vector<float>& x, const std::vector<float>& ref, const GemmArgs& g) {
-    double num = 0.0, den = 0.0;
-    for (int i = 0; i < g.M; ++i)
-        for (int j = 0; j < g.N; ++j) {
-            const double r = ref[std::size_t(i) * g.ldc + j], d = x[std::size_t(i) * g.ldc + j] - r;
-            num += d * d;
-            den += r * r;
-        }
-    return std::sqrt(num / den);
-}
-
 void exact_gemm(const GemmArgs& g) {
     GemmArgs exact = g;
     exact.bf16_arithmetic = false;
@@ -102,10 +93,6 @@ void model_with_table_gelu(const GemmArgs& g) {
             std::memcpy(g.C + at, grad.data(), grad.size() * sizeof(float));
         }
     }
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 }  // namespace

@@ -20,9 +20,12 @@
 #include "kernels/half_float.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/reference/reference_kernels.hpp"
+#include "half_gemm_support.hpp"
 
 namespace {
 
+using half_gemm_test::relative_rms;
+using half_gemm_test::same_bits;
 using pg::kernels::GemmArgs;
 
 bool fp16_gemm_present() { return std::string(pg::kernels::fp16_arithmetic_gemm()) != "none"; }
@@ -64,18 +67,6 @@ struct Fp16Problem {
         return C;
     }
 };
-
-// sqrt(sum (x - ref)^2 / sum ref^2) over the M x N elements (ldc apart).
-double relative_rms(const std::vector<float>& x, const std::vector<float>& ref, const GemmArgs& g) {
-    double num = 0.0, den = 0.0;
-    for (int i = 0; i < g.M; ++i)
-        for (int j = 0; j < g.N; ++j) {
-            const double r = ref[std::size_t(i) * g.ldc + j], d = x[std::size_t(i) * g.ldc + j] - r;
-            num += d * d;
-            den += r * r;
-        }
-    return std::sqrt(num / den);
-}
 
 void exact_gemm(const GemmArgs& g) {
     GemmArgs exact = g;
@@ -121,12 +112,12 @@ TEST_CASE("the fp16-arithmetic GEMM equals its scalar model bit for bit, or the 
                     const std::vector<float> split =
                         p.run([&](const GemmArgs& g) { pg::kernels::sgemm_parallel(g, pool); });
                     if (fp16_gemm_present()) {
-                        CHECK(std::memcmp(fast.data(), model.data(), fast.size() * 4) == 0);
-                        CHECK(std::memcmp(fast.data(), exact.data(), fast.size() * 4) != 0);
+                        CHECK(same_bits(fast, model));
+                        CHECK_FALSE(same_bits(fast, exact));
                     } else {
-                        CHECK(std::memcmp(fast.data(), exact.data(), fast.size() * 4) == 0);
+                        CHECK(same_bits(fast, exact));
                     }
-                    CHECK(std::memcmp(split.data(), fast.data(), fast.size() * 4) == 0);
+                    CHECK(same_bits(split, fast));
                 }
 }
 
@@ -162,7 +153,7 @@ TEST_CASE("the fp16-arithmetic GEMM falls back to the exact GEMM where a partial
     CAPTURE(a_max, p.g.b16_max_abs);
     REQUIRE_FALSE(pg::kernels::fp16_partials_bounded(a_max, p.g.b16_max_abs));
     const std::vector<float> fast = p.run([](const GemmArgs& g) { pg::kernels::sgemm(g); });
-    CHECK(std::memcmp(fast.data(), p.run(exact_gemm).data(), fast.size() * 4) == 0);
+    CHECK(same_bits(fast, p.run(exact_gemm)));
     // An activation too large for fp16 itself, or a NaN, also goes to the exact GEMM.
     CHECK_FALSE(pg::kernels::fp16_partials_bounded(70000.0f, 0.0f));
     CHECK_FALSE(pg::kernels::fp16_partials_bounded(NAN, 0.1f));

@@ -11,9 +11,9 @@
 // temporaries of the 32, nothing spilled. A loop iteration is one such run: 128 FMLAs, 32
 // loads, 16 FCVTL and 16 FADD (llvm-mca figures per core in docs/phone.md).
 //
-// Blocking as the fp32 GEMM (simd/gemm.hpp): N blocks of 512 columns, K blocks of
-// kFp16BlockK with B packed into [kc, 8] fp16 panels, M blocks of 128 rows packed into [kc, 8]
-// fp16 tiles; C gets the fp32 GEMM's epilogue (store_tile) per K block. Each element of C is
+// Blocking: simd::run_packed_blocks (simd/gemm.hpp), the loops of the bf16 GEMM too: N blocks of
+// 512 columns, K blocks of kFp16BlockK with B packed into [kc, 8] fp16 panels, M blocks of 128
+// rows packed into [kc, 8] fp16 tiles; C gets the fp32 GEMM's epilogue (store_tile) per K block. Each element of C is
 // computed by the same operations wherever its tile falls, so sgemm_parallel stays bitwise
 // equal to sgemm.
 #include "kernels/fp16_gemm.hpp"
@@ -219,34 +219,27 @@ void pack_a(float16_t* pa, const GemmArgs& g, int pc, int kc, int ic, int mc) {
     }
 }
 
+// The kernel as simd::run_packed_blocks takes it.
+struct Fp16Kernel {
+    static constexpr int MR = neon::MR, NR = neon::NR, KC = neon::KC, MC = neon::MC, NC = neon::NC;
+    using Epilogue = neon::Epilogue;
+    static Scratch& scratch() { return neon::scratch(); }
+    static int packed_k(int kc) { return kc; }
+    static void pack_b(float16_t* bp, const GemmArgs& g, int pc, int kc, int jc, int nc) {
+        neon::pack_b(bp, g, pc, kc, jc, nc);
+    }
+    static void pack_a(float16_t* pa, const GemmArgs& g, int pc, int kc, int ic, int mc) {
+        neon::pack_a(pa, g, pc, kc, ic, mc);
+    }
+    static void tile(int kc, const float16_t* a, const float16_t* b, float* c, int64_t ldc, float alpha,
+                     float beta, const float* bias, int mr, int nr, const Epilogue::Fused& f) {
+        neon::tile(kc, a, b, c, ldc, alpha, beta, bias, mr, nr, f);
+    }
+};
+
 }  // namespace
 
-void sgemm_fp16(const GemmArgs& g) {
-    Scratch& s = scratch();
-    for (int jc = 0; jc < g.N; jc += NC) {
-        const int nc = g.N - jc < NC ? g.N - jc : NC;
-        for (int pc = 0; pc < g.K; pc += KC) {
-            const int kc = g.K - pc < KC ? g.K - pc : KC;
-            const float beta = pc == 0 ? g.beta : 1.0f;
-            pack_b(s.packed_b, g, pc, kc, jc, nc);
-            for (int ic = 0; ic < g.M; ic += MC) {
-                const int mc = g.M - ic < MC ? g.M - ic : MC;
-                pack_a(s.packed_a, g, pc, kc, ic, mc);
-                for (int jr = 0; jr < nc; jr += NR) {
-                    const int nr = nc - jr < NR ? nc - jr : NR;
-                    const float* bias = pc == 0 && g.bias ? g.bias + jc + jr : nullptr;
-                    for (int ir = 0; ir < mc; ir += MR) {
-                        const int mr = mc - ir < MR ? mc - ir : MR;
-                        const int64_t at = int64_t(ic + ir) * g.ldc + jc + jr;
-                        const Epilogue::Fused f = pc + kc == g.K ? Epilogue::fused_at(g, at) : Epilogue::Fused{};
-                        tile(kc, s.packed_a + int64_t(ir) * kc, s.packed_b + int64_t(jr) * kc,
-                             g.C + at, g.ldc, g.alpha, beta, bias, mr, nr, f);
-                    }
-                }
-            }
-        }
-    }
-}
+void sgemm_fp16(const GemmArgs& g) { simd::run_packed_blocks<Fp16Kernel>(g); }
 
 float max_abs(const float* A, int M, int K, int lda) {
     float32x4_t m = vdupq_n_f32(0.0f);

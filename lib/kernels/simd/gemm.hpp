@@ -696,5 +696,45 @@ struct Gemm {
     }
 };
 
+// The BLIS loops of the GEMMs whose operands are both packed into their own 16-bit formats (the
+// FMLA .8h GEMM, kernels/neon/fp16_gemm.cpp; the VDPBF16PS GEMM, kernels/x86/bf16_gemm.cpp): N
+// blocks of K::NC columns, K blocks of K::KC (B packed once per block), M blocks of K::MC rows (A
+// packed once per block and N block), then every MR x NR tile with the fp32 epilogue's
+// arguments (beta 1 after the first K block, the bias on the first, the fused GELU on the last).
+// K provides MR, NR, KC, MC, NC, Epilogue (a Gemm), scratch() (PackBuffers), packed_k(kc) (the
+// packed length of kc values of k: a tile or panel at row or column i starts at
+// i * packed_k(kc)), pack_b, pack_a and tile. The loops split nothing an element depends on, so
+// a kernel whose tile computes each element the same way wherever it falls stays bitwise equal
+// across sgemm_parallel's splits.
+template <class K>
+void run_packed_blocks(const GemmArgs& g) {
+    auto& s = K::scratch();
+    for (int jc = 0; jc < g.N; jc += K::NC) {
+        const int nc = min_of(K::NC, g.N - jc);
+        for (int pc = 0; pc < g.K; pc += K::KC) {
+            const int kc = min_of(K::KC, g.K - pc);
+            const int64_t packed = K::packed_k(kc);
+            const float beta = pc == 0 ? g.beta : 1.0f;
+            K::pack_b(s.packed_b, g, pc, kc, jc, nc);
+            for (int ic = 0; ic < g.M; ic += K::MC) {
+                const int mc = min_of(K::MC, g.M - ic);
+                K::pack_a(s.packed_a, g, pc, kc, ic, mc);
+                for (int jr = 0; jr < nc; jr += K::NR) {
+                    const int nr = min_of(K::NR, nc - jr);
+                    const float* bias = pc == 0 && g.bias ? g.bias + jc + jr : nullptr;
+                    for (int ir = 0; ir < mc; ir += K::MR) {
+                        const int mr = min_of(K::MR, mc - ir);
+                        const int64_t at = int64_t(ic + ir) * g.ldc + jc + jr;
+                        using Fused = typename K::Epilogue::Fused;
+                        const Fused f = pc + kc == g.K ? K::Epilogue::fused_at(g, at) : Fused{};
+                        K::tile(kc, s.packed_a + ir * packed, s.packed_b + jr * packed, g.C + at, g.ldc, g.alpha,
+                                beta, bias, mr, nr, f);
+                    }
+                }
+            }
+        }
+    }
+}
+
 }  // namespace
 }  // namespace pg::kernels::simd

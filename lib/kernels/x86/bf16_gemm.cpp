@@ -12,9 +12,9 @@
 // Micro-kernel: an 8 x 48 tile of C in 24 zmm accumulators; per pair step 3 loads of B, 8
 // broadcasts of A and 24 VDPBF16PS.
 //
-// Blocking as the fp32 GEMM (simd/gemm.hpp): N blocks of NC columns, K blocks of kBf16BlockK
-// with B packed once per block, M blocks of MC rows; C gets the fp32 GEMM's epilogue
-// (store_tile: bias, beta, fused GELU) per K block. Each element of C is computed by the same
+// Blocking: simd::run_packed_blocks (simd/gemm.hpp), the loops of the fp16 GEMM too: N blocks
+// of NC columns, K blocks of kBf16BlockK with B packed once per block, M blocks of MC rows; C
+// gets the fp32 GEMM's epilogue (store_tile: bias, beta, fused GELU) per K block. Each element of C is computed by the same
 // operations wherever its tile falls, so sgemm_parallel stays bitwise equal to sgemm.
 #include "kernels/bf16_gemm.hpp"
 
@@ -81,9 +81,10 @@ void tile(int kp, const uint32_t* a, const uint32_t* b, int64_t ldbp, float* c, 
     Epilogue::store_tile(out, c, ldc, alpha, beta, bias, mr, last_w, f);
 }
 
-void tile_nv(int nv, int kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc,
-             float alpha, float beta, const float* bias, int mr, int last_w,
-             const Epilogue::Fused& f) {
+// The tile run_packed_blocks asks for: kc values of k (kc / 2 pairs, rounded up), nr columns.
+void tile_nr(int kc, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, float alpha, float beta,
+             const float* bias, int mr, int nr, const Epilogue::Fused& f) {
+    const int nv = panel_vectors(nr), last_w = nr - (nv - 1) * W, kp = pairs(kc);
     const int64_t ldbp = int64_t(nv) * W;
     if (nv == 3) return tile<3>(kp, a, b, ldbp, c, ldc, alpha, beta, bias, mr, last_w, f);
     if (nv == 2) return tile<2>(kp, a, b, ldbp, c, ldc, alpha, beta, bias, mr, last_w, f);
@@ -203,34 +204,26 @@ void pack_a(uint32_t* pa, const GemmArgs& g, int pc, int kc, int ic, int mc) {
     }
 }
 
+// The kernel as simd::run_packed_blocks takes it.
+struct Bf16Kernel {
+    static constexpr int MR = x86::MR, NR = x86::NR, KC = x86::KC, MC = x86::MC, NC = x86::NC;
+    using Epilogue = x86::Epilogue;
+    static Scratch& scratch() { return x86::scratch(); }
+    static int packed_k(int kc) { return pairs(kc); }
+    static void pack_b(uint32_t* bp, const GemmArgs& g, int pc, int kc, int jc, int nc) {
+        x86::pack_b(bp, g, pc, kc, jc, nc);
+    }
+    static void pack_a(uint32_t* pa, const GemmArgs& g, int pc, int kc, int ic, int mc) {
+        x86::pack_a(pa, g, pc, kc, ic, mc);
+    }
+    static void tile(int kc, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, float alpha, float beta,
+                     const float* bias, int mr, int nr, const Epilogue::Fused& f) {
+        tile_nr(kc, a, b, c, ldc, alpha, beta, bias, mr, nr, f);
+    }
+};
+
 }  // namespace
 
-void sgemm_bf16(const GemmArgs& g) {
-    Scratch& s = scratch();
-    for (int jc = 0; jc < g.N; jc += NC) {
-        const int nc = g.N - jc < NC ? g.N - jc : NC;
-        for (int pc = 0; pc < g.K; pc += KC) {
-            const int kc = g.K - pc < KC ? g.K - pc : KC, kp = pairs(kc);
-            const float beta = pc == 0 ? g.beta : 1.0f;
-            pack_b(s.packed_b, g, pc, kc, jc, nc);
-            for (int ic = 0; ic < g.M; ic += MC) {
-                const int mc = g.M - ic < MC ? g.M - ic : MC;
-                pack_a(s.packed_a, g, pc, kc, ic, mc);
-                for (int jr = 0; jr < nc; jr += NR) {
-                    const int nr = nc - jr < NR ? nc - jr : NR;
-                    const int nv = panel_vectors(nr), last_w = nr - (nv - 1) * W;
-                    const float* bias = pc == 0 && g.bias ? g.bias + jc + jr : nullptr;
-                    for (int ir = 0; ir < mc; ir += MR) {
-                        const int mr = mc - ir < MR ? mc - ir : MR;
-                        const int64_t at = int64_t(ic + ir) * g.ldc + jc + jr;
-                        const Epilogue::Fused f = pc + kc == g.K ? Epilogue::fused_at(g, at) : Epilogue::Fused{};
-                        tile_nv(nv, kp, s.packed_a + int64_t(ir) * kp, s.packed_b + int64_t(jr) * kp,
-                                g.C + at, g.ldc, g.alpha, beta, bias, mr, last_w, f);
-                    }
-                }
-            }
-        }
-    }
-}
+void sgemm_bf16(const GemmArgs& g) { simd::run_packed_blocks<Bf16Kernel>(g); }
 
 }  // namespace pg::kernels::x86
