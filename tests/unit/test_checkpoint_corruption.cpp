@@ -644,6 +644,7 @@ TEST_CASE("every truncation and every single-byte flip: a clean error or the ide
         pg::io::MemorySource src(v.bytes.data(), v.bytes.size());
         return pg::io::read_checkpoint_header(src).storage;
     };
+    const SweepShard shard = SweepShard::from_env();
     for (const Variant& v : variants) {
         INFO(v.name << ", " << v.bytes.size() << " bytes");
         Loaded expected = load_bytes(v.bytes);
@@ -652,6 +653,7 @@ TEST_CASE("every truncation and every single-byte flip: a clean error or the ide
         if (held_as(v) == pg::WeightStorage::fp32) REQUIRE(same_model(*expected.model, *model));
         int errors = 0, identical = 0;
         for (std::size_t len = 0; len < v.bytes.size(); ++len) {
+            if (!shard.owns(len)) continue;
             std::vector<uint8_t> cut(v.bytes.begin(), v.bytes.begin() + long(len));
             Loaded r = load_bytes(cut, v.with_state);
             INFO("truncated to " << len);
@@ -660,6 +662,7 @@ TEST_CASE("every truncation and every single-byte flip: a clean error or the ide
             ++errors;
         }
         for (std::size_t at = 0; at < v.bytes.size(); ++at) {
+            if (!shard.owns(at)) continue;
             for (uint8_t mask : {uint8_t(0x01), uint8_t(0xFF)}) {
                 std::vector<uint8_t> flipped = v.bytes;
                 flipped[at] ^= mask;
@@ -676,7 +679,8 @@ TEST_CASE("every truncation and every single-byte flip: a clean error or the ide
                 }
             }
         }
-        WARN("sweep " << v.name << " (" << v.bytes.size() << " bytes): " << errors << " clean errors, " << identical
+        WARN("sweep " << v.name << " (" << v.bytes.size() << " bytes, positions " << shard.k << " mod " << shard.n
+                      << "): " << errors << " clean errors, " << identical
                       << " flips loaded the identical model");
     }
 }
@@ -684,6 +688,7 @@ TEST_CASE("every truncation and every single-byte flip: a clean error or the ide
 TEST_CASE("every truncation and every single-byte flip of a mapped file: a clean error or the identical model",
           "[io][checkpoint][corruption][sweep][mapped]") {
     auto model = make_model(small_config(), 78);
+    const SweepShard shard = SweepShard::from_env();
     for (pg::WeightStorage storage : {pg::WeightStorage::fp16, pg::WeightStorage::fp32}) {
         const std::vector<uint8_t> bytes = encode_mappable(*model, nullptr, storage);
         INFO(pg::weight_storage_name(storage) << ", " << bytes.size() << " bytes");
@@ -693,6 +698,7 @@ TEST_CASE("every truncation and every single-byte flip of a mapped file: a clean
         REQUIRE(expected.status == PG_OK);
         int errors = 0, identical = 0;
         for (std::size_t len = 0; len < bytes.size(); ++len) {
+            if (!shard.owns(len)) continue;
             write_bytes(path, std::vector<uint8_t>(bytes.begin(), bytes.begin() + long(len)));
             const Loaded r = map_file(path);
             INFO("truncated to " << len << ": " << r.message);
@@ -700,6 +706,7 @@ TEST_CASE("every truncation and every single-byte flip of a mapped file: a clean
             ++errors;
         }
         for (std::size_t at = 0; at < bytes.size(); ++at) {
+            if (!shard.owns(at)) continue;
             for (uint8_t mask : {uint8_t(0x01), uint8_t(0xFF)}) {
                 std::vector<uint8_t> flipped = bytes;
                 flipped[at] ^= mask;
@@ -717,7 +724,8 @@ TEST_CASE("every truncation and every single-byte flip of a mapped file: a clean
             }
         }
         std::remove(path.c_str());
-        WARN("mapped sweep " << pg::weight_storage_name(storage) << " (" << bytes.size() << " bytes): " << errors
+        WARN("mapped sweep " << pg::weight_storage_name(storage) << " (" << bytes.size() << " bytes, positions "
+                             << shard.k << " mod " << shard.n << "): " << errors
                              << " clean errors, " << identical << " flips loaded the identical model");
     }
 }

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -85,6 +87,26 @@ inline std::vector<uint8_t> encode_mappable(const pg::Model& model, const pg::Tr
     pg::io::write_checkpoint(model, state, o, sink);
     return sink.bytes;
 }
+
+// Which byte positions of a sweep this process checks: PG_SWEEP_SHARD="k/n" takes the positions
+// p with p % n == k, so the sanitized sweep runs as n ctests side by side (tests/cmake/fuzz.cmake);
+// unset, every position. A malformed value fails the test rather than silently checking nothing.
+struct SweepShard {
+    std::size_t k = 0, n = 1;
+    bool owns(std::size_t position) const { return position % n == k; }
+    static SweepShard from_env() {
+        SweepShard s;
+        const char* env = std::getenv("PG_SWEEP_SHARD");
+        if (!env || !*env) return s;
+        unsigned long k = 0, n = 0;
+        char tail = 0;
+        if (std::sscanf(env, "%lu/%lu%c", &k, &n, &tail) != 2 || n == 0 || k >= n)
+            throw std::runtime_error(std::string("PG_SWEEP_SHARD must be k/n with k < n, got \"") + env + "\"");
+        s.k = k;
+        s.n = n;
+        return s;
+    }
+};
 
 struct Loaded {
     pg_status status = PG_OK;
