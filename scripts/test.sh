@@ -4,11 +4,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
+# Each stage's wall time, so the suite's 20-minute budget shows where it goes.
+stage_start=$SECONDS
+stage_done() {
+  echo "test.sh: $1 took $((SECONDS - stage_start)) s (${SECONDS} s so far)"
+  stage_start=$SECONDS
+}
 scripts/setup.sh
+stage_done "setup"
 # PG_REQUIRE_ALL_TESTS: a missing test dependency (python3, the data, qemu, ...) is a configure
 # error here and a test that would skip fails (tests/CMakeLists.txt); a partial build skips.
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPG_REQUIRE_ALL_TESTS=ON -DPG_REQUIRE_TOKENIZER_PEERS=ON
 cmake --build "$build" -j"$(nproc)"
+stage_done "the main build"
 
 # ctest's count may never drop silently: each suite must list at least the floor committed in
 # tests/test_count_floor.txt (raise it when you add tests; lowering it is a visible change).
@@ -36,6 +44,7 @@ cmake -S . -B "$build-fuzz" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-
 cmake --build "$build-fuzz" -j"$(nproc)" --target pg_fuzz_all
 check_test_count "$build-fuzz" fuzz -L fuzz
 (cd "$build-fuzz" && ctest --output-on-failure -j"$(nproc)" -L fuzz --timeout 1800)
+stage_done "the fuzz build and its tests"
 # --- end of the libFuzzer smoke -----------------------------------------------------------------
 
 # --- ThreadSanitizer (owner: arch) ------------------------------------------------------------------
@@ -47,10 +56,12 @@ cmake -S . -B "$build-tsan" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-
   -DPG_BUILD_BENCHMARKS=OFF -DPG_BUILD_EXAMPLES=OFF -DPG_REQUIRE_ALL_TESTS=ON -DPG_REQUIRE_TOKENIZER_PEERS=ON
 cmake --build "$build-tsan" -j"$(nproc)" --target pg_tsan_all
 (cd "$build-tsan" && ctest --output-on-failure -L tsan --no-tests=error --timeout 600)
+stage_done "the ThreadSanitizer build and its test"
 # --- end of ThreadSanitizer -------------------------------------------------------------------------
 
 # aarch64 (owner: kernels): cross-build, then [kernels] under qemu-aarch64 (cortex-a53, max); prints its own summary line.
 scripts/cross_test_aarch64.sh "$build-aarch64"
+stage_done "the aarch64 build and its qemu tests"
 
 # The main suite last, so its summary ("100% tests passed, 0 tests failed out of N") closes the output.
 check_test_count "$build" main
