@@ -5,7 +5,8 @@
 //
 // Prints the median and best ms per step over --steps timed steps (after one warm-up step),
 // tokens/s, the step's GFLOP/s as a fraction of this machine's FMA peak for the same thread
-// count (measured in the same run, fma_peak.hpp), the CPU time per step, the process's peak
+// count (measured in the same run, fma_peak.hpp), the CPU time per step, the hypervisor's steal
+// time per step on a virtual machine (steal_ms below), the process's peak
 // resident memory (VmHWM) after the training steps, then the time of a forward-only pass
 // (evaluation) of the same batch. --json prints the same figures as one JSON object. To mimic a training process's footprint it also
 // holds what a trainer holds beside the engine: gradients and two AdamW moment buffers.
@@ -36,6 +37,7 @@
 #include <cstring>
 #include <fstream>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -68,6 +70,21 @@ double cpu_seconds() {
     rusage u;
     getrusage(RUSAGE_SELF, &u);
     return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// Milliseconds the hypervisor ran something else while this guest's vCPUs had work ("steal",
+// the eighth field of /proc/stat's "cpu" line, summed over vCPUs); -1 where there is no such
+// field. A 2-thread step moves at the pace of the slower vCPU in each parallel region, so steal
+// on either one is lost whole: printed beside the timings, it tells a slow run of the host from
+// a slow run of the code.
+double steal_ms() {
+    std::ifstream f("/proc/stat");
+    std::string cpu;
+    unsigned long long v[8] = {};
+    if (!(f >> cpu) || cpu != "cpu") return -1.0;
+    for (auto& x : v)
+        if (!(f >> x)) return -1.0;
+    return double(v[7]) * 1e3 / double(sysconf(_SC_CLK_TCK));
 }
 
 // FLOPs of one training step (forward + backward = 3 x forward), counting every product of the
@@ -282,14 +299,17 @@ int main(int argc, char** argv) {
         pg::Engine engine(cfg, batch, T, options);
 
         std::vector<double> ms;
-        double loss = 0.0, cpu_start = 0.0;
+        double loss = 0.0, cpu_start = 0.0, steal_start = 0.0;
         for (int s = 0; s <= steps; ++s) {
             pg::Dropout d;
             d.p = dropout;
             d.seed = 3;
             d.stream = uint64_t(s);
             grads.zero();
-            if (s == 1) cpu_start = cpu_seconds();
+            if (s == 1) {
+                cpu_start = cpu_seconds();
+                steal_start = steal_ms();
+            }
             const auto t0 = std::chrono::steady_clock::now();
             loss = engine
                        .forward_backward(params.data(), grads.data(), inputs.data(), targets.data(), batch, T,
@@ -299,6 +319,8 @@ int main(int argc, char** argv) {
             if (s > 0) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
         }
         const double cpu_ms = (cpu_seconds() - cpu_start) * 1e3 / steps;
+        const double steal_end = steal_ms();
+        const double steal_ms_per_step = steal_start < 0 || steal_end < 0 ? -1.0 : (steal_end - steal_start) / steps;
         std::sort(ms.begin(), ms.end());
         const double median_ms = ms[ms.size() / 2], flops = step_flops(cfg, batch, T);
         const double gflops = flops / (median_ms * 1e-3) * 1e-9;
@@ -323,6 +345,9 @@ int main(int argc, char** argv) {
                             extra_flops * 1e-9, executed_gflops, 100.0 * executed_gflops / peak);
             // CPU time (all threads) per step is less sensitive to other processes on a shared machine.
             std::printf("CPU time per step (all threads, incl. gradient zeroing): %.1f ms\n", cpu_ms);
+            if (steal_ms_per_step >= 0)
+                std::printf("hypervisor steal during the timed steps: %.1f ms per step (all vCPUs, /proc/stat)\n",
+                            steal_ms_per_step);
             std::printf("engine activations %.1f MB; peak RSS %.1f MB\n", double(engine.activation_bytes()) / 1e6,
                         rss_mb);
         }
@@ -370,11 +395,11 @@ int main(int argc, char** argv) {
                         "\"dropout\": %.3f, \"kernels\": \"%s\", \"step_ms_median\": %.3f, \"step_ms_best\": %.3f, "
                         "\"tokens_per_s\": %.1f, \"gflop_per_step\": %.4f, \"gflops\": %.2f, \"peak_gflops\": %.2f, "
                         "\"fraction_of_peak\": %.4f, \"recompute_gflop\": %.4f, \"executed_fraction_of_peak\": %.4f, "
-                        "\"cpu_ms_per_step\": %.3f, \"activation_mb\": %.2f, "
+                        "\"cpu_ms_per_step\": %.3f, \"steal_ms_per_step\": %.3f, \"activation_mb\": %.2f, "
                         "\"peak_rss_mb\": %.2f, \"forward_ms_median\": %.3f, \"loss\": %.6f%s%s%s}\n",
                         preset.c_str(), batch, T, pool.size(), recompute ? "true" : "false", double(dropout),
                         pg::kernels::active_arch_name(), median_ms, ms.front(), batch * T / (median_ms * 1e-3),
-                        flops * 1e-9, gflops, peak, gflops / peak, extra_flops * 1e-9, executed_gflops / peak, cpu_ms, double(engine.activation_bytes()) / 1e6,
+                        flops * 1e-9, gflops, peak, gflops / peak, extra_flops * 1e-9, executed_gflops / peak, cpu_ms, steal_ms_per_step, double(engine.activation_bytes()) / 1e6,
                         rss_mb, fwd_ms[fwd_ms.size() / 2], loss, trainer_json.c_str(), profile ? ", \"profile\": " : "",
                         prof.c_str());
         } else {
