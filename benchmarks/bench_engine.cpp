@@ -2,6 +2,7 @@
 //
 //   bench_engine [--preset phonegpt] [--batch 32] [--seq 0 (= n_ctx)] [--threads 2]
 //                [--steps 10] [--recompute] [--dropout 0] [--optimizer adamw|muon] [--profile] [--json]
+//                [--paired]
 //
 // Prints the median and best ms per step over --steps timed steps (after one warm-up step),
 // tokens/s, the step's GFLOP/s as a fraction of this machine's FMA peak for the same thread
@@ -30,6 +31,13 @@
 // update alone (its GFLOP and GFLOP/s); --profile then profiles these trainer steps instead,
 // with the trainer's own phases (batch sampling, gradient zeroing, gradient norm, gradient
 // clipping, AdamW, Muon) beside the engine's.
+//
+// --paired measures how the step scales instead (issue 15's 1.8x): the same engine and batch
+// on a 1-thread pool and a --threads pool, step by step in turn (1, N, 1, N, ...: --steps pairs
+// after one warm-up pair), and prints both medians, the median of the pairs' ratios (each pair
+// about a second apart, so a host whose speed drifts over tens of seconds slows both members of
+// a pair alike, where two separate processes would each meet a different host), and the N-thread
+// step's percent of the N-thread peak measured in the same run. Nothing else is timed.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -160,9 +168,11 @@ double muon_flops(const std::vector<pg::MuonMatrix>& matrices) {
     return f;
 }
 
+// The median (of an even count, the mean of the middle two).
 double median_of(std::vector<double> v) {
     std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // The whole training step of a pg::Trainer (--optimizer): the run's step, not the engine's pass.
@@ -244,10 +254,93 @@ TrainerFigures time_trainer(const pg::ModelConfig& cfg, int batch, int T, int th
     return f;
 }
 
+// --paired: the same engine's step on 1 thread and on pool's threads, in turn.
+struct PairedRun {
+    const pg::ModelConfig& cfg;
+    pg::Engine& engine;
+    pg::AlignedBuffer<float>& params;
+    pg::AlignedBuffer<float>& grads;
+    const std::vector<int32_t>& inputs;
+    const std::vector<int32_t>& targets;
+    int batch, T;
+    float dropout;
+    bool recompute;
+};
+
+void paired_scaling(PairedRun& r, pg::ThreadPool& pool, int pairs, bool json, const std::string& preset) {
+    pg::ThreadPool one(1);
+    auto step_ms = [&](pg::ThreadPool& p, int s) {
+        pg::Dropout d;
+        d.p = r.dropout;
+        d.seed = 3;
+        d.stream = uint64_t(s);
+        r.grads.zero();
+        const auto t0 = std::chrono::steady_clock::now();
+        r.engine.forward_backward(r.params.data(), r.grads.data(), r.inputs.data(), r.targets.data(), r.batch, r.T,
+                                  1.0f / float(r.batch * r.T), d, p);
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    };
+    std::vector<double> ms1, msn, ratio;
+    double steal_start = 0.0;
+    for (int s = 0; s <= pairs; ++s) {
+        if (s == 1) steal_start = steal_ms();
+        // Which member goes first alternates, so neither always follows the other's caches.
+        double a, b;
+        if (s % 2 == 0) {
+            a = step_ms(one, s);
+            b = step_ms(pool, s);
+        } else {
+            b = step_ms(pool, s);
+            a = step_ms(one, s);
+        }
+        if (s == 0) continue;
+        ms1.push_back(a);
+        msn.push_back(b);
+        ratio.push_back(a / b);
+    }
+    const double steal_end = steal_ms();
+    const double steal_per_pair = steal_start < 0 || steal_end < 0 ? -1.0 : (steal_end - steal_start) / pairs;
+    const double med1 = median_of(ms1), medn = median_of(msn), med_ratio = median_of(ratio);
+    const double lo = *std::min_element(ratio.begin(), ratio.end()), hi = *std::max_element(ratio.begin(), ratio.end());
+    const double flops = step_flops(r.cfg, r.batch, r.T);
+    const std::vector<pg_bench::PeakUnit> units = pg_bench::peak_units();
+    const double peak1 = pg_bench::measure_peak(units.front(), 1);
+    const double peakn = pg_bench::measure_peak(units.front(), pool.size());
+    const double pct1 = 100.0 * flops / (med1 * 1e-3) * 1e-9 / peak1;
+    const double pctn = 100.0 * flops / (medn * 1e-3) * 1e-9 / peakn;
+    // With recomputation, also of the FLOPs executed (model FLOPs plus the recomputed forward).
+    const double executed = r.recompute ? (flops + recompute_flops(r.cfg, r.batch, r.T)) / flops : 1.0;
+    if (json) {
+        std::printf("{\"preset\": \"%s\", \"batch\": %d, \"seq\": %d, \"threads\": %d, \"recompute\": %s, "
+                    "\"dropout\": %.3f, \"kernels\": \"%s\", \"pairs\": %d, \"step_ms_median_1\": %.3f, "
+                    "\"step_ms_median_n\": %.3f, \"pair_ratio_median\": %.4f, \"pair_ratio_min\": %.4f, "
+                    "\"pair_ratio_max\": %.4f, \"peak_gflops_1\": %.2f, \"peak_gflops_n\": %.2f, "
+                    "\"fraction_of_peak_1\": %.4f, \"fraction_of_peak_n\": %.4f, \"executed_fraction_of_peak_n\": %.4f, "
+                    "\"steal_ms_per_pair\": %.3f}\n",
+                    preset.c_str(), r.batch, r.T, pool.size(), r.recompute ? "true" : "false", double(r.dropout),
+                    pg::kernels::active_arch_name(), pairs, med1, medn, med_ratio, lo, hi, peak1, peakn, pct1 / 100.0,
+                    pctn / 100.0, executed * pctn / 100.0, steal_per_pair);
+        return;
+    }
+    std::printf("preset %s  B=%d T=%d  1 and %d threads in turn  recompute %s  dropout %.2f  kernels %s\n",
+                preset.c_str(), r.batch, r.T, pool.size(), r.recompute ? "on" : "off", double(r.dropout),
+                pg::kernels::active_arch_name());
+    std::printf("paired steps (%d pairs after a warm-up pair): 1 thread median %.1f ms, %d threads median %.1f ms\n",
+                pairs, med1, pool.size(), medn);
+    std::printf("scaling: median of the pairs' ratios %.2fx (lowest %.2fx, highest %.2fx)\n", med_ratio, lo, hi);
+    std::printf("%d threads: %.1f%% of the measured %s peak (%.0f GFLOP/s); 1 thread: %.1f%% of %.0f GFLOP/s\n",
+                pool.size(), pctn, units.front().name.c_str(), peakn, pct1, peak1);
+    if (r.recompute)
+        std::printf("with the recomputed forward: %d threads at %.1f%% of the peak in executed FLOPs\n", pool.size(),
+                    executed * pctn);
+    if (steal_per_pair >= 0)
+        std::printf("hypervisor steal during the timed pairs: %.1f ms per pair (all vCPUs, /proc/stat)\n", steal_per_pair);
+}
+
 [[noreturn]] void usage() {
     std::fprintf(stderr,
                  "usage: bench_engine [--preset NAME] [--batch B] [--seq T] [--threads N] [--steps S]"
-                 " [--recompute] [--dropout P] [--optimizer adamw|muon] [--profile] [--json]\n");
+                 " [--recompute] [--dropout P] [--optimizer adamw|muon] [--profile] [--json] [--paired]\n");
     std::exit(2);
 }
 
@@ -256,7 +349,7 @@ TrainerFigures time_trainer(const pg::ModelConfig& cfg, int batch, int T, int th
 int main(int argc, char** argv) {
     std::string preset = "phonegpt";
     int batch = 32, seq = 0, threads = 2, steps = 10;
-    bool recompute = false, json = false, profile = false;
+    bool recompute = false, json = false, profile = false, paired = false;
     float dropout = 0.0f;
     std::string optimizer;  // empty: the engine's pass only
     for (int i = 1; i < argc; ++i) {
@@ -275,9 +368,11 @@ int main(int argc, char** argv) {
         else if (a == "--json") json = true;
         else if (a == "--profile") profile = true;
         else if (a == "--optimizer") optimizer = value();
+        else if (a == "--paired") paired = true;
         else usage();
     }
     if (batch < 1 || steps < 1) usage();
+    if (paired && (threads < 2 || profile || !optimizer.empty())) usage();
     if (!optimizer.empty() && optimizer != "adamw" && optimizer != "muon") usage();
 
     try {
@@ -297,6 +392,11 @@ int main(int argc, char** argv) {
         pg::EngineOptions options;
         options.recompute = recompute;
         pg::Engine engine(cfg, batch, T, options);
+        if (paired) {
+            PairedRun run{cfg, engine, params, grads, inputs, targets, batch, T, dropout, recompute};
+            paired_scaling(run, pool, steps, json, preset);
+            return 0;
+        }
 
         std::vector<double> ms;
         double loss = 0.0, cpu_start = 0.0, steal_start = 0.0;
