@@ -33,8 +33,8 @@
 // clipping, AdamW, Muon) beside the engine's.
 //
 // --paired measures how the step scales instead (issue 15's 1.8x): the same engine and batch
-// on a 1-thread pool and a --threads pool, step by step in turn (1, N, 1, N, ...: --steps pairs
-// after one warm-up pair), and prints both medians, the median of the pairs' ratios (each pair
+// on a 1-thread pool and a --threads pool, step by step in turn (1, N, N, 1, 1, N, ...: which
+// one goes first alternates; --steps pairs after one warm-up pair), and prints both medians, the median of the pairs' ratios (each pair
 // about a second apart, so a host whose speed drifts over tens of seconds slows both members of
 // a pair alike, where two separate processes would each meet a different host), and the N-thread
 // step's percent of the N-thread peak measured in the same run. Nothing else is timed.
@@ -54,6 +54,7 @@
 #include "profile_table.hpp"
 #include "core/rng.hpp"
 #include "core/thread_pool.hpp"
+#include "io/json.hpp"
 #include "kernels/dispatch.hpp"
 #include "model/config.hpp"
 #include "model/engine.hpp"
@@ -311,15 +312,27 @@ void paired_scaling(PairedRun& r, pg::ThreadPool& pool, int pairs, bool json, co
     // With recomputation, also of the FLOPs executed (model FLOPs plus the recomputed forward).
     const double executed = r.recompute ? (flops + recompute_flops(r.cfg, r.batch, r.T)) / flops : 1.0;
     if (json) {
-        std::printf("{\"preset\": \"%s\", \"batch\": %d, \"seq\": %d, \"threads\": %d, \"recompute\": %s, "
-                    "\"dropout\": %.3f, \"kernels\": \"%s\", \"pairs\": %d, \"step_ms_median_1\": %.3f, "
-                    "\"step_ms_median_n\": %.3f, \"pair_ratio_median\": %.4f, \"pair_ratio_min\": %.4f, "
-                    "\"pair_ratio_max\": %.4f, \"peak_gflops_1\": %.2f, \"peak_gflops_n\": %.2f, "
-                    "\"fraction_of_peak_1\": %.4f, \"fraction_of_peak_n\": %.4f, \"executed_fraction_of_peak_n\": %.4f, "
-                    "\"steal_ms_per_pair\": %.3f}\n",
-                    preset.c_str(), r.batch, r.T, pool.size(), r.recompute ? "true" : "false", double(r.dropout),
-                    pg::kernels::active_arch_name(), pairs, med1, medn, med_ratio, lo, hi, peak1, peakn, pct1 / 100.0,
-                    pctn / 100.0, executed * pctn / 100.0, steal_per_pair);
+        pg::io::JsonObject j;
+        j.str("preset", preset)
+            .integer("batch", r.batch)
+            .integer("seq", r.T)
+            .integer("threads", pool.size())
+            .boolean("recompute", r.recompute)
+            .num("dropout", r.dropout)
+            .str("kernels", pg::kernels::active_arch_name())
+            .integer("pairs", pairs)
+            .num("step_ms_median_1", med1)
+            .num("step_ms_median_n", medn)
+            .num("pair_ratio_median", med_ratio)
+            .num("pair_ratio_min", lo)
+            .num("pair_ratio_max", hi)
+            .num("peak_gflops_1", peak1)
+            .num("peak_gflops_n", peakn)
+            .num("fraction_of_peak_1", pct1 / 100.0)
+            .num("fraction_of_peak_n", pctn / 100.0)
+            .num("executed_fraction_of_peak_n", executed * pctn / 100.0)
+            .num("steal_ms_per_pair", steal_per_pair);
+        std::printf("%s\n", j.text().c_str());
         return;
     }
     std::printf("preset %s  B=%d T=%d  1 and %d threads in turn  recompute %s  dropout %.2f  kernels %s\n",
