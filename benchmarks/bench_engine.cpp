@@ -34,10 +34,11 @@
 //
 // --paired measures how the step scales instead (issue 15's 1.8x): the same engine and batch
 // on a 1-thread pool and a --threads pool, step by step in turn (1, N, N, 1, 1, N, ...: which
-// one goes first alternates; --steps pairs after one warm-up pair), and prints both medians, the median of the pairs' ratios (each pair
-// about a second apart, so a host whose speed drifts over tens of seconds slows both members of
-// a pair alike, where two separate processes would each meet a different host), and the N-thread
-// step's percent of the N-thread peak measured in the same run. Nothing else is timed.
+// one goes first alternates; --steps pairs after one warm-up pair), and prints both medians,
+// the median of the pairs' ratios (each pair about a second apart, so a host whose speed drifts
+// over tens of seconds slows both members of a pair alike, where two separate processes would
+// each meet a different host), and the N-thread step's percent of the N-thread peak measured in
+// the same run. Nothing else is timed.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -96,6 +97,46 @@ double steal_ms() {
     return double(v[7]) * 1e3 / double(sysconf(_SC_CLK_TCK));
 }
 
+// Steal per step (or pair) between two steal_ms() readings; -1 where either is missing.
+double steal_per(double start, double end, int steps) {
+    return start < 0 || end < 0 ? -1.0 : (end - start) / steps;
+}
+
+// The dropout of step `stream` (the same seed in every benchmark step).
+pg::Dropout step_dropout(float p, uint64_t stream) {
+    pg::Dropout d;
+    d.p = p;
+    d.seed = 3;
+    d.stream = stream;
+    return d;
+}
+
+// What one timed training step needs: the engine, its buffers and the batch.
+struct StepInputs {
+    pg::Engine& engine;
+    pg::AlignedBuffer<float>& params;
+    pg::AlignedBuffer<float>& grads;
+    const std::vector<int32_t>& inputs;
+    const std::vector<int32_t>& targets;
+    int batch, T;
+    float dropout;
+};
+
+// Step s (its dropout stream) on pool: zeroes the gradients, runs forward and backward, and
+// returns the milliseconds forward and backward took; *loss (if given) gets the mean loss.
+double timed_step(const StepInputs& in, int s, pg::ThreadPool& pool, double* loss = nullptr) {
+    const pg::Dropout d = step_dropout(in.dropout, uint64_t(s));
+    in.grads.zero();
+    const auto t0 = std::chrono::steady_clock::now();
+    const double mean = in.engine
+                            .forward_backward(in.params.data(), in.grads.data(), in.inputs.data(), in.targets.data(),
+                                              in.batch, in.T, 1.0f / float(in.batch * in.T), d, pool)
+                            .mean();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (loss) *loss = mean;
+    return ms;
+}
+
 // FLOPs of one training step (forward + backward = 3 x forward), counting every product of the
 // full T x T attention as the issue's figures do (the causal half is what the engine computes):
 // per token and layer 2 x 12 C^2 for the four linear layers and 4 T C for Q K^T and P V, plus
@@ -130,10 +171,7 @@ std::string profile_steps(pg::Engine& engine, pg::ThreadPool& pool, const pg::Mo
     engine.set_profile(&prof);
     const auto t0 = std::chrono::steady_clock::now();
     for (int s = 0; s < steps; ++s) {
-        pg::Dropout d;
-        d.p = dropout;
-        d.seed = 3;
-        d.stream = uint64_t(1000 + s);
+        const pg::Dropout d = step_dropout(dropout, uint64_t(1000 + s));
         {
             pg::StepProfile::Scope phase(&prof, "gradient zeroing");
             prof.add_bytes(0, layout.total * 4);
@@ -256,31 +294,9 @@ TrainerFigures time_trainer(const pg::ModelConfig& cfg, int batch, int T, int th
 }
 
 // --paired: the same engine's step on 1 thread and on pool's threads, in turn.
-struct PairedRun {
-    const pg::ModelConfig& cfg;
-    pg::Engine& engine;
-    pg::AlignedBuffer<float>& params;
-    pg::AlignedBuffer<float>& grads;
-    const std::vector<int32_t>& inputs;
-    const std::vector<int32_t>& targets;
-    int batch, T;
-    float dropout;
-    bool recompute;
-};
-
-void paired_scaling(PairedRun& r, pg::ThreadPool& pool, int pairs, bool json, const std::string& preset) {
+void paired_scaling(const pg::ModelConfig& cfg, const StepInputs& r, bool recompute, pg::ThreadPool& pool, int pairs,
+                    bool json, const std::string& preset) {
     pg::ThreadPool one(1);
-    auto step_ms = [&](pg::ThreadPool& p, int s) {
-        pg::Dropout d;
-        d.p = r.dropout;
-        d.seed = 3;
-        d.stream = uint64_t(s);
-        r.grads.zero();
-        const auto t0 = std::chrono::steady_clock::now();
-        r.engine.forward_backward(r.params.data(), r.grads.data(), r.inputs.data(), r.targets.data(), r.batch, r.T,
-                                  1.0f / float(r.batch * r.T), d, p);
-        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    };
     std::vector<double> ms1, msn, ratio;
     double steal_start = 0.0;
     for (int s = 0; s <= pairs; ++s) {
@@ -288,36 +304,35 @@ void paired_scaling(PairedRun& r, pg::ThreadPool& pool, int pairs, bool json, co
         // Which member goes first alternates, so neither always follows the other's caches.
         double a, b;
         if (s % 2 == 0) {
-            a = step_ms(one, s);
-            b = step_ms(pool, s);
+            a = timed_step(r, s, one);
+            b = timed_step(r, s, pool);
         } else {
-            b = step_ms(pool, s);
-            a = step_ms(one, s);
+            b = timed_step(r, s, pool);
+            a = timed_step(r, s, one);
         }
         if (s == 0) continue;
         ms1.push_back(a);
         msn.push_back(b);
         ratio.push_back(a / b);
     }
-    const double steal_end = steal_ms();
-    const double steal_per_pair = steal_start < 0 || steal_end < 0 ? -1.0 : (steal_end - steal_start) / pairs;
+    const double steal_per_pair = steal_per(steal_start, steal_ms(), pairs);
     const double med1 = median_of(ms1), medn = median_of(msn), med_ratio = median_of(ratio);
     const double lo = *std::min_element(ratio.begin(), ratio.end()), hi = *std::max_element(ratio.begin(), ratio.end());
-    const double flops = step_flops(r.cfg, r.batch, r.T);
+    const double flops = step_flops(cfg, r.batch, r.T);
     const std::vector<pg_bench::PeakUnit> units = pg_bench::peak_units();
     const double peak1 = pg_bench::measure_peak(units.front(), 1);
     const double peakn = pg_bench::measure_peak(units.front(), pool.size());
     const double pct1 = 100.0 * flops / (med1 * 1e-3) * 1e-9 / peak1;
     const double pctn = 100.0 * flops / (medn * 1e-3) * 1e-9 / peakn;
     // With recomputation, also of the FLOPs executed (model FLOPs plus the recomputed forward).
-    const double executed = r.recompute ? (flops + recompute_flops(r.cfg, r.batch, r.T)) / flops : 1.0;
+    const double executed = recompute ? (flops + recompute_flops(cfg, r.batch, r.T)) / flops : 1.0;
     if (json) {
         pg::io::JsonObject j;
         j.str("preset", preset)
             .integer("batch", r.batch)
             .integer("seq", r.T)
             .integer("threads", pool.size())
-            .boolean("recompute", r.recompute)
+            .boolean("recompute", recompute)
             .num("dropout", r.dropout)
             .str("kernels", pg::kernels::active_arch_name())
             .integer("pairs", pairs)
@@ -336,14 +351,14 @@ void paired_scaling(PairedRun& r, pg::ThreadPool& pool, int pairs, bool json, co
         return;
     }
     std::printf("preset %s  B=%d T=%d  1 and %d threads in turn  recompute %s  dropout %.2f  kernels %s\n",
-                preset.c_str(), r.batch, r.T, pool.size(), r.recompute ? "on" : "off", double(r.dropout),
+                preset.c_str(), r.batch, r.T, pool.size(), recompute ? "on" : "off", double(r.dropout),
                 pg::kernels::active_arch_name());
     std::printf("paired steps (%d pairs after a warm-up pair): 1 thread median %.1f ms, %d threads median %.1f ms\n",
                 pairs, med1, pool.size(), medn);
     std::printf("scaling: median of the pairs' ratios %.2fx (lowest %.2fx, highest %.2fx)\n", med_ratio, lo, hi);
     std::printf("%d threads: %.1f%% of the measured %s peak (%.0f GFLOP/s); 1 thread: %.1f%% of %.0f GFLOP/s\n",
                 pool.size(), pctn, units.front().name.c_str(), peakn, pct1, peak1);
-    if (r.recompute)
+    if (recompute)
         std::printf("with the recomputed forward: %d threads at %.1f%% of the peak in executed FLOPs\n", pool.size(),
                     executed * pctn);
     if (steal_per_pair >= 0)
@@ -405,35 +420,24 @@ int main(int argc, char** argv) {
         pg::EngineOptions options;
         options.recompute = recompute;
         pg::Engine engine(cfg, batch, T, options);
+        const StepInputs step_inputs{engine, params, grads, inputs, targets, batch, T, dropout};
         if (paired) {
-            PairedRun run{cfg, engine, params, grads, inputs, targets, batch, T, dropout, recompute};
-            paired_scaling(run, pool, steps, json, preset);
+            paired_scaling(cfg, step_inputs, recompute, pool, steps, json, preset);
             return 0;
         }
 
         std::vector<double> ms;
         double loss = 0.0, cpu_start = 0.0, steal_start = 0.0;
         for (int s = 0; s <= steps; ++s) {
-            pg::Dropout d;
-            d.p = dropout;
-            d.seed = 3;
-            d.stream = uint64_t(s);
-            grads.zero();
             if (s == 1) {
                 cpu_start = cpu_seconds();
                 steal_start = steal_ms();
             }
-            const auto t0 = std::chrono::steady_clock::now();
-            loss = engine
-                       .forward_backward(params.data(), grads.data(), inputs.data(), targets.data(), batch, T,
-                                         1.0f / float(batch * T), d, pool)
-                       .mean();
-            const auto t1 = std::chrono::steady_clock::now();
-            if (s > 0) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+            const double step_ms = timed_step(step_inputs, s, pool, &loss);
+            if (s > 0) ms.push_back(step_ms);
         }
         const double cpu_ms = (cpu_seconds() - cpu_start) * 1e3 / steps;
-        const double steal_end = steal_ms();
-        const double steal_ms_per_step = steal_start < 0 || steal_end < 0 ? -1.0 : (steal_end - steal_start) / steps;
+        const double steal_ms_per_step = steal_per(steal_start, steal_ms(), steps);
         std::sort(ms.begin(), ms.end());
         const double median_ms = ms[ms.size() / 2], flops = step_flops(cfg, batch, T);
         const double gflops = flops / (median_ms * 1e-3) * 1e-9;

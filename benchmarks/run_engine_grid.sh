@@ -1,29 +1,29 @@
 #!/usr/bin/env bash
 # Issue 15's 2-thread grid (docs/performance.md, "Two threads on every machine"): at batches 16, 32
 # and 64, with and without activation recomputation, bench_engine --paired times the same step on
-# 1 thread and on 2 in turn (1, 2, 1, 2, ...), so each 1-thread step has a 2-thread partner taken
-# about a second later on the same host. This machine kind (a shared KVM guest) drifts by 10-40%
-# over tens of seconds; separate 1- and 2-thread processes met different hosts and their ratio
-# measured the drift as much as the code. Rounds repeat the whole grid.
+# 1 thread and on 2 in turn (which one goes first alternates), so each 1-thread step has a
+# 2-thread partner taken about a second apart on the same host. This machine kind (a shared KVM
+# guest) drifts by 10-40% over tens of seconds; separate 1- and 2-thread processes met different
+# hosts and their ratio measured the drift as much as the code. Rounds repeat the whole grid.
 # One line per run: both medians, the median of the pairs' ratios (with the lowest and highest
-# pair), the 2-thread step's percent of the 2-thread peak measured in the same run, and the
-# hypervisor's steal per pair. With recomputation the percent counts the executed FLOPs. Then a summary per batch and mode: the median over the rounds of
-# the pair-ratio medians (target 1.8x) and of the percent of peak (target 60%).
-#   benchmarks/run_engine_grid.sh [ROUNDS (2)] [BUILD (build)] [PAIRS (10)]
+# pair), the 2-thread step's percent of the 2-thread peak measured in the same run (with
+# recomputation, of the executed FLOPs), and the hypervisor's steal per pair. Then a summary per
+# batch and mode: the median over the rounds of the pair-ratio medians (target 1.8x) and of the
+# percent of peak (target 60%).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-2}
 bin=${2:-build}/benchmarks/bench_engine
 pairs=${3:-10}
 [[ -x $bin ]] || { echo "run_engine_grid: $bin not built" >&2; exit 1; }
-lines=$(mktemp)
-trap 'rm -f "$lines"' EXIT
+runs=$(mktemp)  # bench_engine's JSON, one object per line
+trap 'rm -f "$runs"' EXIT
 for ((round = 1; round <= rounds; ++round)); do
   for batch in 16 32 64; do
     for recompute in "" "--recompute"; do
       # shellcheck disable=SC2086
       "$bin" --batch "$batch" --threads 2 --steps "$pairs" --paired --json $recompute |
-        python3 -c '
+        tee -a "$runs" | python3 -c '
 import json, sys
 r = json.loads(sys.stdin.read())
 mode = "--recompute" if r["recompute"] else "plain"
@@ -31,24 +31,23 @@ print("round %s batch %d %s 1 thread %.1f ms 2 threads %.1f ms pair_ratio %.3f (
       "pct_of_peak %.1f peak %.1f steal_ms_per_pair %.1f" % (
           sys.argv[1], r["batch"], mode, r["step_ms_median_1"], r["step_ms_median_n"], r["pair_ratio_median"],
           r["pair_ratio_min"], r["pair_ratio_max"], 100 * r["executed_fraction_of_peak_n"], r["peak_gflops_n"],
-          r["steal_ms_per_pair"]))' "$round" | tee -a "$lines"
+          r["steal_ms_per_pair"]))' "$round"
     done
   done
 done
 echo "summary over $rounds round(s) of $pairs pairs: medians over the rounds"
-python3 - "$lines" <<'PY'
-import statistics, sys
+python3 - "$runs" <<'PY'
+import json, statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
-    f = line.split()
-    runs.setdefault((int(f[3]), f[4]), []).append(
-        (float(f[7]), float(f[11]), float(f[14]), float(f[20]), float(f[24])))
+    r = json.loads(line)
+    runs.setdefault((r["batch"], "--recompute" if r["recompute"] else "plain"), []).append(r)
 for (batch, mode), rs in sorted(runs.items()):
-    ms1 = statistics.median(r[0] for r in rs)
-    ms2 = statistics.median(r[1] for r in rs)
-    ratio = statistics.median(r[2] for r in rs)
-    pct = statistics.median(r[3] for r in rs)
-    steal = max(r[4] for r in rs)
+    ms1 = statistics.median(r["step_ms_median_1"] for r in rs)
+    ms2 = statistics.median(r["step_ms_median_n"] for r in rs)
+    ratio = statistics.median(r["pair_ratio_median"] for r in rs)
+    pct = statistics.median(100 * r["executed_fraction_of_peak_n"] for r in rs)
+    steal = max(r["steal_ms_per_pair"] for r in rs)
     ok = "meets" if ratio >= 1.8 and pct >= 60 else "MISSES"
     print(f"batch {batch} {mode:11s} 1 thread {ms1:7.1f} ms  2 threads {ms2:7.1f} ms  pairs {ratio:.2f}x "
           f"(of the medians {ms1 / ms2:.2f}x)  {pct:.1f}% of the 2-thread peak  {ok} (1.8x, 60%)  "
