@@ -93,12 +93,18 @@ struct Kills {
 };
 
 // Children that save `path` in a loop and are SIGKILLed mid-save, `rounds` times; each kill
-// comes once the child's temporary file exists (plus a random delay), so most leave one behind.
-// Each child's own first save removes the temporaries of the children killed before it.
-// `save(i)` is the child's i-th save into `path`.
+// comes after a random delay from the child's first temporary file, at a moment when the child
+// has one (so most kills leave one behind, on a loaded machine too, where a save may end within
+// the delay and the kill would otherwise come between two saves). Each child's own first save
+// removes the temporaries of the children killed before it. `save(i)` is the child's i-th save
+// into `path`.
 Kills kill_saves_with(const std::string& path, int rounds, std::mt19937& rng, const std::function<void(int)>& save) {
     Kills kills;
     const std::string dir = pg::io::parent_folder(path);
+    auto wait_for_temporary = [&](pid_t child) {
+        for (int waited = 0; !has_temporary_of(dir, child) && waited < 20000; ++waited)
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+    };
     for (int round = 0; round < rounds; ++round) {
         const pid_t child = fork();
         REQUIRE(child >= 0);
@@ -111,9 +117,9 @@ Kills kill_saves_with(const std::string& path, int rounds, std::mt19937& rng, co
                 }
             }
         }
-        for (int waited = 0; !has_temporary_of(dir, child) && waited < 20000; ++waited)
-            std::this_thread::sleep_for(std::chrono::microseconds(100));
+        wait_for_temporary(child);
         std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, 2000)(rng)));
+        wait_for_temporary(child);
         ::kill(child, SIGKILL);
         int status = 0;
         REQUIRE(waitpid(child, &status, 0) == child);
@@ -266,8 +272,9 @@ TEST_CASE("killed adapter saves never leave a broken adapter file, and their tem
     cfg.init_seed = 99;
     const pg::lora::Adapter b = pg::lora::Adapter::create(*base, cfg);
     pg::lora::save_adapter(a, path);
-    // A small adapter's save is quick, so a kill at a random moment often comes between two
-    // saves: kill until five kills have caught a save midway (a temporary left), 200 at most.
+    // A small adapter's save is quick, so even a kill while a temporary exists may come after
+    // the save's rename: kill until five kills have caught a save midway (a temporary left),
+    // 200 at most.
     Kills kills;
     int rounds = 0;
     while (kills.left_temporary < 5 && rounds < 200) {
