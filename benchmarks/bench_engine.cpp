@@ -52,6 +52,7 @@
 
 #include "core/aligned_buffer.hpp"
 #include "fma_peak.hpp"
+#include "median.hpp"
 #include "profile_table.hpp"
 #include "core/rng.hpp"
 #include "core/thread_pool.hpp"
@@ -157,13 +158,22 @@ double recompute_flops(const pg::ModelConfig& cfg, int B, int T) {
     return (cfg.n_layer - 1) * (16.0 * C * C + 4.0 * T * C) * B * T;
 }
 
-// Runs `steps` more training steps with a profile attached; prints the per-phase table (text)
-// or returns it as a JSON array.
-std::string profile_steps(pg::Engine& engine, pg::ThreadPool& pool, const pg::ModelConfig& cfg,
+// A profile's per-phase table, as text and as JSON (benchmarks/profile_table.hpp).
+struct ProfileReport {
+    std::string text;
+    pg::io::JsonObject json;
+};
+
+ProfileReport report_profile(const pg::StepProfile& prof, int steps, double wall_step_ms, const char* what) {
+    return {format_profile(prof, steps, wall_step_ms, what), profile_json(prof, steps, wall_step_ms)};
+}
+
+// Runs `steps` more training steps with a profile attached and returns the per-phase table.
+ProfileReport profile_steps(pg::Engine& engine, pg::ThreadPool& pool, const pg::ModelConfig& cfg,
                           pg::AlignedBuffer<float>& params, pg::AlignedBuffer<float>& grads,
                           pg::AlignedBuffer<float>& adam_m, pg::AlignedBuffer<float>& adam_v,
                           const std::vector<int32_t>& inputs, const std::vector<int32_t>& targets, int batch, int T,
-                          float dropout, int steps, bool json) {
+                          float dropout, int steps) {
     const pg::ParamLayout layout(cfg);
     const std::vector<pg::ParamPiece> pieces = pg::optimizer_pieces(pg::build_tensor_table(cfg), layout.total, false);
     pg::StepProfile prof(pool.size());
@@ -192,7 +202,7 @@ std::string profile_steps(pg::Engine& engine, pg::ThreadPool& pool, const pg::Mo
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / steps;
     pool.set_observer(nullptr);
     engine.set_profile(nullptr);
-    return format_profile(prof, steps, wall_step_ms, "with gradient zeroing and the optimizer", json);
+    return report_profile(prof, steps, wall_step_ms, "with gradient zeroing and the optimizer");
 }
 
 // The nominal FLOPs of one Muon update: per matrix (m x n after orienting it wide, m <= n) and
@@ -207,22 +217,15 @@ double muon_flops(const std::vector<pg::MuonMatrix>& matrices) {
     return f;
 }
 
-// The median (of an even count, the mean of the middle two).
-double median_of(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // The whole training step of a pg::Trainer (--optimizer): the run's step, not the engine's pass.
 struct TrainerFigures {
     double median_ms = 0.0, best_ms = 0.0, loss = 0.0;
     double muon_median_ms = 0.0, muon_best_ms = 0.0, muon_gflop = 0.0;  // muon only
-    std::string profile;
+    ProfileReport profile;
 };
 
 TrainerFigures time_trainer(const pg::ModelConfig& cfg, int batch, int T, int threads, bool recompute, float dropout,
-                            pg_optimizer optimizer, int steps, bool profile, bool json) {
+                            pg_optimizer optimizer, int steps, bool profile) {
     pg::Model model(cfg);
     pg::init_gpt2_params(cfg, model.params(), 1);
     pg::TrainConfig tc;  // phonegpt-shakespeare-fast's settings (examples/cli/train_presets.cpp)
@@ -286,9 +289,8 @@ TrainerFigures time_trainer(const pg::ModelConfig& cfg, int batch, int T, int th
         const double wall_step_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / steps;
         trainer.set_profile(nullptr);
-        f.profile = format_profile(prof, steps, wall_step_ms,
-                                   optimizer == PG_OPTIMIZER_MUON ? "of the trainer (Muon + AdamW)" : "of the trainer (AdamW)",
-                                   json);
+        f.profile = report_profile(prof, steps, wall_step_ms,
+                                   optimizer == PG_OPTIMIZER_MUON ? "of the trainer (Muon + AdamW)" : "of the trainer (AdamW)");
     }
     return f;
 }
@@ -438,8 +440,8 @@ int main(int argc, char** argv) {
         }
         const double cpu_ms = (cpu_seconds() - cpu_start) * 1e3 / steps;
         const double steal_ms_per_step = steal_per(steal_start, steal_ms(), steps);
-        std::sort(ms.begin(), ms.end());
-        const double median_ms = ms[ms.size() / 2], flops = step_flops(cfg, batch, T);
+        const double median_ms = median_of(ms), best_ms = *std::min_element(ms.begin(), ms.end());
+        const double flops = step_flops(cfg, batch, T);
         const double gflops = flops / (median_ms * 1e-3) * 1e-9;
         const double extra_flops = recompute ? recompute_flops(cfg, batch, T) : 0.0;
         const double executed_gflops = (flops + extra_flops) / (median_ms * 1e-3) * 1e-9;
@@ -452,7 +454,7 @@ int main(int argc, char** argv) {
                         preset.c_str(), batch, T, pool.size(), recompute ? "on" : "off", double(dropout),
                         pg::kernels::active_arch_name());
             std::printf("train step (forward+backward): median %.1f ms, best %.1f ms over %d steps  (loss %.4f)\n",
-                        median_ms, ms.front(), steps, loss);
+                        median_ms, best_ms, steps, loss);
             std::printf("%.0f tokens/s; %.2f GFLOP per step -> %.0f GFLOP/s = %.1f%% of the measured %s peak "
                         "(%.0f GFLOP/s on %d threads)\n",
                         batch * T / (median_ms * 1e-3), flops * 1e-9, gflops, 100.0 * gflops / peak,
@@ -478,22 +480,36 @@ int main(int argc, char** argv) {
             const auto t1 = std::chrono::steady_clock::now();
             if (s > 0) fwd_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
         }
-        std::sort(fwd_ms.begin(), fwd_ms.end());
+        const double fwd_median_ms = median_of(fwd_ms), fwd_best_ms = *std::min_element(fwd_ms.begin(), fwd_ms.end());
         TrainerFigures tf;
-        std::string trainer_json;
-        if (!optimizer.empty()) {
+        if (!optimizer.empty())
             tf = time_trainer(cfg, batch, T, threads, recompute, dropout,
-                              optimizer == "muon" ? PG_OPTIMIZER_MUON : PG_OPTIMIZER_ADAMW, steps, profile, json);
-            char buf[512];
-            if (json) {
-                std::snprintf(buf, sizeof buf,
-                              ", \"optimizer\": \"%s\", \"trainer_step_ms_median\": %.3f, \"trainer_step_ms_best\": %.3f, "
-                              "\"trainer_extra_ms_median\": %.3f, \"muon_ms_median\": %.3f, \"muon_ms_best\": %.3f, "
-                              "\"muon_gflop\": %.4f",
-                              optimizer.c_str(), tf.median_ms, tf.best_ms, tf.median_ms - median_ms, tf.muon_median_ms,
-                              tf.muon_best_ms, tf.muon_gflop);
-                trainer_json = buf;
-            } else {
+                              optimizer == "muon" ? PG_OPTIMIZER_MUON : PG_OPTIMIZER_ADAMW, steps, profile);
+        const ProfileReport prof = !profile           ? ProfileReport{}
+                                   : !optimizer.empty() ? tf.profile
+                                                        : profile_steps(engine, pool, cfg, params, grads, adam_m, adam_v,
+                                                                        inputs, targets, batch, T, dropout, steps);
+        if (json) {
+            pg::io::JsonObject j;
+            j.str("preset", preset).integer("batch", batch).integer("seq", T).integer("threads", pool.size())
+                .boolean("recompute", recompute).num("dropout", double(dropout))
+                .str("kernels", pg::kernels::active_arch_name()).num("step_ms_median", median_ms)
+                .num("step_ms_best", best_ms).num("tokens_per_s", batch * T / (median_ms * 1e-3))
+                .num("gflop_per_step", flops * 1e-9).num("gflops", gflops).num("peak_gflops", peak)
+                .num("fraction_of_peak", gflops / peak).num("recompute_gflop", extra_flops * 1e-9)
+                .num("executed_fraction_of_peak", executed_gflops / peak).num("cpu_ms_per_step", cpu_ms)
+                .num("steal_ms_per_step", steal_ms_per_step)
+                .num("activation_mb", double(engine.activation_bytes()) / 1e6).num("peak_rss_mb", rss_mb)
+                .num("forward_ms_median", fwd_median_ms).num("loss", loss);
+            if (!optimizer.empty())
+                j.str("optimizer", optimizer).num("trainer_step_ms_median", tf.median_ms)
+                    .num("trainer_step_ms_best", tf.best_ms).num("trainer_extra_ms_median", tf.median_ms - median_ms)
+                    .num("muon_ms_median", tf.muon_median_ms).num("muon_ms_best", tf.muon_best_ms)
+                    .num("muon_gflop", tf.muon_gflop);
+            if (profile) j.object("profile", prof.json);
+            std::printf("%s\n", j.text().c_str());
+        } else {
+            if (!optimizer.empty()) {
                 std::printf("trainer step (%s: sampling, zeroing, forward+backward, norm, clipping, optimizer): median "
                             "%.1f ms, best %.1f ms; %+.1f ms over forward+backward's median\n",
                             optimizer.c_str(), tf.median_ms, tf.best_ms, tf.median_ms - median_ms);
@@ -502,27 +518,8 @@ int main(int argc, char** argv) {
                                 "(best)\n",
                                 tf.muon_median_ms, tf.muon_best_ms, tf.muon_gflop, tf.muon_gflop / (tf.muon_best_ms * 1e-3));
             }
-        }
-        const std::string prof = !profile           ? std::string()
-                                 : !optimizer.empty() ? tf.profile
-                                                      : profile_steps(engine, pool, cfg, params, grads, adam_m, adam_v,
-                                                                      inputs, targets, batch, T, dropout, steps, json);
-        if (json) {
-            std::printf("{\"preset\": \"%s\", \"batch\": %d, \"seq\": %d, \"threads\": %d, \"recompute\": %s, "
-                        "\"dropout\": %.3f, \"kernels\": \"%s\", \"step_ms_median\": %.3f, \"step_ms_best\": %.3f, "
-                        "\"tokens_per_s\": %.1f, \"gflop_per_step\": %.4f, \"gflops\": %.2f, \"peak_gflops\": %.2f, "
-                        "\"fraction_of_peak\": %.4f, \"recompute_gflop\": %.4f, \"executed_fraction_of_peak\": %.4f, "
-                        "\"cpu_ms_per_step\": %.3f, \"steal_ms_per_step\": %.3f, \"activation_mb\": %.2f, "
-                        "\"peak_rss_mb\": %.2f, \"forward_ms_median\": %.3f, \"loss\": %.6f%s%s%s}\n",
-                        preset.c_str(), batch, T, pool.size(), recompute ? "true" : "false", double(dropout),
-                        pg::kernels::active_arch_name(), median_ms, ms.front(), batch * T / (median_ms * 1e-3),
-                        flops * 1e-9, gflops, peak, gflops / peak, extra_flops * 1e-9, executed_gflops / peak, cpu_ms, steal_ms_per_step, double(engine.activation_bytes()) / 1e6,
-                        rss_mb, fwd_ms[fwd_ms.size() / 2], loss, trainer_json.c_str(), profile ? ", \"profile\": " : "",
-                        prof.c_str());
-        } else {
-            std::printf("forward only (evaluation): median %.1f ms, best %.1f ms\n", fwd_ms[fwd_ms.size() / 2],
-                        fwd_ms.front());
-            std::fputs(prof.c_str(), stdout);
+            std::printf("forward only (evaluation): median %.1f ms, best %.1f ms\n", fwd_median_ms, fwd_best_ms);
+            std::fputs(prof.text.c_str(), stdout);
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "bench_engine: %s\n", e.what());

@@ -41,6 +41,7 @@
 #include "lora/lora_trainer.hpp"
 #include "model/model.hpp"
 #include "model/params.hpp"
+#include "median.hpp"
 #include "profile_table.hpp"
 #include "train/trainer.hpp"
 
@@ -189,12 +190,6 @@ double cpu_ms() {
     return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
 }
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 }  // namespace
 
 #ifdef PG_BENCH_SUBCOMMANDS
@@ -283,7 +278,7 @@ int main(int argc, char** argv) {
             .str("base_source", o.base_file.empty() ? "memory" : o.map_base ? "mapped" : "copied")
             .boolean("recompute", o.recompute).integer("batch", o.batch).integer("seq", o.seq)
             .integer("threads", o.threads).integer("trained_params", trained)
-            .num("ms_median", median(wall)).num("cpu_ms_median", median(cpu)).numbers("ms", wall)
+            .num("ms_median", median_of(wall)).num("cpu_ms_median", median_of(cpu)).numbers("ms", wall)
             .numbers("cpu_ms", cpu).num("rss_ready_mb", rss_ready)
             .num("peak_train_mb", peak_reset ? status_mb("VmHWM") : double(u.ru_maxrss) / 1024.0)
             .boolean("peak_reset", peak_reset).num("peak_process_mb", double(u.ru_maxrss) / 1024.0)
@@ -302,7 +297,7 @@ int main(int argc, char** argv) {
             if (lora) lora->set_profile(nullptr);
             else full->set_profile(nullptr);
             std::fprintf(stderr, "%s", format_profile(prof, o.profile_steps, ms / o.profile_steps,
-                                                     "of the whole trainer step", false).c_str());
+                                                     "of the whole trainer step").c_str());
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "bench_lora: %s\n", e.what());

@@ -9,15 +9,11 @@
 #include <vector>
 
 #include "core/step_profile.hpp"
+#include "io/json.hpp"
 
-// The per-phase table of `steps` profiled steps (text), or the same as a JSON object.
-inline std::string format_profile(const pg::StepProfile& prof, int steps, double wall_step_ms, const char* what, bool json) {
+// The phases of `prof` with a "total" row appended (sums over the phases).
+inline std::vector<pg::StepProfile::Phase> profile_rows(const pg::StepProfile& prof) {
     const int nt = prof.n_threads();
-    const double per = 1.0 / steps;
-    std::string out;
-    char line[512];
-    auto ms = [&](int64_t ns) { return double(ns) * 1e-6 * per; };
-    auto mb = [&](int64_t bytes) { return double(bytes) * 1e-6 * per; };
     pg::StepProfile::Phase total;
     total.name = "total";
     total.thread_busy_ns.assign(size_t(nt), 0);
@@ -36,61 +32,91 @@ inline std::string format_profile(const pg::StepProfile& prof, int steps, double
     }
     std::vector<pg::StepProfile::Phase> rows = prof.phases();
     rows.push_back(total);
-    if (!json) {
-        std::snprintf(line, sizeof line,
-                      "\nprofile: %d steps %s, %.1f ms a step (wall)\n", steps, what, wall_step_ms);
-        out += line;
-        std::snprintf(line, sizeof line, "%-46s %8s %7s %8s %8s %8s", "phase (per step)", "wall ms", "regions",
-                      "work ms", "crit ms", "serial");
-        out += line;
-        for (int t = 0; t < nt; ++t) {
-            std::snprintf(line, sizeof line, " %7s%d", "cpu ms t", t);
-            out += line;
-        }
-        std::snprintf(line, sizeof line, " %8s %6s %8s %8s %8s\n", "wait ms", "imbal", "MB read", "MB write",
-                      "MB cross");
-        out += line;
-    } else {
-        std::snprintf(line, sizeof line, "{\"steps\": %d, \"wall_ms_per_step\": %.3f, \"phases\": [", steps,
-                      wall_step_ms);
+    return rows;
+}
+
+// One row's figures per step, derived the same way for the text and the JSON forms.
+struct ProfileRowFigures {
+    double wall_ms, regions, work_ms, critical_ms, serial_ms, wait_ms, imbalance, mb_read, mb_written, mb_cross;
+    std::vector<double> thread_cpu_ms;
+};
+
+inline ProfileRowFigures profile_row_figures(const pg::StepProfile::Phase& p, int nt, int steps) {
+    const double per = 1.0 / steps;
+    auto ms = [&](int64_t ns) { return double(ns) * 1e-6 * per; };
+    auto mb = [&](int64_t bytes) { return double(bytes) * 1e-6 * per; };
+    const double mean = double(p.busy_ns) / nt;
+    // CPU time of work outside regions (the caller's), in the work and on the critical path.
+    const int64_t serial = p.serial_cpu_ns();
+    ProfileRowFigures f;
+    f.wall_ms = ms(p.wall_ns);
+    f.regions = double(p.regions) * per;
+    f.work_ms = ms(p.busy_ns + serial);
+    f.critical_ms = ms(p.critical_ns + serial);
+    f.serial_ms = ms(serial);
+    // Thread time inside regions not spent in the body: waiting at the barrier (or descheduled).
+    f.wait_ms = ms(p.region_wall_ns * nt - p.busy_ns);
+    f.imbalance = mean > 0 ? double(p.critical_ns) / mean : 0.0;
+    f.mb_read = mb(p.bytes_read);
+    f.mb_written = mb(p.bytes_written);
+    f.mb_cross = mb(p.bytes_cross);
+    for (int t = 0; t < nt; ++t) f.thread_cpu_ms.push_back(ms(p.thread_busy_ns[size_t(t)]));
+    return f;
+}
+
+// The per-phase table of `steps` profiled steps, as text.
+inline std::string format_profile(const pg::StepProfile& prof, int steps, double wall_step_ms, const char* what) {
+    const int nt = prof.n_threads();
+    std::string out;
+    char line[512];
+    std::snprintf(line, sizeof line, "\nprofile: %d steps %s, %.1f ms a step (wall)\n", steps, what, wall_step_ms);
+    out += line;
+    std::snprintf(line, sizeof line, "%-46s %8s %7s %8s %8s %8s", "phase (per step)", "wall ms", "regions", "work ms",
+                  "crit ms", "serial");
+    out += line;
+    for (int t = 0; t < nt; ++t) {
+        std::snprintf(line, sizeof line, " %7s%d", "cpu ms t", t);
         out += line;
     }
-    for (size_t i = 0; i < rows.size(); ++i) {
-        const auto& p = rows[i];
-        const double mean = double(p.busy_ns) / nt;
-        const double imbalance = mean > 0 ? double(p.critical_ns) / mean : 0.0;
-        // CPU time of work outside regions (the caller's), in the work and on the critical path.
-        const int64_t serial = p.serial_cpu_ns();
-        const int64_t work = p.busy_ns + serial, critical = p.critical_ns + serial;
-        // Thread time inside regions not spent in the body: waiting at the barrier (or descheduled).
-        const int64_t wait = p.region_wall_ns * nt - p.busy_ns;
-        if (!json) {
-            std::snprintf(line, sizeof line, "%-46s %8.2f %7.1f %8.2f %8.2f %8.2f", p.name.c_str(), ms(p.wall_ns),
-                          double(p.regions) * per, ms(work), ms(critical), ms(serial));
+    std::snprintf(line, sizeof line, " %8s %6s %8s %8s %8s\n", "wait ms", "imbal", "MB read", "MB write", "MB cross");
+    out += line;
+    for (const auto& p : profile_rows(prof)) {
+        const ProfileRowFigures f = profile_row_figures(p, nt, steps);
+        std::snprintf(line, sizeof line, "%-46s %8.2f %7.1f %8.2f %8.2f %8.2f", p.name.c_str(), f.wall_ms, f.regions,
+                      f.work_ms, f.critical_ms, f.serial_ms);
+        out += line;
+        for (double t : f.thread_cpu_ms) {
+            std::snprintf(line, sizeof line, " %8.2f", t);
             out += line;
-            for (int t = 0; t < nt; ++t) {
-                std::snprintf(line, sizeof line, " %8.2f", ms(p.thread_busy_ns[size_t(t)]));
-                out += line;
-            }
-            std::snprintf(line, sizeof line, " %8.2f %6.3f %8.2f %8.2f %8.2f\n", ms(wait), imbalance,
-                          mb(p.bytes_read), mb(p.bytes_written), mb(p.bytes_cross));
-            out += line;
-        } else {
-            std::snprintf(line, sizeof line,
-                          "%s{\"phase\": \"%s\", \"wall_ms\": %.4f, \"regions\": %.2f, \"work_ms\": %.4f, "
-                          "\"critical_ms\": %.4f, "
-                          "\"serial_ms\": %.4f, \"wait_ms\": %.4f, \"imbalance\": %.4f, \"mb_read\": %.3f, \"mb_written\": %.3f, "
-                          "\"mb_cross_thread\": %.3f, \"thread_cpu_ms\": [",
-                          i ? ", " : "", p.name.c_str(), ms(p.wall_ns), double(p.regions) * per, ms(work), ms(critical),
-                          ms(serial), ms(wait), imbalance, mb(p.bytes_read), mb(p.bytes_written), mb(p.bytes_cross));
-            out += line;
-            for (int t = 0; t < nt; ++t) {
-                std::snprintf(line, sizeof line, "%s%.4f", t ? ", " : "", ms(p.thread_busy_ns[size_t(t)]));
-                out += line;
-            }
-            out += "]}";
         }
+        std::snprintf(line, sizeof line, " %8.2f %6.3f %8.2f %8.2f %8.2f\n", f.wait_ms, f.imbalance, f.mb_read,
+                      f.mb_written, f.mb_cross);
+        out += line;
     }
-    if (json) out += "]}";
     return out;
+}
+
+// The same table as one JSON object (the tree's one JSON writer, io/json.hpp).
+inline pg::io::JsonObject profile_json(const pg::StepProfile& prof, int steps, double wall_step_ms) {
+    std::vector<pg::io::JsonObject> phases;
+    for (const auto& p : profile_rows(prof)) {
+        const ProfileRowFigures f = profile_row_figures(p, prof.n_threads(), steps);
+        pg::io::JsonObject row;
+        row.str("phase", p.name)
+            .num("wall_ms", f.wall_ms)
+            .num("regions", f.regions)
+            .num("work_ms", f.work_ms)
+            .num("critical_ms", f.critical_ms)
+            .num("serial_ms", f.serial_ms)
+            .num("wait_ms", f.wait_ms)
+            .num("imbalance", f.imbalance)
+            .num("mb_read", f.mb_read)
+            .num("mb_written", f.mb_written)
+            .num("mb_cross_thread", f.mb_cross)
+            .numbers("thread_cpu_ms", f.thread_cpu_ms);
+        phases.push_back(row);
+    }
+    pg::io::JsonObject j;
+    j.integer("steps", steps).num("wall_ms_per_step", wall_step_ms).array("phases", phases);
+    return j;
 }
