@@ -102,10 +102,12 @@ int cmd_train(int argc, char** argv) {
         std::snprintf(buf, sizeof buf, "Muon (momentum %g, lr x %g) + AdamW", tc.muon_momentum, tc.muon_lr_scale);
         optimizer_note = buf;
     }
+    const std::string ramp_note =
+        tc.dropout_ramp_steps > 0 ? " (from 0 over " + std::to_string(tc.dropout_ramp_steps) + " steps)" : "";
     say("training: %lld steps from %" PRId64 ", batch %d x %d tokens x %d accum, %s, lr %g -> %g %s, warm-up %d, "
-        "weight decay %g, dropout %g, clip %g, seed %" PRIu64 ", %s%s\n",
+        "weight decay %g, dropout %g%s, clip %g, seed %" PRIu64 ", %s%s\n",
         steps, outcome.start_step, tc.batch_size, tc.seq_len, tc.grad_accum_steps, optimizer_note.c_str(), tc.lr_max,
-        tc.lr_min, schedule_name, tc.warmup_steps, tc.weight_decay, tc.dropout, tc.grad_clip, tc.seed,
+        tc.lr_min, schedule_name, tc.warmup_steps, tc.weight_decay, tc.dropout, ramp_note.c_str(), tc.grad_clip, tc.seed,
         run.threads_note.c_str(), tc.recompute_activations ? ", recomputing activations" : "");
     {
         std::string when = eval_interval > 0 ? "every " + std::to_string(eval_interval) + " steps" : "";

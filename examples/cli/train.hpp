@@ -29,6 +29,7 @@ struct TrainPreset {
     const char* schedule;     // --schedule's default: cosine, linear or constant
     const char* optimizer;    // --optimizer's default: adamw or muon
     double muon_lr_scale;     // --muon-lr-scale's default
+    long long dropout_ramp;   // --dropout-ramp's default (steps; 0: the full dropout from the start)
 };
 const TrainPreset& find_train_preset(const std::string& name);
 std::vector<OptionSpec> train_options();

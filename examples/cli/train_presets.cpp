@@ -9,12 +9,12 @@ namespace cli {
 namespace {
 
 const TrainPreset kTrainPresets[] = {
-    // name                  model       steps  batch lr    lr_min warmup wd   drop clip eval  eval_s seed      target  schedule  optimizer muon_lr
-    {"phonegpt",             "phonegpt", 2000,  32,   2e-3, NAN,   100,   0.1, 0.0, 1.0, -1,   0,     1337,     NAN,    "cosine", "adamw",  1.0},
-    {"tiny",                 "tiny",     2000,  32,   2e-3, NAN,   100,   0.1, 0.0, 1.0, -1,   0,     1337,     NAN,    "cosine", "adamw",  1.0},
-    {"phonegpt-shakespeare", "phonegpt", 16000, 32,   2e-3, 1e-4,  200,   0.1, 0.1, 1.0, 500,  300,   20261105, 1.4697, "cosine", "adamw",  1.0},
+    // name                  model       steps  batch lr    lr_min warmup wd   drop clip eval  eval_s seed      target  schedule  optimizer muon_lr ramp
+    {"phonegpt",             "phonegpt", 2000,  32,   2e-3, NAN,   100,   0.1, 0.0, 1.0, -1,   0,     1337,     NAN,    "cosine", "adamw",  1.0, 0},
+    {"tiny",                 "tiny",     2000,  32,   2e-3, NAN,   100,   0.1, 0.0, 1.0, -1,   0,     1337,     NAN,    "cosine", "adamw",  1.0, 0},
+    {"phonegpt-shakespeare", "phonegpt", 16000, 32,   2e-3, 1e-4,  200,   0.1, 0.1, 1.0, 500,  300,   20261105, 1.4697, "cosine", "adamw",  1.0, 0},
     // The rule within 25M tokens (docs/results.md): the schedule ends at the budget, Muon on the block matrices.
-    {"phonegpt-shakespeare-fast", "phonegpt", 6000, 32, 3e-3, 0.0,   200,   0.1, 0.1, 1.0, 200,  0,     20261105, 1.4697, "linear", "muon",   1.0},
+    {"phonegpt-shakespeare-fast", "phonegpt", 6000, 32, 3e-3, 0.0,   200,   0.1, 0.1, 1.0, 200,  0,     20261105, 1.4697, "linear", "muon",   1.0, 0},
 };
 
 }  // namespace
@@ -65,6 +65,8 @@ std::vector<OptionSpec> train_options() {
         {"warmup", "N", "warm-up steps (default 100)"},
         {"weight-decay", "W", "AdamW weight decay on the linear weights (default 0.1)"},
         {"dropout", "P", "dropout probability (default 0)"},
+        {"dropout-ramp", "N", "dropout rises linearly from 0 over the first N steps (default 0: the full rate "
+                              "from the first step)"},
         {"clip", "C", "global gradient-norm bound, 0 = off (default 1.0)"},
         {"recompute", nullptr, "recompute each layer's activations before its backward pass: less memory, "
                                "about a fifth more compute, identical results"},

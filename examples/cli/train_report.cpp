@@ -26,7 +26,7 @@ void report_training(const TrainPreset& preset, const TrainSetup& run, const Cor
     cfg.integer("batch", tc.batch_size).integer("seq_len", tc.seq_len).integer("accum", tc.grad_accum_steps)
         .flt("lr", tc.lr_max).flt("lr_min", tc.lr_min).integer("warmup", tc.warmup_steps)
         .integer("total_steps", tc.total_steps).flt("weight_decay", tc.weight_decay).flt("dropout", tc.dropout)
-        .flt("clip", tc.grad_clip).integer("seed", (long long)tc.seed).integer("threads", tc.n_threads)
+        .integer("dropout_ramp", tc.dropout_ramp_steps).flt("clip", tc.grad_clip).integer("seed", (long long)tc.seed).integer("threads", tc.n_threads)
         .boolean("recompute", tc.recompute_activations != 0)
         .str("schedule", tc.schedule == PG_LR_COSINE ? "cosine" : tc.schedule == PG_LR_LINEAR ? "linear" : "constant")
         .str("optimizer", tc.optimizer == PG_OPTIMIZER_MUON ? "muon" : "adamw")
@@ -36,7 +36,7 @@ void report_training(const TrainPreset& preset, const TrainSetup& run, const Cor
     recipe.str("preset", run.resumed ? "resumed" : preset.name).str("model", preset.model)
         .integer("steps", run.steps).integer("batch", tc.batch_size).flt("lr", tc.lr_max).flt("lr_min", tc.lr_min)
         .integer("warmup", tc.warmup_steps).flt("weight_decay", tc.weight_decay).flt("dropout", tc.dropout)
-        .flt("clip", tc.grad_clip).integer("eval_interval", eval_interval).num("eval_seconds", eval_seconds)
+        .integer("dropout_ramp", tc.dropout_ramp_steps).flt("clip", tc.grad_clip).integer("eval_interval", eval_interval).num("eval_seconds", eval_seconds)
         .integer("seed", (long long)tc.seed);
     if (rule.has_target()) recipe.num("target", rule.target());
     else recipe.null("target");

@@ -30,7 +30,7 @@ pg_train_config trainer_config(pg_trainer* t) {
 
 void resume(const Options& opt, TrainSetup& run) {
     for (const char* o : {"preset", "layers", "heads", "embd", "ctx", "batch", "accum", "lr", "lr-min", "schedule",
-                          "optimizer", "muon-momentum", "muon-lr-scale", "warmup", "weight-decay", "dropout", "clip", "seed", "tokenizer", "merges", "encoding"})
+                          "optimizer", "muon-momentum", "muon-lr-scale", "warmup", "weight-decay", "dropout", "dropout-ramp", "clip", "seed", "tokenizer", "merges", "encoding"})
         if (opt.has(o)) throw UsageError{std::string("--") + o + " cannot be changed when resuming (--resume)"};
     if (opt.has("recompute"))
         throw UsageError{"--recompute cannot be applied to a resumed run (pg_trainer_resume sets up the trainer)"};
@@ -126,6 +126,7 @@ void create(const Options& opt, const TrainPreset& preset, const std::string& te
     tc.total_steps = run.steps;
     tc.weight_decay = float(opt.real("weight-decay", preset.weight_decay, 0.0, 10.0));
     tc.dropout = float(opt.real("dropout", preset.dropout, 0.0, 0.99));
+    tc.dropout_ramp_steps = int32_t(opt.integer("dropout-ramp", preset.dropout_ramp, 0, 1 << 30));
     tc.grad_clip = float(opt.real("clip", preset.clip, 0.0, 1e9));
     tc.seed = seed;
     tc.n_threads = int32_t(opt.integer("threads", 0, 0, 1024));

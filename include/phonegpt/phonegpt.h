@@ -462,6 +462,7 @@ typedef enum pg_optimizer {
  * 0 <= seq_len <= n_ctx, grad_accum_steps 1..65536, 0 <= lr_min <= lr_max (finite),
  * warmup_steps >= 0, total_steps >= 1, beta1 and beta2 in [0, 1), eps in (0, 1],
  * weight_decay >= 0, decay_embeddings 0 or 1, grad_clip >= 0, dropout in [0, 1),
+ * dropout_ramp_steps in [0, 2^30],
  * n_threads <= 1024, and batch_size x seq_len (seq_len 0 = n_ctx) at most 65,536 tokens per
  * micro-batch (a bound on activation memory; caller batches of pg_trainer_step_batch too).
  * pg_trainer_resume holds a file's training configuration to the same limits (PG_ERR_FORMAT)
@@ -497,6 +498,11 @@ typedef struct pg_train_config {
     pg_optimizer optimizer;       /* default PG_OPTIMIZER_ADAMW */
     float muon_momentum;          /* Muon's mu, in [0, 1), default 0.95 (unused by AdamW) */
     float muon_lr_scale;          /* Muon's learning rate / the schedule's, in (0, 1000], default 1 */
+    /* Dropout rises linearly from 0 over the first dropout_ramp_steps optimizer steps: step s
+     * (0-based) uses dropout * s / dropout_ramp_steps while s < dropout_ramp_steps, then
+     * dropout. 0 = the full rate from the first step (default); in [0, 2^30]. A small model that
+     * overfits learns faster without dropout early and still needs it late (docs/results.md). */
+    int32_t dropout_ramp_steps;
 } pg_train_config;
 
 PG_API void pg_train_config_default(pg_train_config* config);

@@ -36,6 +36,9 @@ constexpr uint16_t kCheckpointMinorOptimizer = 2;
 // frozen base. Only files written with it (CheckpointOptions: a 16-bit storage or mappable) are
 // 1.3; every other file is written as before, byte for byte.
 constexpr uint16_t kCheckpointMinorMappable = 3;
+// 1.4 added the required DRMP section (a training state whose dropout ramps up,
+// pg_train_config.dropout_ramp_steps > 0); only such files are written as 1.4.
+constexpr uint16_t kCheckpointMinorDropoutRamp = 4;
 constexpr uint64_t kCheckpointAlignment = 64;
 
 constexpr uint64_t kCheckpointPreludeBytes = 32;

@@ -159,7 +159,7 @@ CheckpointHeader read_checkpoint_header(const ByteSource& src) {
         const uint8_t* payload = hr.take(std::size_t(len), "section payload");
         const bool is_known = tag_name == kTagGeometry || tag_name == kTagTokenizer || tag_name == kTagTrainState ||
                               tag_name == kTagProvenance || tag_name == kTagTensors || tag_name == kTagOptimizer ||
-                              tag_name == kTagLayout || tag_name == kTagPadding;
+                              tag_name == kTagLayout || tag_name == kTagPadding || tag_name == kTagDropoutRamp;
         if (!is_known) {
             require((sflags & kSectionRequired) == 0, PG_ERR_VERSION,
                     name + ": section " + tag_name + " is marked required but this library (format " +
@@ -200,6 +200,11 @@ CheckpointHeader read_checkpoint_header(const ByteSource& src) {
             ByteReader optimizer(op, on, name + ": section OPTM");
             decode_optimizer(optimizer, h.train_state.config);
         }
+        if (known.count(kTagDropoutRamp)) {
+            auto [dp, dn] = known[kTagDropoutRamp];
+            ByteReader ramp(dp, dn, name + ": section DRMP");
+            decode_dropout_ramp(ramp, h.train_state.config);
+        }
         // Its values, and the resources they demand (batch tokens, threads), against the
         // trainer's stated limits before anything is allocated for the model or the run.
         try {
@@ -210,6 +215,8 @@ CheckpointHeader read_checkpoint_header(const ByteSource& src) {
     }
     require(known.count(kTagOptimizer) == 0 || h.has_train_state, PG_ERR_FORMAT,
             name + ": an OPTM section without a training state (TRAN)");
+    require(known.count(kTagDropoutRamp) == 0 || h.has_train_state, PG_ERR_FORMAT,
+            name + ": a DRMP section without a training state (TRAN)");
     if (known.count(kTagProvenance)) {
         auto [p, n] = known[kTagProvenance];
         ByteReader r(p, n, name + ": section PROV");

@@ -121,6 +121,16 @@ void decode_optimizer(ByteReader& r, TrainConfig& c) {
     c.optimizer = PG_OPTIMIZER_MUON;
 }
 
+void encode_dropout_ramp(ByteWriter& w, const TrainConfig& c) { w.put<int32_t>(c.dropout_ramp_steps); }
+
+void decode_dropout_ramp(ByteReader& r, TrainConfig& c) {
+    c.dropout_ramp_steps = r.get<int32_t>("dropout_ramp_steps");
+    r.expect_end();
+    // The writer leaves the section out for 0; the range is checked with the rest of the
+    // configuration (resolve_train_config).
+    require(c.dropout_ramp_steps != 0, PG_ERR_FORMAT, r.context() + ": a dropout ramp of 0 steps is never written");
+}
+
 void encode_tensor_table(ByteWriter& w, const std::vector<CheckpointTensor>& tensors) {
     w.put<uint32_t>(uint32_t(tensors.size()));
     for (const CheckpointTensor& t : tensors) {

@@ -28,6 +28,7 @@ inline constexpr char kTagProvenance[5] = "PROV";
 inline constexpr char kTagOptimizer[5] = "OPTM";
 inline constexpr char kTagLayout[5] = "WLAY";
 inline constexpr char kTagPadding[5] = "PADD";
+inline constexpr char kTagDropoutRamp[5] = "DRMP";
 
 inline constexpr const char* kAdamM = "optimizer.adam_m";
 inline constexpr const char* kAdamV = "optimizer.adam_v";
@@ -48,6 +49,9 @@ Provenance decode_provenance(ByteReader& r);
 // OPTM: the optimizer settings other than AdamW's (TRAN keeps its 1.1 layout).
 void encode_optimizer(ByteWriter& w, const TrainConfig& c);
 void decode_optimizer(ByteReader& r, TrainConfig& c);
+// DRMP: the dropout ramp's length in steps (only written when it is above 0).
+void encode_dropout_ramp(ByteWriter& w, const TrainConfig& c);
+void decode_dropout_ramp(ByteReader& r, TrainConfig& c);
 void encode_tensor_table(ByteWriter& w, const std::vector<CheckpointTensor>& tensors);
 // Parses the table and checks it is well formed on its own: dtypes, shapes, sizes = shape x
 // dtype, offsets contiguous from 0 (hence in order, without gaps or overlap).

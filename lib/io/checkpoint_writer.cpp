@@ -193,10 +193,17 @@ void write_checkpoint(const Model& model, const TrainerState* state, const Check
             encode_optimizer(optimizer, state->config);
             section(kTagOptimizer, kSectionRequired, optimizer);
         }
+        if (state->config.dropout_ramp_steps > 0) {
+            // Required: a reader that does not know DRMP would resume with the full dropout.
+            ByteWriter ramp;
+            encode_dropout_ramp(ramp, state->config);
+            section(kTagDropoutRamp, kSectionRequired, ramp);
+        }
     }
-    // 1.2 / 1.3 only where they add something: an AdamW (or no) training state in the table's
-    // order is written as 1.1.
-    const uint16_t minor = mappable ? kCheckpointMinorMappable
+    // 1.2 / 1.3 / 1.4 only where they add something: an AdamW (or no) training state without a
+    // dropout ramp, in the table's order, is written as 1.1.
+    const uint16_t minor = state && state->config.dropout_ramp_steps > 0        ? kCheckpointMinorDropoutRamp
+                           : mappable                                            ? kCheckpointMinorMappable
                            : state && state->config.optimizer != PG_OPTIMIZER_ADAMW ? kCheckpointMinorOptimizer
                                                                                     : kCheckpointMinor;
     ByteWriter provenance;

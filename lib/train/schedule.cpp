@@ -17,4 +17,9 @@ float learning_rate(const TrainConfig& cfg, int64_t step) {
     return float(lr_min + 0.5 * (lr_max - lr_min) * (1.0 + std::cos(pi * progress)));
 }
 
+float dropout_rate(const TrainConfig& cfg, int64_t step) {
+    if (step >= cfg.dropout_ramp_steps) return cfg.dropout;
+    return float(double(cfg.dropout) * double(step) / double(cfg.dropout_ramp_steps));
+}
+
 }  // namespace pg

@@ -68,6 +68,10 @@ StepDriver::StepDriver(const Model& base, const TrainConfig& cfg, FrozenBaseTarg
     require(cfg_.optimizer == PG_OPTIMIZER_ADAMW, PG_ERR_INVALID_ARGUMENT,
             "train config: optimizer = " + std::to_string(int(cfg_.optimizer)) +
                 " (Muon) is for full training; adapters over a frozen base train with AdamW (0)");
+    // An adapter's training checkpoint stores TRAN's 1.1 bytes, which have no room for a ramp.
+    require(cfg_.dropout_ramp_steps == 0, PG_ERR_INVALID_ARGUMENT,
+            "train config: dropout_ramp_steps = " + std::to_string(cfg_.dropout_ramp_steps) +
+                " is for full training; adapter training keeps its dropout rate from the first step (0)");
     for (const ParamPiece& p : pieces_) {
         // AdamW's determinism rests on pieces inside fixed blocks (train/optimizer.hpp).
         const bool inside = p.offset >= 0 && p.count > 0 && p.offset + p.count <= n_trained_ &&
@@ -170,7 +174,7 @@ Engine& StepDriver::engine_for(int B, int T) {
 LossSum StepDriver::micro_batch(const int32_t* inputs, const int32_t* targets, int B, int T,
                              float grad_scale) {
     Engine& engine = engine_for(B, T);
-    Dropout dropout{cfg_.dropout, cfg_.seed, micro_batches_};
+    Dropout dropout{dropout_rate(cfg_, step_), cfg_.seed, micro_batches_};
     // A frozen base gets no gradient buffer: only the hook's gradients are accumulated.
     // (base_.weights() may be a 16-bit frozen base; full training's model is fp32: params()
     // refused anything else when the driver was made.)

@@ -70,6 +70,7 @@ TrainConfig train_config_from_c(const pg_train_config& caller) {
     t.optimizer = c.optimizer;
     t.muon_momentum = c.muon_momentum;
     t.muon_lr_scale = c.muon_lr_scale;
+    t.dropout_ramp_steps = c.dropout_ramp_steps;
     validate_train_config(t);
     return t;
 }
@@ -97,6 +98,7 @@ pg_train_config train_config_to_c(const TrainConfig& t) {
     out.optimizer = t.optimizer;
     out.muon_momentum = t.muon_momentum;
     out.muon_lr_scale = t.muon_lr_scale;
+    out.dropout_ramp_steps = t.dropout_ramp_steps;
     return out;
 }
 
@@ -118,6 +120,7 @@ void validate_train_config(const TrainConfig& t) {
     float_range("weight_decay", t.weight_decay, 0.0, 1e3, false);
     float_range("grad_clip", t.grad_clip, 0.0, 1e30, false);
     float_range("dropout", t.dropout, 0.0, 1.0, true);
+    int_range("dropout_ramp_steps", t.dropout_ramp_steps, 0, 1LL << 30);
     int_range("n_threads", t.n_threads, -(1LL << 31), kMaxThreads);
     int_range("optimizer", t.optimizer, PG_OPTIMIZER_ADAMW, PG_OPTIMIZER_MUON);
     float_range("muon_momentum", t.muon_momentum, 0.0, 1.0, true);

@@ -29,6 +29,7 @@ struct TrainConfig {
     pg_optimizer optimizer = PG_OPTIMIZER_ADAMW;
     float muon_momentum = 0.95f;
     float muon_lr_scale = 1.0f;
+    int dropout_ramp_steps = 0;  // dropout rises from 0 over these steps (schedule.hpp)
 };
 
 // Reads the fields struct_size covers (defaults for the rest) and validates; throws pg::Error.

@@ -169,6 +169,8 @@ def test_train_config():
     assert (c.optimizer, c.muon_momentum, c.muon_lr_scale) == ("adamw", pytest.approx(0.95), 1.0)
     c = phonegpt.TrainConfig(optimizer="muon", muon_lr_scale=2.0)
     assert c.optimizer == "muon" and c.muon_lr_scale == 2.0
+    assert phonegpt.TrainConfig().dropout_ramp_steps == 0
+    assert phonegpt.TrainConfig(dropout_ramp_steps=3000).dropout_ramp_steps == 3000
     with pytest.raises(phonegpt.InvalidArgument):
         phonegpt.TrainConfig(optimizer="sgd")
 

@@ -19,10 +19,12 @@ std::vector<int32_t> training_tokens() {
     return t;
 }
 
-pg_train_config train_config(int n_threads, pg_optimizer optimizer) {
+pg_train_config train_config(int n_threads, pg_optimizer optimizer, int dropout_ramp_steps = 0) {
     pg_train_config c;
     pg_train_config_default(&c);
     c.optimizer = optimizer;
+    // A ramp longer than the interrupted run's 5 steps: the resumed trainer must continue it.
+    c.dropout_ramp_steps = dropout_ramp_steps;
     // Not the default, so the file must carry it (an AdamW state does not: AdamW never reads it).
     if (optimizer == PG_OPTIMIZER_MUON) c.muon_momentum = 0.9f;
     c.batch_size = 2;
@@ -82,9 +84,13 @@ TEST_CASE("resume from a training checkpoint reproduces the uninterrupted run bi
     const std::vector<int32_t> data = training_tokens();
     for (int threads : {1, 2}) {
         for (int level : {0, 3}) {
-          for (pg_optimizer optimizer : {PG_OPTIMIZER_ADAMW, PG_OPTIMIZER_MUON}) {
-            INFO("threads " << threads << ", compression level " << level << ", optimizer " << int(optimizer));
-            const pg_train_config cfg = train_config(threads, optimizer);
+          // AdamW, Muon, and Muon with a dropout ramp of 8 steps.
+          for (int variant = 0; variant < 3; ++variant) {
+            const pg_optimizer optimizer = variant == 0 ? PG_OPTIMIZER_ADAMW : PG_OPTIMIZER_MUON;
+            const int ramp = variant == 2 ? 8 : 0;
+            INFO("threads " << threads << ", compression level " << level << ", optimizer " << int(optimizer)
+                            << ", dropout ramp " << ramp);
+            const pg_train_config cfg = train_config(threads, optimizer, ramp);
             // Uninterrupted: 12 steps.
             Run straight;
             {
@@ -131,8 +137,10 @@ TEST_CASE("resume from a training checkpoint reproduces the uninterrupted run bi
                 CHECK(back.optimizer == optimizer);
                 CHECK(back.muon_momentum == cfg.muon_momentum);
                 CHECK(back.muon_lr_scale == cfg.muon_lr_scale);
-                // An AdamW state is still written as format 1.1; Muon's adds OPTM (1.2).
-                CHECK(file_minor_version(path) == (optimizer == PG_OPTIMIZER_MUON ? 2 : 1));
+                CHECK(back.dropout_ramp_steps == ramp);
+                // An AdamW state is still written as format 1.1; Muon's adds OPTM (1.2), a
+                // dropout ramp DRMP (1.4).
+                CHECK(file_minor_version(path) == (ramp > 0 ? 4 : optimizer == PG_OPTIMIZER_MUON ? 2 : 1));
                 // The trainer needs its data again before stepping.
                 CHECK(pg_trainer_step(t, nullptr) == PG_ERR_STATE);
                 REQUIRE(pg_trainer_set_data(t, data.data(), data.size()) == PG_OK);
@@ -194,6 +202,13 @@ TEST_CASE("C API: trainer checkpoints refuse what they cannot resume", "[io][che
     pg::io::save_checkpoint(model, &bad, 0, with_state);
     CHECK(pg_trainer_resume(with_state.c_str(), &rm, &rt) == PG_ERR_FORMAT);
     CHECK_THAT(pg_last_error(), Catch::Contains("training state") && Catch::Contains("batch_size"));
+    CHECK(rm == nullptr);
+    // So is a dropout ramp (DRMP) beyond the trainer's range.
+    bad.config.batch_size = h.train_state.config.batch_size;
+    bad.config.dropout_ramp_steps = (1 << 30) + 1;
+    pg::io::save_checkpoint(model, &bad, 0, with_state);
+    CHECK(pg_trainer_resume(with_state.c_str(), &rm, &rt) == PG_ERR_FORMAT);
+    CHECK_THAT(pg_last_error(), Catch::Contains("training state") && Catch::Contains("dropout_ramp_steps"));
     CHECK(rm == nullptr);
     pg_trainer_free(t);
     pg_model_free(m);

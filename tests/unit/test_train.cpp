@@ -6,12 +6,14 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "model/model.hpp"
 #include "model/params.hpp"
+#include "train/step_driver.hpp"
 #include "train/trainer.hpp"
 
 namespace {
@@ -114,6 +116,42 @@ TEST_CASE("same seed and threads give a bit-identical run (dropout and accumulat
     pg::Trainer other(*fresh, c);
     other.set_data(data.data(), data.size());
     CHECK(other.step().loss != losses[0][0]);
+}
+
+TEST_CASE("a dropout ramp: no dropout at the first step, the ramp's rate after it", "[train][trainer]") {
+    auto data = training_tokens(2000);
+    // The first two steps' losses of a run with this dropout and ramp.
+    auto first_losses = [&](float dropout, int ramp) {
+        pg::TrainConfig c = small_config();
+        c.dropout = dropout;
+        c.dropout_ramp_steps = ramp;
+        auto model = tiny_model();
+        pg::Trainer trainer(*model, c);
+        trainer.set_data(data.data(), data.size());
+        std::vector<float> losses;
+        for (int s = 0; s < 2; ++s) losses.push_back(trainer.step().loss);
+        return losses;
+    };
+    const std::vector<float> none = first_losses(0.0f, 0), full = first_losses(0.2f, 0), ramp = first_losses(0.2f, 4);
+    CHECK(std::memcmp(&ramp[0], &none[0], 4) == 0);  // step 0: rate 0.2 x 0 / 4
+    CHECK(ramp[0] != full[0]);
+    CHECK(ramp[1] != none[1]);  // step 1: rate 0.05, so not the dropout-free step
+    // Full training only: an adapter's checkpoint has no room for the ramp.
+    pg::TrainConfig c = small_config();
+    c.dropout_ramp_steps = 4;
+    auto model = tiny_model();
+    std::vector<float> target(64, 0.0f);
+    pg::FrozenBaseTarget ft;
+    ft.values = target.data();
+    ft.count = int64_t(target.size());
+    ft.pieces = {pg::ParamPiece{0, 64, false}};
+    try {
+        pg::StepDriver driver(*model, c, ft);
+        FAIL("a frozen-base driver accepted a dropout ramp");
+    } catch (const pg::Error& e) {
+        CHECK(e.status() == PG_ERR_INVALID_ARGUMENT);
+        CHECK(std::string(e.what()).find("dropout_ramp_steps") != std::string::npos);
+    }
 }
 
 TEST_CASE("resuming from state() continues bit for bit", "[train][trainer]") {

@@ -63,6 +63,22 @@ TEST_CASE("linear and constant schedules", "[train][schedule]") {
     CHECK(pg::learning_rate(now, 0) == Approx(1e-3).epsilon(1e-6));
 }
 
+TEST_CASE("dropout ramp: 0 at the first step, linear to the rate, the rate from the ramp's end", "[train][schedule]") {
+    pg::TrainConfig c;
+    c.dropout = 0.1f;
+    CHECK(pg::dropout_rate(c, 0) == 0.1f);  // no ramp: the rate from the first step
+    CHECK(pg::dropout_rate(c, 5000) == 0.1f);
+    c.dropout_ramp_steps = 3000;
+    CHECK(pg::dropout_rate(c, 0) == 0.0f);
+    CHECK(pg::dropout_rate(c, 1500) == float(0.1 * 0.5));
+    CHECK(pg::dropout_rate(c, 2999) == float(double(0.1f) * 2999.0 / 3000.0));
+    CHECK(pg::dropout_rate(c, 3000) == 0.1f);
+    CHECK(pg::dropout_rate(c, 100000) == 0.1f);
+    for (int64_t s = 0; s < 3100; ++s) CHECK(pg::dropout_rate(c, s + 1) >= pg::dropout_rate(c, s));
+    c.dropout = 0.0f;  // a ramp to 0 is no dropout at all
+    CHECK(pg::dropout_rate(c, 10) == 0.0f);
+}
+
 TEST_CASE("train config: C round trip, defaults for fields the caller's struct lacks", "[train][config]") {
     pg_train_config c = pg::train_config_to_c(pg::TrainConfig{});
     CHECK(c.struct_size == sizeof c);
@@ -73,7 +89,9 @@ TEST_CASE("train config: C round trip, defaults for fields the caller's struct l
     CHECK(c.optimizer == PG_OPTIMIZER_ADAMW);
     CHECK(c.muon_momentum == 0.95f);
     CHECK(c.muon_lr_scale == 1.0f);
+    CHECK(c.dropout_ramp_steps == 0);
     c.batch_size = 7;
+    c.dropout_ramp_steps = 3000;
     c.optimizer = PG_OPTIMIZER_MUON;
     c.muon_lr_scale = 2.0f;
     c.lr_max = 3e-3f;
@@ -86,6 +104,7 @@ TEST_CASE("train config: C round trip, defaults for fields the caller's struct l
     CHECK(t.n_threads == 2);
     CHECK(t.optimizer == PG_OPTIMIZER_MUON);
     CHECK(t.muon_lr_scale == 2.0f);
+    CHECK(t.dropout_ramp_steps == 3000);
     pg_train_config back = pg::train_config_to_c(t);
     CHECK(std::memcmp(&back, &c, sizeof c) == 0);
 
@@ -124,6 +143,8 @@ TEST_CASE("train config: every bad field is rejected with its name", "[train][co
         {"muon_momentum", [](pg_train_config& c) { c.muon_momentum = NAN; }},
         {"muon_lr_scale", [](pg_train_config& c) { c.muon_lr_scale = 0.0f; }},
         {"muon_lr_scale", [](pg_train_config& c) { c.muon_lr_scale = 2e3f; }},
+        {"dropout_ramp_steps", [](pg_train_config& c) { c.dropout_ramp_steps = -1; }},
+        {"dropout_ramp_steps", [](pg_train_config& c) { c.dropout_ramp_steps = (1 << 30) + 1; }},
     };
     for (const Case& k : cases) {
         pg_train_config c = pg::train_config_to_c(pg::TrainConfig{});

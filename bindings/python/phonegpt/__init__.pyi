@@ -118,6 +118,7 @@ class TrainConfig:
     optimizer: str  # 'adamw' or 'muon'
     muon_momentum: float
     muon_lr_scale: float
+    dropout_ramp_steps: int  # dropout rises from 0 over these steps; 0 = the full rate from the start
     def __init__(self, **fields: object) -> None: ...
     def replace(self, **fields: object) -> TrainConfig: ...
 
