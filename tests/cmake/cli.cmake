@@ -274,11 +274,16 @@ tiny_shape = ["--layers", "1", "--heads", "2", "--embd", "16", "--ctx", "16", "-
 res = run("train", "--preset", "phonegpt-shakespeare", *tiny_shape, "--out", f"{DIR}/recipe")
 recipe = res["recipe"]
 want = {"preset": "phonegpt-shakespeare", "model": "phonegpt", "steps": 2, "batch": 2, "lr": 0.002,
-        "lr_min": 0.0001, "warmup": 200, "weight_decay": 0.1, "dropout": 0.1, "clip": 1,
+        "lr_min": 0.0001, "warmup": 200, "weight_decay": 0.1, "dropout": 0.1, "dropout_ramp": 0, "clip": 1,
         "eval_interval": 0, "eval_seconds": 300, "seed": 20261105, "target": 1.4697,
         "stop_at_target": False}
 assert recipe == want, recipe
 assert res["config"]["seed"] == 20261105 and res["config"]["dropout"] == 0.1, res["config"]
+# --dropout-ramp reaches the trainer (and the progress line), and changes the run.
+ramped = run("train", "--preset", "phonegpt-shakespeare", *tiny_shape, "--dropout-ramp", "5", "--out", f"{DIR}/ramped")
+assert ramped["config"]["dropout_ramp"] == 5 and ramped["recipe"]["dropout_ramp"] == 5, ramped["config"]
+assert "dropout 0.1 (from 0 over 5 steps)" in ramped["_stderr"], ramped["_stderr"]
+assert open(f"{DIR}/ramped/model.bin", "rb").read() != open(f"{DIR}/recipe/model.bin", "rb").read()
 assert res["model"]["n_layer"] == 1 and res["model"]["n_embd"] == 16, res["model"]
 assert "preset phonegpt-shakespeare" in res["_stderr"], res["_stderr"]
 a = run("train", "--preset", "tiny", *tiny_shape, "--out", f"{DIR}/plain")
