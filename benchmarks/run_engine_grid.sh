@@ -10,6 +10,7 @@
 # recomputation, of the executed FLOPs), and the hypervisor's steal per pair. Then a summary per
 # batch and mode: the median over the rounds of the pair-ratio medians (target 1.8x) and of the
 # percent of peak (target 60%).
+#   benchmarks/run_engine_grid.sh [ROUNDS (2)] [BUILD (build)] [PAIRS (10)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-2}

@@ -39,6 +39,8 @@ constexpr uint16_t kCheckpointMinorMappable = 3;
 // 1.4 added the required DRMP section (a training state whose dropout ramps up,
 // pg_train_config.dropout_ramp_steps > 0); only such files are written as 1.4.
 constexpr uint16_t kCheckpointMinorDropoutRamp = 4;
+// The newest minor this library reads and writes (named in the message for an unknown section).
+constexpr uint16_t kCheckpointMinorNewest = kCheckpointMinorDropoutRamp;
 constexpr uint64_t kCheckpointAlignment = 64;
 
 constexpr uint64_t kCheckpointPreludeBytes = 32;

@@ -163,7 +163,7 @@ CheckpointHeader read_checkpoint_header(const ByteSource& src) {
         if (!is_known) {
             require((sflags & kSectionRequired) == 0, PG_ERR_VERSION,
                     name + ": section " + tag_name + " is marked required but this library (format " +
-                        std::to_string(kCheckpointMajor) + "." + std::to_string(kCheckpointMinor) +
+                        std::to_string(kCheckpointMajor) + "." + std::to_string(kCheckpointMinorNewest) +
                         ") does not know it; use a newer libphonegpt");
             h.skipped_sections.push_back(tag_name);
             continue;
@@ -213,10 +213,10 @@ CheckpointHeader read_checkpoint_header(const ByteSource& src) {
             throw Error(PG_ERR_FORMAT, name + ": training state (section TRAN): " + e.what());
         }
     }
-    require(known.count(kTagOptimizer) == 0 || h.has_train_state, PG_ERR_FORMAT,
-            name + ": an OPTM section without a training state (TRAN)");
-    require(known.count(kTagDropoutRamp) == 0 || h.has_train_state, PG_ERR_FORMAT,
-            name + ": a DRMP section without a training state (TRAN)");
+    // The sections that extend TRAN's configuration mean nothing without it.
+    for (const char* extension : {kTagOptimizer, kTagDropoutRamp})
+        require(known.count(extension) == 0 || h.has_train_state, PG_ERR_FORMAT,
+                name + ": section " + extension + " without a training state (TRAN)");
     if (known.count(kTagProvenance)) {
         auto [p, n] = known[kTagProvenance];
         ByteReader r(p, n, name + ": section PROV");
