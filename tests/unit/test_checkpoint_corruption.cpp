@@ -316,6 +316,14 @@ TEST_CASE("corruption matrix: each hand-built bad checkpoint gives its exact sta
         {"training state without moments", PG_ERR_GEOMETRY, "with training state needs",
          edit(good, [&](File& f) { f.sections.insert(f.sections.end() - 1, File(good_state).section("TRAN")); })},
         {"moments without training state", PG_ERR_GEOMETRY, "has 18 tensors", edit(good_state, [](File& f) { f.remove("TRAN"); })},
+        {"OPTM without training state", PG_ERR_FORMAT, "section OPTM without a training state",
+         edit(good, [](File& f) { f.sections.insert(f.sections.end() - 1, Section{"OPTM", 1, {1, 0, 0, 0, 0, 0, 0x70, 0x3f, 0, 0, 0x80, 0x3f}}); })},
+        {"DRMP without training state", PG_ERR_FORMAT, "section DRMP without a training state",
+         edit(good, [](File& f) { f.sections.insert(f.sections.end() - 1, Section{"DRMP", 1, {8, 0, 0, 0}}); })},
+        {"DRMP of 0 steps", PG_ERR_FORMAT, "a dropout ramp of 0 steps",
+         edit(good_state, [](File& f) { f.sections.insert(f.sections.end() - 1, Section{"DRMP", 1, {0, 0, 0, 0}}); })},
+        {"DRMP truncated", PG_ERR_FORMAT, "section DRMP",
+         edit(good_state, [](File& f) { f.sections.insert(f.sections.end() - 1, Section{"DRMP", 1, {8, 0}}); })},
         {"zstd: data is not a frame", PG_ERR_FORMAT, "not a zstd frame",
          edit(good, [](File& f) { f.flags = 1; })},
         {"zstd: expansion beyond the cap", PG_ERR_FORMAT, "ratio cap",
@@ -359,7 +367,7 @@ TEST_CASE("corruption matrix: each hand-built bad checkpoint gives its exact sta
          edit(good_state, [](File& f) { poke<int32_t>(f.section("TRAN").payload, 120, 1025); }), true},
     };
     // Pinned: a case lost in a merge or an edit fails here instead of silently shrinking the matrix.
-    REQUIRE(matrix.size() == 65);
+    REQUIRE(matrix.size() == 69);
     const std::string path = scratch_path("matrix.pgck");
     int checked = 0;
     for (const BadFile& t : matrix) {
