@@ -285,8 +285,8 @@ assert ramped["config"]["dropout_ramp"] == 5 and ramped["recipe"]["dropout_ramp"
 assert "dropout 0.1 (from 0 over 5 steps)" in ramped["_stderr"], ramped["_stderr"]
 assert open(f"{DIR}/ramped/model.bin", "rb").read() != open(f"{DIR}/recipe/model.bin", "rb").read()
 # --preset phonegpt-shakespeare-fast (docs/results.md): Muon at twice the schedule's rate, a linear
-# decay to 0 at its last step (5,400) and dropout rising from 0 over 3,000 steps. Only the shape, batch and cadence are
-# overridden, so the tiny run takes the preset's own 5,400 steps.
+# decay to 0 at its last step (5,400) and dropout rising from 0 over 3,000 steps. Only the shape,
+# batch and cadence are overridden, so the tiny run takes the preset's own 5,400 steps.
 at = tiny_shape.index("--steps")
 fast = run("train", "--preset", "phonegpt-shakespeare-fast", *tiny_shape[:at], *tiny_shape[at + 2:], "--out", f"{DIR}/fast")
 want_fast = {"preset": "phonegpt-shakespeare-fast", "model": "phonegpt", "steps": 5400, "batch": 2, "lr": 0.003,
