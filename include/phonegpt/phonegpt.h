@@ -405,9 +405,10 @@ typedef enum pg_weight_storage {
  * switch between each other freely (the same values; a mapped or loaded fp16 base too), and so
  * do PG_WEIGHTS_BF16 and PG_WEIGHTS_BF16_ARITHMETIC; from fp32, either arithmetic converts like
  * its plain storage. Between the fp16 and the bf16 family: PG_ERR_STATE. PG_ERR_NOT_FINITE
- * (naming the tensor) when a weight overflows fp16. Not while another call uses the model
- * (like pg_model_tensor_data_mutable); sessions and LoRA trainers made before the call read the
- * new storage from their next pass on. */
+ * (naming the tensor) when a weight overflows fp16. PG_ERR_STATE from fp32 while a pg_trainer
+ * of the model lives (it trains the fp32 weights this would free). Not while another call uses
+ * the model (like pg_model_tensor_data_mutable); sessions and LoRA trainers made before the call
+ * read the new storage from their next pass on. */
 PG_API pg_status pg_model_set_weight_storage(pg_model* model, pg_weight_storage storage);
 /* The model's storage and the bytes its weights take (either pointer may be NULL). */
 PG_API pg_status pg_model_weight_storage(const pg_model* model, pg_weight_storage* storage,

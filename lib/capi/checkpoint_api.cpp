@@ -151,7 +151,7 @@ pg_status pg_trainer_resume(const char* path, pg_model** model_out, pg_trainer**
         pg::io::read_checkpoint_data(src, header, model->impl, &state);
         model->set_tokenizer(std::move(header.tokenizer));  // the reader checked its vocabulary
         auto trainer = std::make_unique<pg_trainer>();
-        trainer->model = model.get();
+        trainer->attach(model.get());
         try {
             trainer->impl = std::make_unique<pg::Trainer>(model->impl, std::move(state));
         } catch (const pg::Error& e) {

@@ -3,6 +3,7 @@
 // and, for the handles that calls change, their own message (capi/boundary.hpp).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -51,10 +52,22 @@ struct pg_model {
     // pg_model_allow_untrained_base: LoRA may train on / validate against this handle's
     // weights even if they were never trained. Never saved.
     bool allow_untrained_base = false;
+    // The pg_trainers that live on this model: each keeps a pointer into its fp32 weights, so
+    // pg_model_set_weight_storage, which would free them, is refused while any lives.
+    std::atomic<int> n_trainers{0};
 };
 
 struct pg_trainer {
-    pg_model* model = nullptr;  // borrowed
+    pg_trainer() = default;
+    pg_trainer(const pg_trainer&) = delete;
+    pg_trainer& operator=(const pg_trainer&) = delete;
+    ~pg_trainer();  // trainer_api.cpp (pg::Trainer is complete there): uncounts the trainer
+    // Borrows `m` and counts this trainer in m->n_trainers until it is freed.
+    void attach(pg_model* m) {
+        model = m;
+        ++m->n_trainers;
+    }
+    pg_model* model = nullptr;  // borrowed (attach)
     std::unique_ptr<pg::Trainer> impl;
     pg::HandleId id;
     pg::HandleMessage last_error;  // written by the calls that take the trainer non-const

@@ -96,6 +96,11 @@ pg_status pg_model_set_weight_storage(pg_model* model, pg_weight_storage storage
                         ("storage must be PG_WEIGHTS_FP32, _FP16, _BF16, _FP16_ARITHMETIC or _BF16_ARITHMETIC (got " +
                          std::to_string(code) + ")")
                             .c_str());
+        pg::require(code == PG_WEIGHTS_FP32 || model->impl.storage() != pg::WeightStorage::fp32 ||
+                        model->n_trainers.load() == 0,
+                    PG_ERR_STATE,
+                    "pg_model_set_weight_storage: a trainer (pg_trainer_create or pg_trainer_resume) trains this "
+                    "model's fp32 weights, which holding it in 16 bits would free: free the trainer first");
         model->impl.hold_frozen_in(pg::WeightStorage(code));
     });
 }

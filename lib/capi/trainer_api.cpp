@@ -25,6 +25,10 @@ const pg::Trainer& impl(const pg_trainer* t, const char* fn) {
 
 }  // namespace
 
+pg_trainer::~pg_trainer() {
+    if (model) --model->n_trainers;
+}
+
 extern "C" {
 
 void pg_train_config_default(pg_train_config* config) {
@@ -40,7 +44,7 @@ pg_status pg_trainer_create(pg_model* model, const pg_train_config* config, pg_t
         PG_REQUIRE_NOT_NULL(fn, model);
         PG_REQUIRE_NOT_NULL(fn, config);
         auto handle = std::make_unique<pg_trainer>();
-        handle->model = model;
+        handle->attach(model);
         pg::named(fn, [&] {
             handle->impl = std::make_unique<pg::Trainer>(model->impl, pg::train_config_from_c(*config));
         });

@@ -182,6 +182,50 @@ TEST_CASE("a 16-bit frozen base holds half the bytes, keeps the fp32 fingerprint
     pg_model_free(m);
 }
 
+// A full trainer keeps a pointer into the fp32 weights the conversion frees: the conversion
+// waits for every trainer of the model to be freed, the resumed one's included.
+TEST_CASE("a model is not held in 16 bits while a full trainer of it lives", "[lora][half]") {
+    pg_model* m = tiny_base(7);
+    pg_train_config tc;
+    pg_train_config_default(&tc);
+    tc.batch_size = 2;
+    pg_trainer* first = nullptr;
+    pg_trainer* second = nullptr;
+    REQUIRE(pg_trainer_create(m, &tc, &first) == PG_OK);
+    REQUIRE(pg_trainer_create(m, &tc, &second) == PG_OK);
+    std::vector<int32_t> data(400);
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = int32_t(i * 7 % 11);
+    REQUIRE(pg_trainer_set_data(first, data.data(), data.size()) == PG_OK);
+
+    CHECK(pg_model_set_weight_storage(m, PG_WEIGHTS_FP16) == PG_ERR_STATE);
+    CHECK(std::string(pg_model_last_error(m)).find("free the trainer first") != std::string::npos);
+    CHECK(pg_model_set_weight_storage(m, PG_WEIGHTS_BF16_ARITHMETIC) == PG_ERR_STATE);
+    CHECK(pg_model_set_weight_storage(m, PG_WEIGHTS_FP32) == PG_OK);  // the same storage: nothing freed
+    pg_weight_storage storage = PG_WEIGHTS_BF16;
+    REQUIRE(pg_model_weight_storage(m, &storage, nullptr) == PG_OK);
+    CHECK(storage == PG_WEIGHTS_FP32);
+    pg_step_result r;
+    r.struct_size = sizeof r;
+    CHECK(pg_trainer_step(first, &r) == PG_OK);  // the refused call changed nothing
+    CHECK(std::isfinite(r.loss));
+    const std::string path = pg_test::tmp_dir() + "/half_base_trainer.pgck";
+    REQUIRE(pg_trainer_save(first, path.c_str(), nullptr) == PG_OK);
+
+    pg_trainer_free(first);
+    CHECK(pg_model_set_weight_storage(m, PG_WEIGHTS_FP16) == PG_ERR_STATE);  // one still lives
+    pg_trainer_free(second);
+    CHECK(pg_model_set_weight_storage(m, PG_WEIGHTS_FP16) == PG_OK);
+    pg_model_free(m);
+
+    pg_model* resumed = nullptr;
+    pg_trainer* trainer = nullptr;
+    REQUIRE(pg_trainer_resume(path.c_str(), &resumed, &trainer) == PG_OK);
+    CHECK(pg_model_set_weight_storage(resumed, PG_WEIGHTS_BF16) == PG_ERR_STATE);
+    pg_trainer_free(trainer);
+    CHECK(pg_model_set_weight_storage(resumed, PG_WEIGHTS_BF16) == PG_OK);
+    pg_model_free(resumed);
+}
+
 TEST_CASE("fp16 refuses a weight beyond its range and names the tensor", "[lora][half]") {
     pg_model* m = tiny_base(7);
     float* w = nullptr;
