@@ -65,13 +65,8 @@ py::array factor_view(const py::object& self, int layer, const std::string& modu
 }
 
 std::string base_json(const AdapterPtr& a) {
-    size_t len = 0;
-    const pg_status s = pg_lora_adapter_base_json(a.get(), nullptr, 0, &len);
-    if (s != PG_ERR_BUFFER_TOO_SMALL) H.check(s);
-    std::string out(len + 1, '\0');
-    H.check(pg_lora_adapter_base_json(a.get(), &out[0], out.size(), &len));
-    out.resize(len);
-    return out;
+    return sized_text([&](char* t, size_t cap, size_t* len) { return pg_lora_adapter_base_json(a.get(), t, cap, len); },
+                      H.check);
 }
 
 // Adds a method to an existing class (phonegpt.Adapter is bound in coord_bindings.cpp).
