@@ -51,6 +51,7 @@ public:
     py::array_t<int32_t> encode_special(const std::string& text, const py::object& allowed, pg_encode_options o) const;
     // file: "tiktoken", "gpt2_encoder", "gpt2_merges" or "hf_json".
     py::bytes write_file(const std::string& file) const;
+    int32_t special_id(const std::string& text) const;
     // ---- end of byte-level BPE -------------------------------------------------------------
 
     py::bytes to_bytes() const;

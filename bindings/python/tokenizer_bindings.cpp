@@ -139,6 +139,12 @@ py::bytes Tokenizer::write_file(const std::string& file) const {
     return py::bytes(buf.data(), len);
 }
 
+int32_t Tokenizer::special_id(const std::string& text) const {
+    int32_t id = -1;
+    check(pg_tokenizer_special_id(get(), text.c_str(), &id));
+    return id;
+}
+
 // ---- end of byte-level BPE -------------------------------------------------------------
 
 py::bytes Tokenizer::to_bytes() const {
@@ -238,6 +244,9 @@ void bind_tokenizer(py::module_& m) {
              "allowed_special nor options every special token is recognised.")
         .def("write_file", &Tokenizer::write_file, py::arg("file"),
              "A BPE tokenizer as file bytes: \"tiktoken\", \"gpt2_encoder\", \"gpt2_merges\" or \"hf_json\".")
+        .def("special_id", &Tokenizer::special_id, py::arg("text"),
+             "The id of the special token whose text is text (e.g. \"<|endoftext|>\"); InvalidArgument if it\n"
+             "is none of the tokenizer's special tokens (a character tokenizer has none).")
         .def("__repr__", [](const Tokenizer& t) {
             if (t.closed()) return std::string("<phonegpt.Tokenizer closed>");
             return "<phonegpt.Tokenizer kind=" + t.kind() + " vocab_size=" + std::to_string(t.vocab_size()) + ">";

@@ -74,6 +74,20 @@ public:
         return c;
     }
 
+    int n_threads() const {
+        int32_t n = 0;
+        check(pg_trainer_threads(get(), &n));
+        return n;
+    }
+    void set_n_threads(int32_t n) {
+        pg_trainer* t = get();
+        auto keep = p_;
+        call_nogil([&] {
+            std::lock_guard<std::mutex> lock(keep->busy);  // not while another thread steps it
+            return pg_trainer_set_threads(t, n);
+        });
+    }
+
     void set_data(const py::object& tokens_obj) {
         pg_trainer* t = get();
         auto keep = p_;  // another thread's close() must not free it while the GIL is released
@@ -211,6 +225,11 @@ void bind_trainer(py::module_& m) {
                     "A trainer (and its model, .model) from a checkpoint written by save().")
         .def_property_readonly("model", &Trainer::model)
         .def_property_readonly("config", &Trainer::config)
+        .def_property("n_threads", &Trainer::n_threads, &Trainer::set_n_threads,
+                      "The threads the steps run on (config.n_threads with <= 0 resolved to this machine's\n"
+                      "cores). Assigning changes it for the later steps (<= 0: all cores; at most 1024), e.g. to\n"
+                      "continue a resumed run on the cores free now; config and the next save() record it.\n"
+                      "Results then match the unchanged run up to float rounding.")
         .def("set_data", &Trainer::set_data, py::arg("tokens"), "Training tokens (copied).")
         .def("step", &Trainer::step, "One optimizer step on batches drawn from the data.")
         .def("step_batch", &Trainer::step_batch, py::arg("inputs"), py::arg("targets"),
