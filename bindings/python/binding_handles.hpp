@@ -28,10 +28,12 @@ public:
     // A copy owned by Python of a tokenizer owned by someone else (e.g. a model).
     static Tokenizer copy_of(pg_tokenizer* borrowed);
 
-    pg_tokenizer* get() const {
+    // The native handle; raises StateError after close().
+    const TokenizerPtr& ptr() const {
         if (!p_) raise_state("the Tokenizer is closed");
-        return p_.get();
+        return p_;
     }
+    pg_tokenizer* get() const { return ptr().get(); }
     void close() { p_.reset(); }
     bool closed() const { return !p_; }
 

@@ -98,3 +98,137 @@ def test_lora_config_validate_names_the_bad_field():
         phonegpt.LoraConfig(alpha=-1.0).validate()
     with pytest.raises(phonegpt.InvalidArgument, match="dropout"):
         phonegpt.LoraConfig(dropout=1.0).validate()
+
+
+# ---- TokenStream -----------------------------------------------------------------------------
+
+def codecs_pieces(byte_tokens):
+    """What Model.stream yielded before TokenStream: Python's incremental UTF-8 decoder with
+    errors="replace" over each token's bytes, then its final flush."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    return [decoder.decode(b) for b in byte_tokens] + [decoder.decode(b"", final=True)]
+
+
+def has_surrogate_start(raw):
+    """ED A0..ED BF begin the encoding of a UTF-16 surrogate, which is never valid UTF-8. The C
+    stream replaces them as soon as the second byte comes; Python's incremental decoder holds
+    them until the next byte (or the end) before it replaces the same bytes: the only place the
+    pieces differ (the joined text never does)."""
+    return any(a == 0xED and 0xA0 <= b <= 0xBF for a, b in zip(raw, raw[1:]))
+
+
+def stream_pieces(tok, ids):
+    with phonegpt.TokenStream(tok) as s:
+        return [s.push(int(i)) for i in ids] + [s.finish()]
+
+
+def test_token_stream_joins_characters_split_across_tokens():
+    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "gpt2")   # ids 0..255 are the bytes
+    text = "hello w\u00f6rld \u2603 \U0001d11e"
+    ids = list(text.encode())                                  # one token per byte
+    pieces = stream_pieces(tok, ids)
+    assert "".join(pieces) == tok.decode(ids) == text
+    snowman = text.encode().index("\u2603".encode())
+    assert pieces[snowman:snowman + 3] == ["", "", "\u2603"]   # its 3 bytes, the last completes it
+    clef = text.encode().index("\U0001d11e".encode())
+    assert pieces[clef:clef + 4] == ["", "", "", "\U0001d11e"]
+    assert pieces[-1] == ""                                     # nothing held at the end
+    merged = tok.encode(text)                                   # 'hello' and ' w' as one token each
+    assert len(merged) < len(ids) and "".join(stream_pieces(tok, merged)) == text
+    with phonegpt.Tokenizer.char(text) as char:                # a character tokenizer streams too
+        assert stream_pieces(char, char.encode(text))[:-1] == list(text)
+
+
+@pytest.mark.parametrize("raw, text", [
+    (b"\xe2\x82A", "\ufffdA"),                      # phonegpt.h's example: a truncated sequence
+    (b"\xff\xfeok", "\ufffd\ufffdok"),              # bytes that start no sequence
+    (b"\xc0\xaf", "\ufffd\ufffd"),                  # overlong
+    (b"ok\xf0\x9f\x98", "ok\ufffd"),                # unfinished at the end: finish() flushes it
+])
+def test_token_stream_replaces_invalid_utf8_as_python_does(raw, text):
+    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "gpt2")
+    pieces = stream_pieces(tok, list(raw))
+    assert "".join(pieces) == text == raw.decode("utf-8", "replace") == tok.decode(list(raw))
+    assert pieces == codecs_pieces([bytes([b]) for b in raw])   # piece by piece too
+
+
+def test_token_stream_replaces_a_surrogate_at_once_where_python_waits():
+    """The one difference from Python's incremental decoder (the C API's behaviour is the
+    binding's): ED A0 can never become valid UTF-8, so the stream gives its two U+FFFD at the
+    second byte; codecs waits for a third byte. The text joined is the same."""
+    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "gpt2")
+    raw = b"\xed\xa0\x80A"
+    assert stream_pieces(tok, list(raw)) == ["", "\ufffd\ufffd", "\ufffd", "A", ""]
+    assert codecs_pieces([bytes([b]) for b in raw]) == ["", "", "\ufffd\ufffd\ufffd", "A", ""]
+    assert raw.decode("utf-8", "replace") == "\ufffd\ufffd\ufffdA" == tok.decode(list(raw))
+
+
+def test_token_stream_equals_pythons_incremental_decoder_on_random_bytes():
+    """The C stream's replacement policy is Python's errors="replace" (one U+FFFD per maximal
+    subpart): on random byte strings mixing valid UTF-8, its prefixes and stray bytes, the text
+    is the same, and each push yields what the codecs decoder yields for that token's bytes
+    unless a surrogate's first bytes come (has_surrogate_start)."""
+    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "gpt2")
+    rng = np.random.default_rng(2024)
+    alphabet = ["a", "\u00e9", "\u2603", "\U0001d11e", "\u0800", "\U0010ffff", "\ud7ff", "\ue000"]
+    surrogates = 0
+    for _ in range(1000):
+        raw = bytearray()
+        for _ in range(rng.integers(1, 12)):
+            c = alphabet[rng.integers(len(alphabet))].encode()
+            r = rng.random()
+            raw += c if r < 0.6 else c[: rng.integers(1, len(c) + 1)] if r < 0.8 else bytes([rng.integers(128, 256)])
+        pieces, before = stream_pieces(tok, list(raw)), codecs_pieces([bytes([b]) for b in raw])
+        assert "".join(pieces) == "".join(before) == bytes(raw).decode("utf-8", "replace"), bytes(raw)
+        if has_surrogate_start(raw):
+            surrogates += 1
+        else:
+            assert pieces == before, bytes(raw)
+    assert surrogates > 0        # the case where only the pieces differ was drawn too
+
+
+def test_token_stream_errors_and_lifetime():
+    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "gpt2")
+    s = phonegpt.TokenStream(tok)
+    assert s.tokenizer is tok
+    assert s.push(0xE2) == "" and s.push(0x82) == ""
+    with pytest.raises(phonegpt.InvalidArgument):
+        s.push(tok.vocab_size + 1000)                  # refused, and nothing consumed
+    assert s.push(0xAC) == "\u20ac"
+    assert s.push(0xE2) == "" and s.finish() == "\ufffd"
+    assert s.push(ord("x")) == "x"                     # finish() started a new text
+    tok.close()                                        # the stream keeps the native tokenizer
+    assert s.push(ord("y")) == "y"
+    s.close()
+    assert s.closed
+    with pytest.raises(phonegpt.StateError):
+        s.push(ord("z"))
+    with pytest.raises(TypeError):
+        phonegpt.TokenStream("not a tokenizer")
+
+
+def test_model_stream_is_unchanged_over_a_byte_level_tokenizer():
+    """Model.stream decodes with TokenStream now (it used Python's codecs): the same pieces,
+    token by token, for a model whose random weights emit split and invalid UTF-8."""
+    text = "caf\u00e9 na\u00efve \u65e5\u672c \u2603 the cat sat on the mat.\n" * 8
+    tok = phonegpt.Tokenizer.train(text, 300)
+    config = phonegpt.ModelConfig.preset("tiny").replace(vocab_size=tok.vocab_size, padded_vocab_size=0)
+    with phonegpt.Model(config, seed=5) as m:
+        randomize(m, seed=6)
+        m.tokenizer = tok
+        prompt = "caf\u00e9 \u65e5"
+        ids = m.generate(tok.encode(prompt), 60, seed=4)
+        byte_tokens = [tok.decode_bytes([i]) for i in ids]
+        assert any(len(b) and not _is_utf8(b) for b in byte_tokens)   # some tokens split or break UTF-8
+        pieces = list(m.stream(prompt, 60, seed=4))
+        assert not has_surrogate_start(b"".join(byte_tokens))
+        assert pieces == [p for p in codecs_pieces(byte_tokens) if p]
+        assert "".join(pieces) == m.generate(prompt, 60, seed=4) == tok.decode(ids)
+
+
+def _is_utf8(b):
+    try:
+        b.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
