@@ -41,6 +41,94 @@ def ids_for(model, seed, shape):
     return np.random.default_rng(seed).integers(0, model.config.vocab_size, size=shape, dtype=np.int32)
 
 
+# ---- adapters on sessions ------------------------------------------------------------------
+
+def test_an_attached_adapter_gives_the_merged_models_results_and_detaching_the_bases():
+    with random_base(3) as base:
+        adapter = random_adapter(base, 4)
+        merged = adapter.merge(base)
+        weights_before = base.flat_parameters().copy()
+        prompt = ids_for(base, 5, 12)
+        x = ids_for(base, 6, (2, 10))
+        base_logits = base.forward(x, n_threads=1)[0]
+        merged_logits = merged.forward(x, n_threads=1)[0]
+        assert rel_err(merged_logits, base_logits) > 1e-2     # the adapter changes the outputs
+        bound = 1e-5 * np.max(np.abs(merged_logits))          # the merge bound (docs/lora.md)
+        with phonegpt.Session(base, n_threads=1) as s, phonegpt.Session(base, n_threads=1) as plain:
+            assert s.adapter is None
+            s.append(prompt)
+            base_next = s.logits()
+            s.attach_adapter(adapter)
+            assert s.adapter is adapter and s.position == len(prompt)   # the sequence is kept
+            want_next = merged.forward(prompt[None, :], n_threads=1)[0][0, -1]
+            assert np.max(np.abs(s.logits() - want_next)) <= bound     # recomputed with the adapter
+            assert np.max(np.abs(s.forward(x)[0] - merged_logits)) <= bound
+            ev = s.evaluate(ids_for(base, 7, 60), window=8)
+            assert ev.mean_loss == pytest.approx(merged.evaluate(ids_for(base, 7, 60), window=8).mean_loss, rel=1e-5)
+            greedy = s.generate(8, temperature=0.0)
+            assert np.array_equal(greedy, merged.generate(prompt, 8, temperature=0.0, n_threads=1))
+            # another session of the same base has no adapter
+            assert np.array_equal(plain.forward(x)[0], base_logits)
+            s.detach_adapter()
+            assert s.adapter is None
+            s.detach_adapter()                                   # nothing attached: nothing happens
+            assert np.array_equal(s.forward(x)[0], base_logits)  # the base's, bit for bit
+            s.reset()
+            s.append(prompt)
+            assert np.array_equal(s.logits(), base_next)
+        assert np.array_equal(base.flat_parameters(), weights_before)  # the model is never written
+
+
+def test_attaching_another_bases_adapter_raises_and_keeps_the_attached_one():
+    with random_base(3) as base, random_base(8) as same_shape, \
+            phonegpt.Model(phonegpt.ModelConfig.preset("tiny").replace(n_layer=3), seed=3) as deeper:
+        deeper.allow_untrained_base()
+        mine = random_adapter(base, 4)
+        with phonegpt.Session(base, n_threads=1) as s:
+            s.append([1, 2, 3])
+            s.attach_adapter(mine)
+            before = s.logits()
+            with pytest.raises(phonegpt.GeometryError) as e:
+                s.attach_adapter(random_adapter(deeper, 4))     # another geometry
+            assert "n_layer = 3" in str(e.value) and "n_layer = 2" in str(e.value)   # both sides
+            with pytest.raises(phonegpt.GeometryError, match="weights"):
+                s.attach_adapter(random_adapter(same_shape, 4))  # the same geometry, other weights
+            with pytest.raises(TypeError):
+                s.attach_adapter(base)
+            assert s.adapter is mine
+            assert np.array_equal(s.logits(), before)
+            replacement = random_adapter(base, 9)
+            s.attach_adapter(replacement)                        # replaces the attached one
+            assert s.adapter is replacement
+            assert not np.array_equal(s.logits(), before)
+        with pytest.raises(phonegpt.StateError):
+            s.attach_adapter(mine)                               # closed session
+
+
+def test_the_session_keeps_its_adapter_alive_while_attached():
+    with random_base(3) as base:
+        adapter = random_adapter(base, 4)
+        names = adapter.tensor_names()
+        want = adapter.merge(base).forward(np.array([[5, 6, 7]]), n_threads=1)[0][0, -1]
+        with phonegpt.Session(base, n_threads=1) as s:
+            refs = sys.getrefcount(adapter)
+            s.attach_adapter(adapter)
+            assert sys.getrefcount(adapter) == refs + 1
+            s.detach_adapter()
+            assert sys.getrefcount(adapter) == refs
+            s.attach_adapter(adapter)
+            del adapter
+            gc.collect()
+            s.append([5, 6, 7])
+            np.testing.assert_allclose(s.logits(), want, rtol=0, atol=1e-5 * np.max(np.abs(want)))
+            assert s.adapter.tensor_names() == names
+            s.adapter.close()                 # drops the Python object's reference only
+            s.reset()
+            s.append([5, 6, 7])
+            np.testing.assert_allclose(s.logits(), want, rtol=0, atol=1e-5 * np.max(np.abs(want)))
+            assert s.adapter.closed
+
+
 # ---- special tokens and the trainer's threads ------------------------------------------------
 
 def test_special_id_of_bpe_special_tokens():
