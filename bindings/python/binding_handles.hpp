@@ -85,6 +85,14 @@ public:
     // {"kind": "unknown" | "initialised" | "trained", "init_seed": int or None, "steps", "tokens"}.
     py::dict provenance() const;
     void allow_untrained_base(bool allow);
+    // "fp32", "fp16", "bf16", "fp16_arithmetic" or "bf16_arithmetic", and the bytes they take.
+    std::string weight_storage() const;
+    int64_t weight_bytes() const;
+    // Refused (StateError) while fp32_pin() is held and the conversion would free the fp32 weights.
+    void set_weight_storage(const std::string& storage);
+    // What holds pointers into the fp32 weights (numpy views, trainers) keeps this: it keeps the
+    // model alive, and set_weight_storage, which frees those weights, is refused while it lives.
+    std::shared_ptr<void> fp32_pin() const;
 
     py::object tokenizer() const;
     void set_tokenizer(const Tokenizer& tok);

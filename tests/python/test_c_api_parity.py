@@ -129,6 +129,117 @@ def test_the_session_keeps_its_adapter_alive_while_attached():
             assert s.adapter.closed
 
 
+# ---- the 16-bit frozen base ----------------------------------------------------------------
+
+def round_to(storage, a):
+    """numpy's rounding of fp32 values to the 16-bit format, back in fp32 (nearest, ties to even)."""
+    if storage == "fp16":
+        return a.astype(np.float16).astype(np.float32)
+    u = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16 << 16
+    return u.astype(np.uint32).view(np.float32)
+
+
+@pytest.mark.parametrize("storage", ["fp16", "bf16"])
+def test_weight_storage_halves_the_matrices_and_gives_the_fp32_results_of_the_rounded_weights(tmp_path, storage):
+    x = np.random.default_rng(1).integers(0, 65, size=(2, 16), dtype=np.int32)
+    with random_base(11) as m, random_base(11) as rounded:
+        assert m.weight_storage == "fp32" and m.weight_bytes == 4 * m.num_params
+        fp32_logits = m.forward(x, n_threads=1)[0]
+        n16 = 0
+        for name, view in rounded.parameters().items():
+            if is_16_bit(name):
+                view[...] = round_to(storage, view)
+                n16 += view.size
+        want = rounded.forward(x, n_threads=1)[0]
+        ln_f = m.parameter("ln_f.weight").copy()
+
+        m.set_weight_storage(storage)
+        assert m.weight_storage == storage
+        assert m.weight_bytes == 4 * m.num_params - 2 * n16
+        got = m.forward(x, n_threads=1)[0]
+        np.testing.assert_array_equal(got, want)   # exactly the fp32 model over the rounded values
+        # The rounding's effect on the logits (weights ~ N(0, 0.3)): fp16 keeps 11 significant
+        # bits, bf16 8, so the logits move by about 1e-3 and 1e-2 of their largest value
+        # (measured: 1.3e-3 and 1.2e-2).
+        err = rel_err(got, fp32_logits)
+        assert 0 < err < (2e-3 if storage == "fp16" else 2e-2), err
+
+        # the fp32 tensors stay readable; the 16-bit ones have no fp32 values any more
+        np.testing.assert_array_equal(m.parameter("ln_f.weight", writable=False), ln_f)
+        for fp32_use in (lambda: m.parameter("wte", writable=False), lambda: m.parameter("ln_f.weight"),
+                         lambda: m.flat_parameters(), lambda: phonegpt.Trainer(m),
+                         lambda: random_adapter(m, 1).merge(m), lambda: m.set_weight_storage("fp32")):
+            with pytest.raises(phonegpt.StateError):
+                fp32_use()
+        with pytest.raises(phonegpt.StateError):
+            m.set_weight_storage("bf16" if storage == "fp16" else "fp16")   # the other family
+        with pytest.raises(phonegpt.InvalidArgument, match="fp16_arithmetic"):
+            m.set_weight_storage("fp8")
+
+        # the plain storage and its arithmetic switch freely; on CPUs without 16-bit arithmetic
+        # (x86 for fp16, x86 without AVX512_BF16 for bf16) the results stay the same bits
+        m.set_weight_storage(storage + "_arithmetic")
+        assert m.weight_storage == storage + "_arithmetic"
+        assert rel_err(m.forward(x, n_threads=1)[0], want) < 2e-2
+        if storage == "fp16" and platform.machine() in ("x86_64", "AMD64"):
+            np.testing.assert_array_equal(m.forward(x, n_threads=1)[0], want)
+        m.set_weight_storage(storage)
+
+        # saved and loaded as a 16-bit checkpoint; an fp32 file cannot be written any more
+        path = tmp_path / "base16.pgm"
+        m.save(path)
+        with phonegpt.Model.load(path) as back:
+            assert back.weight_storage == storage and back.weight_bytes == m.weight_bytes
+            np.testing.assert_array_equal(back.forward(x, n_threads=1)[0], want)
+        with pytest.raises(phonegpt.StateError):
+            m.save(tmp_path / "fp32.pgm", weight_storage=0)
+
+
+def test_a_16_bit_base_serves_sessions_with_adapters_made_for_its_fp32_weights():
+    with random_base(3) as base:
+        adapter = random_adapter(base, 4)                 # made for the fp32 weights
+        x = ids_for(base, 6, (1, 10))
+        fp32_merged = adapter.merge(base).forward(x, n_threads=1)[0]
+        base.set_weight_storage("fp16")
+        with phonegpt.Session(base, n_threads=1) as s:
+            s.attach_adapter(adapter)                     # the fingerprint is the fp32 weights'
+            assert rel_err(s.forward(x)[0], fp32_merged) < 2e-3
+
+
+def test_weight_storage_is_refused_while_views_or_a_trainer_use_the_fp32_weights():
+    with random_base(2) as m:
+        view = m.parameter("h.0.mlp.c_fc.weight")[:2]     # a slice keeps its base view
+        with pytest.raises(phonegpt.StateError, match="view"):
+            m.set_weight_storage("fp16")
+        flat = m.flat_parameters()
+        del view
+        with pytest.raises(phonegpt.StateError):
+            m.set_weight_storage("bf16")
+        del flat
+        gc.collect()
+        t = phonegpt.Trainer(m, batch_size=1, seq_len=4)
+        with pytest.raises(phonegpt.StateError, match="Trainer"):
+            m.set_weight_storage("fp16")
+        m.set_weight_storage("fp32")                       # the same storage: nothing to free
+        t.close()
+        m.set_weight_storage("fp16")                       # nothing uses the fp32 weights now
+        assert m.weight_storage == "fp16"
+
+
+def test_a_weight_beyond_fp16_is_refused_and_changes_nothing():
+    with random_base(2) as m:
+        m.parameter("h.1.attn.c_proj.weight")[0, 0] = 1e5
+        before = m.flat_parameters().copy()
+        gc.collect()
+        with pytest.raises(phonegpt.NotFinite, match="h.1.attn.c_proj.weight"):
+            m.set_weight_storage("fp16")
+        assert m.weight_storage == "fp32"
+        assert np.array_equal(m.flat_parameters(), before)
+        m.set_weight_storage("bf16")                       # bf16 has fp32's range
+        assert m.weight_storage == "bf16"
+
+
 # ---- special tokens and the trainer's threads ------------------------------------------------
 
 def test_special_id_of_bpe_special_tokens():
