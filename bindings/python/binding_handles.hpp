@@ -28,10 +28,12 @@ public:
     // A copy owned by Python of a tokenizer owned by someone else (e.g. a model).
     static Tokenizer copy_of(pg_tokenizer* borrowed);
 
-    pg_tokenizer* get() const {
+    // The native handle; raises StateError after close().
+    const TokenizerPtr& ptr() const {
         if (!p_) raise_state("the Tokenizer is closed");
-        return p_.get();
+        return p_;
     }
+    pg_tokenizer* get() const { return ptr().get(); }
     void close() { p_.reset(); }
     bool closed() const { return !p_; }
 
@@ -51,6 +53,7 @@ public:
     py::array_t<int32_t> encode_special(const std::string& text, const py::object& allowed, pg_encode_options o) const;
     // file: "tiktoken", "gpt2_encoder", "gpt2_merges" or "hf_json".
     py::bytes write_file(const std::string& file) const;
+    int32_t special_id(const std::string& text) const;
     // ---- end of byte-level BPE -------------------------------------------------------------
 
     py::bytes to_bytes() const;
@@ -82,6 +85,14 @@ public:
     // {"kind": "unknown" | "initialised" | "trained", "init_seed": int or None, "steps", "tokens"}.
     py::dict provenance() const;
     void allow_untrained_base(bool allow);
+    // "fp32", "fp16", "bf16", "fp16_arithmetic" or "bf16_arithmetic", and the bytes they take.
+    std::string weight_storage() const;
+    int64_t weight_bytes() const;
+    // Refused (StateError) while fp32_pin() is held and the conversion would free the fp32 weights.
+    void set_weight_storage(const std::string& storage);
+    // What holds pointers into the fp32 weights (numpy views, trainers) keeps this: it keeps the
+    // model alive, and set_weight_storage, which frees those weights, is refused while it lives.
+    std::shared_ptr<void> fp32_pin() const;
 
     py::object tokenizer() const;
     void set_tokenizer(const Tokenizer& tok);

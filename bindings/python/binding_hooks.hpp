@@ -52,6 +52,23 @@ S sized() {
     return s;
 }
 
+// The text a C call writes under the sizing protocol (call(text, capacity, &len), the text
+// NUL-terminated): first into `guess` bytes (0: the call only reports the size), then, if that
+// was too small, into exactly the size the library reported. `check` raises any other failure.
+template <class F>
+std::string sized_text(F&& call, void (*check)(pg_status), std::size_t guess = 0) {
+    std::string out(guess, '\0');
+    std::size_t len = 0;
+    pg_status s = call(guess > 0 ? &out[0] : nullptr, guess, &len);
+    if (s == PG_ERR_BUFFER_TOO_SMALL) {
+        out.assign(len + 1, '\0');
+        s = call(&out[0], out.size(), &len);
+    }
+    check(s);
+    out.resize(len);
+    return out;
+}
+
 // close(), closed and the context manager of a handle class C (close() frees the native handle;
 // views taken earlier stay valid).
 template <class C, class PyC>

@@ -36,18 +36,6 @@ std::string as_bytes(const py::object& obj, const char* what) {
     throw py::type_error(std::string(what) + " must be bytes or str");
 }
 
-// The library's text answer under the sizing protocol (call with NULL, 0 first).
-template <class F>
-std::string sized_text(F&& call) {
-    size_t len = 0;
-    const pg_status s = call(nullptr, 0, &len);
-    if (s != PG_OK && s != PG_ERR_BUFFER_TOO_SMALL) H.check(s);
-    std::string out(len + 1, '\0');
-    H.check(call(&out[0], out.size(), &len));
-    out.resize(len);
-    return out;
-}
-
 // Writes `text` to `path` through a temporary file and a rename (never a half-written file).
 void write_text_file(const std::string& path, const std::string& text) {
     const std::string tmp = path + ".tmp";
@@ -98,7 +86,8 @@ public:
             throw e;
         }
         H.check(s);
-        const std::string out = sized_text([&](char* t, size_t cap, size_t* len) { return pg_data_filter_output(f, t, cap, len); });
+        const std::string out =
+            sized_text([&](char* t, size_t cap, size_t* len) { return pg_data_filter_output(f, t, cap, len); }, H.check);
         size_t n = 0;
         pg_status sn = pg_data_filter_spans(f, nullptr, 0, &n);
         if (sn != PG_OK && sn != PG_ERR_BUFFER_TOO_SMALL) H.check(sn);
@@ -407,7 +396,7 @@ public:
         const std::string bytes = as_bytes(file_bytes, "file_bytes");
         return sized_text([&](char* t, size_t cap, size_t* len) {
             return pg_lora_adapter_sign(p_.get(), adapter.get(), bytes.data(), bytes.size(), t, cap, len);
-        });
+        }, H.check);
     }
     // Signs the adapter file at `adapter_path` (loaded to read what it holds) and writes the
     // signature beside it (`signature_path`, default adapter_path + ".sig"); returns that path.
@@ -491,7 +480,8 @@ public:
         return "";
     }
     std::string json() const {
-        return sized_text([&](char* t, size_t cap, size_t* len) { return pg_validation_report_json(p_.get(), t, cap, len); });
+        return sized_text([&](char* t, size_t cap, size_t* len) { return pg_validation_report_json(p_.get(), t, cap, len); },
+                          H.check);
     }
     Adapter adapter() const {
         pg_lora_adapter* a = nullptr;

@@ -1,6 +1,7 @@
 // Running a model: Model.forward, Model.evaluate / evaluate_sampled and Model._generate, and
 // phonegpt.Session (its own threads and one sequence's key/value cache: forward, evaluation,
-// append / logits and generation that continues where it stopped). Both share the runners
+// append / logits and generation that continues where it stopped, with or without a LoRA
+// adapter attached). Both share the runners
 // below, which release the GIL and bridge the progress and on_token callbacks to Python.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -157,10 +158,12 @@ namespace {
 // Session.
 // ---------------------------------------------------------------------------------------
 
-// A session borrows its model (the reference keeps the model alive) and is
-// one-thread-at-a-time in C; `busy` serialises the binding's calls on it, as for a trainer.
+// A session borrows its model and its attached adapter (the references keep them alive until
+// the session is freed) and is one-thread-at-a-time in C; `busy` serialises the binding's calls
+// on it, as for a trainer.
 struct SessionHandle {
     ModelPtr model;
+    std::shared_ptr<pg_lora_adapter> adapter;  // the attached one, or null
     pg_session* session = nullptr;
     std::mutex busy;
     ~SessionHandle() { pg_session_free(session); }
@@ -272,6 +275,37 @@ public:
         check(pg_session_reset(s));
     }
 
+    // Adapters: the session keeps the Python Adapter (and so its native adapter: Adapter.close()
+    // only drops the Python object's reference) while it is attached.
+    void attach_adapter(py::object adapter_obj) {
+        pg_session* s = get();
+        auto keep = p_;
+        std::shared_ptr<pg_lora_adapter> a = adapter_of(adapter_obj);
+        call_nogil([&] {  // checks the adapter against the model (its weights' fingerprint)
+            std::lock_guard<std::mutex> lock(keep->busy);
+            return pg_session_attach_adapter(s, a.get());
+        });
+        keep->adapter = std::move(a);  // after the library let go of the previous one
+        adapter_obj_ = std::move(adapter_obj);
+    }
+    void detach_adapter() {
+        pg_session* s = get();
+        auto keep = p_;
+        call_nogil([&] {
+            std::lock_guard<std::mutex> lock(keep->busy);
+            return pg_session_detach_adapter(s);
+        });
+        keep->adapter.reset();
+        adapter_obj_ = py::none();
+    }
+    py::object adapter() const {
+        const pg_lora_adapter* a = nullptr;
+        check(pg_session_adapter(get(), &a));
+        if (!a) return py::none();
+        if (a != ptr()->adapter.get()) raise_status(PG_ERR_INTERNAL, "Session.adapter: the library's adapter is not the attached one");
+        return adapter_obj_;
+    }
+
     // The options come whole from Python (phonegpt/__init__.py builds them).
     py::array_t<int32_t> generate(const pg_sample_config& options, const std::vector<std::string>& stop,
                                   const py::object& on_token) {
@@ -285,7 +319,8 @@ public:
     }
 
 private:
-    py::object model_obj_;  // the Python Model (kept alive with the session)
+    py::object model_obj_;                  // the Python Model (kept alive with the session)
+    py::object adapter_obj_ = py::none();   // the Python Adapter attached, or None
     SessionPtr p_;
 };
 
@@ -311,6 +346,17 @@ void bind_session(py::module_& m) {
         .def("append", &Session::append, py::arg("tokens"), "Adds token ids to the sequence.")
         .def("logits", &Session::logits, "The vocab_size logits for the token after the sequence.")
         .def("reset", &Session::reset, "Empties the sequence (needed after the model's weights change).")
+        .def("attach_adapter", &Session::attach_adapter, py::arg("adapter"),
+             "Every later pass on this session (forward, evaluate, append / logits, generate) computes\n"
+             "model + adapter, as Adapter.merge's model would within fp32 rounding, while the model is\n"
+             "never written: other sessions of the model keep their own adapter or none. The adapter\n"
+             "must be the model's (GeometryError naming both sides otherwise; nothing changes then) and\n"
+             "replaces an attached one. The session keeps it alive while attached; do not train or\n"
+             "write it meanwhile. The sequence is kept: its keys and values are recomputed with the\n"
+             "new weights at the next logits().")
+        .def("detach_adapter", &Session::detach_adapter,
+             "Back to the model alone (the sequence is kept and recomputed); nothing attached: nothing happens.")
+        .def_property_readonly("adapter", &Session::adapter, "The attached Adapter, or None.")
         .def("_generate", &Session::generate, py::arg("options"), py::arg("stop"), py::arg("on_token"));
     add_lifetime<Session>(session, "session");
 }

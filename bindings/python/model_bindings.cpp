@@ -11,7 +11,10 @@
 #include "struct_bindings.hpp"
 
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace pg_py {
@@ -87,6 +90,79 @@ py::dict Model::provenance() const {
 
 void Model::allow_untrained_base(bool allow) { check(pg_model_allow_untrained_base(get(), allow ? 1 : 0)); }
 
+// Weight storage ----------------------------------------------------------------------------
+
+namespace {
+
+// One pin per native model, found by its address (a pin keeps its model alive, so the address is
+// not reused while the pin lives). Leaked on purpose, like the exception classes: views may be
+// freed after the static destructors ran.
+struct Fp32Pins {
+    std::mutex mutex;
+    std::unordered_map<const pg_model*, std::weak_ptr<void>> pins;
+};
+Fp32Pins& fp32_pins() {
+    static Fp32Pins* pins = new Fp32Pins;
+    return *pins;
+}
+
+}  // namespace
+
+std::shared_ptr<void> Model::fp32_pin() const {
+    const ModelPtr& m = ptr();
+    Fp32Pins& t = fp32_pins();
+    std::lock_guard<std::mutex> lock(t.mutex);
+    std::weak_ptr<void>& slot = t.pins[m.get()];
+    if (std::shared_ptr<void> pin = slot.lock()) return pin;
+    const pg_model* key = m.get();
+    std::shared_ptr<void> pin(new ModelPtr(m), [key](void* p) {
+        {
+            Fp32Pins& pins = fp32_pins();
+            std::lock_guard<std::mutex> erase_lock(pins.mutex);
+            const auto it = pins.pins.find(key);
+            if (it != pins.pins.end() && it->second.expired()) pins.pins.erase(it);
+        }
+        delete static_cast<ModelPtr*>(p);  // may free the model: outside the lock
+    });
+    slot = pin;
+    return pin;
+}
+
+std::string Model::weight_storage() const {
+    pg_weight_storage s = PG_WEIGHTS_FP32;
+    check(pg_model_weight_storage(get(), &s, nullptr));
+    return enum_name(s);
+}
+
+int64_t Model::weight_bytes() const {
+    int64_t n = 0;
+    check(pg_model_weight_storage(get(), nullptr, &n));
+    return n;
+}
+
+void Model::set_weight_storage(const std::string& storage) {
+    const pg_weight_storage to = enum_from_name<pg_weight_storage>(storage, "storage");
+    pg_model* m = get();
+    auto keep = p_;
+    pg_weight_storage from = PG_WEIGHTS_FP32;
+    check(pg_model_weight_storage(m, &from, nullptr));
+    if (from == PG_WEIGHTS_FP32 && to != PG_WEIGHTS_FP32) {  // the fp32 weights will be freed
+        long users = 0;
+        {
+            Fp32Pins& t = fp32_pins();
+            std::lock_guard<std::mutex> lock(t.mutex);
+            const auto it = t.pins.find(m);
+            if (it != t.pins.end()) users = it->second.use_count();
+        }
+        if (users > 0)
+            raise_state("Model.set_weight_storage('" + storage + "') frees the fp32 weights, which " +
+                        std::to_string(users) +
+                        " numpy view(s) (parameter, parameters, flat_parameters) or Trainer(s) of this model "
+                        "still use: drop them (or close the trainers) first");
+    }
+    call_nogil([&] { return pg_model_set_weight_storage(m, to); });
+}
+
 py::object Model::tokenizer() const {
     pg_tokenizer* t = nullptr;
     check(pg_model_get_tokenizer(get(), &t));
@@ -153,7 +229,10 @@ py::array Model::tensor_view(int32_t index, bool writable) {
         check(pg_model_tensor_data_mutable(get(), index, &w));
         data = w;
     }
-    return float_view(p_, data, shape_of(i), writable);
+    if (!data)  // a 16-bit tensor: no fp32 values to view
+        raise_state(std::string("Model.parameter: \"") + i.name + "\" is held in " + weight_storage() +
+                    " (set_weight_storage): it has no fp32 weights to view");
+    return float_view(fp32_pin(), data, shape_of(i), writable);
 }
 
 py::array Model::parameter(const std::string& name, bool writable) {
@@ -170,7 +249,7 @@ py::array Model::flat_parameters() const {
     const float* data = nullptr;
     int64_t n = 0;
     check(pg_model_params(get(), &data, &n));
-    return float_view(p_, data, {py::ssize_t(n)}, false);
+    return float_view(fp32_pin(), data, {py::ssize_t(n)}, false);
 }
 
 pg_interop_format Model::format_from_name(const std::string& f) {
@@ -234,6 +313,19 @@ void bind_model(py::module_& m) {
         .def_property_readonly("provenance", &Model::provenance,
                                "Where the weights come from: {'kind': 'unknown' | 'initialised' | 'trained',\n"
                                "'init_seed': int or None, 'steps': int, 'tokens': int} (saved with the model).")
+        .def_property_readonly("weight_storage", &Model::weight_storage,
+                               "How the weights are held: 'fp32', or for a frozen base 'fp16', 'bf16',\n"
+                               "'fp16_arithmetic' or 'bf16_arithmetic' (set_weight_storage).")
+        .def_property_readonly("weight_bytes", &Model::weight_bytes, "The bytes the weights take.")
+        .def("set_weight_storage", &Model::set_weight_storage, py::arg("storage"),
+             "Holds the token embedding and the block linears in 16 bits, in place: half their bytes,\n"
+             "for a frozen base (sessions, evaluation, LoRA training), with the fp32 model's results over\n"
+             "the rounded values ('fp16', 'bf16'; the *_arithmetic forms may also multiply in 16 bits\n"
+             "where the CPU can). One way: the fp32 weights are freed, so training, merging, fp32 views\n"
+             "and saving as fp32 then raise StateError, and so does going back (load the model again).\n"
+             "fp16 <-> fp16_arithmetic and bf16 <-> bf16_arithmetic switch freely. Refused while numpy\n"
+             "views of the fp32 weights or a Trainer of the model are alive; NotFinite when a weight\n"
+             "overflows fp16. Not while another thread uses the model.")
         .def("allow_untrained_base", &Model::allow_untrained_base, py::arg("allow") = true,
              "Lets LoRA train on / validate against this model although it was never trained\n"
              "(refused otherwise: its weights are random). This handle only; never saved.")

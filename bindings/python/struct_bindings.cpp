@@ -99,12 +99,12 @@ struct EnumNames<pg_check_outcome> {
     static constexpr std::pair<pg_check_outcome, const char*> items[] = {
         {PG_CHECK_PASSED, "passed"}, {PG_CHECK_FAILED, "failed"}, {PG_CHECK_SKIPPED, "skipped"}};
 };
-template <class E>
-std::string enum_name(E v) {
-    for (const auto& item : EnumNames<E>::items)
-        if (item.first == v) return item.second;
-    return "unknown";
-}
+template <>
+struct EnumNames<pg_weight_storage> {  // Model.weight_storage (no struct field)
+    static constexpr std::pair<pg_weight_storage, const char*> items[] = {
+        {PG_WEIGHTS_FP32, "fp32"}, {PG_WEIGHTS_FP16, "fp16"}, {PG_WEIGHTS_BF16, "bf16"},
+        {PG_WEIGHTS_FP16_ARITHMETIC, "fp16_arithmetic"}, {PG_WEIGHTS_BF16_ARITHMETIC, "bf16_arithmetic"}};
+};
 template <class E>
 std::string enum_choices() {
     std::string out;
@@ -113,12 +113,26 @@ std::string enum_choices() {
         out += (i == 0 ? "'" : i + 1 == n ? " or '" : ", '") + std::string(EnumNames<E>::items[i].second) + "'";
     return out;
 }
+
+}  // namespace
+
+template <class E>
+std::string enum_name(E v) {
+    for (const auto& item : EnumNames<E>::items)
+        if (item.first == v) return item.second;
+    return "unknown";
+}
 template <class E>
 E enum_from_name(const std::string& name, const std::string& field) {
     for (const auto& item : EnumNames<E>::items)
         if (name == item.second) return item.first;
     raise_invalid(field + " must be " + enum_choices<E>() + ", got '" + name + "'");
 }
+// The enumerations other binding files name (struct_bindings.hpp).
+template std::string enum_name(pg_weight_storage);
+template pg_weight_storage enum_from_name(const std::string&, const std::string&);
+
+namespace {
 
 // The Python call that takes a struct's non-attribute fields (field = nullptr: every field).
 struct CallRoute {

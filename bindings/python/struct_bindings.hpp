@@ -27,6 +27,15 @@ S defaults();
 #define PG_STRUCT_END(S)
 #include "../../lib/core/c_struct_fields.def"
 
+// An enumeration's Python name ("cosine", "fp16", ...; "unknown" for a value it lacks) and the
+// value of a name (InvalidArgument naming `field` and the choices otherwise). Defined in
+// struct_bindings.cpp for the enumerations of the listed structs' fields, and instantiated there
+// for those other files use (pg_weight_storage).
+template <class E>
+std::string enum_name(E value);
+template <class E>
+E enum_from_name(const std::string& name, const std::string& field);
+
 // `base` with the keyword arguments' fields changed; an unknown name is a TypeError.
 template <class S>
 S with_fields(const S& base, const py::kwargs& kw) {

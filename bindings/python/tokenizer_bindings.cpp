@@ -1,5 +1,6 @@
 // phonegpt.Tokenizer: character tokenizers and byte-level BPE (tiktoken, GPT-2 and Hugging Face
-// files, training, special tokens, writing the files back), text <-> int32 token ids.
+// files, training, special tokens, writing the files back), text <-> int32 token ids; and
+// phonegpt.TokenStream, the text of generated tokens one at a time.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -10,6 +11,7 @@
 #include "struct_bindings.hpp"
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -139,6 +141,12 @@ py::bytes Tokenizer::write_file(const std::string& file) const {
     return py::bytes(buf.data(), len);
 }
 
+int32_t Tokenizer::special_id(const std::string& text) const {
+    int32_t id = -1;
+    check(pg_tokenizer_special_id(get(), text.c_str(), &id));
+    return id;
+}
+
 // ---- end of byte-level BPE -------------------------------------------------------------
 
 py::bytes Tokenizer::to_bytes() const {
@@ -161,6 +169,54 @@ py::array_t<int32_t> tokenizer_encode_special(const Tokenizer& tok, const std::s
     const py::object which = allowed.is_none() && !options_given ? py::object(py::str("all")) : allowed;
     return tok.encode_special(text, which, options_from<pg_encode_options>(config, fields));
 }
+
+// TokenStream: the text of generated tokens, one token at a time (pg_token_stream). It borrows
+// its tokenizer; the handle's reference keeps it alive (Tokenizer.close() too). Its calls are
+// short and keep the GIL, which serialises them.
+struct TokenStreamHandle {
+    TokenizerPtr tokenizer;
+    pg_token_stream* stream = nullptr;
+    ~TokenStreamHandle() { pg_token_stream_free(stream); }
+};
+
+class TokenStream {
+public:
+    explicit TokenStream(py::object tokenizer) : tokenizer_obj_(std::move(tokenizer)) {
+        if (!py::isinstance<Tokenizer>(tokenizer_obj_)) throw py::type_error("expected a phonegpt.Tokenizer");
+        auto h = std::make_shared<TokenStreamHandle>();
+        h->tokenizer = tokenizer_obj_.cast<const Tokenizer&>().ptr();
+        check(pg_token_stream_create(h->tokenizer.get(), &h->stream));
+        p_ = std::move(h);
+    }
+
+    py::object tokenizer() const { return tokenizer_obj_; }
+    void close() { p_.reset(); }
+    bool closed() const { return !p_; }
+
+    // The text that token `id` completes ("" while a character is unfinished); always valid UTF-8.
+    py::str push(int32_t id) {
+        pg_token_stream* s = get();
+        return py::str(sized_text([&](char* t, size_t cap, size_t* len) { return pg_token_stream_push(s, id, t, cap, len); },
+                                  check, kGuess));
+    }
+    // What is still held (an unfinished character as U+FFFD); the stream starts a new text after.
+    py::str finish() {
+        pg_token_stream* s = get();
+        return py::str(sized_text([&](char* t, size_t cap, size_t* len) { return pg_token_stream_finish(s, t, cap, len); },
+                                  check, kGuess));
+    }
+
+private:
+    static constexpr size_t kGuess = 64;  // one call for any ordinary token's text
+
+    pg_token_stream* get() const {
+        if (!p_) raise_state("the TokenStream is closed");
+        return p_->stream;
+    }
+
+    py::object tokenizer_obj_;  // the Python Tokenizer (kept alive with the stream)
+    std::shared_ptr<TokenStreamHandle> p_;
+};
 
 // Tokenizer.train (owner: bpe): texts is one str/bytes or a sequence of them; the GIL is released
 // while training, progress(done, total) (tokens so far, vocab_size) cancels with a truthy return.
@@ -238,11 +294,29 @@ void bind_tokenizer(py::module_& m) {
              "allowed_special nor options every special token is recognised.")
         .def("write_file", &Tokenizer::write_file, py::arg("file"),
              "A BPE tokenizer as file bytes: \"tiktoken\", \"gpt2_encoder\", \"gpt2_merges\" or \"hf_json\".")
+        .def("special_id", &Tokenizer::special_id, py::arg("text"),
+             "The id of the special token whose text is text (e.g. \"<|endoftext|>\"); InvalidArgument if it\n"
+             "is none of the tokenizer's special tokens (a character tokenizer has none).")
         .def("__repr__", [](const Tokenizer& t) {
             if (t.closed()) return std::string("<phonegpt.Tokenizer closed>");
             return "<phonegpt.Tokenizer kind=" + t.kind() + " vocab_size=" + std::to_string(t.vocab_size()) + ">";
         });
     add_lifetime<Tokenizer>(tok, "tokenizer");
+
+    py::class_<TokenStream> ts(m, "TokenStream",
+        "Text from token ids one at a time, as a generation makes them (pg_token_stream):\n"
+        "TokenStream(tokenizer). push(id) returns the text that became complete UTF-8, keeping the\n"
+        "first bytes of a character split across tokens for the next push; finish() returns what is\n"
+        "held and starts a new text. Bytes that can never become valid UTF-8 are U+FFFD, one per\n"
+        "maximal subpart (as errors=\"replace\"), so the pieces joined equal Tokenizer.decode(ids).");
+    ts.def(py::init<py::object>(), py::arg("tokenizer"))
+        .def_property_readonly("tokenizer", &TokenStream::tokenizer)
+        .def("push", &TokenStream::push, py::arg("id"),
+             "Adds one token; returns the text it completes ('' while a character is unfinished).\n"
+             "An id outside the vocabulary raises InvalidArgument and changes nothing.")
+        .def("finish", &TokenStream::finish,
+             "Ends the text: returns what is still held (an unfinished character becomes U+FFFD).");
+    add_lifetime<TokenStream>(ts, "token stream");
 }
 
 }  // namespace pg_py

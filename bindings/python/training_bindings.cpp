@@ -24,6 +24,7 @@ namespace {
 // with the GIL released), so two Python threads stepping one trainer wait instead of racing.
 struct TrainerHandle {
     ModelPtr model;
+    std::shared_ptr<void> fp32_pin;  // it writes the fp32 weights (Model::set_weight_storage)
     pg_trainer* trainer = nullptr;
     std::mutex busy;
     ~TrainerHandle() { pg_trainer_free(trainer); }
@@ -43,6 +44,7 @@ public:
         pg_train_config c = options_from<pg_train_config>(config, kw);
         auto h = std::make_shared<TrainerHandle>();
         h->model = model.ptr();
+        h->fp32_pin = model.fp32_pin();
         check(pg_trainer_create(h->model.get(), &c, &h->trainer));
         return Trainer(std::move(model_obj), std::move(h));
     }
@@ -55,6 +57,7 @@ public:
         auto h = std::make_shared<TrainerHandle>();
         h->model = own_model(m);
         h->trainer = t;
+        h->fp32_pin = Model(h->model).fp32_pin();
         py::object model_obj = py::cast(Model(h->model));  // before h is moved from
         return Trainer(std::move(model_obj), std::move(h));
     }
@@ -72,6 +75,20 @@ public:
         pg_train_config c = defaults<pg_train_config>();
         check(pg_trainer_get_config(get(), &c));
         return c;
+    }
+
+    int n_threads() const {
+        int32_t n = 0;
+        check(pg_trainer_threads(get(), &n));
+        return n;
+    }
+    void set_n_threads(int32_t n) {
+        pg_trainer* t = get();
+        auto keep = p_;
+        call_nogil([&] {
+            std::lock_guard<std::mutex> lock(keep->busy);  // not while another thread steps it
+            return pg_trainer_set_threads(t, n);
+        });
     }
 
     void set_data(const py::object& tokens_obj) {
@@ -211,6 +228,11 @@ void bind_trainer(py::module_& m) {
                     "A trainer (and its model, .model) from a checkpoint written by save().")
         .def_property_readonly("model", &Trainer::model)
         .def_property_readonly("config", &Trainer::config)
+        .def_property("n_threads", &Trainer::n_threads, &Trainer::set_n_threads,
+                      "The threads the steps run on (config.n_threads with <= 0 resolved to this machine's\n"
+                      "cores). Assigning changes it for the later steps (<= 0: all cores; at most 1024), e.g. to\n"
+                      "continue a resumed run on the cores free now; config and the next save() record it.\n"
+                      "Results then match the unchanged run up to float rounding.")
         .def("set_data", &Trainer::set_data, py::arg("tokens"), "Training tokens (copied).")
         .def("step", &Trainer::step, "One optimizer step on batches drawn from the data.")
         .def("step_batch", &Trainer::step_batch, py::arg("inputs"), py::arg("targets"),

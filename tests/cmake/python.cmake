@@ -1,5 +1,6 @@
 # The Python binding's tests (pytest over tests/python), run with the interpreter the binding
-# was built for. pytest exits 5 when it collected no test, which ctest counts as a failure.
+# was built for. pytest exits 5 when it collected no test, which ctest counts as a failure. And
+# python_api_coverage: which C API functions the binding calls.
 if(PG_BUILD_PYTHON AND NOT CMAKE_CROSSCOMPILING)
   if(NOT DEFINED Python_EXECUTABLE AND EXISTS /usr/bin/python3)
     set(Python_EXECUTABLE /usr/bin/python3 CACHE FILEPATH "Python for the binding and its tests")
@@ -36,4 +37,13 @@ if(PG_BUILD_PYTHON AND NOT CMAKE_CROSSCOMPILING)
   add_test(NAME python_binding
            COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider ${PROJECT_SOURCE_DIR}/tests/python)
   set_tests_properties(python_binding PROPERTIES ENVIRONMENT "${PG_PY_TEST_ENV}" TIMEOUT 600)
+
+  # Every PG_API function called by the binding's C++ files or listed with a reason in
+  # bindings/python/api_not_wrapped.txt (the same check as kotlin_api_coverage).
+  add_test(NAME python_api_coverage
+    COMMAND ${CMAKE_COMMAND} -DPG_HEADER=${PROJECT_SOURCE_DIR}/include/phonegpt/phonegpt.h
+            -DPG_STRUCT_LIST=${PROJECT_SOURCE_DIR}/lib/core/c_struct_fields.def -DPG_BINDING=Python
+            -DPG_BINDING_DIR=${PROJECT_SOURCE_DIR}/bindings/python
+            -DPG_NOT_WRAPPED=${PROJECT_SOURCE_DIR}/bindings/python/api_not_wrapped.txt
+            -P ${PROJECT_SOURCE_DIR}/cmake/check_api_coverage.cmake)
 endif()

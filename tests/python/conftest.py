@@ -1,5 +1,6 @@
 """pytest setup: import the phonegpt package from the build tree ($PHONEGPT_PYDIR, set by
 tests/cmake/python.cmake) or, without it, from wherever it is installed."""
+import base64
 import os
 import sys
 
@@ -78,3 +79,9 @@ def rel_err(a, b):
     b = np.asarray(b, dtype=np.float64)
     scale = np.max(np.abs(b)) if b.size else 0.0
     return float(np.max(np.abs(a - b)) / scale) if scale > 0 else float(np.max(np.abs(a - b), initial=0.0))
+
+
+def small_ranks():
+    """A .tiktoken file: the 256 bytes (id = byte value), then 'he', 'll', 'hell', 'hello', ' w'."""
+    tokens = [bytes([b]) for b in range(256)] + [b"he", b"ll", b"hell", b"hello", b" w"]
+    return b"".join(base64.b64encode(t) + b" %d\n" % i for i, t in enumerate(tokens))

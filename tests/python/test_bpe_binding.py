@@ -1,19 +1,13 @@
 """The byte-level BPE tokenizer from Python: loading each file kind, bytes in and out, numpy ids,
 special tokens, writing files back (a small vocabulary built here; the real files are covered
 by the C++ and npm exactness tests)."""
-import base64
 import json
 
 import numpy as np
 import pytest
 
 import phonegpt
-
-
-def small_ranks():
-    """A .tiktoken file: the 256 bytes, then 'he', 'll', 'hell', 'hello', ' w'."""
-    tokens = [bytes([b]) for b in range(256)] + [b"he", b"ll", b"hell", b"hello", b" w"]
-    return b"".join(base64.b64encode(t) + b" %d\n" % i for i, t in enumerate(tokens))
+from conftest import small_ranks
 
 
 def test_from_tiktoken_encodes_bytes_and_text_and_decodes_exactly():

@@ -28,7 +28,7 @@ from ._phonegpt import (  # noqa: F401  (re-exported API)
     DataFilterReport, LoraAverageConfig, LoraAverageReport,
     Adapter, DataFilter, DataFilterConfig, LoraConfig, SigningKey, TrustedKeys, ValidationPolicy,
     ValidationCheck, ValidationReport, ValidationSummary, Validator,
-    BpeTrainOptions, EncodeOptions, LoraTrainer, LoadOptions,
+    BpeTrainOptions, EncodeOptions, LoraTrainer, LoadOptions, TokenStream,
 )
 
 __all__ = [
@@ -42,7 +42,7 @@ __all__ = [
     "DataFilterReport", "LoraAverageConfig", "LoraAverageReport",
     "Adapter", "DataFilter", "DataFilterConfig", "LoraConfig", "SigningKey", "TrustedKeys", "ValidationPolicy",
     "ValidationCheck", "ValidationReport", "ValidationSummary", "Validator",
-    "BpeTrainOptions", "EncodeOptions", "LoraTrainer",
+    "BpeTrainOptions", "EncodeOptions", "LoraTrainer", "TokenStream",
 ]
 
 
@@ -97,9 +97,9 @@ class _Failure:
 
 def _stream(self, prompt, max_tokens=None, *, config=None, stop=(), **fields):
     """Like generate(), but an iterator: yields each new token id as it is generated, or for a
-    str prompt the text it adds (UTF-8 pieces are joined until they form whole characters).
-    Closing the iterator early (break) stops the generation."""
-    import codecs
+    str prompt the text it adds (a TokenStream over the model's tokenizer: the bytes of a
+    character split across tokens wait for the rest; invalid UTF-8 becomes U+FFFD, so the pieces
+    joined equal generate()'s text). Closing the iterator early (break) stops the generation."""
     import queue
     import threading
 
@@ -122,7 +122,7 @@ def _stream(self, prompt, max_tokens=None, *, config=None, stop=(), **fields):
 
     worker = threading.Thread(target=run, name="phonegpt-generate", daemon=True)
     worker.start()
-    decoder = codecs.getincrementaldecoder("utf-8")("replace") if tok is not None else None
+    text = TokenStream(tok) if tok is not None else None
     try:
         while True:
             try:
@@ -133,19 +133,21 @@ def _stream(self, prompt, max_tokens=None, *, config=None, stop=(), **fields):
                 break
             if isinstance(item, _Failure):
                 raise item.exc
-            if decoder is None:
+            if text is None:
                 yield int(item)
             else:
-                piece = decoder.decode(tok.decode_bytes([item]))
+                piece = text.push(item)
                 if piece:
                     yield piece
-        if decoder is not None:
-            tail = decoder.decode(b"", final=True)
+        if text is not None:
+            tail = text.finish()
             if tail:
                 yield tail
     finally:
         stopping.set()
         worker.join()
+        if text is not None:
+            text.close()
 
 
 Model.generate = _generate
