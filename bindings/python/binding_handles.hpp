@@ -90,8 +90,9 @@ public:
     int64_t weight_bytes() const;
     // Refused (StateError) while fp32_pin() is held and the conversion would free the fp32 weights.
     void set_weight_storage(const std::string& storage);
-    // What holds pointers into the fp32 weights (numpy views, trainers) keeps this: it keeps the
-    // model alive, and set_weight_storage, which frees those weights, is refused while it lives.
+    // Numpy views of the fp32 weights keep this: it keeps the model alive, and set_weight_storage,
+    // which frees those weights, is refused while it lives (the library itself refuses while a
+    // trainer of the model lives).
     std::shared_ptr<void> fp32_pin() const;
 
     py::object tokenizer() const;

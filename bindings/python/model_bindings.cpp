@@ -157,8 +157,8 @@ void Model::set_weight_storage(const std::string& storage) {
         if (users > 0)
             raise_state("Model.set_weight_storage('" + storage + "') frees the fp32 weights, which " +
                         std::to_string(users) +
-                        " numpy view(s) (parameter, parameters, flat_parameters) or Trainer(s) of this model "
-                        "still use: drop them (or close the trainers) first");
+                        " numpy view(s) (parameter, parameters, flat_parameters) of this model still use: drop "
+                        "them first");
     }
     call_nogil([&] { return pg_model_set_weight_storage(m, to); });
 }

@@ -24,7 +24,6 @@ namespace {
 // with the GIL released), so two Python threads stepping one trainer wait instead of racing.
 struct TrainerHandle {
     ModelPtr model;
-    std::shared_ptr<void> fp32_pin;  // it writes the fp32 weights (Model::set_weight_storage)
     pg_trainer* trainer = nullptr;
     std::mutex busy;
     ~TrainerHandle() { pg_trainer_free(trainer); }
@@ -44,7 +43,6 @@ public:
         pg_train_config c = options_from<pg_train_config>(config, kw);
         auto h = std::make_shared<TrainerHandle>();
         h->model = model.ptr();
-        h->fp32_pin = model.fp32_pin();
         check(pg_trainer_create(h->model.get(), &c, &h->trainer));
         return Trainer(std::move(model_obj), std::move(h));
     }
@@ -57,7 +55,6 @@ public:
         auto h = std::make_shared<TrainerHandle>();
         h->model = own_model(m);
         h->trainer = t;
-        h->fp32_pin = Model(h->model).fp32_pin();
         py::object model_obj = py::cast(Model(h->model));  // before h is moved from
         return Trainer(std::move(model_obj), std::move(h));
     }
