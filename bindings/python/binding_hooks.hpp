@@ -52,11 +52,12 @@ S sized() {
     return s;
 }
 
-// The text a C call writes under the sizing protocol (call(text, capacity, &len), the text
-// NUL-terminated): first into `guess` bytes (0: the call only reports the size), then, if that
-// was too small, into exactly the size the library reported. `check` raises any other failure.
+// The bytes a C call writes under the sizing protocol (call(out, capacity, &len): a text, which
+// the call NUL-terminates, or a file's bytes): first into `guess` bytes (0: the call only reports
+// the size), then, if that was too small, into the size the library reported (plus the NUL's
+// byte). `check` raises any other failure.
 template <class F>
-std::string sized_text(F&& call, void (*check)(pg_status), std::size_t guess = 0) {
+std::string sized_output(F&& call, void (*check)(pg_status), std::size_t guess = 0) {
     std::string out(guess, '\0');
     std::size_t len = 0;
     pg_status s = call(guess > 0 ? &out[0] : nullptr, guess, &len);

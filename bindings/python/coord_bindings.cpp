@@ -87,7 +87,7 @@ public:
         }
         H.check(s);
         const std::string out =
-            sized_text([&](char* t, size_t cap, size_t* len) { return pg_data_filter_output(f, t, cap, len); }, H.check);
+            sized_output([&](char* t, size_t cap, size_t* len) { return pg_data_filter_output(f, t, cap, len); }, H.check);
         size_t n = 0;
         pg_status sn = pg_data_filter_spans(f, nullptr, 0, &n);
         if (sn != PG_OK && sn != PG_ERR_BUFFER_TOO_SMALL) H.check(sn);
@@ -394,7 +394,7 @@ public:
     // The signature file's text for the adapter file `file_bytes` holding `adapter`.
     std::string sign(const Adapter& adapter, const py::object& file_bytes) const {
         const std::string bytes = as_bytes(file_bytes, "file_bytes");
-        return sized_text([&](char* t, size_t cap, size_t* len) {
+        return sized_output([&](char* t, size_t cap, size_t* len) {
             return pg_lora_adapter_sign(p_.get(), adapter.get(), bytes.data(), bytes.size(), t, cap, len);
         }, H.check);
     }
@@ -480,7 +480,7 @@ public:
         return "";
     }
     std::string json() const {
-        return sized_text([&](char* t, size_t cap, size_t* len) { return pg_validation_report_json(p_.get(), t, cap, len); },
+        return sized_output([&](char* t, size_t cap, size_t* len) { return pg_validation_report_json(p_.get(), t, cap, len); },
                           H.check);
     }
     Adapter adapter() const {

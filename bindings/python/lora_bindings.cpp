@@ -65,7 +65,7 @@ py::array factor_view(const py::object& self, int layer, const std::string& modu
 }
 
 std::string base_json(const AdapterPtr& a) {
-    return sized_text([&](char* t, size_t cap, size_t* len) { return pg_lora_adapter_base_json(a.get(), t, cap, len); },
+    return sized_output([&](char* t, size_t cap, size_t* len) { return pg_lora_adapter_base_json(a.get(), t, cap, len); },
                       H.check);
 }
 

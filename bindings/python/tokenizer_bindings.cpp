@@ -64,15 +64,10 @@ py::bytes Tokenizer::decode_bytes(const py::object& ids_obj) const {
     TokenArray ids = as_tokens(ids_obj, "ids", 1);
     const int32_t* p = ids.data();
     const size_t n = size_t(ids.size());
-    std::string buf(n * 4 + 1, '\0');
-    size_t len = 0;
-    pg_status s = pg_tokenizer_decode(t, p, n, buf.data(), buf.size(), &len);
-    if (s == PG_ERR_BUFFER_TOO_SMALL) {
-        buf.assign(len + 1, '\0');
-        s = pg_tokenizer_decode(t, p, n, buf.data(), buf.size(), &len);
-    }
-    check(s);
-    return py::bytes(buf.data(), len);
+    const std::string text = sized_output(
+        [&](char* out, size_t cap, size_t* len) { return pg_tokenizer_decode(t, p, n, out, cap, len); }, check,
+        n * 4 + 1);  // most tokens are at most 4 bytes: usually one call
+    return py::bytes(text);
 }
 
 py::str Tokenizer::decode(const py::object& ids) const {
@@ -133,12 +128,8 @@ py::bytes Tokenizer::write_file(const std::string& file) const {
     else if (file == "hf_json") f = PG_TOKENIZER_FILE_HF_JSON;
     else throw py::value_error("file is one of tiktoken, gpt2_encoder, gpt2_merges, hf_json");
     pg_tokenizer* t = get();
-    size_t len = 0;
-    const pg_status s = pg_tokenizer_write_file(t, f, nullptr, 0, &len);
-    if (s != PG_ERR_BUFFER_TOO_SMALL) check(s);
-    std::string buf(len, '\0');
-    check(pg_tokenizer_write_file(t, f, buf.data(), buf.size(), &len));
-    return py::bytes(buf.data(), len);
+    return py::bytes(sized_output(
+        [&](char* out, size_t cap, size_t* len) { return pg_tokenizer_write_file(t, f, out, cap, len); }, check));
 }
 
 int32_t Tokenizer::special_id(const std::string& text) const {
@@ -151,12 +142,8 @@ int32_t Tokenizer::special_id(const std::string& text) const {
 
 py::bytes Tokenizer::to_bytes() const {
     pg_tokenizer* t = get();
-    size_t len = 0;
-    pg_status s = pg_tokenizer_serialize(t, nullptr, 0, &len);
-    if (s != PG_OK && s != PG_ERR_BUFFER_TOO_SMALL) check(s);
-    std::string buf(len, '\0');
-    check(pg_tokenizer_serialize(t, buf.data(), buf.size(), &len));
-    return py::bytes(buf.data(), len);
+    return py::bytes(sized_output(
+        [&](char* out, size_t cap, size_t* len) { return pg_tokenizer_serialize(t, out, cap, len); }, check));
 }
 
 namespace {
@@ -196,13 +183,13 @@ public:
     // The text that token `id` completes ("" while a character is unfinished); always valid UTF-8.
     py::str push(int32_t id) {
         pg_token_stream* s = get();
-        return py::str(sized_text([&](char* t, size_t cap, size_t* len) { return pg_token_stream_push(s, id, t, cap, len); },
+        return py::str(sized_output([&](char* t, size_t cap, size_t* len) { return pg_token_stream_push(s, id, t, cap, len); },
                                   check, kGuess));
     }
     // What is still held (an unfinished character as U+FFFD); the stream starts a new text after.
     py::str finish() {
         pg_token_stream* s = get();
-        return py::str(sized_text([&](char* t, size_t cap, size_t* len) { return pg_token_stream_finish(s, t, cap, len); },
+        return py::str(sized_output([&](char* t, size_t cap, size_t* len) { return pg_token_stream_finish(s, t, cap, len); },
                                   check, kGuess));
     }
 
