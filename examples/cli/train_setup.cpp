@@ -21,6 +21,9 @@ int32_t trainer_threads(pg_trainer* t) {
     return n;
 }
 
+// "1 thread", "2 threads": the count as the training line and the resume messages print it.
+std::string threads_phrase(int32_t n) { return std::to_string(n) + (n == 1 ? " thread" : " threads"); }
+
 pg_train_config trainer_config(pg_trainer* t) {
     pg_train_config tc;
     pg_train_config_default(&tc);
@@ -48,18 +51,18 @@ void resume(const Options& opt, TrainSetup& run) {
         check_flags(pg_trainer_set_threads(t, asked), "pg_trainer_set_threads");
         const int32_t now = trainer_threads(t);
         if (now != made_with && !opt.has("allow-thread-change"))
-            throw UsageError{"--threads " + std::to_string(asked) + " gives " + std::to_string(now) +
-                             " threads but the run was made with " + std::to_string(made_with) +
+            throw UsageError{"--threads " + std::to_string(asked) + " gives " + threads_phrase(now) +
+                             " but the run was made with " + std::to_string(made_with) +
                              ": another count changes the rounding of every later step, so the run would match "
                              "its uninterrupted self only up to float rounding; pass --allow-thread-change to "
                              "accept that, or --threads " + std::to_string(made_with)};
         if (now != made_with)
-            run.threads_note = std::to_string(made_with) + " -> " + std::to_string(now) +
-                               " threads (--allow-thread-change: from here on the results match the "
+            run.threads_note = std::to_string(made_with) + " -> " + threads_phrase(now) +
+                               " (--allow-thread-change: from here on the results match the "
                                "uninterrupted run only up to float rounding)";
     }
     if (run.threads_note.empty())
-        run.threads_note = std::to_string(made_with) + " threads, as the run was made with";
+        run.threads_note = threads_phrase(made_with) + ", as the run was made with";
 
     int64_t start_step = 0;
     check(pg_trainer_step_count(t, &start_step), "pg_trainer_step_count");
@@ -138,7 +141,7 @@ void create(const Options& opt, const TrainPreset& preset, const std::string& te
     // machine with other cores still continues bit for bit.
     const int32_t threads = trainer_threads(t);
     check(pg_trainer_set_threads(t, threads), "pg_trainer_set_threads");
-    run.threads_note = std::to_string(threads) + " threads";
+    run.threads_note = threads_phrase(threads);
 }
 
 }  // namespace

@@ -317,6 +317,7 @@ def model_bytes(out):
     return open(f"{out}/model.bin", "rb").read()
 straight = fresh(f"{DIR}/straight")
 assert straight["step"] == 8 and straight["config"]["threads"] == 1, straight
+assert ", 1 thread\n" in straight["_stderr"] and "1 threads" not in straight["_stderr"], straight["_stderr"]
 # The same run stopped at step 4 (its target is met there): a trainer.bin in mid-schedule.
 half = fresh(f"{DIR}/half", "--stop-at-target")
 assert half["step"] == 4 and half["config"]["total_steps"] == 8, half
@@ -326,6 +327,7 @@ for name, extra in [("default", []), ("same", ["--threads", "1"])]:
     res = resume(trainer, f"{DIR}/{name}", *extra)
     assert res["start_step"] == 4 and res["step"] == 8 and res["config"]["threads"] == 1, res
     assert res["recipe"]["steps"] == 8, res["recipe"]
+    assert "1 thread, as the run was made with" in res["_stderr"], res["_stderr"]
     assert model_bytes(f"{DIR}/{name}") == model_bytes(f"{DIR}/straight"), name
 # Another count is refused with a usage error naming the option that allows it ...
 err = resume(trainer, f"{DIR}/two", "--threads", "2", rc=2)
@@ -333,6 +335,7 @@ assert "--allow-thread-change" in err["error"] and "made with 1" in err["error"]
 # ... and with it the run continues on 2 threads, equal up to rounding, and records the 2.
 res = resume(trainer, f"{DIR}/two", "--threads", "2", "--allow-thread-change")
 assert res["step"] == 8 and res["config"]["threads"] == 2 and "rounding" in res["_stderr"], res
+assert "1 -> 2 threads (--allow-thread-change" in res["_stderr"], res["_stderr"]
 close(res["val"]["loss"], straight["val"]["loss"], "the 2-thread continuation", 1e-3)
 again = resume(f"{DIR}/two/trainer.bin", f"{DIR}/again", "--steps", "9")
 assert again["step"] == 9 and again["config"]["threads"] == 2, again
