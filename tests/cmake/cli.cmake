@@ -285,17 +285,17 @@ assert ramped["config"]["dropout_ramp"] == 5 and ramped["recipe"]["dropout_ramp"
 assert "dropout 0.1 (from 0 over 5 steps)" in ramped["_stderr"], ramped["_stderr"]
 assert open(f"{DIR}/ramped/model.bin", "rb").read() != open(f"{DIR}/recipe/model.bin", "rb").read()
 # --preset phonegpt-shakespeare-fast (docs/results.md): Muon at 2.5 times the schedule's rate, a linear
-# decay to 0 at its last step (4,000) and dropout rising from 0 over 3,000 steps. Only the shape,
-# batch and cadence are overridden, so the tiny run takes the preset's own 4,000 steps.
+# decay to 0 at its last step (3,800) and dropout rising from 0 over 3,000 steps. Only the shape,
+# batch and cadence are overridden, so the tiny run takes the preset's own 3,800 steps.
 at = tiny_shape.index("--steps")
 fast = run("train", "--preset", "phonegpt-shakespeare-fast", *tiny_shape[:at], *tiny_shape[at + 2:], "--out", f"{DIR}/fast")
-want_fast = {"preset": "phonegpt-shakespeare-fast", "model": "phonegpt", "steps": 4000, "batch": 2, "lr": 0.003,
+want_fast = {"preset": "phonegpt-shakespeare-fast", "model": "phonegpt", "steps": 3800, "batch": 2, "lr": 0.003,
              "lr_min": 0, "warmup": 200, "weight_decay": 0.1, "dropout": 0.1, "dropout_ramp": 3000, "clip": 1,
              "eval_interval": 0, "eval_seconds": 0, "seed": 20261105, "target": 1.4697, "stop_at_target": False}
 assert fast["recipe"] == want_fast, fast["recipe"]
 assert fast["config"]["optimizer"] == "muon" and fast["config"]["schedule"] == "linear", fast["config"]
 assert fast["config"]["muon_lr_scale"] == 2.5 and fast["config"]["muon_momentum"] == 0.95, fast["config"]
-assert fast["config"]["total_steps"] == 4000 and fast["step"] == 4000, (fast["config"], fast["step"])
+assert fast["config"]["total_steps"] == 3800 and fast["step"] == 3800, (fast["config"], fast["step"])
 assert res["model"]["n_layer"] == 1 and res["model"]["n_embd"] == 16, res["model"]
 assert "preset phonegpt-shakespeare" in res["_stderr"], res["_stderr"]
 a = run("train", "--preset", "tiny", *tiny_shape, "--out", f"{DIR}/plain")
