@@ -15,12 +15,8 @@ const TrainPreset kTrainPresets[] = {
     {"phonegpt-shakespeare", "phonegpt", 16000, 32,   2e-3, 1e-4,  200,   0.1, 0.1, 1.0, 500,  300,   20261105, 1.4697, "cosine", "adamw",  1.0, 0},
     // The rule within 25M tokens (docs/results.md): Muon on the block matrices at 2.5 times the
     // schedule's learning rate, dropout rising from 0 over the first 3,000 steps, and a linear decay
-    // that ends at step 3,800 (15.6M tokens). Earlier forms: 4,000 steps until 5 December's seventh
-    // change (--steps 4000), 4,200 steps at x 2 until its sixth (--steps 4200 --muon-lr-scale 2),
-    // 4,600 before its fifth (--steps 4600 --muon-lr-scale 2), 5,000 before its fourth (--steps 5000
-    // --muon-lr-scale 2), 5,400 before its third (--steps 5400 --muon-lr-scale 2), Muon at x 1
-    // before its second (--steps 5400 --muon-lr-scale 1), and 6,000 steps without a ramp before that
-    // (--steps 6000 --dropout-ramp 0 --muon-lr-scale 1).
+    // that ends at step 3,800 (15.6M tokens). docs/cli.md lists its earlier forms and the flags
+    // that give each back.
     {"phonegpt-shakespeare-fast", "phonegpt", 3800, 32, 3e-3, 0.0,   200,   0.1, 0.1, 1.0, 200,  0,     20261105, 1.4697, "linear", "muon",   2.5, 3000},
 };
 
