@@ -33,7 +33,10 @@ struct DctxDeleter {
 
 class FrameReader {
 public:
-    FrameReader(const ByteSource& src, uint64_t begin) : src_(src), file_pos_(begin), in_(kChunk) {
+    // The input buffer is never larger than the compressed bytes left, so a small checkpoint does
+    // not allocate (and zero) a whole chunk on every load.
+    FrameReader(const ByteSource& src, uint64_t begin)
+        : src_(src), file_pos_(begin), in_(std::size_t(std::min<uint64_t>(kChunk, src.size() - std::min(begin, src.size())))) {
         dctx_.reset(ZSTD_createDCtx());
         if (!dctx_) throw std::bad_alloc();
         ZSTD_DCtx_setParameter(dctx_.get(), ZSTD_d_windowLogMax, kZstdWindowLogMax);
@@ -348,7 +351,7 @@ void read_checkpoint_data(const ByteSource& src, const CheckpointHeader& h, Mode
             verify(t, xxh64(dst[i], std::size_t(t.nbytes)));
             continue;
         }
-        scratch.resize(kChunk);
+        scratch.resize(std::size_t(std::min<uint64_t>(kChunk, t.nbytes)));
         Xxh64 hash;
         for (uint64_t done = 0; done < t.nbytes;) {
             const std::size_t n = std::size_t(std::min<uint64_t>(kChunk, t.nbytes - done));
