@@ -129,12 +129,13 @@ TEST_CASE("the bf16-arithmetic GEMM equals its scalar model bit for bit, or the 
                         else p.g.gelu_grad_input = p.gelu_in.data();
                     }
                     const std::vector<float> fast = p.run([](const GemmArgs& g) { pg::kernels::sgemm(g); });
-                    const std::vector<float> model = p.run(model_with_table_gelu);
                     const std::vector<float> exact = p.run(exact_gemm);
                     const std::vector<float> split =
                         p.run([&](const GemmArgs& g) { pg::kernels::sgemm_parallel(g, pool); });
                     if (bf16_gemm_present()) {
-                        CHECK(same_bits(fast, model));
+                        // The scalar model only where the kernel follows it: it is the slowest
+                        // part of this test under qemu, and unused without the extension.
+                        CHECK(same_bits(fast, p.run(model_with_table_gelu)));
                         CHECK_FALSE(same_bits(fast, exact));
                     } else {
                         CHECK(same_bits(fast, exact));

@@ -107,12 +107,13 @@ TEST_CASE("the fp16-arithmetic GEMM equals its scalar model bit for bit, or the 
                     p.g.beta = K == 300 ? 1.0f : 0.0f;
                     p.g.bias = K == 7 ? nullptr : p.bias.data();
                     const std::vector<float> fast = p.run([](const GemmArgs& g) { pg::kernels::sgemm(g); });
-                    const std::vector<float> model = p.run(pg::kernels::reference::sgemm_fp16_arithmetic);
                     const std::vector<float> exact = p.run(exact_gemm);
                     const std::vector<float> split =
                         p.run([&](const GemmArgs& g) { pg::kernels::sgemm_parallel(g, pool); });
                     if (fp16_gemm_present()) {
-                        CHECK(same_bits(fast, model));
+                        // The scalar model only where the kernel follows it: it is the slowest
+                        // part of this test under qemu, and unused without the extension.
+                        CHECK(same_bits(fast, p.run(pg::kernels::reference::sgemm_fp16_arithmetic)));
                         CHECK_FALSE(same_bits(fast, exact));
                     } else {
                         CHECK(same_bits(fast, exact));
