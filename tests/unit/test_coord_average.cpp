@@ -112,6 +112,20 @@ TEST_CASE("average: exact methods equal the weighted mean update; FedAvg of fact
     CHECK(rep.svd_residual > 0.05);
     CHECK(std::abs(d4 - rep.svd_residual) < 1e-4);
     CHECK(std::abs(rep.relative_error - d4) < 1e-4);
+    // It kept the largest singular values: each linear's mean has rank 12, and its top 4 hold at
+    // least 4/12 of its energy (all of them equal at the bound), so the residual is below
+    // sqrt(8/12); keeping any other 4 could not be.
+    CHECK(rep.svd_residual < std::sqrt(8.0 / 12.0));
+    // A = V_k^T: orthonormal rows on every linear, the wide ones (mlp.c_proj: in > out) too.
+    for (const AdaptedLinear& m : svd4.linears()) {
+        CAPTURE(m.layer, linear_kind_name(m.target), m.in, m.out);
+        for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < 4; ++j) {
+                double dot = 0.0;
+                for (int64_t c = 0; c < m.in; ++c) dot += double(svd4.a(m)[i * m.in + c]) * double(svd4.a(m)[j * m.in + c]);
+                CHECK(std::abs(dot - (i == j ? 1.0 : 0.0)) < 1e-5);
+            }
+    }
 
     // FedAvg of factors: A and B averaged separately, and the report says how far that is.
     const Adapter fed = average_adapters(in, w, {AverageMethod::kFedAvgFactors, 0}, &rep);
