@@ -2,7 +2,9 @@
 # Cross-builds the whole library for aarch64 (the phone target) and runs, under qemu-aarch64,
 # the kernel tests on a bare ARMv8.0 core (cortex-a53) and on one with every extension (max),
 # then the compute-path unit tests that sit on the kernels ([model], [train], [core],
-# [tokenizer]) once on max. Also builds bench_kernels and bench_peak for aarch64.
+# [tokenizer]) once on max; a cross build's unit-test binary holds only the test files with
+# these tags (PG_CROSS_TEST_TAGS, tests/CMakeLists.txt). Also builds bench_kernels and
+# bench_peak for aarch64.
 # Prints one summary line; exits non-zero on any failure. About 1-2 minutes on 2 idle cores.
 # Usage: scripts/cross_test_aarch64.sh [build-dir]        (default: build-aarch64)
 set -euo pipefail
