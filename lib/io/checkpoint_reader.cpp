@@ -33,10 +33,9 @@ struct DctxDeleter {
 
 class FrameReader {
 public:
-    // The input buffer is never larger than the compressed bytes left, so a small checkpoint does
-    // not allocate (and zero) a whole chunk on every load.
-    FrameReader(const ByteSource& src, uint64_t begin)
-        : src_(src), file_pos_(begin), in_(std::size_t(std::min<uint64_t>(kChunk, src.size() - std::min(begin, src.size())))) {
+    // The input buffer is one chunk at most, never more than the compressed bytes, so a small
+    // checkpoint does not allocate (and zero) a whole chunk on every load.
+    FrameReader(const ByteSource& src, uint64_t begin) : src_(src), file_pos_(begin), in_(chunk_at(begin)) {
         dctx_.reset(ZSTD_createDCtx());
         if (!dctx_) throw std::bad_alloc();
         ZSTD_DCtx_setParameter(dctx_.get(), ZSTD_d_windowLogMax, kZstdWindowLogMax);
@@ -66,9 +65,14 @@ public:
     }
 
 private:
+    // How many compressed bytes the next read from `pos` takes: a chunk, or what the file has left.
+    std::size_t chunk_at(uint64_t pos) const {
+        return pos < src_.size() ? std::size_t(std::min<uint64_t>(kChunk, src_.size() - pos)) : 0;
+    }
+
     void step(ZSTD_outBuffer& ob) {
         if (ib_.pos == ib_.size && file_pos_ < src_.size()) {
-            std::size_t n = std::size_t(std::min<uint64_t>(kChunk, src_.size() - file_pos_));
+            const std::size_t n = chunk_at(file_pos_);
             src_.read_at(file_pos_, in_.data(), n, "zstd data");
             file_pos_ += n;
             ib_ = ZSTD_inBuffer{in_.data(), n, 0};
