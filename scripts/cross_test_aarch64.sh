@@ -2,9 +2,9 @@
 # Cross-builds the whole library for aarch64 (the phone target) and runs, under qemu-aarch64,
 # the kernel tests on a bare ARMv8.0 core (cortex-a53) and on one with every extension (max),
 # then the compute-path unit tests that sit on the kernels ([model], [train], [core],
-# [tokenizer]) once on max; a cross build's unit-test binary holds only the test files with
-# these tags (PG_CROSS_TEST_TAGS, tests/CMakeLists.txt). Also builds bench_kernels and
-# bench_peak for aarch64.
+# [tokenizer], the filter the build writes from PG_CROSS_TEST_TAGS in tests/CMakeLists.txt,
+# which also compiles only the test files with these tags) once on max. Also builds
+# bench_kernels and bench_peak for aarch64.
 # Prints one summary line; exits non-zero on any failure. About 1-2 minutes on 2 idle cores.
 # Usage: scripts/cross_test_aarch64.sh [build-dir]        (default: build-aarch64)
 set -euo pipefail
@@ -23,7 +23,8 @@ cmake --build "$build" -j"$jobs" --target phonegpt phonegpt_static phonegpt_unit
 # The model/train/core/tokenizer tests under qemu -cpu max run in the background beside the
 # kernel tests below (one qemu process per core).
 log="$build/unit_tests_qemu.log"
-timeout 900 qemu-aarch64 -cpu max "$build/tests/phonegpt_unit_tests" '[model],[train],[core],[tokenizer]' \
+filter=$(cat "$build/tests/cross_test_filter.txt") || fail "no tests/cross_test_filter.txt in the build"
+timeout 900 qemu-aarch64 -cpu max "$build/tests/phonegpt_unit_tests" "$filter" \
   > "$log" 2>&1 &
 unit_pid=$!
 stop_unit_tests() { kill "$unit_pid" 2>/dev/null || true; }
