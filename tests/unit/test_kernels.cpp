@@ -79,52 +79,73 @@ struct GemmProblem {
     }
 };
 
-// Runs one case with table t (serially, or in a pool) and checks C against a double-precision
-// product: |C - truth| <= 2e-6 * (K + 8) * (|alpha| sum_k |a b| + |beta c| + |bias|).
-void check_gemm(const KernelTable& t, const GemmCase& c, pg::ThreadPool* pool = nullptr) {
+// One case's double-precision product and the bound a float GEMM must stay within,
+// |C - truth| <= 2e-6 * (K + 8) * (|alpha| sum_k |a b| + |beta c| + |bias|). Computed once per
+// case and shared by every table checked against it: under qemu this scalar loop in double costs
+// about what a table's GEMM does.
+struct GemmTruth {
+    std::vector<double> value, tolerance;  // [M, N]
+    GemmTruth(const GemmProblem& p, const GemmCase& c)
+        : value(std::size_t(c.M) * c.N), tolerance(std::size_t(c.M) * c.N) {
+        const GemmArgs& g = p.g;
+        for (int i = 0; i < c.M; ++i) {
+            for (int j = 0; j < c.N; ++j) {
+                double acc = 0.0, mag = 0.0;
+                for (int k = 0; k < c.K; ++k) {
+                    double prod = double(op_a(g, i, k)) * double(op_b(g, k, j));
+                    acc += prod;
+                    mag += std::fabs(prod);
+                }
+                const double c_old = p.C0[std::size_t(i) * g.ldc + j];
+                double truth = c.alpha * acc;
+                double scale = std::fabs(c.alpha) * mag;
+                if (c.beta != 0.0f) {
+                    truth += c.beta * c_old;
+                    scale += std::fabs(c.beta * c_old);
+                }
+                if (c.bias) {
+                    truth += p.bias[j];
+                    scale += std::fabs(p.bias[j]);
+                }
+                value[std::size_t(i) * c.N + j] = truth;
+                tolerance[std::size_t(i) * c.N + j] = 2e-6 * (c.K + 8) * (scale + 1e-30);
+            }
+        }
+    }
+};
+
+// C, computed by table t from the problem's C0, against the truth; padding columns untouched.
+void check_against_truth(const KernelTable& t, const GemmCase& c, const GemmProblem& p,
+                         const GemmTruth& truth, const std::vector<float>& C) {
     CAPTURE(t.name, c.ta, c.tb, c.M, c.N, c.K, c.pad, c.alpha, c.beta, c.bias);
-    GemmProblem prob(c);
-    GemmArgs& g = prob.g;
-    const std::vector<float>& C0 = prob.C0;
-    const std::vector<float>& bias = prob.bias;
-    std::vector<float> C = C0;
-    g.C = C.data();
-    if (pool)
-        pg::kernels::sgemm_parallel_with(t, g, *pool);
-    else
-        t.sgemm(g);
+    const int ldc = p.g.ldc;
     int bad = 0;
     for (int i = 0; i < c.M; ++i) {
         for (int j = 0; j < c.N; ++j) {
-            double acc = 0.0, mag = 0.0;
-            for (int k = 0; k < c.K; ++k) {
-                double p = double(op_a(g, i, k)) * double(op_b(g, k, j));
-                acc += p;
-                mag += std::fabs(p);
-            }
-            const double c_old = C0[std::size_t(i) * g.ldc + j];
-            double truth = c.alpha * acc;
-            double scale = std::fabs(c.alpha) * mag;
-            if (c.beta != 0.0f) {
-                truth += c.beta * c_old;
-                scale += std::fabs(c.beta * c_old);
-            }
-            if (c.bias) {
-                truth += bias[j];
-                scale += std::fabs(bias[j]);
-            }
-            const double got = C[std::size_t(i) * g.ldc + j];
-            const double tol = 2e-6 * (c.K + 8) * (scale + 1e-30);
-            if (!(std::fabs(got - truth) <= tol) && bad++ < 5)
-                FAIL_CHECK("C[" << i << "," << j << "] = " << got << ", expected " << truth);
+            const double got = C[std::size_t(i) * ldc + j];
+            const double want = truth.value[std::size_t(i) * c.N + j];
+            if (!(std::fabs(got - want) <= truth.tolerance[std::size_t(i) * c.N + j]) && bad++ < 5)
+                FAIL_CHECK("C[" << i << "," << j << "] = " << got << ", expected " << want);
         }
-        // Padding columns of C are never written.
-        for (int j = c.N; j < g.ldc; ++j)
-            if (std::memcmp(&C[std::size_t(i) * g.ldc + j], &C0[std::size_t(i) * g.ldc + j], 4) != 0 &&
+        for (int j = c.N; j < ldc; ++j)
+            if (std::memcmp(&C[std::size_t(i) * ldc + j], &p.C0[std::size_t(i) * ldc + j], 4) != 0 &&
                 bad++ < 5)
                 FAIL_CHECK("padding C[" << i << "," << j << "] was written");
     }
     CHECK(bad == 0);
+}
+
+// Runs case c with every table under test (serially) and checks each against one truth.
+void check_gemm_on_every_table(const GemmCase& c) {
+    GemmProblem prob(c);
+    const GemmTruth truth(prob, c);
+    for (auto* t : pg::test::kernel_tables_under_test()) {
+        std::vector<float> C = prob.C0;
+        GemmArgs g = prob.g;
+        g.C = C.data();
+        t->sgemm(g);
+        check_against_truth(*t, c, prob, truth, C);
+    }
 }
 
 // The GEMM shapes every table must get right: each layout, edge tiles in M and N, K across
@@ -178,21 +199,18 @@ TEST_CASE("dispatch picks a table this CPU runs, honouring PG_EXPECT_ARCH and fo
 }
 
 TEST_CASE("sgemm matches a double-precision product on every table, layout and edge", "[kernels]") {
-    for (auto* t : tables())
-        for (const auto& c : gemm_cases()) check_gemm(*t, c);
+    for (const auto& c : gemm_cases()) check_gemm_on_every_table(c);
 }
 
 TEST_CASE("sgemm at the PhoneGPT layer shapes (reduced rows) on every table", "[kernels]") {
     // x W^T + b, dy W, dy^T x for W [out, in] with (out, in) of qkv, fc, proj and the head.
     const int shapes[][2] = {{384, 128}, {128, 512}, {68, 128}};
     const int rows = 61;
-    for (auto* t : tables()) {
-        for (auto& s : shapes) {
-            const int out = s[0], in = s[1];
-            check_gemm(*t, {false, true, rows, out, in, 0, 1.0f, 0.0f, true});
-            check_gemm(*t, {false, false, rows, in, out, 0, 1.0f, 0.0f, false});
-            check_gemm(*t, {true, false, out, in, rows, 0, 1.0f, 1.0f, false});
-        }
+    for (auto& s : shapes) {
+        const int out = s[0], in = s[1];
+        check_gemm_on_every_table({false, true, rows, out, in, 0, 1.0f, 0.0f, true});
+        check_gemm_on_every_table({false, false, rows, in, out, 0, 1.0f, 0.0f, false});
+        check_gemm_on_every_table({true, false, out, in, rows, 0, 1.0f, 1.0f, false});
     }
 }
 
@@ -219,13 +237,13 @@ TEST_CASE("sgemm_parallel is bitwise equal to sgemm for any thread count", "[ker
         {true, false, 1001, 8, 1100, 0, 0.5f, 1.0f, false},
         {false, false, 1003, 5, 1900, 0, 1.0f, 0.0f, true},
     };
-    for (auto* t : tables()) {
-        for (const auto& c : cases) {
+    for (const auto& c : cases) {
+        GemmProblem prob(c);
+        const GemmTruth truth(prob, c);
+        for (auto* t : tables()) {
             CAPTURE(t->name, c.M, c.N, c.K);
-            GemmProblem prob(c);
-            GemmArgs& g = prob.g;
-            const std::vector<float>& C0 = prob.C0;
-            std::vector<float> serial = C0, two = C0, three = C0;
+            GemmArgs g = prob.g;
+            std::vector<float> serial = prob.C0, two = prob.C0, three = prob.C0;
             g.C = serial.data();
             t->sgemm(g);
             g.C = two.data();
@@ -234,7 +252,7 @@ TEST_CASE("sgemm_parallel is bitwise equal to sgemm for any thread count", "[ker
             pg::kernels::sgemm_parallel_with(*t, g, pool3);
             CHECK(std::memcmp(serial.data(), two.data(), serial.size() * 4) == 0);
             CHECK(std::memcmp(serial.data(), three.data(), serial.size() * 4) == 0);
-            check_gemm(*t, c, &pool3);
+            check_against_truth(*t, c, prob, truth, three);  // and so the serial and 2-thread C
         }
     }
 }

@@ -92,28 +92,31 @@ TEST_CASE("every lane-FMA GEMM variant equals the xsimd neon64 GEMM bit for bit"
     // M: a partial tile, tall 24-row blocks, two row blocks (MC = 16 MR); N: 1-, 2- and
     // 3-vector last panels, two N blocks (NC = 504 or 512); K: two K blocks (256; 128 for a
     // wide transposed A), an odd K (the k2 variant's tail step).
-    for (const pg::kernels::KernelTable* lane : pg::kernels::neon64_lane_tables()) {
-        for (auto& l : layouts)
-            for (int M : {13, 50, 207})
-                for (int N : {13, 68, 509})
-                    for (int K : {1, 19, 300}) {
-                        CAPTURE(lane->name, l[0], l[1], M, N, K);
-                        const int lda = (l[0] ? M : K) + 3, ldb = (l[1] ? K : N) + 1, ldc = N + 2;
-                        const std::vector<float> A = fill(std::size_t(l[0] ? K : M) * lda);
-                        const std::vector<float> B = fill(std::size_t(l[1] ? N : K) * ldb);
-                        const std::vector<float> C0 = fill(std::size_t(M) * ldc);
-                        const std::vector<float> bias = fill(std::size_t(N));
-                        pg::kernels::GemmArgs g = pg::kernels::gemm_args(
-                            l[0], l[1], M, N, K, A.data(), lda, B.data(), ldb, nullptr, ldc, 0.75f,
-                            K == 19 ? 0.0f : 0.5f);
-                        g.bias = K == 1 ? nullptr : bias.data();
-                        std::vector<float> c_lane = C0, c_xsimd = C0;
+    // The xsimd product is computed once per shape and every variant compared with it.
+    for (auto& l : layouts)
+        for (int M : {13, 50, 207})
+            for (int N : {13, 68, 509})
+                for (int K : {1, 19, 300}) {
+                    CAPTURE(l[0], l[1], M, N, K);
+                    const int lda = (l[0] ? M : K) + 3, ldb = (l[1] ? K : N) + 1, ldc = N + 2;
+                    const std::vector<float> A = fill(std::size_t(l[0] ? K : M) * lda);
+                    const std::vector<float> B = fill(std::size_t(l[1] ? N : K) * ldb);
+                    const std::vector<float> C0 = fill(std::size_t(M) * ldc);
+                    const std::vector<float> bias = fill(std::size_t(N));
+                    pg::kernels::GemmArgs g = pg::kernels::gemm_args(
+                        l[0], l[1], M, N, K, A.data(), lda, B.data(), ldb, nullptr, ldc, 0.75f,
+                        K == 19 ? 0.0f : 0.5f);
+                    g.bias = K == 1 ? nullptr : bias.data();
+                    std::vector<float> c_xsimd = C0;
+                    g.C = c_xsimd.data();
+                    xs->sgemm(g);
+                    for (const pg::kernels::KernelTable* lane : pg::kernels::neon64_lane_tables()) {
+                        CAPTURE(lane->name);
+                        std::vector<float> c_lane = C0;
                         g.C = c_lane.data();
                         lane->sgemm(g);
-                        g.C = c_xsimd.data();
-                        xs->sgemm(g);
                         CHECK(std::memcmp(c_lane.data(), c_xsimd.data(), c_lane.size() * 4) == 0);
                     }
-    }
+                }
 }
 #endif
