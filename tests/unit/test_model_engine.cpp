@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <vector>
 
 #include "core/rng.hpp"
@@ -93,20 +94,64 @@ void check_close(const float* got, const float* want, int64_t n, double rel, con
 }
 
 
+// compare_with_reference's inputs: random parameters and a batch, from fixed seeds.
+const float kGradScale = 0.25f;
+std::vector<float> compared_params(const Geometry& g) { return pg_test::random_model_params<float>(g.cfg, 3, 0.3); }
+Batch compared_batch(const Geometry& g) { return random_batch(g, 9); }
+
+// What the float reference computes from those inputs.
+struct ReferenceResult {
+    pg::LossSum sum;
+    std::vector<float> losses, logits, grads;
+};
+
+// The reference's result, computed once per geometry and dropout in a run of the tests and
+// shared by every thread count and recomputation setting compared with it: the scalar reference
+// costs more than the engine, most of all under qemu.
+const ReferenceResult& reference_result(const Geometry& g, const pg::Dropout& dropout) {
+    struct Cached {
+        Geometry g;
+        pg::Dropout dropout;
+        ReferenceResult result;
+    };
+    static std::deque<Cached> cache;  // a deque: the references handed out stay valid
+    auto same = [&](const Cached& c) {
+        const pg::ModelConfig &a = c.g.cfg, &b = g.cfg;
+        return a.n_layer == b.n_layer && a.n_head == b.n_head && a.n_embd == b.n_embd && a.n_ctx == b.n_ctx &&
+               a.vocab_size == b.vocab_size && a.padded_vocab_size == b.padded_vocab_size && c.g.B == g.B &&
+               c.g.T == g.T && c.dropout.p == dropout.p && c.dropout.seed == dropout.seed &&
+               c.dropout.stream == dropout.stream;
+    };
+    for (const Cached& c : cache)
+        if (same(c)) return c.result;
+    const std::vector<float> params = compared_params(g);
+    const Batch batch = compared_batch(g);
+    const int64_t N = int64_t(g.B) * g.T;
+    ReferenceResult r;
+    r.losses.resize(size_t(N));
+    r.logits.resize(size_t(N * g.cfg.vocab_size));
+    r.grads.assign(params.size(), 0.0f);
+    pg::ReferenceGpt<float> ref(g.cfg, g.B, g.T);
+    r.sum = ref.forward(params.data(), batch.inputs.data(), batch.targets.data(), r.losses.data(), r.logits.data(),
+                        dropout);
+    ref.backward(r.grads.data(), kGradScale);
+    cache.push_back({g, dropout, std::move(r)});
+    return cache.back().result;
+}
+
 void compare_with_reference(const Geometry& g, int threads, const pg::Dropout& dropout, bool recompute) {
     const pg::ParamLayout layout(g.cfg);
-    const std::vector<float> params = pg_test::random_model_params<float>(g.cfg, 3, 0.3);
-    const Batch batch = random_batch(g, 9);
+    const std::vector<float> params = compared_params(g);
+    const Batch batch = compared_batch(g);
     const int64_t N = int64_t(g.B) * g.T;
     const int V = g.cfg.vocab_size;
-    const float grad_scale = 0.25f;
 
-    pg::ReferenceGpt<float> ref(g.cfg, g.B, g.T);
-    std::vector<float> ref_losses(static_cast<size_t>(N)), ref_logits(static_cast<size_t>(N * V));
-    const pg::LossSum ref_sum = ref.forward(params.data(), batch.inputs.data(), batch.targets.data(),
-                                            ref_losses.data(), ref_logits.data(), dropout);
-    std::vector<float> ref_grads(size_t(layout.total), 0.0f);
-    ref.backward(ref_grads.data(), grad_scale);
+    REQUIRE(size_t(layout.total) == params.size());
+    const ReferenceResult& reference = reference_result(g, dropout);
+    const pg::LossSum ref_sum = reference.sum;
+    const std::vector<float>& ref_losses = reference.losses;
+    const std::vector<float>& ref_logits = reference.logits;
+    const std::vector<float>& ref_grads = reference.grads;
 
     pg::ThreadPool pool(threads);
     pg::EngineOptions options;
@@ -114,7 +159,7 @@ void compare_with_reference(const Geometry& g, int threads, const pg::Dropout& d
     pg::Engine engine(g.cfg, g.B + 1, g.T, options);  // a call may use less than the maximum
     std::vector<float> grads(size_t(layout.total), 0.0f);
     const pg::LossSum sum = engine.forward_backward(params.data(), grads.data(), batch.inputs.data(),
-                                                    batch.targets.data(), g.B, g.T, grad_scale, dropout, pool);
+                                                    batch.targets.data(), g.B, g.T, kGradScale, dropout, pool);
     CHECK(sum.count == ref_sum.count);
     CHECK(std::fabs(sum.sum - ref_sum.sum) <= 1e-5 * std::fabs(ref_sum.sum));
     for (int kind = 0; kind < pg::kNumParamKinds; ++kind)
@@ -179,18 +224,21 @@ TEST_CASE("weight gradients split over the tokens match the reference, the same 
             SECTION("dropout on, recompute") { compare_with_reference(g, threads, some_dropout(), true); }
         }
     }
-    const pg::ParamLayout layout(g.cfg);
-    const std::vector<float> params = pg_test::random_model_params<float>(g.cfg, 3, 0.3);
-    const Batch batch = random_batch(g, 9);
-    pg::ThreadPool pool(3);
-    pg::Engine engine(g.cfg, g.B, g.T);
-    std::vector<float> first(size_t(layout.total), 0.0f), again(size_t(layout.total), 0.0f);
-    engine.forward_backward(params.data(), first.data(), batch.inputs.data(), batch.targets.data(), g.B, g.T, 0.5f,
-                            pg::Dropout{}, pool);
-    engine.forward_backward(params.data(), again.data(), batch.inputs.data(), batch.targets.data(), g.B, g.T, 0.5f,
-                            pg::Dropout{}, pool);
-    CHECK(std::memcmp(first.data(), again.data(), first.size() * sizeof(float)) == 0);
-    CHECK(engine.weight_gradient_gemms() == 4 * g.cfg.n_layer + 1);
+    // A section of its own: code beside the sections would run again with each of them.
+    SECTION("the same bits twice on 3 threads, every weight gradient split") {
+        const pg::ParamLayout layout(g.cfg);
+        const std::vector<float> params = pg_test::random_model_params<float>(g.cfg, 3, 0.3);
+        const Batch batch = random_batch(g, 9);
+        pg::ThreadPool pool(3);
+        pg::Engine engine(g.cfg, g.B, g.T);
+        std::vector<float> first(size_t(layout.total), 0.0f), again(size_t(layout.total), 0.0f);
+        engine.forward_backward(params.data(), first.data(), batch.inputs.data(), batch.targets.data(), g.B, g.T,
+                                0.5f, pg::Dropout{}, pool);
+        engine.forward_backward(params.data(), again.data(), batch.inputs.data(), batch.targets.data(), g.B, g.T,
+                                0.5f, pg::Dropout{}, pool);
+        CHECK(std::memcmp(first.data(), again.data(), first.size() * sizeof(float)) == 0);
+        CHECK(engine.weight_gradient_gemms() == 4 * g.cfg.n_layer + 1);
+    }
 }
 
 TEST_CASE("engine attention at head size 32 and an odd T matches the float reference", "[model][engine]") {
