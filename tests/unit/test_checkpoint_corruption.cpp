@@ -664,9 +664,10 @@ TEST_CASE("every truncation and every single-byte flip: a clean error or the ide
             if (!shard.owns(len)) continue;
             std::vector<uint8_t> cut(v.bytes.begin(), v.bytes.begin() + long(len));
             Loaded r = load_bytes(cut, v.with_state);
-            INFO("truncated to " << len);
-            REQUIRE(r.status != PG_OK);  // every proper prefix is incomplete
-            REQUIRE((r.status == PG_ERR_FORMAT || r.status == PG_ERR_CHECKSUM));
+            // Every proper prefix is incomplete. (The message is built only on a failure: an
+            // INFO per load was a fifth of the sweep's time, more under the sanitizers.)
+            if (r.status != PG_ERR_FORMAT && r.status != PG_ERR_CHECKSUM)
+                FAIL("truncated to " << len << ": " << pg_status_name(r.status) << " " << r.message);
             ++errors;
         }
         for (std::size_t at = 0; at < v.bytes.size(); ++at) {
@@ -675,14 +676,14 @@ TEST_CASE("every truncation and every single-byte flip: a clean error or the ide
                 std::vector<uint8_t> flipped = v.bytes;
                 flipped[at] ^= mask;
                 Loaded r = load_bytes(flipped, v.with_state);
-                INFO("byte " << at << " ^= " << int(mask) << ": " << r.message);
                 if (r.status == PG_OK) {
-                    REQUIRE(same_weights(*r.model, *expected.model));
-                    if (v.with_state) REQUIRE(same_state(r.state, state));
+                    if (!same_weights(*r.model, *expected.model) || (v.with_state && !same_state(r.state, state)))
+                        FAIL("byte " << at << " ^= " << int(mask) << " loaded a different model");
                     ++identical;
                 } else {
-                    REQUIRE(r.status != PG_ERR_INTERNAL);
-                    REQUIRE(r.status != PG_ERR_OUT_OF_MEMORY);
+                    if (r.status == PG_ERR_INTERNAL || r.status == PG_ERR_OUT_OF_MEMORY)
+                        FAIL("byte " << at << " ^= " << int(mask) << ": " << pg_status_name(r.status) << " "
+                                     << r.message);
                     ++errors;
                 }
             }
@@ -709,8 +710,9 @@ TEST_CASE("every truncation and every single-byte flip of a mapped file: a clean
             if (!shard.owns(len)) continue;
             write_bytes(path, std::vector<uint8_t>(bytes.begin(), bytes.begin() + long(len)));
             const Loaded r = map_file(path);
-            INFO("truncated to " << len << ": " << r.message);
-            REQUIRE(r.status == PG_ERR_FORMAT);  // every proper prefix is incomplete, the empty one too
+            // Every proper prefix is incomplete, the empty one too (a message only on a failure).
+            if (r.status != PG_ERR_FORMAT)
+                FAIL("truncated to " << len << ": " << pg_status_name(r.status) << " " << r.message);
             ++errors;
         }
         for (std::size_t at = 0; at < bytes.size(); ++at) {
@@ -720,13 +722,14 @@ TEST_CASE("every truncation and every single-byte flip of a mapped file: a clean
                 flipped[at] ^= mask;
                 write_bytes(path, flipped);
                 const Loaded r = map_file(path);
-                INFO("byte " << at << " ^= " << int(mask) << ": " << r.message);
                 if (r.status == PG_OK) {
-                    REQUIRE(same_weights(*r.model, *expected.model));
+                    if (!same_weights(*r.model, *expected.model))
+                        FAIL("byte " << at << " ^= " << int(mask) << " loaded a different model");
                     ++identical;
                 } else {
-                    REQUIRE(r.status != PG_ERR_INTERNAL);
-                    REQUIRE(r.status != PG_ERR_OUT_OF_MEMORY);
+                    if (r.status == PG_ERR_INTERNAL || r.status == PG_ERR_OUT_OF_MEMORY)
+                        FAIL("byte " << at << " ^= " << int(mask) << ": " << pg_status_name(r.status) << " "
+                                     << r.message);
                     ++errors;
                 }
             }
