@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "phonegpt/phonegpt.h"
 
@@ -20,9 +21,27 @@ private:
     pg_status status_;
 };
 
+// A message is given as text or as a function returning it, called only when the message is
+// thrown: a passing check should cost only its test. Checks that run per tensor, per entry or
+// per element of a file compose their messages in a function, so that loading a good file
+// builds no error text at all (and a literal is not copied into a std::string unless thrown).
+inline std::string message_text(const char* message) { return message; }
+inline const std::string& message_text(const std::string& message) { return message; }
+template <class MakeMessage, std::enable_if_t<std::is_invocable_r_v<std::string, const MakeMessage&>, int> = 0>
+std::string message_text(const MakeMessage& make_message) {
+    return make_message();
+}
+
 // Throws Error(status, message) when `ok` is false. Use for argument and format checks.
+inline void require(bool ok, pg_status status, const char* message) {
+    if (!ok) throw Error(status, message);
+}
 inline void require(bool ok, pg_status status, const std::string& message) {
     if (!ok) throw Error(status, message);
+}
+template <class MakeMessage, std::enable_if_t<std::is_invocable_r_v<std::string, const MakeMessage&>, int> = 0>
+void require(bool ok, pg_status status, const MakeMessage& make_message) {
+    if (!ok) throw Error(status, make_message());
 }
 
 }  // namespace pg

@@ -73,13 +73,16 @@ private:
     std::string context_;
 };
 
-// Overflow-checked arithmetic on sizes read from files: throws PG_ERR_FORMAT naming `what`.
-inline uint64_t checked_mul(uint64_t a, uint64_t b, const std::string& what) {
-    if (a != 0 && b > UINT64_MAX / a) throw Error(PG_ERR_FORMAT, what + ": size overflows 64 bits");
+// Overflow-checked arithmetic on sizes read from files: throws PG_ERR_FORMAT naming `what`
+// (text or a function returning it, as a message of require).
+template <class What>
+uint64_t checked_mul(uint64_t a, uint64_t b, const What& what) {
+    if (a != 0 && b > UINT64_MAX / a) throw Error(PG_ERR_FORMAT, message_text(what) + ": size overflows 64 bits");
     return a * b;
 }
-inline uint64_t checked_add(uint64_t a, uint64_t b, const std::string& what) {
-    if (b > UINT64_MAX - a) throw Error(PG_ERR_FORMAT, what + ": size overflows 64 bits");
+template <class What>
+uint64_t checked_add(uint64_t a, uint64_t b, const What& what) {
+    if (b > UINT64_MAX - a) throw Error(PG_ERR_FORMAT, message_text(what) + ": size overflows 64 bits");
     return a + b;
 }
 

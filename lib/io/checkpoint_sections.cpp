@@ -158,47 +158,53 @@ std::vector<CheckpointTensor> decode_tensor_table(ByteReader& r, bool mappable) 
     uint64_t next_offset = 0;
     for (uint32_t i = 0; i < count; ++i) {
         CheckpointTensor& t = tensors[i];
-        const std::string where = r.context() + ": tensor " + std::to_string(i);
+        // The messages are composed only when a check fails (require).
+        auto where = [&] { return r.context() + ": tensor " + std::to_string(i); };
         const uint16_t name_len = r.get<uint16_t>("name length");
         require(name_len >= 1 && name_len <= 255, PG_ERR_FORMAT,
-                where + ": name length " + std::to_string(name_len) + " is outside [1, 255]");
+                [&] { return where() + ": name length " + std::to_string(name_len) + " is outside [1, 255]"; });
         const uint8_t* name = r.take(name_len, "name");
         for (uint16_t k = 0; k < name_len; ++k)
-            require(name[k] >= 0x21 && name[k] < 0x7F, PG_ERR_FORMAT, where + ": name has a non-printable byte");
+            require(name[k] >= 0x21 && name[k] < 0x7F, PG_ERR_FORMAT,
+                    [&] { return where() + ": name has a non-printable byte"; });
         t.name.assign(reinterpret_cast<const char*>(name), name_len);
-        const std::string what = where + " (\"" + t.name + "\")";
+        auto what = [&] { return where() + " (\"" + t.name + "\")"; };
         const uint8_t dtype = r.get<uint8_t>("dtype");
         if (mappable)
-            require(dtype >= uint8_t(TensorDtype::kF32) && dtype <= uint8_t(TensorDtype::kBF16), PG_ERR_FORMAT,
-                    what + ": unknown dtype code " + std::to_string(dtype) + " (1 = f32, 2 = f16, 3 = bf16)");
+            require(dtype >= uint8_t(TensorDtype::kF32) && dtype <= uint8_t(TensorDtype::kBF16), PG_ERR_FORMAT, [&] {
+                return what() + ": unknown dtype code " + std::to_string(dtype) + " (1 = f32, 2 = f16, 3 = bf16)";
+            });
         else
-            require(dtype == uint8_t(TensorDtype::kF32), PG_ERR_FORMAT,
-                    what + ": unknown dtype code " + std::to_string(dtype) +
-                        " (1 = f32 is the only one without the mapping layout)");
+            require(dtype == uint8_t(TensorDtype::kF32), PG_ERR_FORMAT, [&] {
+                return what() + ": unknown dtype code " + std::to_string(dtype) +
+                       " (1 = f32 is the only one without the mapping layout)";
+            });
         t.dtype = TensorDtype(dtype);
         t.n_dims = r.get<uint8_t>("n_dims");
         require(t.n_dims >= 1 && t.n_dims <= 4, PG_ERR_FORMAT,
-                what + ": n_dims " + std::to_string(t.n_dims) + " is outside [1, 4]");
+                [&] { return what() + ": n_dims " + std::to_string(t.n_dims) + " is outside [1, 4]"; });
+        auto shape_what = [&] { return what() + " shape"; };
         uint64_t numel = 1;
         for (int d = 0; d < t.n_dims; ++d) {
             t.shape[d] = r.get<uint64_t>("shape");
-            require(t.shape[d] >= 1, PG_ERR_FORMAT, what + ": dimension " + std::to_string(d) + " is 0");
-            numel = checked_mul(numel, t.shape[d], what + " shape");
+            require(t.shape[d] >= 1, PG_ERR_FORMAT, [&] { return what() + ": dimension " + std::to_string(d) + " is 0"; });
+            numel = checked_mul(numel, t.shape[d], shape_what);
         }
         t.offset = r.get<uint64_t>("offset");
         t.nbytes = r.get<uint64_t>("nbytes");
         t.checksum = r.get<uint64_t>("checksum");
         const int width = dtype_bytes(t.dtype);
-        const uint64_t expect_bytes = checked_mul(numel, uint64_t(width), what + " shape");
-        require(t.nbytes == expect_bytes, PG_ERR_FORMAT,
-                what + ": nbytes " + std::to_string(t.nbytes) + " != shape " + shape_text(t.n_dims, t.shape) +
-                    " x " + std::to_string(width) + " bytes = " + std::to_string(expect_bytes));
+        const uint64_t expect_bytes = checked_mul(numel, uint64_t(width), shape_what);
+        require(t.nbytes == expect_bytes, PG_ERR_FORMAT, [&] {
+            return what() + ": nbytes " + std::to_string(t.nbytes) + " != shape " + shape_text(t.n_dims, t.shape) +
+                   " x " + std::to_string(width) + " bytes = " + std::to_string(expect_bytes);
+        });
         const bool aligned_gap = mappable && t.offset >= next_offset && t.offset - next_offset < kCheckpointAlignment;
         if (t.offset != next_offset && !aligned_gap)
-            throw Error(PG_ERR_FORMAT, what + ": offset " + std::to_string(t.offset) +
+            throw Error(PG_ERR_FORMAT, what() + ": offset " + std::to_string(t.offset) +
                                            (t.offset < next_offset ? " overlaps the previous tensor" : " leaves a gap") +
                                            " (tensors must be contiguous; expected " + std::to_string(next_offset) + ")");
-        next_offset = checked_add(t.offset, t.nbytes, what + " end");  // t.offset == next_offset but for an aligned gap
+        next_offset = checked_add(t.offset, t.nbytes, [&] { return what() + " end"; });  // t.offset == next_offset but for an aligned gap
     }
     r.expect_end();
     return tensors;

@@ -40,35 +40,39 @@ TensorDtype dtype_of(WeightStorage storage, bool half) {
 std::vector<int> check_tensors_against_geometry(const std::vector<CheckpointTensor>& tensors, const ModelConfig& cfg,
                                                 bool with_moments, bool mappable, WeightStorage storage) {
     const std::vector<ExpectedTensor> expected = expected_tensors(cfg, with_moments, mappable);
-    const std::string geometry = "geometry (n_layer " + std::to_string(cfg.n_layer) + ", n_embd " +
-                                 std::to_string(cfg.n_embd) + ", n_ctx " + std::to_string(cfg.n_ctx) +
-                                 ", padded_vocab_size " + std::to_string(cfg.padded_vocab_size) + ")";
+    auto geometry = [&] {  // for the messages, composed only when one is thrown
+        return "geometry (n_layer " + std::to_string(cfg.n_layer) + ", n_embd " + std::to_string(cfg.n_embd) +
+               ", n_ctx " + std::to_string(cfg.n_ctx) + ", padded_vocab_size " +
+               std::to_string(cfg.padded_vocab_size) + ")";
+    };
     const std::size_t n = std::min(tensors.size(), expected.size());
     for (std::size_t i = 0; i < n; ++i) {
         const CheckpointTensor& t = tensors[i];
         const ExpectedTensor& e = expected[i];
         if (t.name != e.name)
             throw Error(PG_ERR_GEOMETRY, "checkpoint tensor " + std::to_string(i) + " is \"" + t.name +
-                                             "\" but the " + geometry + " needs \"" + e.name + "\" there");
+                                             "\" but the " + geometry() + " needs \"" + e.name + "\" there");
         if (t.n_dims != e.n_dims || t.shape != e.shape)
             throw Error(PG_ERR_GEOMETRY, "checkpoint tensor \"" + t.name + "\" has shape " +
-                                             shape_text(t.n_dims, t.shape) + " but the " + geometry +
+                                             shape_text(t.n_dims, t.shape) + " but the " + geometry() +
                                              " needs " + shape_text(e.n_dims, e.shape));
         if (!mappable) continue;
         const TensorDtype dtype = dtype_of(storage, e.half);
-        require(t.dtype == dtype, PG_ERR_FORMAT,
-                "checkpoint tensor \"" + t.name + "\" has dtype " + dtype_text(t.dtype) + " but the file's " +
-                    weight_storage_name(storage) + " storage (section WLAY) needs " + dtype_text(dtype));
+        require(t.dtype == dtype, PG_ERR_FORMAT, [&] {
+            return "checkpoint tensor \"" + t.name + "\" has dtype " + dtype_text(t.dtype) + " but the file's " +
+                   weight_storage_name(storage) + " storage (section WLAY) needs " + dtype_text(dtype);
+        });
         const uint64_t prev_end = i == 0 ? 0 : tensors[i - 1].offset + tensors[i - 1].nbytes;
         const uint64_t at = e.group_start ? round_up_to(prev_end, kCheckpointAlignment) : prev_end;
-        require(t.offset == at, PG_ERR_FORMAT,
-                "checkpoint tensor \"" + t.name + "\" starts at " + std::to_string(t.offset) + " of the data region; the " +
-                    "mapping layout puts it at " + std::to_string(at) +
-                    (e.group_start ? " (its kind's first tensor, on a 64-byte boundary)" : " (right after the previous one)"));
+        require(t.offset == at, PG_ERR_FORMAT, [&] {
+            return "checkpoint tensor \"" + t.name + "\" starts at " + std::to_string(t.offset) +
+                   " of the data region; the mapping layout puts it at " + std::to_string(at) +
+                   (e.group_start ? " (its kind's first tensor, on a 64-byte boundary)" : " (right after the previous one)");
+        });
     }
     if (tensors.size() != expected.size())
         throw Error(PG_ERR_GEOMETRY, "checkpoint has " + std::to_string(tensors.size()) + " tensors but the " +
-                                         geometry + (with_moments ? " with training state" : "") + " needs " +
+                                         geometry() + (with_moments ? " with training state" : "") + " needs " +
                                          std::to_string(expected.size()));
     std::vector<int> index;
     for (const ExpectedTensor& e : expected) index.push_back(e.model_index);
@@ -76,15 +80,17 @@ std::vector<int> check_tensors_against_geometry(const std::vector<CheckpointTens
 }
 
 void require_tensor_checksum(const std::string& source, const CheckpointTensor& t, uint64_t computed) {
-    require(computed == t.checksum, PG_ERR_CHECKSUM,
-            source + ": tensor \"" + t.name + "\" checksum mismatch (stored " + hex64(t.checksum) + ", computed " +
-                hex64(computed) + "): the file is corrupt");
+    require(computed == t.checksum, PG_ERR_CHECKSUM, [&] {
+        return source + ": tensor \"" + t.name + "\" checksum mismatch (stored " + hex64(t.checksum) + ", computed " +
+               hex64(computed) + "): the file is corrupt";
+    });
 }
 
 void require_fp32_weights_hash(const std::string& source, uint64_t computed, const CheckpointHeader& h) {
-    require(computed == h.fp32_weights_hash, PG_ERR_CHECKSUM,
-            source + ": the weights' hash " + hex64(computed) + " differs from the one section WLAY records (" +
-                hex64(h.fp32_weights_hash) + "): the file is corrupt");
+    require(computed == h.fp32_weights_hash, PG_ERR_CHECKSUM, [&] {
+        return source + ": the weights' hash " + hex64(computed) + " differs from the one section WLAY records (" +
+               hex64(h.fp32_weights_hash) + "): the file is corrupt";
+    });
 }
 
 }  // namespace pg::io::ckpt

@@ -38,9 +38,10 @@ pg_model_config model_config_to_c(const ModelConfig& m) {
 
 void validate_model_config(const ModelConfig& m) {
     auto range = [](const char* field, long long v, long long lo, long long hi) {
-        require(v >= lo && v <= hi, PG_ERR_INVALID_ARGUMENT,
-                std::string("model config: ") + field + " = " + std::to_string(v) +
-                    " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+        require(v >= lo && v <= hi, PG_ERR_INVALID_ARGUMENT, [&] {
+            return std::string("model config: ") + field + " = " + std::to_string(v) + " is outside [" +
+                   std::to_string(lo) + ", " + std::to_string(hi) + "]";
+        });
     };
     range("n_layer", m.n_layer, 1, kMaxLayers);
     range("n_head", m.n_head, 1, kMaxEmbd);
@@ -48,14 +49,16 @@ void validate_model_config(const ModelConfig& m) {
     range("n_ctx", m.n_ctx, 1, kMaxCtx);
     range("vocab_size", m.vocab_size, 2, kMaxVocab);
     range("padded_vocab_size", m.padded_vocab_size, m.vocab_size, kMaxVocab);
-    require(m.n_embd % m.n_head == 0, PG_ERR_INVALID_ARGUMENT,
-            "model config: n_embd = " + std::to_string(m.n_embd) + " is not a multiple of n_head = " +
-                std::to_string(m.n_head));
+    require(m.n_embd % m.n_head == 0, PG_ERR_INVALID_ARGUMENT, [&] {
+        return "model config: n_embd = " + std::to_string(m.n_embd) + " is not a multiple of n_head = " +
+               std::to_string(m.n_head);
+    });
     require(m.layernorm_eps > 0.0f && m.layernorm_eps < 1.0f, PG_ERR_INVALID_ARGUMENT,
             "model config: layernorm_eps must be in (0, 1)");
-    require(count_params(m) <= kMaxParams, PG_ERR_INVALID_ARGUMENT,
-            "model config: " + std::to_string(count_params(m)) + " parameters is more than the " +
-                std::to_string(kMaxParams) + " this library supports");
+    require(count_params(m) <= kMaxParams, PG_ERR_INVALID_ARGUMENT, [&] {
+        return "model config: " + std::to_string(count_params(m)) + " parameters is more than the " +
+               std::to_string(kMaxParams) + " this library supports";
+    });
 }
 
 int64_t count_params(const ModelConfig& m) {

@@ -57,11 +57,12 @@ CharTokenizer::CharTokenizer(std::vector<uint32_t> code_points) : code_points_(s
     utf8_.reserve(code_points_.size());
     for (std::size_t i = 0; i < code_points_.size(); ++i) {
         const uint32_t cp = code_points_[i];
-        require(utf8::is_scalar_value(cp), PG_ERR_INVALID_ARGUMENT,
-                "character vocabulary entry " + std::to_string(i) + " is " + utf8::code_point_name(cp) +
-                    ", not a Unicode scalar value");
+        require(utf8::is_scalar_value(cp), PG_ERR_INVALID_ARGUMENT, [&] {
+            return "character vocabulary entry " + std::to_string(i) + " is " + utf8::code_point_name(cp) +
+                   ", not a Unicode scalar value";
+        });
         require(i == 0 || cp > code_points_[i - 1], PG_ERR_INVALID_ARGUMENT,
-                "character vocabulary is not strictly increasing at entry " + std::to_string(i));
+                [&] { return "character vocabulary is not strictly increasing at entry " + std::to_string(i); });
         if (cp < 128) ascii_ids_[cp] = int32_t(i);
         std::string s;
         utf8::append(s, cp);
