@@ -48,8 +48,9 @@ if(PG_FUZZ)
   add_test(NAME corruption_matrix_sanitized COMMAND corruption_sanitized "corruption matrix*")
   set_tests_properties(corruption_matrix_sanitized PROPERTIES LABELS fuzz TIMEOUT 600
     ENVIRONMENT "PG_TEST_TMPDIR=${CMAKE_CURRENT_BINARY_DIR}/tmp")
-  # The sweep (about 190 s of one core under the sanitizers on a Zen 5 host, the fuzz stage's
-  # longest test; 340 s before the reader stopped allocating a 1 MiB buffer per load) in
+  # The sweep (about 75 s of one core under the sanitizers on a Zen 5 host, the fuzz stage's
+  # longest test; 340 s before the reader stopped allocating a 1 MiB buffer per load, 160 s
+  # before the loaders stopped composing error messages for checks that pass) in
   # shards of the byte positions (PG_SWEEP_SHARD, test_checkpoint_support.hpp), so ctest -j runs
   # them on every core; each shard has its own scratch folder, since the mapped sweep writes a file.
   set(PG_SWEEP_SHARDS 2)
