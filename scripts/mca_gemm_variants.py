@@ -26,6 +26,7 @@ Usage: scripts/mca_gemm_variants.py [--cxx aarch64-linux-gnu-g++] [--llvm-mca ll
                                     [--markdown | --check | --json]
 """
 import argparse
+import functools
 import json
 import os
 import re
@@ -110,6 +111,9 @@ def extract_regions(asm):
     return regions
 
 
+# Cached: several cores share one scheduling model (arm_cores.def's fourth column), and the
+# same loop on the same model gives the same cycles.
+@functools.lru_cache(maxsize=None)
 def run_mca(llvm_mca, model, text):
     # +fullfp16: the FMLA .8h instructions (ARMv8.2-FP16) assemble on every model.
     out = subprocess.run([llvm_mca, "-mtriple=aarch64", "-mcpu=" + model, "-mattr=+fullfp16",
