@@ -114,6 +114,10 @@ TEST_CASE("JSON reader: strict syntax, UTF-8, exact integers, no duplicate keys"
                             "\"\\x\"", "\"\xff\"", "\"\xc0\xaf\"", "\"\\ud800\"", "01", "1.", "-", "tru", "{1:2}"})
         CHECK(parse_status(bad) == PG_ERR_FORMAT);
     CHECK(parse_status(std::string(200, '[') + std::string(200, ']')) == PG_ERR_FORMAT);  // depth cap
+    // A repeated key is named, at the byte of its second occurrence, in a nested object too.
+    CHECK_THROWS_WITH(parse("{\"b\":1,\"a\":2,\"b\":3}"), Catch::Contains("at byte 13: duplicate key \"b\""));
+    CHECK_THROWS_WITH(parse("{\"o\":{\"x\":[],\"x\":{}},\"p\":0}"), Catch::Contains("at byte 13: duplicate key \"x\""));
+    CHECK(parse("{\"x\":{\"x\":1},\"y\":{\"x\":2}}").find("y")->find("x")->as_u64("x") == 2);
     CHECK_THROWS_AS(parse("18446744073709551616").as_u64("big"), pg::Error);
     CHECK_THROWS_AS(parse("-1").as_u64("neg"), pg::Error);
     CHECK_THROWS_AS(parse("1.5").as_u64("frac"), pg::Error);
