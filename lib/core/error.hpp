@@ -33,15 +33,9 @@ std::string message_text(const MakeMessage& make_message) {
 }
 
 // Throws Error(status, message) when `ok` is false. Use for argument and format checks.
-inline void require(bool ok, pg_status status, const char* message) {
-    if (!ok) throw Error(status, message);
-}
-inline void require(bool ok, pg_status status, const std::string& message) {
-    if (!ok) throw Error(status, message);
-}
-template <class MakeMessage, std::enable_if_t<std::is_invocable_r_v<std::string, const MakeMessage&>, int> = 0>
-void require(bool ok, pg_status status, const MakeMessage& make_message) {
-    if (!ok) throw Error(status, make_message());
+template <class Message>
+void require(bool ok, pg_status status, const Message& message) {
+    if (!ok) throw Error(status, message_text(message));
 }
 
 }  // namespace pg
