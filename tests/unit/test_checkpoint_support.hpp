@@ -16,6 +16,7 @@
 #include "io/checkpoint.hpp"
 #include "model/model.hpp"
 #include "model/params.hpp"
+#include "model_test_params.hpp"
 #include "test_support.hpp"
 #include "tokenizer/char_tokenizer.hpp"
 
@@ -152,11 +153,7 @@ inline Loaded map_file(const std::string& path) {
     });
 }
 
-inline bool same_config(const pg::ModelConfig& a, const pg::ModelConfig& b) {
-    return a.n_layer == b.n_layer && a.n_head == b.n_head && a.n_embd == b.n_embd && a.n_ctx == b.n_ctx &&
-           a.vocab_size == b.vocab_size && a.padded_vocab_size == b.padded_vocab_size &&
-           std::memcmp(&a.layernorm_eps, &b.layernorm_eps, sizeof(float)) == 0;
-}
+using pg_test::same_config;
 
 // Bitwise: configuration, every weight, and the tokenizer's serialized bytes.
 inline bool same_model(const pg::Model& a, const pg::Model& b) {

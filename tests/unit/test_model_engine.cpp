@@ -116,11 +116,8 @@ const ReferenceResult& reference_result(const Geometry& g, const pg::Dropout& dr
     };
     static std::deque<Cached> cache;  // a deque: the references handed out stay valid
     auto same = [&](const Cached& c) {
-        const pg::ModelConfig &a = c.g.cfg, &b = g.cfg;
-        return a.n_layer == b.n_layer && a.n_head == b.n_head && a.n_embd == b.n_embd && a.n_ctx == b.n_ctx &&
-               a.vocab_size == b.vocab_size && a.padded_vocab_size == b.padded_vocab_size && c.g.B == g.B &&
-               c.g.T == g.T && c.dropout.p == dropout.p && c.dropout.seed == dropout.seed &&
-               c.dropout.stream == dropout.stream;
+        return pg_test::same_config(c.g.cfg, g.cfg) && c.g.B == g.B && c.g.T == g.T && c.dropout.p == dropout.p &&
+               c.dropout.seed == dropout.seed && c.dropout.stream == dropout.stream;
     };
     for (const Cached& c : cache)
         if (same(c)) return c.result;
