@@ -13,6 +13,7 @@
 #include "io/checkpoint_tensors.hpp"
 #include "io/checksum.hpp"
 #include "io/finite_weights.hpp"
+#include "io/hex.hpp"
 #include "train/trainer.hpp"
 
 namespace pg::io {

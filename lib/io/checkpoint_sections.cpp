@@ -2,9 +2,8 @@
 // section codecs, the prelude and its checksum, shared by the writer, reader and mapper.
 #include "io/checkpoint_sections.hpp"
 
-#include <cstdio>
-
 #include "io/checksum.hpp"
+#include "io/hex.hpp"
 
 namespace pg::io {
 
@@ -17,18 +16,10 @@ std::string tag_text(const uint8_t* tag) {
         if (c >= 0x20 && c < 0x7F) {
             s += char(c);
         } else {
-            s += "\\x";
-            s += "0123456789abcdef"[c >> 4];
-            s += "0123456789abcdef"[c & 15];
+            s += "\\x" + hex_encode(&c, 1);
         }
     }
     return s;
-}
-
-std::string hex64(uint64_t v) {
-    char buf[20];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-    return buf;
 }
 
 std::string shape_text(int n_dims, const std::array<uint64_t, 4>& shape) {

@@ -33,9 +33,8 @@ inline constexpr char kTagDropoutRamp[5] = "DRMP";
 inline constexpr const char* kAdamM = "optimizer.adam_m";
 inline constexpr const char* kAdamV = "optimizer.adam_v";
 
-// For messages: a tag with non-printable bytes escaped, a hash in 16 hex digits, "[a, b]".
+// For messages: a tag with non-printable bytes escaped, "[a, b]" (hashes: io/hex.hpp's hex64).
 std::string tag_text(const uint8_t* tag);
-std::string hex64(uint64_t v);
 std::string shape_text(int n_dims, const std::array<uint64_t, 4>& shape);
 
 int dtype_bytes(TensorDtype d);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "io/checkpoint_sections.hpp"
+#include "io/hex.hpp"
 
 namespace pg::io::ckpt {
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/hex.hpp"
 
 namespace pg::io {
 
@@ -132,8 +133,7 @@ private:
             v.text_ = parse_number();
             return v;
         }
-        fail(std::string("unexpected character 0x") + "0123456789abcdef"[(unsigned char)c >> 4] +
-             "0123456789abcdef"[(unsigned char)c & 15]);
+        fail("unexpected character 0x" + hex_encode(&c, 1));
     }
 
     std::string parse_number() {
@@ -382,8 +382,22 @@ std::string json_list(const std::vector<T>& items, Format format) {
 }  // namespace
 
 JsonObject& JsonObject::raw(const std::string& key, const std::string& value) {
-    body_ += (body_.empty() ? "" : ",") + json_quote(key) + ":" + value;
+    members_.emplace_back(json_quote(key), value);
     return *this;
+}
+
+std::string JsonObject::text() const {
+    std::string s = "{";
+    for (std::size_t i = 0; i < members_.size(); ++i)
+        s += (i ? "," : "") + members_[i].first + ":" + members_[i].second;
+    return s + "}";
+}
+
+std::string JsonObject::indented_text() const {
+    std::string s = "{\n";
+    for (std::size_t i = 0; i < members_.size(); ++i)
+        s += "  " + members_[i].first + ": " + members_[i].second + (i + 1 < members_.size() ? ",\n" : "\n");
+    return s + "}";
 }
 
 JsonObject& JsonObject::str(const std::string& key, const std::string& v) { return raw(key, json_quote(v)); }
@@ -399,12 +413,19 @@ JsonObject& JsonObject::flt(const std::string& key, float v) {
 }
 
 JsonObject& JsonObject::integer(const std::string& key, long long v) { return raw(key, std::to_string(v)); }
+JsonObject& JsonObject::unsigned_integer(const std::string& key, unsigned long long v) {
+    return raw(key, std::to_string(v));
+}
 JsonObject& JsonObject::boolean(const std::string& key, bool v) { return raw(key, v ? "true" : "false"); }
 JsonObject& JsonObject::null(const std::string& key) { return raw(key, "null"); }
 JsonObject& JsonObject::object(const std::string& key, const JsonObject& v) { return raw(key, v.text()); }
 
+std::string json_array(const std::vector<JsonObject>& items) {
+    return json_list(items, [](const JsonObject& o) { return o.text(); });
+}
+
 JsonObject& JsonObject::array(const std::string& key, const std::vector<JsonObject>& items) {
-    return raw(key, json_list(items, [](const JsonObject& o) { return o.text(); }));
+    return raw(key, json_array(items));
 }
 
 JsonObject& JsonObject::numbers(const std::string& key, const std::vector<double>& vs) {
@@ -419,8 +440,24 @@ JsonObject& JsonObject::floats_or_tokens(const std::string& key, const std::vect
     }));
 }
 
+JsonObject& JsonObject::flt_or_token(const std::string& key, float v) {
+    const char* token = nonfinite_token(v);
+    return token ? str(key, token) : flt(key, v);
+}
+
 JsonObject& JsonObject::integers(const std::string& key, const std::vector<long long>& vs) {
     return raw(key, json_list(vs, [](long long v) { return std::to_string(v); }));
+}
+
+JsonObject& JsonObject::strings(const std::string& key, const std::vector<std::string>& vs) {
+    return raw(key, json_list(vs, json_quote));
+}
+
+JsonObject& JsonObject::string_pairs(const std::string& key,
+                                     const std::vector<std::pair<std::string, std::string>>& pairs) {
+    return raw(key, json_list(pairs, [](const std::pair<std::string, std::string>& p) {
+        return "[" + json_quote(p.first) + "," + json_quote(p.second) + "]";
+    }));
 }
 
 }  // namespace pg::io

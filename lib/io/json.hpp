@@ -63,8 +63,9 @@ std::string json_double(double v);
 const char* nonfinite_token(float v);
 bool parse_nonfinite_token(const std::string& s, float* out);
 
-// A JSON object written field by field, keys in the order added (the phonegpt tool's results,
-// docs/cli.md). Numbers are the shortest text that reads back as the same value. A NaN or an
+// A JSON object written field by field, keys in the order added: the one JSON writer of the
+// library, its tools and benchmarks (the phonegpt tool's results, docs/cli.md; safetensors
+// headers; signature manifests; config.json). Numbers are the shortest text that reads back as the same value. A NaN or an
 // infinity has no JSON form and is never a value here: adding one throws PG_ERR_INTERNAL
 // naming the key (a missing figure is written as null() on purpose, not by accident).
 class JsonObject {
@@ -73,6 +74,7 @@ public:
     JsonObject& num(const std::string& key, double v);
     JsonObject& flt(const std::string& key, float v);
     JsonObject& integer(const std::string& key, long long v);
+    JsonObject& unsigned_integer(const std::string& key, unsigned long long v);
     JsonObject& boolean(const std::string& key, bool v);
     JsonObject& null(const std::string& key);
     JsonObject& object(const std::string& key, const JsonObject& v);
@@ -81,12 +83,24 @@ public:
     // Floats that may be non-finite: finite ones as numbers() writes them, the others as
     // nonfinite_token's strings.
     JsonObject& floats_or_tokens(const std::string& key, const std::vector<float>& vs);
+    // One float as flt() writes it, or nonfinite_token's string for a NaN or an infinity.
+    JsonObject& flt_or_token(const std::string& key, float v);
     JsonObject& integers(const std::string& key, const std::vector<long long>& vs);
-    std::string text() const { return "{" + body_ + "}"; }
+    JsonObject& strings(const std::string& key, const std::vector<std::string>& vs);
+    // [[a, b], ...]: a tokenizer.json's merges.
+    JsonObject& string_pairs(const std::string& key, const std::vector<std::pair<std::string, std::string>>& pairs);
+    // Compact: no white space at all (the bytes a signature or a checksum covers).
+    std::string text() const;
+    // One member a line, indented by two spaces (a file people open, like config.json); the
+    // members' values compact.
+    std::string indented_text() const;
 
 private:
     JsonObject& raw(const std::string& key, const std::string& value);
-    std::string body_;
+    std::vector<std::pair<std::string, std::string>> members_;  // quoted key, value text
 };
+
+// A JSON array of objects, compact (a benchmark's rows).
+std::string json_array(const std::vector<JsonObject>& items);
 
 }  // namespace pg::io

@@ -6,6 +6,7 @@
 
 #include "io/bytes.hpp"
 #include "io/finite_weights.hpp"
+#include "io/hex.hpp"
 #include "io/json.hpp"
 
 namespace pg::io {
@@ -25,28 +26,6 @@ std::string shape_text(const std::vector<uint64_t>& shape) {
     std::string s = "[";
     for (std::size_t d = 0; d < shape.size(); ++d) s += (d ? ", " : "") + std::to_string(shape[d]);
     return s + "]";
-}
-
-std::string to_hex(const std::vector<uint8_t>& bytes) {
-    std::string s;
-    s.reserve(bytes.size() * 2);
-    for (uint8_t b : bytes) {
-        s += "0123456789abcdef"[b >> 4];
-        s += "0123456789abcdef"[b & 15];
-    }
-    return s;
-}
-
-std::vector<uint8_t> from_hex(const std::string& s, const std::string& what) {
-    auto nibble = [&](char c) -> uint8_t {
-        if (c >= '0' && c <= '9') return uint8_t(c - '0');
-        if (c >= 'a' && c <= 'f') return uint8_t(c - 'a' + 10);
-        throw Error(PG_ERR_FORMAT, what + " is not lower-case hex");
-    };
-    require(s.size() % 2 == 0, PG_ERR_FORMAT, what + " has an odd number of hex digits");
-    std::vector<uint8_t> out(s.size() / 2);
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = uint8_t(nibble(s[2 * i]) << 4 | nibble(s[2 * i + 1]));
-    return out;
 }
 
 // One model tensor as Hugging Face names and lays it out.
@@ -179,50 +158,58 @@ SafetensorsHeader read_safetensors_header(const ByteSource& src) {
 // ---- GPT-2 -------------------------------------------------------------------------------
 
 std::string hf_gpt2_config_json(const ModelConfig& c) {
-    std::string s = "{\n";
-    auto field = [&](const std::string& k, const std::string& v, bool last = false) {
-        s += "  " + json_quote(k) + ": " + v + (last ? "\n" : ",\n");
-    };
-    field("architectures", "[\"GPT2LMHeadModel\"]");
-    field("model_type", "\"gpt2\"");
-    field("activation_function", "\"gelu_new\"");
-    field("n_layer", std::to_string(c.n_layer));
-    field("n_head", std::to_string(c.n_head));
-    field("n_embd", std::to_string(c.n_embd));
-    field("n_positions", std::to_string(c.n_ctx));
-    field("n_ctx", std::to_string(c.n_ctx));
-    field("n_inner", "null");
-    field("vocab_size", std::to_string(c.vocab_size));
-    field("layer_norm_epsilon", json_float(c.layernorm_eps));
-    field("tie_word_embeddings", "true");
-    field("scale_attn_weights", "true");
-    field("embd_pdrop", "0.0");
-    field("attn_pdrop", "0.0");
-    field("resid_pdrop", "0.0");
-    field("initializer_range", "0.02");
-    field("torch_dtype", "\"float32\"", true);
-    return s + "}\n";
+    JsonObject o;
+    o.strings("architectures", {"GPT2LMHeadModel"})
+        .str("model_type", "gpt2")
+        .str("activation_function", "gelu_new")
+        .integer("n_layer", c.n_layer)
+        .integer("n_head", c.n_head)
+        .integer("n_embd", c.n_embd)
+        .integer("n_positions", c.n_ctx)
+        .integer("n_ctx", c.n_ctx)
+        .null("n_inner")
+        .integer("vocab_size", c.vocab_size)
+        .flt("layer_norm_epsilon", c.layernorm_eps)
+        .boolean("tie_word_embeddings", true)
+        .boolean("scale_attn_weights", true)
+        .num("embd_pdrop", 0.0)
+        .num("attn_pdrop", 0.0)
+        .num("resid_pdrop", 0.0)
+        .num("initializer_range", 0.02)
+        .str("torch_dtype", "float32");
+    return o.indented_text() + "\n";
+}
+
+void write_safetensors_header(ByteSink& sink, const JsonObject& metadata,
+                              const std::vector<SafetensorsTensor>& tensors) {
+    JsonObject header;
+    header.object("__metadata__", metadata);
+    for (const SafetensorsTensor& t : tensors) {
+        JsonObject entry;
+        entry.str("dtype", t.dtype)
+            .integers("shape", std::vector<long long>(t.shape.begin(), t.shape.end()))
+            .integers("data_offsets", {static_cast<long long>(t.begin), static_cast<long long>(t.end)});
+        header.object(t.name, entry);
+    }
+    std::string json = header.text();
+    while (json.size() % 8 != 0) json += ' ';
+    const uint64_t n = json.size();
+    sink.write(&n, 8);
+    sink.write(json.data(), json.size());
 }
 
 void write_hf_gpt2_safetensors(const Model& model, ByteSink& sink) {
     const std::vector<HfTensor> layout = hf_layout(model.config(), model.tensors());
-    std::string json = "{\"__metadata__\":{\"format\":\"pt\",\"phonegpt.padded_vocab_size\":\"" +
-                       std::to_string(model.config().padded_vocab_size) + "\"";
-    if (model.tokenizer()) json += ",\"phonegpt.tokenizer\":\"" + to_hex(model.tokenizer()->serialize()) + "\"";
-    json += "}";
+    JsonObject metadata;
+    metadata.str("format", "pt").str("phonegpt.padded_vocab_size", std::to_string(model.config().padded_vocab_size));
+    if (model.tokenizer()) metadata.str("phonegpt.tokenizer", hex_encode(model.tokenizer()->serialize()));
+    std::vector<SafetensorsTensor> tensors;
     uint64_t offset = 0;
     for (const HfTensor& t : layout) {
-        const uint64_t nbytes = t.numel * 4;
-        json += "," + json_quote("transformer." + t.hf_name) + ":{\"dtype\":\"F32\",\"shape\":[";
-        for (std::size_t d = 0; d < t.shape.size(); ++d) json += (d ? "," : "") + std::to_string(t.shape[d]);
-        json += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + nbytes) + "]}";
-        offset += nbytes;
+        tensors.push_back({"transformer." + t.hf_name, "F32", t.shape, offset, offset + t.numel * 4});
+        offset = tensors.back().end;
     }
-    json += "}";
-    while (json.size() % 8 != 0) json += ' ';  // data aligned to 8 bytes, as Hugging Face writes it
-    const uint64_t n = json.size();
-    sink.write(&n, 8);
-    sink.write(json.data(), json.size());
+    write_safetensors_header(sink, metadata, tensors);
     std::vector<float> scratch;
     for (const HfTensor& t : layout) {
         const float* data = model.params() + t.entry->offset;
@@ -295,7 +282,7 @@ HfGpt2Import read_hf_gpt2_header(const ByteSource& src, const std::string& confi
             name + ": phonegpt.padded_vocab_size " + std::to_string(c.padded_vocab_size) + " adds " +
                 std::to_string(padding_bytes) + " bytes of padding rows, more than the file's size");
     if (const std::string* tok = plan.file.metadata_value("phonegpt.tokenizer"))
-        plan.tokenizer_bytes = from_hex(*tok, name + ": metadata phonegpt.tokenizer");
+        plan.tokenizer_bytes = parse_hex(*tok, name + ": metadata phonegpt.tokenizer");
 
     // Every tensor the geometry needs, with its shape and dtype; nothing else but the causal
     // mask buffers older exports carry (h.N.attn.bias / masked_bias) and a tied lm_head.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/file_io.hpp"
+#include "io/json.hpp"
 #include "model/model.hpp"
 
 namespace pg::io {
@@ -33,6 +34,12 @@ struct SafetensorsHeader {
 
 // Validates everything the contract says (PG_ERR_FORMAT naming what is wrong).
 SafetensorsHeader read_safetensors_header(const ByteSource& src);
+
+// Writes the 8-byte length and the header: "__metadata__" (an object of strings) first, then
+// the tensors in order, as compact JSON padded with spaces to a multiple of 8 bytes, as Hugging
+// Face writes it, so the data that follows is aligned. The data is the caller's to write.
+void write_safetensors_header(ByteSink& sink, const JsonObject& metadata,
+                              const std::vector<SafetensorsTensor>& tensors);
 
 // Hugging Face GPT-2: "transformer."-prefixed names, Conv1D weights transposed to [in, out],
 // padding rows dropped, no lm_head (tied). Metadata: format "pt", and for a faithful round trip

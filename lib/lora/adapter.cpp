@@ -1,21 +1,15 @@
 #include "lora/adapter.hpp"
 
 #include <cmath>
-#include <cstdio>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "io/checksum.hpp"
+#include "io/hex.hpp"
 
 namespace pg::lora {
 
 namespace {
-
-std::string hex64(uint64_t v) {
-    char buf[19];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 const char* tokenizer_kind_name(pg_tokenizer_kind k) {
     return k == PG_TOKENIZER_CHAR ? "char" : k == 2 ? "bpe" : "unknown";
@@ -46,7 +40,7 @@ std::string BaseIdentity::describe() const {
                     std::to_string(c.padded_vocab_size) + " rows), ";
     s += has_tokenizer ? std::string(tokenizer_kind_name(tokenizer_kind)) + " tokenizer"
                        : std::string("no tokenizer");
-    return s + ", weights " + hex64(weights_hash);
+    return s + ", weights " + io::hex64(weights_hash);
 }
 
 BaseIdentity identify_base(const Model& base) {
@@ -155,12 +149,12 @@ void check_base_identity(const BaseIdentity& want, const BaseIdentity& have, boo
                                                          want.tokenizer_vocab == have.tokenizer_vocab));
     require(same_tokenizer, PG_ERR_GEOMETRY,
             "adapter does not fit the base: its tokenizer differs (adapter's base: " +
-                want.describe() + " tokenizer " + hex64(want.tokenizer_hash) + "; base: " +
-                have.describe() + " tokenizer " + hex64(have.tokenizer_hash) + ")");
+                want.describe() + " tokenizer " + io::hex64(want.tokenizer_hash) + "; base: " +
+                have.describe() + " tokenizer " + io::hex64(have.tokenizer_hash) + ")");
     require(!compare_weights || want.weights_hash == have.weights_hash, PG_ERR_GEOMETRY,
             "adapter does not fit the base: the base's weights differ from the ones the adapter "
-            "was made for (weights " + hex64(want.weights_hash) + " expected, " +
-                hex64(have.weights_hash) + " found)");
+            "was made for (weights " + io::hex64(want.weights_hash) + " expected, " +
+                io::hex64(have.weights_hash) + " found)");
 }
 
 LowRankFactors low_rank_factors(const Adapter& adapter, const AdaptedLinear& m) {

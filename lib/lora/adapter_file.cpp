@@ -9,6 +9,7 @@
 #include "io/bytes.hpp"
 #include "io/checkpoint.hpp"
 #include "io/checksum.hpp"
+#include "io/hex.hpp"
 #include "io/json.hpp"
 #include "io/safetensors.hpp"
 
@@ -32,23 +33,6 @@ constexpr const char* kKeyTrainState = "phonegpt.train_state";
 constexpr const char* kAdamM = "phonegpt.optimizer.adam_m";
 constexpr const char* kAdamV = "phonegpt.optimizer.adam_v";
 
-std::string hex64(uint64_t v) {
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-    return buf;
-}
-
-uint64_t parse_hex64(const std::string& s, const std::string& what) {
-    require(s.size() == 16, PG_ERR_FORMAT, what + ": \"" + s + "\" is not 16 hex digits");
-    uint64_t v = 0;
-    for (char c : s) {
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        require(d >= 0, PG_ERR_FORMAT, what + ": \"" + s + "\" is not 16 lower-case hex digits");
-        v = v << 4 | uint64_t(d);
-    }
-    return v;
-}
-
 uint64_t parse_u64_text(const std::string& s, const std::string& what) {
     require(!s.empty() && s.size() <= 20, PG_ERR_FORMAT, what + ": \"" + s + "\" is not a decimal integer");
     uint64_t v = 0;
@@ -59,28 +43,6 @@ uint64_t parse_u64_text(const std::string& s, const std::string& what) {
         v = v * 10 + d;
     }
     return v;
-}
-
-std::string hex_bytes(const std::vector<uint8_t>& bytes) {
-    static const char digits[] = "0123456789abcdef";
-    std::string out;
-    for (uint8_t b : bytes) {
-        out += digits[b >> 4];
-        out += digits[b & 15];
-    }
-    return out;
-}
-
-std::vector<uint8_t> parse_hex_bytes(const std::string& s, const std::string& what) {
-    require(s.size() % 2 == 0, PG_ERR_FORMAT, what + ": an odd number of hex digits");
-    std::vector<uint8_t> out(s.size() / 2);
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        const char c = s[i];
-        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        require(d >= 0, PG_ERR_FORMAT, what + ": not lower-case hex digits");
-        out[i / 2] = uint8_t(out[i / 2] << 4 | d);
-    }
-    return out;
 }
 
 uint64_t metadata_checksum(const std::map<std::string, std::string>& meta) {
@@ -129,15 +91,15 @@ std::string base_json(const BaseIdentity& b) {
     io::JsonObject o;
     o.integer("n_layer", m.n_layer).integer("n_head", m.n_head).integer("n_embd", m.n_embd);
     o.integer("n_ctx", m.n_ctx).integer("vocab_size", m.vocab_size).integer("padded_vocab_size", m.padded_vocab_size);
-    o.num("layernorm_eps", double(m.layernorm_eps)).str("weights_xxh64", hex64(b.weights_hash));
+    o.num("layernorm_eps", double(m.layernorm_eps)).str("weights_xxh64", io::hex64(b.weights_hash));
     if (b.has_tokenizer) {
         io::JsonObject t;
-        t.integer("kind", b.tokenizer_kind).integer("vocab_size", b.tokenizer_vocab).str("xxh64", hex64(b.tokenizer_hash));
+        t.integer("kind", b.tokenizer_kind).integer("vocab_size", b.tokenizer_vocab).str("xxh64", io::hex64(b.tokenizer_hash));
         o.object("tokenizer", t);
     } else {
         o.null("tokenizer");
     }
-    o.str("fingerprint", hex64(b.fingerprint())).str("description", b.describe());
+    o.str("fingerprint", io::hex64(b.fingerprint())).str("description", b.describe());
     const Provenance& p = b.provenance;
     io::JsonObject prov;
     prov.str("kind", provenance_kind_name(p.kind));
@@ -276,7 +238,7 @@ BaseIdentity decode_base(const io::JsonValue& v, const std::string& what, int mi
     } catch (const Error& e) {
         throw Error(PG_ERR_FORMAT, what + ": " + e.what());
     }
-    b.weights_hash = parse_hex64(f.text("weights_xxh64"), f.at("weights_xxh64"));
+    b.weights_hash = io::parse_hex64(f.text("weights_xxh64"), f.at("weights_xxh64"));
     const io::JsonValue& tok = f.get("tokenizer");
     if (!tok.is_null()) {
         Fields t{tok, what + " tokenizer"};
@@ -284,12 +246,12 @@ BaseIdentity decode_base(const io::JsonValue& v, const std::string& what, int mi
         b.has_tokenizer = true;
         b.tokenizer_kind = static_cast<pg_tokenizer_kind>(t.integer("kind", 1, 255));
         b.tokenizer_vocab = int32_t(t.integer("vocab_size", 1, kMaxVocab));
-        b.tokenizer_hash = parse_hex64(t.text("xxh64"), t.at("xxh64"));
+        b.tokenizer_hash = io::parse_hex64(t.text("xxh64"), t.at("xxh64"));
     }
-    const uint64_t stored = parse_hex64(f.text("fingerprint"), f.at("fingerprint"));
+    const uint64_t stored = io::parse_hex64(f.text("fingerprint"), f.at("fingerprint"));
     require(stored == b.fingerprint(), PG_ERR_CHECKSUM,
-            what + ": fingerprint " + hex64(stored) + " does not match the base identity it summarises (" +
-                hex64(b.fingerprint()) + ")");
+            what + ": fingerprint " + io::hex64(stored) + " does not match the base identity it summarises (" +
+                io::hex64(b.fingerprint()) + ")");
     f.text("description");  // for people; the identity above is what is compared
     // Since 1.3 the base's provenance is always there; before, it was not recorded (unknown).
     if (minor >= kAdapterProvenanceMinor || v.find("provenance"))
@@ -340,14 +302,6 @@ std::string base_identity_json(const BaseIdentity& base) { return base_json(base
 
 namespace {
 
-// One safetensors tensor entry of the header.
-std::string tensor_entry(const std::string& name, int64_t rows, int64_t cols, uint64_t begin, uint64_t nbytes,
-                         bool two_dims) {
-    const std::string shape = two_dims ? std::to_string(rows) + "," + std::to_string(cols) : std::to_string(rows);
-    return "," + io::json_quote(name) + ":{\"dtype\":\"F32\",\"shape\":[" + shape + "],\"data_offsets\":[" +
-           std::to_string(begin) + "," + std::to_string(begin + nbytes) + "]}";
-}
-
 // The adapter file, and with `state` the adapter training checkpoint (format 1.1).
 void write_adapter_file(const Adapter& adapter, const TrainerState* state, io::ByteSink& sink) {
     const std::size_t n = std::size_t(adapter.num_params());
@@ -361,33 +315,33 @@ void write_adapter_file(const Adapter& adapter, const TrainerState* state, io::B
     meta[kKeyTraining] = training_json(adapter.record());
     io::JsonObject sums;
     for (const AdapterTensor& t : adapter.tensors())
-        sums.str(peft_tensor_name(t), hex64(io::xxh64(adapter.params() + t.offset, std::size_t(t.numel) * 4)));
+        sums.str(peft_tensor_name(t), io::hex64(io::xxh64(adapter.params() + t.offset, std::size_t(t.numel) * 4)));
     if (state) {
-        sums.str(kAdamM, hex64(io::xxh64(state->adam_m.data(), n * 4)));
-        sums.str(kAdamV, hex64(io::xxh64(state->adam_v.data(), n * 4)));
+        sums.str(kAdamM, io::hex64(io::xxh64(state->adam_m.data(), n * 4)));
+        sums.str(kAdamV, io::hex64(io::xxh64(state->adam_v.data(), n * 4)));
         io::ByteWriter tran;
         io::encode_train_state(tran, *state);
-        meta[kKeyTrainState] = hex_bytes(tran.bytes());
+        meta[kKeyTrainState] = io::hex_encode(tran.bytes());
     }
     meta[kKeyChecksums] = sums.text();
     const uint64_t meta_sum = metadata_checksum(meta);
 
-    std::string json = "{\"__metadata__\":{\"format\":\"pt\"";
-    for (const char* key : kCoveredKeys) json += "," + io::json_quote(key) + ":" + io::json_quote(meta[key]);
-    if (state) json += "," + io::json_quote(kKeyTrainState) + ":" + io::json_quote(meta[kKeyTrainState]);
-    json += "," + io::json_quote(kKeyMetaSum) + ":\"" + hex64(meta_sum) + "\"}";
-    for (const AdapterTensor& t : adapter.tensors())
-        json += tensor_entry(peft_tensor_name(t), t.shape[0], t.shape[1], uint64_t(t.offset) * 4,
-                             uint64_t(t.numel) * 4, true);
-    if (state) {
-        json += tensor_entry(kAdamM, int64_t(n), 0, uint64_t(n) * 4, uint64_t(n) * 4, false);
-        json += tensor_entry(kAdamV, int64_t(n), 0, uint64_t(n) * 8, uint64_t(n) * 4, false);
+    io::JsonObject metadata;
+    metadata.str("format", "pt");
+    for (const char* key : kCoveredKeys) metadata.str(key, meta[key]);
+    if (state) metadata.str(kKeyTrainState, meta[kKeyTrainState]);
+    metadata.str(kKeyMetaSum, io::hex64(meta_sum));
+    std::vector<io::SafetensorsTensor> tensors;
+    for (const AdapterTensor& t : adapter.tensors()) {
+        const uint64_t begin = uint64_t(t.offset) * 4;
+        tensors.push_back({peft_tensor_name(t), "F32", {uint64_t(t.shape[0]), uint64_t(t.shape[1])}, begin,
+                           begin + uint64_t(t.numel) * 4});
     }
-    json += "}";
-    while (json.size() % 8 != 0) json += ' ';  // data aligned to 8 bytes, as Hugging Face writes it
-    const uint64_t header_bytes = json.size();
-    sink.write(&header_bytes, 8);
-    sink.write(json.data(), json.size());
+    if (state) {
+        tensors.push_back({kAdamM, "F32", {uint64_t(n)}, uint64_t(n) * 4, uint64_t(n) * 8});
+        tensors.push_back({kAdamV, "F32", {uint64_t(n)}, uint64_t(n) * 8, uint64_t(n) * 12});
+    }
+    io::write_safetensors_header(sink, metadata, tensors);
     // The allocation is the tensors back to back in table order: one write (then the moments).
     sink.write(adapter.params(), n * 4);
     if (state) {
@@ -417,10 +371,10 @@ void read_checked_tensor(const io::ByteSource& src, const io::SafetensorsHeader&
     require(stored != nullptr, PG_ERR_FORMAT, name + ": no checksum for tensor \"" + peft + "\"");
     src.read_at(file.data_start + ft->begin, dst, count * 4, "adapter tensor data");
     const uint64_t computed = io::xxh64(dst, count * 4);
-    const uint64_t want = parse_hex64(stored->as_string(name + ": checksum"), name + ": checksum of " + peft);
+    const uint64_t want = io::parse_hex64(stored->as_string(name + ": checksum"), name + ": checksum of " + peft);
     require(computed == want, PG_ERR_CHECKSUM,
-            name + ": tensor \"" + peft + "\" checksum mismatch (stored " + hex64(want) + ", computed " +
-                hex64(computed) + "): the file is corrupt");
+            name + ": tensor \"" + peft + "\" checksum mismatch (stored " + io::hex64(want) + ", computed " +
+                io::hex64(computed) + "): the file is corrupt");
 }
 
 Adapter read_adapter_file(const io::ByteSource& src, TrainerState* state);
@@ -452,8 +406,8 @@ Adapter read_adapter_file(const io::ByteSource& src, TrainerState* state) {
     const auto stored_sum = meta.find(kKeyMetaSum);
     require(stored_sum != meta.end(), PG_ERR_FORMAT, name + ": the metadata has no \"" + std::string(kKeyMetaSum) + "\"");
     const uint64_t sum = metadata_checksum(meta);
-    require(parse_hex64(stored_sum->second, name + ": " + kKeyMetaSum) == sum, PG_ERR_CHECKSUM,
-            name + ": metadata checksum mismatch (stored " + stored_sum->second + ", computed " + hex64(sum) +
+    require(io::parse_hex64(stored_sum->second, name + ": " + kKeyMetaSum) == sum, PG_ERR_CHECKSUM,
+            name + ": metadata checksum mismatch (stored " + stored_sum->second + ", computed " + io::hex64(sum) +
                 "): the file is corrupt");
 
     const LoraConfig cfg = decode_config(parse_value(meta, kKeyConfig, name), name + ": " + kKeyConfig);
@@ -510,7 +464,7 @@ Adapter read_adapter_file(const io::ByteSource& src, TrainerState* state) {
     if (!has_state) return adapter;
 
     // The training state: TRAN's bytes, then the moments (their values are the trainer's to check).
-    const std::vector<uint8_t> tran = parse_hex_bytes(train_state->second, name + ": " + kKeyTrainState);
+    const std::vector<uint8_t> tran = io::parse_hex(train_state->second, name + ": " + kKeyTrainState);
     io::ByteReader reader(tran.data(), tran.size(), name + ": " + kKeyTrainState);
     TrainerState s = io::decode_train_state(reader);
     const std::size_t n = std::size_t(adapter.num_params());

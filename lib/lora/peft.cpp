@@ -23,27 +23,35 @@ const char* peft_module_name(LinearKind kind) {
 }  // namespace
 
 std::string peft_adapter_config_json(const LoraConfig& cfg) {
-    std::string targets;
+    std::vector<std::string> targets;
     for (int k = 0; k < kNumLinearKinds; ++k) {
         const LinearKind kind = static_cast<LinearKind>(k);
-        if (cfg.targets(kind)) targets += (targets.empty() ? "" : ",") + io::json_quote(peft_module_name(kind));
-    }
-    std::string layers = "null", pattern = "null";
-    if (!cfg.layers.empty()) {
-        layers.clear();
-        for (int32_t l : cfg.layers) layers += (layers.empty() ? "[" : ",") + std::to_string(l);
-        layers += "]";
-        pattern = "\"h\"";
+        if (cfg.targets(kind)) targets.push_back(peft_module_name(kind));
     }
     // Keys as PEFT's LoraConfig names them; values as it reads them.
-    return "{\n  \"peft_type\": \"LORA\",\n  \"task_type\": \"CAUSAL_LM\",\n  \"base_model_name_or_path\": null,\n"
-           "  \"r\": " + std::to_string(cfg.rank) + ",\n  \"lora_alpha\": " + io::json_float(cfg.alpha) +
-           ",\n  \"lora_dropout\": " + io::json_float(cfg.dropout) + ",\n  \"target_modules\": [" + targets +
-           "],\n  \"fan_in_fan_out\": true,\n  \"bias\": \"none\",\n  \"use_rslora\": " +
-           (cfg.use_rslora ? "true" : "false") + ",\n  \"use_dora\": false,\n  \"init_lora_weights\": true,\n"
-           "  \"layers_to_transform\": " + layers + ",\n  \"layers_pattern\": " + pattern +
-           ",\n  \"rank_pattern\": {},\n  \"alpha_pattern\": {},\n  \"modules_to_save\": null,\n"
-           "  \"inference_mode\": true\n}\n";
+    io::JsonObject o;
+    o.str("peft_type", "LORA")
+        .str("task_type", "CAUSAL_LM")
+        .null("base_model_name_or_path")
+        .integer("r", cfg.rank)
+        .flt("lora_alpha", cfg.alpha)
+        .flt("lora_dropout", cfg.dropout)
+        .strings("target_modules", targets)
+        .boolean("fan_in_fan_out", true)
+        .str("bias", "none")
+        .boolean("use_rslora", cfg.use_rslora)
+        .boolean("use_dora", false)
+        .boolean("init_lora_weights", true);
+    if (cfg.layers.empty())
+        o.null("layers_to_transform").null("layers_pattern");
+    else
+        o.integers("layers_to_transform", std::vector<long long>(cfg.layers.begin(), cfg.layers.end()))
+            .str("layers_pattern", "h");
+    o.object("rank_pattern", io::JsonObject())
+        .object("alpha_pattern", io::JsonObject())
+        .null("modules_to_save")
+        .boolean("inference_mode", true);
+    return o.indented_text() + "\n";
 }
 
 void export_peft(const Adapter& adapter, const std::string& folder) {

@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "io/file_io.hpp"
+#include "io/hex.hpp"
 #include "io/json.hpp"
 
 namespace pg::lora {
@@ -24,36 +25,16 @@ void ensure_sodium() {
     require(ok >= 0, PG_ERR_INTERNAL, "libsodium failed to initialise");
 }
 
-bool from_hex(const std::string& hex, uint8_t* out, std::size_t n) {
-    if (hex.size() != 2 * n) return false;
-    for (std::size_t i = 0; i < n; ++i) {
-        int v = 0;
-        for (int k = 0; k < 2; ++k) {
-            const char c = hex[2 * i + k];
-            const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-            if (d < 0) return false;  // lower-case only: one spelling per key
-            v = v * 16 + d;
-        }
-        out[i] = uint8_t(v);
-    }
-    return true;
-}
-
 std::string sha256_hex(const void* data, std::size_t n) {
     ensure_sodium();
     uint8_t h[crypto_hash_sha256_BYTES];
     crypto_hash_sha256(h, static_cast<const unsigned char*>(data), n);
-    return to_hex(h, sizeof h);
+    return io::hex_encode(h, sizeof h);
 }
 
-std::string hex64(uint64_t v) {
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-    return buf;
-}
-
-// Losses as JSON: the shortest decimal that reads back exactly, or "nan" / "inf" / "-inf" as
-// strings (a NaN trajectory must still be signable so that a coordinator can refuse it by name).
+// A loss in a message, spelt as the manifest spells it (JsonObject::flt_or_token): the shortest
+// decimal that reads back exactly, or "nan" / "inf" / "-inf" as strings (a NaN trajectory must
+// still be signable so that a coordinator can refuse it by name).
 std::string loss_json(float v) {
     const char* token = io::nonfinite_token(v);
     return token ? io::json_quote(token) : io::json_float(v);
@@ -101,21 +82,19 @@ ParsedSignature parse_signature(const std::string& text) {
                 std::to_string(kVersion) + ")");
     require(version == uint64_t(kVersion), PG_ERR_FORMAT, "adapter signature version 0 does not exist");
     ParsedSignature p;
-    require(from_hex(get(root, "public_key", "adapter signature").as_string("public_key"), p.public_key.data(), 32),
+    require(io::hex_decode(get(root, "public_key", "adapter signature").as_string("public_key"), p.public_key.data(), 32),
             PG_ERR_FORMAT, "adapter signature: public_key is not 64 lower-case hex digits");
-    require(from_hex(get(root, "signature", "adapter signature").as_string("signature"), p.signature.data(), 64),
+    require(io::hex_decode(get(root, "signature", "adapter signature").as_string("signature"), p.signature.data(), 64),
             PG_ERR_FORMAT, "adapter signature: signature is not 128 lower-case hex digits");
     const io::JsonValue& m = get(root, "manifest", "adapter signature");
     require(m.as_object("manifest").size() == 9, PG_ERR_FORMAT, "adapter signature: manifest does not have its 9 members");
     Manifest& mf = p.manifest;
     mf.adapter_sha256 = get(m, "adapter_sha256", "manifest").as_string("manifest.adapter_sha256");
     uint8_t digest[32];
-    require(from_hex(mf.adapter_sha256, digest, 32), PG_ERR_FORMAT, "manifest.adapter_sha256 is not 64 lower-case hex digits");
+    require(io::hex_decode(mf.adapter_sha256, digest, 32), PG_ERR_FORMAT, "manifest.adapter_sha256 is not 64 lower-case hex digits");
     mf.adapter_bytes = get(m, "adapter_bytes", "manifest").as_u64("manifest.adapter_bytes");
-    uint8_t fp[8];
-    const std::string& fp_hex = get(m, "base_fingerprint", "manifest").as_string("manifest.base_fingerprint");
-    require(from_hex(fp_hex, fp, 8), PG_ERR_FORMAT, "manifest.base_fingerprint is not 16 lower-case hex digits");
-    for (uint8_t b : fp) mf.base_fingerprint = (mf.base_fingerprint << 8) | b;
+    mf.base_fingerprint = io::parse_hex64(get(m, "base_fingerprint", "manifest").as_string("manifest.base_fingerprint"),
+                                          "manifest.base_fingerprint");
     mf.steps = static_cast<int64_t>(get(m, "steps", "manifest").as_u64("manifest.steps"));
     mf.tokens = static_cast<int64_t>(get(m, "tokens", "manifest").as_u64("manifest.tokens"));
     mf.seed = get(m, "seed", "manifest").as_u64("manifest.seed");
@@ -127,18 +106,11 @@ ParsedSignature parse_signature(const std::string& text) {
 
 }  // namespace
 
-std::string to_hex(const uint8_t* data, std::size_t n) {
-    static const char* digits = "0123456789abcdef";
-    std::string s(2 * n, '0');
-    for (std::size_t i = 0; i < n; ++i) s[2 * i] = digits[data[i] >> 4], s[2 * i + 1] = digits[data[i] & 15];
-    return s;
-}
-
 std::string key_id_of(const PublicKey& key) {
     ensure_sodium();
     uint8_t h[crypto_hash_sha256_BYTES];
     crypto_hash_sha256(h, key.data(), key.size());
-    return to_hex(h, 8);
+    return io::hex_encode(h, 8);
 }
 
 // ---- keys ----------------------------------------------------------------------------------
@@ -164,7 +136,7 @@ SigningKey& SigningKey::operator=(const SigningKey&) = default;
 void SigningKey::save(const std::string& path) const {
     uint8_t seed[32];
     crypto_sign_ed25519_sk_to_seed(seed, secret_.data());
-    std::string text = std::string(kKeyFileHeader) + to_hex(seed, 32) + "\n";
+    std::string text = std::string(kKeyFileHeader) + io::hex_encode(seed, 32) + "\n";
     sodium_memzero(seed, sizeof seed);
     io::write_file_atomically(path, text.data(), text.size());
     sodium_memzero(&text[0], text.size());
@@ -178,7 +150,7 @@ SigningKey SigningKey::load(const std::string& path) {
     const std::string header = kKeyFileHeader;
     std::array<uint8_t, 32> seed{};
     const bool ok = text.size() == header.size() + 65 && text.compare(0, header.size(), header) == 0 &&
-                    text.back() == '\n' && from_hex(text.substr(header.size(), 64), seed.data(), 32);
+                    text.back() == '\n' && io::hex_decode(text.substr(header.size(), 64), seed.data(), 32);
     sodium_memzero(&text[0], text.size());
     require(ok, PG_ERR_FORMAT, "signing key " + path + " is not a phonegpt Ed25519 key file (\"" +
                                    header.substr(0, header.size() - 1) + "\" then 64 hex digits)");
@@ -213,24 +185,38 @@ Manifest make_manifest(const void* file_bytes, std::size_t n, const BaseIdentity
     return m;
 }
 
-std::string canonical_manifest(const Manifest& m) {
-    return std::string(kDomain) + "{\"adapter_sha256\":" + io::json_quote(m.adapter_sha256) +
-           ",\"adapter_bytes\":" + std::to_string(m.adapter_bytes) +
-           ",\"base_fingerprint\":\"" + hex64(m.base_fingerprint) + "\"" +
-           ",\"steps\":" + std::to_string(m.steps) + ",\"tokens\":" + std::to_string(m.tokens) +
-           ",\"seed\":" + std::to_string(m.seed) + ",\"first_loss\":" + loss_json(m.first_loss) +
-           ",\"last_loss\":" + loss_json(m.last_loss) + ",\"key_id\":" + io::json_quote(m.key_id) + "}";
+namespace {
+
+// The manifest as compact JSON, its nine members in this order: the signed bytes after kDomain.
+io::JsonObject manifest_json(const Manifest& m) {
+    io::JsonObject o;
+    o.str("adapter_sha256", m.adapter_sha256)
+        .unsigned_integer("adapter_bytes", m.adapter_bytes)
+        .str("base_fingerprint", io::hex64(m.base_fingerprint))
+        .integer("steps", m.steps)
+        .integer("tokens", m.tokens)
+        .unsigned_integer("seed", m.seed)
+        .flt_or_token("first_loss", m.first_loss)
+        .flt_or_token("last_loss", m.last_loss)
+        .str("key_id", m.key_id);
+    return o;
 }
+
+}  // namespace
+
+std::string canonical_manifest(const Manifest& m) { return kDomain + manifest_json(m).text(); }
 
 std::string sign_adapter(const SigningKey& key, const void* file_bytes, std::size_t n,
                          const BaseIdentity& base, const TrainingRecord& record) {
     const Manifest m = make_manifest(file_bytes, n, base, record, key.key_id());
-    const std::string canonical = canonical_manifest(m);
-    const auto sig = key.sign(canonical);
-    const std::string manifest_json = canonical.substr(std::strlen(kDomain));
-    return std::string("{\"format\":\"") + kFormat + "\",\"version\":" + std::to_string(kVersion) +
-           ",\"manifest\":" + manifest_json + ",\"public_key\":\"" + to_hex(key.public_key().data(), 32) +
-           "\",\"signature\":\"" + to_hex(sig.data(), 64) + "\"}\n";
+    const auto sig = key.sign(canonical_manifest(m));
+    io::JsonObject file;
+    file.str("format", kFormat)
+        .integer("version", kVersion)
+        .object("manifest", manifest_json(m))
+        .str("public_key", io::hex_encode(key.public_key().data(), 32))
+        .str("signature", io::hex_encode(sig.data(), 64));
+    return file.text() + "\n";
 }
 
 const PublicKey* TrustedKeys::find(const std::string& key_id) const {
@@ -279,8 +265,8 @@ Verification verify_adapter_signature(const std::string& signature_text, const v
           "the adapter's " + std::to_string(n) + " bytes hash to " + digest + ", the manifest signed " +
               std::to_string(m.adapter_bytes) + " bytes hashing to " + m.adapter_sha256);
     check("base fingerprint", base.fingerprint() == m.base_fingerprint,
-          "the adapter's base fingerprint is " + hex64(base.fingerprint()) + ", the manifest signed " +
-              hex64(m.base_fingerprint));
+          "the adapter's base fingerprint is " + io::hex64(base.fingerprint()) + ", the manifest signed " +
+              io::hex64(m.base_fingerprint));
     const Manifest own = make_manifest(nullptr, 0, base, record, m.key_id);
     const bool record_ok = own.steps == m.steps && own.tokens == m.tokens && own.seed == m.seed &&
                            same_float(own.first_loss, m.first_loss) && same_float(own.last_loss, m.last_loss);

@@ -98,6 +98,4 @@ Verification verify_adapter_signature(const std::string& signature_text, const v
                                       std::size_t n, const BaseIdentity& base,
                                       const TrainingRecord& record, const TrustedKeys& trusted);
 
-std::string to_hex(const uint8_t* data, std::size_t n);
-
 }  // namespace pg::lora

@@ -10,6 +10,7 @@
 #include "eval/evaluate.hpp"
 #include "eval/session.hpp"
 #include "io/file_io.hpp"
+#include "io/hex.hpp"
 #include "io/json.hpp"
 #include "lora/adapter_file.hpp"
 #include "lora/lora_hook.hpp"
@@ -23,12 +24,6 @@ constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
 std::string fixed(double v) {
     char buf[48];
     std::snprintf(buf, sizeof buf, "%.4f", v);
-    return buf;
-}
-
-std::string hex16(uint64_t v) {
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
     return buf;
 }
 
@@ -236,7 +231,7 @@ ValidationReport Validator::validate_loaded(const Adapter* adapter, const std::s
                 adapter->base().weights_hash == identity_.weights_hash
                     ? ""
                     : mismatch([&] { check_base_identity(adapter->base(), identity_, true); }),
-                "base fingerprint " + hex16(identity_.fingerprint()));
+                "base fingerprint " + io::hex64(identity_.fingerprint()));
             BaseIdentity tok = identity_;
             tok.config = adapter->base().config;  // compare the tokenizers alone
             tokenizer_ok = pass_or_fail("tokenizer", mismatch([&] { check_base_identity(adapter->base(), tok, false); }),

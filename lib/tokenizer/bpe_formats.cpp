@@ -308,26 +308,32 @@ std::unique_ptr<BpeTokenizer> load_gpt2(std::string_view encoder_json, std::stri
     return BpeTokenizer::from_merges(Pattern::kGpt2, std::move(vocab), merges, std::move(specials), false, false);
 }
 
+namespace {
+
+// read_alphabet_vocab's counterpart: the vocabulary as encoder.json and tokenizer.json's "vocab"
+// hold it, GPT-2's printable alphabet -> id in id order. Special tokens without an ordinary
+// token are entries too (as in GPT-2's files; read back as specials): HF gives an added token
+// that is not in the vocabulary the next free id, not the id the file names.
+io::JsonObject alphabet_vocab_json(const BpeTokenizer& t) {
+    io::JsonObject vocab;
+    for (const auto& tok : t.tokens()) vocab.integer(to_alphabet(tok.bytes), tok.id);
+    for (const auto& s : t.specials()) {
+        const auto it = std::lower_bound(t.tokens().begin(), t.tokens().end(), s.id,
+                                         [](const Token& a, int32_t id) { return a.id < id; });
+        if (it == t.tokens().end() || it->id != s.id) vocab.integer(to_alphabet(s.bytes), s.id);
+    }
+    return vocab;
+}
+
+}  // namespace
+
 void write_gpt2(const BpeTokenizer& t, std::string* encoder_json, std::string* vocab_bpe) {
     require(t.pattern() == Pattern::kGpt2, PG_ERR_UNSUPPORTED,
             std::string("GPT-2's encoder.json and vocab.bpe imply GPT-2's pre-tokenizer; this tokenizer uses ") +
                 pattern_name(t.pattern()) + "'s (write tokenizer.json instead)");
     require(!t.add_prefix_space(), PG_ERR_UNSUPPORTED, "GPT-2's files cannot say add_prefix_space");
     const std::vector<Merge> merges = t.merge_list();
-    std::string enc = "{";
-    bool first = true;
-    const auto entry = [&](const Token& tok) {
-        enc += (first ? "" : ", ") + io::json_quote(to_alphabet(tok.bytes)) + ": " + std::to_string(tok.id);
-        first = false;
-    };
-    for (const auto& tok : t.tokens()) entry(tok);
-    // Special tokens without an ordinary token become vocabulary entries (read back as specials).
-    for (const auto& s : t.specials()) {
-        const auto it = std::lower_bound(t.tokens().begin(), t.tokens().end(), s.id,
-                                         [](const Token& a, int32_t id) { return a.id < id; });
-        if (it == t.tokens().end() || it->id != s.id) entry(s);
-    }
-    *encoder_json = enc + "}";
+    *encoder_json = alphabet_vocab_json(t).text();
     std::string bpe = "#version: 0.2\n";
     for (const auto& m : merges)
         bpe += to_alphabet(*t.token_bytes(m.left)) + " " + to_alphabet(*t.token_bytes(m.right)) + "\n";
@@ -451,57 +457,44 @@ std::unique_ptr<BpeTokenizer> load_hf(std::string_view json) {
 }
 
 std::string write_hf(const BpeTokenizer& t) {
-    const std::vector<Merge> merges = t.merge_list();
-    const bool ignore = t.tiktoken_rule() || t.ignore_merges();
-    const std::string aps = t.add_prefix_space() ? "true" : "false";
-    std::string out = "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n  \"added_tokens\": [";
-    bool first = true;
+    using io::JsonObject;
+    std::vector<JsonObject> added;
     for (const auto& s : t.specials()) {
-        out += std::string(first ? "\n" : ",\n") + "    {\"id\": " + std::to_string(s.id) +
-               ", \"content\": " + io::json_quote(s.bytes) +
-               ", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": false, \"special\": true}";
-        first = false;
+        added.emplace_back();
+        added.back().integer("id", s.id).str("content", s.bytes);
+        for (const char* flag : {"single_word", "lstrip", "rstrip", "normalized"}) added.back().boolean(flag, false);
+        added.back().boolean("special", true);
     }
-    out += first ? "],\n" : "\n  ],\n";
-    out += "  \"normalizer\": null,\n";
+    const bool aps = t.add_prefix_space();
+    auto byte_level = [&](bool prefix_space, bool use_regex) {
+        JsonObject o;
+        o.str("type", "ByteLevel").boolean("add_prefix_space", prefix_space).boolean("trim_offsets", true)
+            .boolean("use_regex", use_regex);
+        return o;
+    };
+    JsonObject pre;
     if (t.pattern() == Pattern::kGpt2) {
-        out += "  \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": " + aps +
-               ", \"trim_offsets\": true, \"use_regex\": true},\n";
+        pre = byte_level(aps, true);
     } else {
-        out += "  \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": " +
-               io::json_quote(pattern_regex(t.pattern())) +
-               "}, \"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": " + aps +
-               ", \"trim_offsets\": true, \"use_regex\": false}]},\n";
+        JsonObject regex, split;
+        regex.str("Regex", pattern_regex(t.pattern()));
+        split.str("type", "Split").object("pattern", regex).str("behavior", "Isolated").boolean("invert", false);
+        pre.str("type", "Sequence").array("pretokenizers", {split, byte_level(aps, false)});
     }
-    out += "  \"post_processor\": null,\n";
-    out += "  \"decoder\": {\"type\": \"ByteLevel\", \"add_prefix_space\": true, \"trim_offsets\": true, \"use_regex\": true},\n";
-    out += "  \"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, \"continuing_subword_prefix\": null, "
-           "\"end_of_word_suffix\": null, \"fuse_unk\": false, \"byte_fallback\": false, \"ignore_merges\": ";
-    out += ignore ? "true" : "false";
-    out += ",\n    \"vocab\": {";
-    first = true;
-    for (const auto& tok : t.tokens()) {
-        out += std::string(first ? "" : ", ") + io::json_quote(to_alphabet(tok.bytes)) + ": " + std::to_string(tok.id);
-        first = false;
-    }
-    // Special tokens are vocabulary entries too (as in GPT-2's tokenizer.json): HF gives an
-    // added token that is not in the vocabulary the next free id, not the id the file names.
-    for (const auto& s : t.specials()) {
-        const auto it = std::lower_bound(t.tokens().begin(), t.tokens().end(), s.id,
-                                         [](const Token& a, int32_t id) { return a.id < id; });
-        if (it == t.tokens().end() || it->id != s.id)
-            out += std::string(first ? "" : ", ") + io::json_quote(to_alphabet(s.bytes)) + ": " + std::to_string(s.id);
-        first = false;
-    }
-    out += "},\n    \"merges\": [";
-    first = true;
-    for (const auto& m : merges) {
-        out += std::string(first ? "" : ", ") + "[" + io::json_quote(to_alphabet(*t.token_bytes(m.left))) + ", " +
-               io::json_quote(to_alphabet(*t.token_bytes(m.right))) + "]";
-        first = false;
-    }
-    out += "]\n  }\n}\n";
-    return out;
+    std::vector<std::pair<std::string, std::string>> merges;
+    for (const auto& m : t.merge_list())
+        merges.emplace_back(to_alphabet(*t.token_bytes(m.left)), to_alphabet(*t.token_bytes(m.right)));
+    JsonObject model;
+    model.str("type", "BPE").null("dropout").null("unk_token").null("continuing_subword_prefix")
+        .null("end_of_word_suffix").boolean("fuse_unk", false).boolean("byte_fallback", false)
+        .boolean("ignore_merges", t.tiktoken_rule() || t.ignore_merges())
+        .object("vocab", alphabet_vocab_json(t))
+        .string_pairs("merges", merges);
+    JsonObject file;
+    file.str("version", "1.0").null("truncation").null("padding").array("added_tokens", added).null("normalizer")
+        .object("pre_tokenizer", pre).null("post_processor").object("decoder", byte_level(true, true))
+        .object("model", model);
+    return file.indented_text() + "\n";
 }
 
 }  // namespace pg::bpe

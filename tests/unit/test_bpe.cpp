@@ -426,10 +426,10 @@ TEST_CASE("GPT-2 files and tokenizer.json corruption matrix", "[bpe][corruption]
     CHECK(status_of([&] { pg::bpe::load_gpt2(enc, merges + "a\n"); }) == PG_ERR_FORMAT);      // not a pair
     CHECK(status_of([&] { pg::bpe::load_gpt2(enc, merges + "a a\n"); }) == PG_ERR_FORMAT);    // listed twice
     std::string big = enc;
-    big.replace(big.rfind(':') + 2, std::string::npos, "4294967296}");
+    big.replace(big.rfind(':') + 1, std::string::npos, "4294967296}");
     CHECK(status_of([&] { pg::bpe::load_gpt2(big, merges); }) == PG_ERR_FORMAT);              // over the id range
     std::string dup = enc;
-    dup.replace(dup.rfind(':') + 2, std::string::npos, "0}");
+    dup.replace(dup.rfind(':') + 1, std::string::npos, "0}");
     CHECK(status_of([&] { pg::bpe::load_gpt2(dup, merges); }) == PG_ERR_FORMAT);              // duplicate id
     for (std::size_t cut = 0; cut < hf.size(); cut += 1 + cut / 16)
         CHECK(status_of([&] { pg::bpe::load_hf(hf.substr(0, cut)); }) == PG_ERR_FORMAT);
@@ -437,10 +437,10 @@ TEST_CASE("GPT-2 files and tokenizer.json corruption matrix", "[bpe][corruption]
     norm.replace(norm.find("\"normalizer\": null"), 18, "\"normalizer\": {\"type\": \"NFC\"}");
     CHECK(status_of([&] { pg::bpe::load_hf(norm); }) == PG_ERR_UNSUPPORTED);
     std::string bad_merge = hf;
-    bad_merge.replace(bad_merge.find("\"merges\": ["), 11, "\"merges\": [[\"zz\", \"a\"], ");
+    bad_merge.replace(bad_merge.find("\"merges\":["), 10, "\"merges\":[[\"zz\",\"a\"],");
     CHECK(status_of([&] { pg::bpe::load_hf(bad_merge); }) == PG_ERR_FORMAT);
     std::string wordpiece = hf;
-    wordpiece.replace(wordpiece.find("\"type\": \"BPE\""), 13, "\"type\": \"WordPiece\"");
+    wordpiece.replace(wordpiece.find("\"type\":\"BPE\""), 12, "\"type\":\"WordPiece\"");
     CHECK(status_of([&] { pg::bpe::load_hf(wordpiece); }) == PG_ERR_UNSUPPORTED);
     pg_tokenizer* tok = nullptr;
     CHECK(pg_tokenizer_create_hf("{", 1, &tok) == PG_ERR_FORMAT);
