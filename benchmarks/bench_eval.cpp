@@ -6,10 +6,12 @@
 //      both slide policies.
 // Usage: bench_eval [tinyshakespeare.txt] [--threads N] [--sample-threads N] [--tokens N]
 //                   [--seed S] [--model checkpoint.pgm] [--json]
-// --json prints the same figures as one JSON object instead of the lines.
+// --json prints the same figures as one JSON object instead of the lines (written with the
+// library's one JSON writer, io/json.hpp; every figure comes through the C API).
 // Without --model it uses a freshly initialised PhoneGPT model (expected score ~ ln 65 = 4.17).
 #include <phonegpt/phonegpt.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -18,6 +20,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "io/json.hpp"
 
 namespace {
 
@@ -94,13 +98,9 @@ int main(int argc, char** argv) {
     }
     if (!json) std::printf("data: %zu tokens, validation = last %zu\n", n, n_val);
     // The JSON object's fields, in the order the figures are measured.
-    std::string fields = "\"kernels\": \"" + std::string(pg_simd_arch()) + "\", \"validation_tokens\": " +
-                         std::to_string(n_val);
-    auto add = [&fields](const char* name, double value) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%.6g", value);
-        fields += std::string(", \"") + name + "\": " + buf;
-    };
+    pg::io::JsonObject fields;
+    fields.str("kernels", pg_simd_arch()).integer("validation_tokens", (long long)n_val);
+    auto add = [&fields](const char* name, double value) { fields.num(name, value); };
 
     // 1. Whole split.
     pg_eval_config ec;
@@ -139,6 +139,7 @@ int main(int argc, char** argv) {
                         {"past the window, slide_keep = n_ctx (exact crop)", "chars_per_cpu_s_exact_crop", n_tokens, 0},
                         {"past the window, slide_keep = 64", "chars_per_cpu_s_slide_keep_64", n_tokens, 64}};
     std::vector<int32_t> out(size_t(n_tokens) + 128);
+    size_t last_produced = 0;  // the tokens of the last run, the sample printed below
     for (const Run& run : runs) {
         pg_sample_config sc;
         pg_sample_config_default(&sc);
@@ -164,15 +165,18 @@ int main(int argc, char** argv) {
                         run.what, produced, per_run, double(produced) / per_run, double(produced) / cpu_per_run,
                         sample_threads, sample_threads == 1 ? "" : "s", repeats);
         add(run.key, double(produced) / cpu_per_run);
+        last_produced = produced;
     }
+    // At most the first 200 of the tokens the last run produced (--tokens may be fewer).
+    const size_t shown = std::min<size_t>(200, last_produced);
     size_t text_len = 0;
-    pg_tokenizer_decode(tok, out.data(), 200, nullptr, 0, &text_len);
+    pg_tokenizer_decode(tok, out.data(), shown, nullptr, 0, &text_len);
     std::vector<char> sample(text_len + 1);
-    check(pg_tokenizer_decode(tok, out.data(), 200, sample.data(), sample.size(), &text_len), "decoding");
+    check(pg_tokenizer_decode(tok, out.data(), shown, sample.data(), sample.size(), &text_len), "decoding");
     if (json)
-        std::printf("{%s, \"eval_threads\": %d, \"sample_threads\": %d}\n", fields.c_str(), threads, sample_threads);
+        std::printf("%s\n", fields.integer("eval_threads", threads).integer("sample_threads", sample_threads).text().c_str());
     else
-        std::printf("first 200 chars of the last sample:\n%s\n", sample.data());
+        std::printf("first %zu chars of the last sample:\n%s\n", shown, sample.data());
 
     pg_model_free(model);
     pg_tokenizer_free(tok);

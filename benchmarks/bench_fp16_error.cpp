@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "io/json.hpp"
 #include "kernels/dispatch.hpp"
 #include "phonegpt/phonegpt.h"
 
@@ -111,11 +112,12 @@ int main(int argc, char** argv) {
     }
     int64_t params = 0;
     pg_model_num_params(half, &params);
-    std::printf("{\"fp16_gemm\": \"%s\", \"params\": %lld, \"n_layer\": %d, \"n_embd\": %d, \"windows\": %d, "
-                "\"T\": %d, \"logits_relative_rms\": %.4g, \"logits_max_diff_over_max\": %.4g, "
-                "\"loss_fp16\": %.6f, \"loss_fp16_arithmetic\": %.6f}\n",
-                pg::kernels::fp16_arithmetic_gemm(), (long long)params, mc.n_layer, mc.n_embd, windows, T,
-                std::sqrt(num / den), max_diff / max_logit, loss_exact, loss_fast);
+    pg::io::JsonObject out;
+    out.str("fp16_gemm", pg::kernels::fp16_arithmetic_gemm()).integer("params", params).integer("n_layer", mc.n_layer)
+        .integer("n_embd", mc.n_embd).integer("windows", windows).integer("T", T)
+        .num("logits_relative_rms", std::sqrt(num / den)).num("logits_max_diff_over_max", max_diff / max_logit)
+        .num("loss_fp16", loss_exact).num("loss_fp16_arithmetic", loss_fast);
+    std::printf("%s\n", out.text().c_str());
     pg_tokenizer_free(own);
     pg_model_free(half);
     pg_model_free(fast);

@@ -414,29 +414,25 @@ int main(int argc, char** argv) {
     auto frac = [](double v, double peak) { return peak > 0 ? 100.0 * v / peak : 0.0; };
 
     if (o.json) {
-        std::printf("{\"arch\": \"%s\", \"threads\": %d, %s, \"peak_unit\": \"%s\", "
-                    "\"peak_gflops_1_thread\": %.1f, \"peak_gflops_all_threads\": %.1f,\n \"gemm\": [",
-                    table->name, threads, pg_bench::pinning_json(pool).c_str(),
-                    unit ? unit->name.c_str() : "", peak_1t, peak_all);
-        for (std::size_t i = 0; i < gemms.size(); ++i) {
-            const auto& r = gemms[i];
-            std::printf("%s\n  {\"suite\": \"%s\", \"layer\": \"%s\", \"op\": \"%s\", \"M\": %d, "
-                        "\"N\": %d, \"K\": %d, \"gflops_1_thread\": %.1f, \"gflops_all_threads\": "
-                        "%.1f, \"peak_fraction_all_threads\": %.3f, \"gflops_all_threads_cpu_time\": "
-                        "%.1f, \"eigen_gflops_1_thread\": %.1f, \"one_per_thread\": %s}",
-                        i ? "," : "", r.suite.c_str(), r.layer.c_str(), r.op.c_str(), r.M, r.N, r.K,
-                        r.gflops_1t, r.gflops_all, frac(r.gflops_all, peak_all) / 100.0,
-                        r.gflops_all_cpu, r.eigen_1t, r.per_thread ? "true" : "false");
+        pg::io::JsonObject out;
+        out.str("arch", table->name).integer("threads", threads);
+        pg_bench::add_pinning(out, pool);
+        out.str("peak_unit", unit ? unit->name : "").num("peak_gflops_1_thread", peak_1t).num("peak_gflops_all_threads", peak_all);
+        std::vector<pg::io::JsonObject> gemm_rows, elem_rows;
+        for (const auto& r : gemms) {
+            gemm_rows.emplace_back();
+            gemm_rows.back().str("suite", r.suite).str("layer", r.layer).str("op", r.op).integer("M", r.M)
+                .integer("N", r.N).integer("K", r.K).num("gflops_1_thread", r.gflops_1t)
+                .num("gflops_all_threads", r.gflops_all).num("peak_fraction_all_threads", frac(r.gflops_all, peak_all) / 100.0)
+                .num("gflops_all_threads_cpu_time", r.gflops_all_cpu).num("eigen_gflops_1_thread", r.eigen_1t)
+                .boolean("one_per_thread", r.per_thread);
         }
-        std::printf("],\n \"elementwise\": [");
-        for (std::size_t i = 0; i < elems.size(); ++i) {
-            const auto& r = elems[i];
-            std::printf("%s\n  {\"suite\": \"%s\", \"kernel\": \"%s\", \"size\": \"%s\", "
-                        "\"gbytes_per_s\": %.2f, \"speedup_vs_reference\": %.2f}",
-                        i ? "," : "", r.suite.c_str(), r.kernel.c_str(), r.size.c_str(),
-                        r.gbytes_per_s, r.speedup_vs_reference);
+        for (const auto& r : elems) {
+            elem_rows.emplace_back();
+            elem_rows.back().str("suite", r.suite).str("kernel", r.kernel).str("size", r.size)
+                .num("gbytes_per_s", r.gbytes_per_s).num("speedup_vs_reference", r.speedup_vs_reference);
         }
-        std::printf("]}\n");
+        std::printf("%s\n", out.array("gemm", gemm_rows).array("elementwise", elem_rows).text().c_str());
         return 0;
     }
 

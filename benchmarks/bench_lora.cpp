@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
             co.storage = pg::stored_values(storage_of(o.base));
             co.mappable = true;
             pg::io::save_checkpoint(model, nullptr, co, o.write_base);
-            std::printf("{\"wrote\": \"%s\"}\n", o.write_base.c_str());
+            std::printf("%s\n", pg::io::JsonObject().str("wrote", o.write_base).text().c_str());
             return 0;
         }
         // Tokens: a fixed pseudo-random stream (the speed does not depend on the text).

@@ -73,11 +73,10 @@ int main(int argc, char** argv) {
     // The pinning measure_peak's pools get for `threads` (each builds its own, the same way).
     pg::ThreadPool probe(threads);
     probe.run_on_all([](int) {});
+    pg::io::JsonObject out;
     if (json) {
-        std::printf("{\"cpu\": \"%s\", \"features\": \"%s\", \"core\": \"%s\", \"threads\": %d, "
-                    "%s, \"units\": [",
-                    model.c_str(), features.c_str(), pg::kernels::cpu_core(), threads,
-                    pg_bench::pinning_json(probe).c_str());
+        out.str("cpu", model).str("features", features).str("core", pg::kernels::cpu_core()).integer("threads", threads);
+        pg_bench::add_pinning(out, probe);
     } else {
         std::printf("CPU: %s\nfeatures: %s\ncore (GEMM variant chosen for): %s\n%s\n"
                     "FMA peak (fp32, GFLOP/s), best of 5 runs of %.2f s:\n",
@@ -85,19 +84,18 @@ int main(int argc, char** argv) {
                     pg_bench::pinning_line(probe).c_str(), seconds);
         std::printf("%-16s %12s %14s\n", "unit", "1 thread", (std::to_string(threads) + " threads").c_str());
     }
-    bool first = true;
+    std::vector<pg::io::JsonObject> units;
     for (const auto& u : pg_bench::peak_units()) {
         const double one = pg_bench::measure_peak(u, 1, seconds);
         const double all = threads > 1 ? pg_bench::measure_peak(u, threads, seconds) : one;
         if (json) {
-            std::printf("%s{\"unit\": \"%s\", \"lanes\": %d, \"gflops_1_thread\": %.1f, "
-                        "\"gflops_all_threads\": %.1f}",
-                        first ? "" : ", ", u.name.c_str(), u.lanes, one, all);
+            units.emplace_back();
+            units.back().str("unit", u.name).integer("lanes", u.lanes).num("gflops_1_thread", one)
+                .num("gflops_all_threads", all);
         } else {
             std::printf("%-16s %12.1f %14.1f\n", u.name.c_str(), one, all);
         }
-        first = false;
     }
-    if (json) std::printf("]}\n");
+    if (json) std::printf("%s\n", out.array("units", units).text().c_str());
     return 0;
 }

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "io/json.hpp"
 #include "tokenizer/bpe_formats.hpp"
 
 namespace {
@@ -121,7 +122,7 @@ int main(int argc, char** argv) {
         pos = end;
     }
 
-    std::string out = json ? "[" : "";
+    std::vector<pg::io::JsonObject> rows;
     for (const char* name : {"gpt2", "cl100k_base", "o200k_base"}) {
         if (!only.empty() && only != name) continue;
         const std::string ranks = read_file(dir + "/" + name + ".tiktoken");
@@ -169,17 +170,14 @@ int main(int argc, char** argv) {
         const double speedup = s1 / s2;        // wall: 2.0 with two free cores
         const double cpu_ratio = cpu2 / cpu1;  // 1.0: no overhead from splitting
         if (json) {
-            char buf[768];
-            std::snprintf(buf, sizeof buf,
-                          "%s{\"encoding\": \"%s\", \"load_ms\": %.1f, \"load_cpu_ms\": %.1f, \"rss_kib\": %ld, "
-                          "\"tokens\": %zu, \"encode_mb_s\": %.2f, \"encode_cpu_mb_s\": %.2f, \"one_char_1mb_ms\": %.2f, \"random_1mb_ms\": %.2f, "
-                          "\"one_char_1mb_cpu_ms\": %.2f, \"random_1mb_cpu_ms\": %.2f, "
-                          "\"batch_1_thread_mb_s\": %.2f, \"batch_2_threads_mb_s\": %.2f, "
-                          "\"batch_1_thread_ms\": %.2f, \"batch_2_threads_ms\": %.2f, \"batch_2_threads_speedup\": %.3f, "
-                          "\"batch_2_threads_cpu_ratio\": %.3f}",
-                          out.size() > 1 ? ", " : "", name, load_ms, load_cpu_ms, rss, n_tokens, mb / enc_s, mb / enc_cpu_s, a_ms, r_ms, a_cpu_ms, r_cpu_ms, b1,
-                          b2, s1 * 1e3, s2 * 1e3, speedup, cpu_ratio);
-            out += buf;
+            rows.emplace_back();
+            rows.back().str("encoding", name).num("load_ms", load_ms).num("load_cpu_ms", load_cpu_ms)
+                .integer("rss_kib", rss).integer("tokens", (long long)n_tokens).num("encode_mb_s", mb / enc_s)
+                .num("encode_cpu_mb_s", mb / enc_cpu_s).num("one_char_1mb_ms", a_ms).num("random_1mb_ms", r_ms)
+                .num("one_char_1mb_cpu_ms", a_cpu_ms).num("random_1mb_cpu_ms", r_cpu_ms)
+                .num("batch_1_thread_mb_s", b1).num("batch_2_threads_mb_s", b2).num("batch_1_thread_ms", s1 * 1e3)
+                .num("batch_2_threads_ms", s2 * 1e3).num("batch_2_threads_speedup", speedup)
+                .num("batch_2_threads_cpu_ratio", cpu_ratio);
         } else {
             std::printf("%s: load %.1f ms (%.1f ms CPU), +%ld KiB resident, %zu tokens\n", name, load_ms, load_cpu_ms, rss,
                         n_tokens);
@@ -190,6 +188,6 @@ int main(int argc, char** argv) {
                         "(CPU of 2 threads / 1 thread %.3f)\n", docs.size(), s1 * 1e3, s2 * 1e3, speedup, cpu_ratio);
         }
     }
-    if (json) std::printf("%s]\n", out.c_str());
+    if (json) std::printf("%s\n", pg::io::json_array(rows).c_str());
     return 0;
 }

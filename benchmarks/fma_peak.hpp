@@ -148,18 +148,17 @@ inline double measure_peak(const PeakUnit& u, int threads, double seconds = 0.2,
 }
 
 // The pool's pinning (PG_PIN_THREADS=big) as bench_peak and bench_kernels print it: a line of
-// text, and JSON fields ("pinning": its text, "pinned_cpus": [{"cpu": N, "capacity": C}, ...]).
+// text, and JSON members ("pinning": its text, "pinned_cpus": [{"cpu": N, "capacity": C}, ...]).
 // Call it after the pool has run a region, so a refused sched_setaffinity shows.
 inline std::string pinning_line(const pg::ThreadPool& pool) { return "threads: " + pool.pinning(); }
 
-inline std::string pinning_json(const pg::ThreadPool& pool) {
-    std::string out = "\"pinning\": " + pg::io::json_quote(pool.pinning()) + ", \"pinned_cpus\": [";
-    for (std::size_t i = 0; i < pool.pinned_cores().size(); ++i) {
-        const pg::CpuCore& c = pool.pinned_cores()[i];
-        out += (i ? ", " : "") + std::string("{\"cpu\": ") + std::to_string(c.index) +
-               ", \"capacity\": " + std::to_string(c.capacity) + "}";
+inline void add_pinning(pg::io::JsonObject& out, const pg::ThreadPool& pool) {
+    std::vector<pg::io::JsonObject> cpus;
+    for (const pg::CpuCore& c : pool.pinned_cores()) {
+        cpus.emplace_back();
+        cpus.back().integer("cpu", c.index).integer("capacity", c.capacity);
     }
-    return out + "]";
+    out.str("pinning", pool.pinning()).array("pinned_cpus", cpus);
 }
 
 }  // namespace pg_bench
