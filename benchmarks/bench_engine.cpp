@@ -38,7 +38,10 @@
 // the median of the pairs' ratios (each pair about a second apart, so a host whose speed drifts
 // over tens of seconds slows both members of a pair alike, where two separate processes would
 // each meet a different host), and the N-thread step's percent of the N-thread peak measured in
-// the same run. Nothing else is timed.
+// the same run: once at the end, and beside each pair (the best of three 20 ms bursts on the
+// N-thread pool right after it; the median of the pairs' percents), since the host's peak drifts
+// as its step does.
+// Nothing else is timed.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -299,7 +302,13 @@ TrainerFigures time_trainer(const pg::ModelConfig& cfg, int batch, int T, int th
 void paired_scaling(const pg::ModelConfig& cfg, const StepInputs& r, bool recompute, pg::ThreadPool& pool, int pairs,
                     bool json, const std::string& preset) {
     pg::ThreadPool one(1);
-    std::vector<double> ms1, msn, ratio;
+    const double flops = step_flops(cfg, r.batch, r.T);
+    const std::vector<pg_bench::PeakUnit> units = pg_bench::peak_units();
+    // Right after each pair, the best of three 20 ms bursts of FMA chains on the N-thread pool:
+    // the peak the host gave at that moment, beside the one measured once at the end (the best
+    // of five 0.2 s runs).
+    const pg_bench::PeakBurst burst(units.front(), 0.02);
+    std::vector<double> ms1, msn, ratio, peak_beside, frac_beside;
     double steal_start = 0.0;
     for (int s = 0; s <= pairs; ++s) {
         if (s == 1) steal_start = steal_ms();
@@ -316,12 +325,14 @@ void paired_scaling(const pg::ModelConfig& cfg, const StepInputs& r, bool recomp
         ms1.push_back(a);
         msn.push_back(b);
         ratio.push_back(a / b);
+        peak_beside.push_back(std::max({burst.gflops(pool), burst.gflops(pool), burst.gflops(pool)}));
+        frac_beside.push_back(flops / (b * 1e-3) * 1e-9 / peak_beside.back());
     }
     const double steal_per_pair = steal_per(steal_start, steal_ms(), pairs);
     const double med1 = median_of(ms1), medn = median_of(msn), med_ratio = median_of(ratio);
     const double lo = *std::min_element(ratio.begin(), ratio.end()), hi = *std::max_element(ratio.begin(), ratio.end());
-    const double flops = step_flops(cfg, r.batch, r.T);
-    const std::vector<pg_bench::PeakUnit> units = pg_bench::peak_units();
+    const auto [peak_lo, peak_hi] = std::minmax_element(peak_beside.begin(), peak_beside.end());
+    const double pct_beside = 100.0 * median_of(frac_beside);
     const double peak1 = pg_bench::measure_peak(units.front(), 1);
     const double peakn = pg_bench::measure_peak(units.front(), pool.size());
     const double pct1 = 100.0 * flops / (med1 * 1e-3) * 1e-9 / peak1;
@@ -348,6 +359,11 @@ void paired_scaling(const pg::ModelConfig& cfg, const StepInputs& r, bool recomp
             .num("fraction_of_peak_1", pct1 / 100.0)
             .num("fraction_of_peak_n", pctn / 100.0)
             .num("executed_fraction_of_peak_n", executed * pctn / 100.0)
+            .num("peak_gflops_beside_n_median", median_of(peak_beside))
+            .num("peak_gflops_beside_n_min", *peak_lo)
+            .num("peak_gflops_beside_n_max", *peak_hi)
+            .num("fraction_of_peak_beside_n", pct_beside / 100.0)
+            .num("executed_fraction_of_peak_beside_n", executed * pct_beside / 100.0)
             .num("steal_ms_per_pair", steal_per_pair);
         std::printf("%s\n", j.text().c_str());
         return;
@@ -363,6 +379,10 @@ void paired_scaling(const pg::ModelConfig& cfg, const StepInputs& r, bool recomp
     if (recompute)
         std::printf("with the recomputed forward: %d threads at %.1f%% of the peak in executed FLOPs\n", pool.size(),
                     executed * pctn);
+    std::printf("%d threads against the peak measured right after each pair (%.0f to %.0f GFLOP/s): median %.1f%%",
+                pool.size(), *peak_lo, *peak_hi, pct_beside);
+    if (recompute) std::printf(", %.1f%% in executed FLOPs", executed * pct_beside);
+    std::printf("\n");
     if (steal_per_pair >= 0)
         std::printf("hypervisor steal during the timed pairs: %.1f ms per pair (all vCPUs, /proc/stat)\n", steal_per_pair);
 }

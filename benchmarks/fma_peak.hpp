@@ -5,6 +5,7 @@
 // bench_kernels (which reports each kernel as a fraction of this peak).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cstdint>
@@ -117,33 +118,45 @@ inline double thread_cpu_seconds() {
     return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
-// GFLOP/s of `threads` threads each running the chains for about `seconds`; best of `repeats`.
-// One thread is timed in thread CPU time, several in wall time (all must run at once).
-inline double measure_peak(const PeakUnit& u, int threads, double seconds = 0.2, int repeats = 5) {
-    // Calibrate the iteration count on one thread.
-    int64_t iters = 1 << 16;
-    for (;;) {
-        double t0 = now_seconds();
-        volatile float sink = u.run(iters);
-        (void)sink;
-        if (now_seconds() - t0 > seconds / 4 || iters > (int64_t(1) << 40)) break;
-        iters *= 2;
+// One burst of the chains of about `seconds` on every thread of a pool, its iteration count
+// calibrated once on one thread. Run on the pool the kernels use, so the peak runs on the cores
+// that pool is pinned to (PG_PIN_THREADS).
+class PeakBurst {
+public:
+    PeakBurst(const PeakUnit& u, double seconds) : unit_(u) {
+        for (;;) {
+            const double t0 = now_seconds();
+            volatile float sink = u.run(iters_);
+            (void)sink;
+            if (now_seconds() - t0 > seconds / 4 || iters_ > (int64_t(1) << 40)) break;
+            iters_ *= 2;
+        }
+        iters_ *= 4;
     }
-    iters *= 4;
-    // A ThreadPool, so the peak runs on the cores the kernels' pool is pinned to (PG_PIN_THREADS).
-    pg::ThreadPool pool(threads);
-    double best = 0.0;
-    for (int r = 0; r < repeats; ++r) {
-        const bool cpu = threads == 1;
-        double t0 = cpu ? thread_cpu_seconds() : now_seconds();
+    // GFLOP/s of the pool's threads running one burst at once. One thread is timed in thread
+    // CPU time, several in wall time (all must run at once).
+    double gflops(pg::ThreadPool& pool) const {
+        const bool cpu = pool.size() == 1;
+        const double t0 = cpu ? thread_cpu_seconds() : now_seconds();
         pool.run_on_all([&](int) {
-            volatile float s = u.run(iters);
+            volatile float s = unit_.run(iters_);
             (void)s;
         });
-        double dt = (cpu ? thread_cpu_seconds() : now_seconds()) - t0;
-        double gflops = 2.0 * u.lanes * kChains * double(iters) * threads / dt * 1e-9;
-        if (gflops > best) best = gflops;
+        const double dt = (cpu ? thread_cpu_seconds() : now_seconds()) - t0;
+        return 2.0 * unit_.lanes * kChains * double(iters_) * pool.size() / dt * 1e-9;
     }
+
+private:
+    const PeakUnit& unit_;
+    int64_t iters_ = 1 << 16;
+};
+
+// GFLOP/s of `threads` threads each running the chains for about `seconds`; best of `repeats`.
+inline double measure_peak(const PeakUnit& u, int threads, double seconds = 0.2, int repeats = 5) {
+    const PeakBurst burst(u, seconds);
+    pg::ThreadPool pool(threads);
+    double best = 0.0;
+    for (int r = 0; r < repeats; ++r) best = std::max(best, burst.gflops(pool));
     return best;
 }
 
