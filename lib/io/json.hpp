@@ -65,9 +65,10 @@ bool parse_nonfinite_token(const std::string& s, float* out);
 
 // A JSON object written field by field, keys in the order added: the one JSON writer of the
 // library, its tools and benchmarks (the phonegpt tool's results, docs/cli.md; safetensors
-// headers; signature manifests; config.json). Numbers are the shortest text that reads back as the same value. A NaN or an
-// infinity has no JSON form and is never a value here: adding one throws PG_ERR_INTERNAL
-// naming the key (a missing figure is written as null() on purpose, not by accident).
+// headers; signature manifests; config.json, tokenizer.json). Numbers are the shortest text
+// that reads back as the same value. A NaN or an infinity has no JSON form and is never a value
+// here: adding one throws PG_ERR_INTERNAL naming the key (a missing figure is written as null()
+// on purpose, not by accident).
 class JsonObject {
 public:
     JsonObject& str(const std::string& key, const std::string& v);
