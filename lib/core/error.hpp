@@ -3,6 +3,7 @@
 // message, so nothing thrown here ever crosses into a caller.
 #pragma once
 
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -30,6 +31,13 @@ inline const std::string& message_text(const std::string& message) { return mess
 template <class MakeMessage, std::enable_if_t<std::is_invocable_r_v<std::string, const MakeMessage&>, int> = 0>
 std::string message_text(const MakeMessage& make_message) {
     return make_message();
+}
+
+// A number in a message as people write it ("0.002", not "0.002000"; printf's %g).
+inline std::string message_number(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
 }
 
 // Throws Error(status, message) when `ok` is false. Use for argument and format checks.

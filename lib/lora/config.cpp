@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "core/error.hpp"
 #include "core/struct_fields.hpp"
@@ -13,12 +12,6 @@ namespace {
 
 [[noreturn]] void bad(const std::string& what) {
     throw Error(PG_ERR_INVALID_ARGUMENT, "lora config: " + what);
-}
-
-std::string show(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", v);
-    return buf;
 }
 
 void int_range(const char* field, long long v, long long lo, long long hi) {
@@ -85,9 +78,9 @@ pg_lora_config lora_config_to_c(const LoraConfig& cfg) {
 void validate_lora_config(const LoraConfig& cfg) {
     int_range("rank", cfg.rank, 1, PG_LORA_MAX_RANK);
     if (!(std::isfinite(cfg.alpha) && cfg.alpha > 0.0f))
-        bad("alpha = " + show(cfg.alpha) + " must be finite and > 0");
+        bad("alpha = " + message_number(cfg.alpha) + " must be finite and > 0");
     if (!(std::isfinite(cfg.dropout) && cfg.dropout >= 0.0f && cfg.dropout < 1.0f))
-        bad("dropout = " + show(cfg.dropout) + " is outside [0, 1)");
+        bad("dropout = " + message_number(cfg.dropout) + " is outside [0, 1)");
     if (cfg.target_modules == 0 || (cfg.target_modules & ~uint32_t(PG_LORA_ALL_LINEARS)) != 0)
         bad("target_modules = " + std::to_string(cfg.target_modules) +
             " must be a non-empty OR of pg_lora_target bits (1..15)");

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstddef>
-#include <cstdio>
 #include <string>
 
 #include "core/error.hpp"
@@ -18,12 +17,6 @@ constexpr int kMaxAccum = 1 << 16;
 constexpr int kMaxThreads = 1024;
 
 // Floats in messages as people write them ("0.002", not "0.002000").
-std::string show(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", v);
-    return buf;
-}
-
 [[noreturn]] void bad(const std::string& what) {
     throw Error(PG_ERR_INVALID_ARGUMENT, "train config: " + what);
 }
@@ -36,8 +29,8 @@ void int_range(const char* field, long long v, long long lo, long long hi) {
 void float_range(const char* field, float v, double lo, double hi, bool hi_open) {
     bool ok = std::isfinite(v) && v >= lo && (hi_open ? v < hi : v <= hi);
     if (!ok)
-        bad(std::string(field) + " = " + show(v) + " is outside [" + show(lo) + ", " + show(hi) +
-            (hi_open ? ")" : "]"));
+        bad(std::string(field) + " = " + message_number(v) + " is outside [" + message_number(lo) + ", " +
+            message_number(hi) + (hi_open ? ")" : "]"));
 }
 }  // namespace
 
@@ -110,13 +103,13 @@ void validate_train_config(const TrainConfig& t) {
     float_range("lr_max", t.lr_max, 0.0, 1e3, false);
     float_range("lr_min", t.lr_min, 0.0, 1e3, false);
     if (t.lr_min > t.lr_max)
-        bad("lr_min = " + show(t.lr_min) + " is above lr_max = " + show(t.lr_max));
+        bad("lr_min = " + message_number(t.lr_min) + " is above lr_max = " + message_number(t.lr_max));
     int_range("warmup_steps", t.warmup_steps, 0, 1LL << 30);
     int_range("total_steps", t.total_steps, 1, 1LL << 50);
     float_range("beta1", t.beta1, 0.0, 1.0, true);
     float_range("beta2", t.beta2, 0.0, 1.0, true);
     if (!(std::isfinite(t.eps) && t.eps > 0.0f && t.eps <= 1.0f))
-        bad("eps = " + show(t.eps) + " must be in (0, 1]");
+        bad("eps = " + message_number(t.eps) + " must be in (0, 1]");
     float_range("weight_decay", t.weight_decay, 0.0, 1e3, false);
     float_range("grad_clip", t.grad_clip, 0.0, 1e30, false);
     float_range("dropout", t.dropout, 0.0, 1.0, true);
@@ -125,7 +118,7 @@ void validate_train_config(const TrainConfig& t) {
     int_range("optimizer", t.optimizer, PG_OPTIMIZER_ADAMW, PG_OPTIMIZER_MUON);
     float_range("muon_momentum", t.muon_momentum, 0.0, 1.0, true);
     if (!(std::isfinite(t.muon_lr_scale) && t.muon_lr_scale > 0.0f && t.muon_lr_scale <= 1e3f))
-        bad("muon_lr_scale = " + show(t.muon_lr_scale) + " must be in (0, 1000]");
+        bad("muon_lr_scale = " + message_number(t.muon_lr_scale) + " must be in (0, 1000]");
 }
 
 }  // namespace pg
