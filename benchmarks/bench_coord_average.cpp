@@ -4,10 +4,8 @@
 // /proc/self/clear_refs before each call, minus the resident size before it) and the reported
 // error. Usage: bench_coord_average [n_adapters=100] [rank=8]
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -15,20 +13,11 @@
 #include "lora/adapter.hpp"
 #include "lora/average.hpp"
 #include "model/params.hpp"
+#include "process_stats.hpp"
 
 using namespace pg::lora;
 
 namespace {
-
-long status_kib(const char* key) {
-    std::ifstream f("/proc/self/status");
-    std::string line;
-    while (std::getline(f, line))
-        if (line.rfind(key, 0) == 0) return std::atol(line.c_str() + std::string(key).size());
-    return -1;
-}
-
-void reset_peak() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 std::vector<Adapter> make_adapters(const pg::Model& base, int n, int rank, bool freeze_a) {
     std::vector<Adapter> out;
@@ -71,11 +60,11 @@ int main(int argc, char** argv) {
         std::vector<const Adapter*> in;
         std::vector<double> weights;
         for (int i = 0; i < r.count; ++i) in.push_back(&(*r.in)[i]), weights.push_back(1.0 + i % 5);
-        const long before = status_kib("VmRSS:");
-        reset_peak();
+        const long before = pg_bench::status_kib("VmRSS");
+        pg_bench::reset_peak_rss();
         AverageReport rep;
         const auto t0 = std::chrono::steady_clock::now();
-        const std::clock_t c0 = std::clock();
+        const double c0 = pg_bench::process_cpu_seconds();
         std::string refused;
         try {
             const Adapter out = average_adapters(in, weights, {r.method, rank}, &rep);
@@ -83,8 +72,8 @@ int main(int argc, char** argv) {
             refused = e.what();
         }
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const double cpu = double(std::clock() - c0) / CLOCKS_PER_SEC;
-        const double peak = double(status_kib("VmHWM:") - before) / 1024.0;
+        const double cpu = pg_bench::process_cpu_seconds() - c0;
+        const double peak = double(pg_bench::status_kib("VmHWM") - before) / 1024.0;
         const std::string label = std::string(average_method_name(r.method)) + " (" + std::to_string(r.count) + ")";
         if (!refused.empty())
             std::printf("%-20s refused: %.110s\n", label.c_str(), refused.c_str());

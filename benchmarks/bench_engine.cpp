@@ -48,7 +48,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sys/resource.h>
 #include <unistd.h>
 #include <string>
 #include <vector>
@@ -57,6 +56,7 @@
 #include "fma_peak.hpp"
 #include "median.hpp"
 #include "profile_table.hpp"
+#include "process_stats.hpp"
 #include "core/rng.hpp"
 #include "core/thread_pool.hpp"
 #include "io/json.hpp"
@@ -70,21 +70,6 @@
 #include "train/trainer.hpp"
 
 namespace {
-
-long peak_rss_kib() {
-    std::ifstream f("/proc/self/status");
-    std::string line;
-    while (std::getline(f, line))
-        if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
-    return -1;
-}
-
-// User + system CPU seconds of the whole process so far.
-double cpu_seconds() {
-    rusage u;
-    getrusage(RUSAGE_SELF, &u);
-    return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
 
 // Milliseconds the hypervisor ran something else while this guest's vCPUs had work ("steal",
 // the eighth field of /proc/stat's "cpu" line, summed over vCPUs); -1 where there is no such
@@ -452,20 +437,20 @@ int main(int argc, char** argv) {
         double loss = 0.0, cpu_start = 0.0, steal_start = 0.0;
         for (int s = 0; s <= steps; ++s) {
             if (s == 1) {
-                cpu_start = cpu_seconds();
+                cpu_start = pg_bench::process_cpu_seconds();
                 steal_start = steal_ms();
             }
             const double step_ms = timed_step(step_inputs, s, pool, &loss);
             if (s > 0) ms.push_back(step_ms);
         }
-        const double cpu_ms = (cpu_seconds() - cpu_start) * 1e3 / steps;
+        const double cpu_ms = (pg_bench::process_cpu_seconds() - cpu_start) * 1e3 / steps;
         const double steal_ms_per_step = steal_per(steal_start, steal_ms(), steps);
         const double median_ms = median_of(ms), best_ms = *std::min_element(ms.begin(), ms.end());
         const double flops = step_flops(cfg, batch, T);
         const double gflops = flops / (median_ms * 1e-3) * 1e-9;
         const double extra_flops = recompute ? recompute_flops(cfg, batch, T) : 0.0;
         const double executed_gflops = (flops + extra_flops) / (median_ms * 1e-3) * 1e-9;
-        const double rss_mb = double(peak_rss_kib()) / 1024.0;
+        const double rss_mb = double(pg_bench::status_kib("VmHWM")) / 1024.0;
         // The limit, measured now on the widest vector unit with the same number of threads.
         const std::vector<pg_bench::PeakUnit> units = pg_bench::peak_units();
         const double peak = pg_bench::measure_peak(units.front(), pool.size());

@@ -12,9 +12,7 @@
 #include <phonegpt/phonegpt.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,16 +20,9 @@
 #include <vector>
 
 #include "io/json.hpp"
+#include "process_stats.hpp"
 
 namespace {
-
-double now_seconds() {
-    using namespace std::chrono;
-    return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
-// CPU time of the whole process: on a shared machine wall time also counts waiting for a core.
-double cpu_seconds() { return double(std::clock()) / CLOCKS_PER_SEC; }
 
 void check(pg_status s, const char* what) {
     if (s != PG_OK) {
@@ -108,9 +99,9 @@ int main(int argc, char** argv) {
     ec.n_threads = threads;
     pg_eval_result r;
     r.struct_size = sizeof r;
-    double t0 = now_seconds(), c0 = cpu_seconds();
+    double t0 = pg_bench::now_seconds(), c0 = pg_bench::process_cpu_seconds();
     check(pg_evaluate(model, val, n_val, &ec, &r), "pg_evaluate");
-    double t1 = now_seconds(), c1 = cpu_seconds();
+    double t1 = pg_bench::now_seconds(), c1 = pg_bench::process_cpu_seconds();
     if (!json)
         std::printf("whole-split validation: loss %.6f (%.4f bits/char), %lld positions in %lld windows, "
                     "%.2f s wall, %.2f s CPU (%d threads, batch %d); ln 65 = %.6f\n",
@@ -121,9 +112,9 @@ int main(int argc, char** argv) {
     add("whole_split_cpu_seconds", c1 - c0);
 
     // 2. The sampled estimate (nanoGPT: 200 batches; 20 of 16 here for time).
-    t0 = now_seconds();
+    t0 = pg_bench::now_seconds();
     check(pg_evaluate_sampled(model, val, n_val, 20, 16, 1337, threads, &r), "pg_evaluate_sampled");
-    t1 = now_seconds();
+    t1 = pg_bench::now_seconds();
     if (!json) std::printf("sampled estimate (20 x 16 windows of 128): loss %.6f, %.2f s\n", r.mean_loss, t1 - t0);
     add("sampled_estimate_loss", r.mean_loss);
 
@@ -151,11 +142,11 @@ int main(int argc, char** argv) {
         int repeats = 0;
         // Repeat short runs until about a second has passed, for a stable figure.
         do {
-            t0 = now_seconds();
-            const double c0 = cpu_seconds();
+            t0 = pg_bench::now_seconds();
+            const double c0 = pg_bench::process_cpu_seconds();
             check(pg_generate(model, prompt, 1, &sc, out.data(), out.size(), &produced), "pg_generate");
-            cpu += cpu_seconds() - c0;
-            total += now_seconds() - t0;
+            cpu += pg_bench::process_cpu_seconds() - c0;
+            total += pg_bench::now_seconds() - t0;
             ++repeats;
         } while (total < 1.0);
         const double per_run = total / repeats, cpu_per_run = cpu / repeats;

@@ -42,6 +42,7 @@
 #include "model/model.hpp"
 #include "model/params.hpp"
 #include "median.hpp"
+#include "process_stats.hpp"
 #include "profile_table.hpp"
 #include "train/trainer.hpp"
 
@@ -120,23 +121,6 @@ pg::ModelConfig shape_config(const Options& o) {
     return c;
 }
 
-// A field of /proc/self/status in MB (VmRSS, VmHWM).
-double status_mb(const char* field) {
-    std::ifstream f("/proc/self/status");
-    std::string line;
-    const std::string key = std::string(field) + ":";
-    while (std::getline(f, line))
-        if (line.compare(0, key.size(), key) == 0) return std::atof(line.c_str() + key.size()) / 1024.0;
-    return 0.0;
-}
-
-// Starts VmHWM again from the current RSS (Linux >= 4.0); false where that is not possible.
-bool reset_peak() {
-    std::ofstream f("/proc/self/clear_refs");
-    f << "5";
-    return bool(f);
-}
-
 // /proc/self/smaps_rollup's resident memory split (MB), as a JSON object; empty without it.
 pg::io::JsonObject smaps_rollup() {
     std::ifstream f("/proc/self/smaps_rollup");
@@ -182,12 +166,6 @@ pg::Model make_base(const Options& o) {
     pg::Model model = pg::io::make_model_for(h);
     pg::io::read_checkpoint_data(src, h, model, nullptr);
     return model;
-}
-
-double cpu_ms() {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
 }
 
 }  // namespace
@@ -249,19 +227,19 @@ int main(int argc, char** argv) {
             full = std::make_unique<pg::Trainer>(model, tc);
             full->set_data(data.data(), data.size());
         }
-        const double rss_ready = status_mb("VmRSS");
+        const double rss_ready = double(pg_bench::status_kib("VmRSS")) / 1024.0;
         const pg::io::JsonObject smaps_ready = smaps_rollup();
-        const bool peak_reset = reset_peak();
+        const bool peak_reset = pg_bench::reset_peak_rss();
         std::vector<double> wall, cpu;
         float last_loss = 0.0f;
         for (int s = 0; s < o.warmup + o.steps; ++s) {
             const auto t0 = std::chrono::steady_clock::now();
-            const double c0 = cpu_ms();
+            const double c0 = pg_bench::process_cpu_seconds();
             last_loss = (lora ? lora->step() : full->step()).loss;
             const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
             if (s < o.warmup) continue;
             wall.push_back(ms);
-            cpu.push_back(cpu_ms() - c0);
+            cpu.push_back((pg_bench::process_cpu_seconds() - c0) * 1e3);
         }
         rusage u{};
         getrusage(RUSAGE_SELF, &u);
@@ -280,7 +258,7 @@ int main(int argc, char** argv) {
             .integer("threads", o.threads).integer("trained_params", trained)
             .num("ms_median", median_of(wall)).num("cpu_ms_median", median_of(cpu)).numbers("ms", wall)
             .numbers("cpu_ms", cpu).num("rss_ready_mb", rss_ready)
-            .num("peak_train_mb", peak_reset ? status_mb("VmHWM") : double(u.ru_maxrss) / 1024.0)
+            .num("peak_train_mb", peak_reset ? double(pg_bench::status_kib("VmHWM")) / 1024.0 : double(u.ru_maxrss) / 1024.0)
             .boolean("peak_reset", peak_reset).num("peak_process_mb", double(u.ru_maxrss) / 1024.0)
             .num("weights_mb", double(model.weight_bytes()) / 1048576.0)
             .num("activations_mb", activations / 1048576.0).num("trained_state_mb", trained_state / 1048576.0)

@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -26,6 +25,7 @@
 #include <vector>
 
 #include "io/json.hpp"
+#include "process_stats.hpp"
 #include "tokenizer/bpe_formats.hpp"
 
 namespace {
@@ -43,20 +43,6 @@ std::string read_file(const std::string& path) {
     std::stringstream ss;
     ss << f.rdbuf();
     return ss.str();
-}
-
-long rss_kib() {
-    std::ifstream f("/proc/self/status");
-    std::string line;
-    while (std::getline(f, line))
-        if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-    return -1;
-}
-
-double thread_cpu_seconds() {
-    timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
 }
 
 // Best of `reps` runs of f(), in seconds.
@@ -77,9 +63,9 @@ template <class F>
 double best_cpu_of(int reps, F&& f) {
     double best = 1e30;
     for (int i = 0; i < reps; ++i) {
-        const double t0 = thread_cpu_seconds();
+        const double t0 = pg_bench::thread_cpu_seconds();
         f();
-        best = std::min(best, thread_cpu_seconds() - t0);
+        best = std::min(best, pg_bench::thread_cpu_seconds() - t0);
     }
     return best;
 }
@@ -126,13 +112,13 @@ int main(int argc, char** argv) {
     for (const char* name : {"gpt2", "cl100k_base", "o200k_base"}) {
         if (!only.empty() && only != name) continue;
         const std::string ranks = read_file(dir + "/" + name + ".tiktoken");
-        const long rss0 = rss_kib();
+        const long rss0 = pg_bench::status_kib("VmRSS");
         const auto t0 = Clock::now();
-        const double load_cpu0 = thread_cpu_seconds();
+        const double load_cpu0 = pg_bench::thread_cpu_seconds();
         auto tok = pg::bpe::load_tiktoken(ranks, name);
-        const double load_cpu_ms = (thread_cpu_seconds() - load_cpu0) * 1e3;
+        const double load_cpu_ms = (pg_bench::thread_cpu_seconds() - load_cpu0) * 1e3;
         const double load_ms = seconds_since(t0) * 1e3;
-        const long rss = rss_kib() - rss0;
+        const long rss = pg_bench::status_kib("VmRSS") - rss0;
         if (profile) {  // one encode of the text: what callgrind --toggle-collect counts
             std::printf("%s: %zu tokens\n", name, tok->encode(text).size());
             continue;
@@ -154,9 +140,9 @@ int main(int argc, char** argv) {
                 std::vector<double> cpu(std::size_t(threads), 0.0);
                 for (int t = 0; t < threads; ++t)
                     pool.emplace_back([&, t] {
-                        const double c0 = thread_cpu_seconds();
+                        const double c0 = pg_bench::thread_cpu_seconds();
                         for (std::size_t i = std::size_t(t); i < docs.size(); i += std::size_t(threads)) tok->encode(docs[i]);
-                        cpu[std::size_t(t)] = thread_cpu_seconds() - c0;
+                        cpu[std::size_t(t)] = pg_bench::thread_cpu_seconds() - c0;
                     });
                 for (auto& th : pool) th.join();
                 double total = 0;

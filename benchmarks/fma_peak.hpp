@@ -15,6 +15,7 @@
 
 #include "core/thread_pool.hpp"
 #include "io/json.hpp"
+#include "process_stats.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -104,18 +105,6 @@ inline std::vector<PeakUnit> peak_units() {
     units.push_back({"neon", 4, &fma_chains_neon});
 #endif
     return units;
-}
-
-inline double now_seconds() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// CPU time of the calling thread: a one-thread figure measured with it is not lowered by other
-// processes taking the core away (the build machine is shared), only by what shares its caches.
-inline double thread_cpu_seconds() {
-    timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
 // One burst of the chains of about `seconds` on every thread of a pool, its iteration count
