@@ -41,6 +41,10 @@ std::vector<Adapter> make_adapters(const pg::Model& base, int n, int rank, bool 
 int main(int argc, char** argv) {
     const int n = argc > 1 ? std::atoi(argv[1]) : 100;
     const int rank = argc > 2 ? std::atoi(argv[2]) : 8;
+    if (argc > 3 || n < 1 || rank < 1) {
+        std::fprintf(stderr, "usage: %s [n_adapters=100] [rank=8]\n", argv[0]);
+        return 2;
+    }
     pg::ModelConfig mc = pg::model_preset("tiny");
     mc.n_layer = 12, mc.n_head = 8, mc.n_embd = 512, mc.n_ctx = 256;
     mc.vocab_size = 50257, mc.padded_vocab_size = 50304;
