@@ -13,8 +13,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,7 +24,8 @@ namespace {
 
 void check(pg_status s, const char* what, const pg_model* m = nullptr) {
     if (s == PG_OK) return;
-    std::fprintf(stderr, "bench_fp16_error: %s failed: %s\n", what, m ? pg_model_last_error(m) : pg_status_name(s));
+    std::fprintf(stderr, "bench_fp16_error: %s failed: %s: %s\n", what, pg_status_name(s),
+                 m ? pg_model_last_error(m) : pg_last_error());
     std::exit(1);
 }
 
@@ -67,10 +66,11 @@ int main(int argc, char** argv) {
     pg_model_config_default(&mc);
     check(pg_model_get_config(half, &mc), "pg_model_get_config", half);
     // The tokens: the model's tokenizer, or a character one built from the text.
-    std::ifstream in(data, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    const std::string s = text.str();
+    char* bytes = nullptr;
+    size_t n_bytes = 0;
+    check(pg_read_file(data, &bytes, &n_bytes), "reading --data");
+    const std::string s(bytes, n_bytes);
+    pg_buffer_free(bytes);
     pg_tokenizer* tok = nullptr;
     check(pg_model_get_tokenizer(half, &tok), "pg_model_get_tokenizer", half);
     pg_tokenizer* own = nullptr;

@@ -17,14 +17,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "io/json.hpp"
+#include "phonegpt/phonegpt.h"
 #include "process_stats.hpp"
 #include "tokenizer/bpe_formats.hpp"
 
@@ -35,14 +34,15 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string read_file(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) {
-        std::fprintf(stderr, "bench_tokenizer: cannot read %s\n", path.c_str());
+    char* data = nullptr;
+    size_t len = 0;
+    if (pg_read_file(path.c_str(), &data, &len) != PG_OK) {
+        std::fprintf(stderr, "bench_tokenizer: %s\n", pg_last_error());
         std::exit(2);
     }
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
+    std::string s(data, len);
+    pg_buffer_free(data);
+    return s;
 }
 
 // Best of `reps` runs of f(), in seconds.
