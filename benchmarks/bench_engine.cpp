@@ -40,8 +40,7 @@
 // each meet a different host), and the N-thread step's percent of the N-thread peak measured in
 // the same run: once at the end, and beside each pair (the best of three 20 ms bursts on the
 // N-thread pool right after it; the median of the pairs' percents), since the host's peak drifts
-// as its step does.
-// Nothing else is timed.
+// as its step does. Nothing else is timed.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
