@@ -6,11 +6,8 @@
 #pragma once
 
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <cstdint>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/thread_pool.hpp"

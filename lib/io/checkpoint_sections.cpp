@@ -195,7 +195,8 @@ std::vector<CheckpointTensor> decode_tensor_table(ByteReader& r, bool mappable) 
             throw Error(PG_ERR_FORMAT, what() + ": offset " + std::to_string(t.offset) +
                                            (t.offset < next_offset ? " overlaps the previous tensor" : " leaves a gap") +
                                            " (tensors must be contiguous; expected " + std::to_string(next_offset) + ")");
-        next_offset = checked_add(t.offset, t.nbytes, [&] { return what() + " end"; });  // t.offset == next_offset but for an aligned gap
+        // t.offset == next_offset but for an aligned gap
+        next_offset = checked_add(t.offset, t.nbytes, [&] { return what() + " end"; });
     }
     r.expect_end();
     return tensors;
