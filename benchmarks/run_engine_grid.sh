@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15's 2-thread grid (docs/performance.md, "Two threads on every machine"): at batches 16, 32
+# The 2-thread grid (docs/performance.md, "Two threads against one"): at batches 16, 32
 # and 64, with and without activation recomputation, bench_engine --paired times the same step on
 # 1 thread and on 2 in turn (which one goes first alternates), so each 1-thread step has a
 # 2-thread partner taken about a second apart on the same host. This machine kind (a shared KVM
