@@ -64,6 +64,10 @@ struct OptionSpec {
     const char* help;
 };
 
+// " (did you mean PREFIX<name>?)" for the name in `names` closest to a misspelt `given` (at
+// most a third of its letters, or two, edited, and closer than any other), or "" when none is.
+std::string did_you_mean(const std::string& given, const std::vector<std::string>& names, const char* prefix);
+
 class Options {
 public:
     Options(const char* command, std::vector<OptionSpec> specs, int argc, char** argv);
@@ -113,11 +117,17 @@ const char* weight_storage_kind(pg_weight_storage storage);
 // The model's tokenizer (borrowed); a runtime failure naming `needed_for` when it has none.
 pg_tokenizer* tokenizer_of(pg_model* model, const char* needed_for);
 
+// A warm-up at least as long as the run keeps the learning rate below --lr the whole run: a
+// default one (not given with --warmup) becomes a tenth of the run; either way a warning on
+// stderr says so.
+void clamp_warmup(pg_train_config& tc, bool chosen, const char* command);
+
 // ------------------------------------------------------------------------------------------
 // Files, text and time.
 
 bool file_exists(const std::string& path);
 bool folder_exists(const std::string& path);
+// Creates `dir` and its missing parents (mkdir -p); an existing folder is fine.
 void make_dir(const std::string& dir);
 std::string read_file(const std::string& path);
 // Atomically (the library's AtomicFileWriter): a run killed at any moment leaves the old file

@@ -89,6 +89,16 @@ pg_tokenizer* tokenizer_of(pg_model* model, const char* needed_for) {
     return tok;
 }
 
+void clamp_warmup(pg_train_config& tc, bool chosen, const char* command) {
+    if (tc.total_steps <= 0 || tc.warmup_steps < tc.total_steps) return;
+    const long long warmup = tc.warmup_steps, steps = tc.total_steps;
+    if (!chosen) tc.warmup_steps = int32_t(steps / 10);
+    std::fprintf(stderr, "phonegpt %s: warning: a warm-up of %lld steps is not shorter than the run's %lld: the learning rate would stay below --lr; %s\n",
+                 command, warmup, steps,
+                 chosen ? "keeping --warmup as given"
+                        : ("warming up over " + std::to_string(tc.warmup_steps) + " steps instead (--warmup N to choose)").c_str());
+}
+
 bool file_exists(const std::string& path) {
     struct stat st;
     return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
@@ -100,6 +110,13 @@ bool folder_exists(const std::string& path) {
 }
 
 void make_dir(const std::string& dir) {
+    // each missing parent first, as mkdir -p
+    for (size_t slash = dir.find('/', 1); slash != std::string::npos; slash = dir.find('/', slash + 1)) {
+        const std::string parent = dir.substr(0, slash);
+        if (!folder_exists(parent) && ::mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST)
+            throw RuntimeError{"cannot create folder \"" + parent + "\" (for \"" + dir + "\"): " + std::strerror(errno),
+                               "PG_ERR_IO", std::nullopt};
+    }
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
         throw RuntimeError{"cannot create folder \"" + dir + "\": " + std::strerror(errno), "PG_ERR_IO",
                            std::nullopt};

@@ -9,8 +9,10 @@ CheckpointScore score_checkpoint(const std::string& path, const Options& opt, co
     CheckpointScore s;
     s.path = path;
     ModelPtr model = load_model(path);
-    const pg_weight_storage storage = weight_storage_named(opt.text("weights", "fp32"), true);
-    check(pg_model_set_weight_storage(model.get(), storage), "pg_model_set_weight_storage");
+    // Without --weights the model is scored as the file holds it (a 16-bit file as 16-bit).
+    if (opt.has("weights"))
+        check(pg_model_set_weight_storage(model.get(), weight_storage_named(opt.text("weights", ""), true)),
+              "pg_model_set_weight_storage");
     pg_tokenizer* tok = tokenizer_of(model.get(), "encode --data with");
     const Corpus corpus = load_corpus(request.data_path, tok, request.train_fraction);
     const size_t begin = request.split == "val" ? corpus.n_train : 0;
@@ -44,9 +46,9 @@ int cmd_eval(int argc, char** argv) {
                     {"window", "W", "window length (default: the model's context)"},
                     {"stride", "S", "window stride (default: the window, non-overlapping)"},
                     {"weights", "KIND",
-                     "score the model held as fp32 (default), fp16, bf16, fp16-arithmetic (fp16 weights, multiplied "
+                     "score the model held as fp32, fp16, bf16, fp16-arithmetic (fp16 weights, multiplied "
                      "in fp16 where the CPU has ARMv8.2 FP16 arithmetic) or bf16-arithmetic (bf16 weights, "
-                     "multiplied in bf16 where the CPU has AVX512_BF16)"},
+                     "multiplied in bf16 where the CPU has AVX512_BF16); default: as the checkpoint holds it"},
                     {"threads", "N", "threads (default: all cores)"},
                     {"json", nullptr, "print one JSON object of results on stdout"},
                     {"help", nullptr, "this help"},

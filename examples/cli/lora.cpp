@@ -70,6 +70,37 @@ uint32_t parse_targets(const std::string& list) {
     return bits;
 }
 
+// The pg_lora_target bits as PEFT's module names, in the library's order.
+std::vector<std::string> target_names(uint32_t bits) {
+    const std::pair<uint32_t, const char*> names[] = {{PG_LORA_ATTN_C_ATTN, "attn.c_attn"},
+                                                      {PG_LORA_ATTN_C_PROJ, "attn.c_proj"},
+                                                      {PG_LORA_MLP_C_FC, "mlp.c_fc"},
+                                                      {PG_LORA_MLP_C_PROJ, "mlp.c_proj"}};
+    std::vector<std::string> out;
+    for (const auto& n : names)
+        if (bits & n.first) out.push_back(n.second);
+    return out;
+}
+
+// Lets `base` be used although it was never trained (--allow-untrained-base), or refuses such a
+// base here with the option's name: the library's refusal names its C function instead.
+void accept_base(const Options& opt, pg_model* base, const std::string& path) {
+    if (opt.has("allow-untrained-base")) {
+        check(pg_model_allow_untrained_base(base, 1), "pg_model_allow_untrained_base");
+        return;
+    }
+    pg_provenance_kind kind = PG_PROVENANCE_UNKNOWN;
+    check(pg_model_provenance(base, &kind, nullptr, nullptr, nullptr, nullptr), "pg_model_provenance");
+    if (kind == PG_PROVENANCE_INITIALISED)
+        throw RuntimeError{"the base " + path +
+                               " was never trained (its weights are random: an adapter over it learns noise); "
+                               "--allow-untrained-base uses it anyway",
+                           "PG_ERR_STATE", std::nullopt};
+}
+
+const OptionSpec kAllowUntrainedBase = {"allow-untrained-base", nullptr,
+                                        "accept a base that was never trained (its weights are random)"};
+
 std::vector<int32_t> parse_layers(const std::string& list) {
     std::vector<int32_t> out;
     for (size_t pos = 0; pos <= list.size();) {
@@ -104,7 +135,7 @@ Json config_json(pg_lora_adapter* a) {
     check(pg_lora_adapter_num_params(a, &params), "pg_lora_adapter_num_params");
     Json j;
     j.integer("rank", c.rank).num("alpha", c.alpha).boolean("use_rslora", c.use_rslora != 0).num("scale", scale)
-        .num("dropout", c.dropout).integer("target_modules", c.target_modules).integer("params", params);
+        .num("dropout", c.dropout).strings("target_modules", target_names(c.target_modules)).integer("params", params);
     std::vector<long long> layers(c.layers, c.layers + c.n_layers);
     j.integers("layers", layers);
     return j;
@@ -143,7 +174,7 @@ int lora_train(int argc, char** argv) {
         {"seed", "N", "the run's seed (batches, dropout; default 1337)"},
         {"threads", "N", "threads (default: all cores)"},
         {"log-interval", "N", "steps between progress lines (default 10)"},
-        {"allow-untrained-base", nullptr, "train over a base that was never trained (its weights are random)"},
+        kAllowUntrainedBase,
         {"weights", "KIND",
          "hold the frozen base as fp32, fp16, bf16 or bf16-arithmetic (bf16 weights multiplied in bf16 where the "
          "CPU has AVX512_BF16, training passes included: about 1.7x faster; default: as the file holds it)"},
@@ -159,7 +190,7 @@ int lora_train(int argc, char** argv) {
     const std::string out = required(opt, "out", "PATH");
     const bool map_base = opt.has("map-base");
     ModelPtr base = map_base ? map_model(base_path) : load_model(base_path);
-    if (opt.has("allow-untrained-base")) check(pg_model_allow_untrained_base(base.get(), 1), "pg_model_allow_untrained_base");
+    accept_base(opt, base.get(), base_path);
     if (opt.has("weights"))
         check(pg_model_set_weight_storage(base.get(), weight_storage_named(opt.text("weights", ""), true)),
               "pg_model_set_weight_storage");
@@ -205,6 +236,7 @@ int lora_train(int argc, char** argv) {
         tc.total_steps = steps;
         tc.seed = uint64_t(opt.integer("seed", 1337, 0, INT64_MAX));
         tc.n_threads = int32_t(opt.integer("threads", 0, 0, 1024));
+        clamp_warmup(tc, opt.has("warmup"), "lora train");
         pg_lora_trainer* t = nullptr;
         check_flags(pg_lora_trainer_create(base.get(), adapter.get(), &tc, &t), "pg_lora_trainer_create");
         trainer.reset(t);
@@ -262,7 +294,8 @@ int lora_merge(int argc, char** argv, bool unmerge) {
                 with_common({{"model", "PATH", unmerge ? "the merged checkpoint" : "the base checkpoint"},
                              {"adapter", "PATH", "the adapter file"},
                              {"out", "PATH", "the checkpoint to write"},
-                             {"threads", "N", "threads (default: all cores)"}}),
+                             {"threads", "N", "threads (default: all cores)"},
+                             kAllowUntrainedBase}),
                 argc, argv);
     if (opt.handle_help_and_output("--model PATH --adapter PATH --out PATH",
                                    unmerge ? "Subtracts scale * B A from a merged checkpoint (within fp32 rounding)."
@@ -273,6 +306,7 @@ int lora_merge(int argc, char** argv, bool unmerge) {
     const std::string out = required(opt, "out", "PATH");
     const int32_t threads = int32_t(opt.integer("threads", 0, 0, 1024));
     ModelPtr model = load_model(model_path);
+    accept_base(opt, model.get(), model_path);
     AdapterPtr adapter = load_adapter(adapter_path, nullptr);
     if (unmerge)
         check(pg_lora_unmerge_in_place(model.get(), adapter.get(), threads), "pg_lora_unmerge_in_place");
@@ -291,13 +325,15 @@ int lora_merge(int argc, char** argv, bool unmerge) {
 int lora_info(int argc, char** argv) {
     Options opt("lora info",
                 with_common({{"adapter", "PATH", "the adapter file"},
-                             {"base", "PATH", "also check the adapter against this base checkpoint"}}),
+                             {"base", "PATH", "also check the adapter against this base checkpoint"},
+                             kAllowUntrainedBase}),
                 argc, argv);
     if (opt.handle_help_and_output("--adapter PATH [--base PATH]",
                                    "Describes an adapter file: configuration, tensors, its base and training record."))
         return 0;
     const std::string path = required_file(opt, "adapter", "PATH");
     ModelPtr base = opt.has("base") ? load_model(required_file(opt, "base", "PATH")) : ModelPtr();
+    if (base) accept_base(opt, base.get(), opt.text("base", ""));
     AdapterPtr adapter = load_adapter(path, base.get());
     int32_t n = 0;
     check(pg_lora_adapter_num_tensors(adapter.get(), &n), "pg_lora_adapter_num_tensors");
@@ -331,7 +367,7 @@ int lora_peft(int argc, char** argv, bool to_peft) {
     const char* name = to_peft ? "lora export-peft" : "lora import-peft";
     Options opt(name,
                 with_common(to_peft ? std::vector<OptionSpec>{{"adapter", "PATH", "the adapter file"},
-                                                             {"out", "DIR", "the folder to write (must exist)"}}
+                                                             {"out", "DIR", "the folder to write (created if missing)"}}
                                     : std::vector<OptionSpec>{{"in", "DIR", "the PEFT adapter folder"},
                                                              {"base", "PATH", "the base checkpoint it is for"},
                                                              {"out", "PATH", "the adapter file to write"}}),

@@ -1,4 +1,4 @@
-// phonegpt: the command-line tool. Trains a character-level GPT on a text file, evaluates a
+// phonegpt: the command-line tool. Trains a GPT on a text file (characters or BPE), evaluates a
 // checkpoint (or a folder of them) on the whole validation split, samples text from it, and
 // exports/imports llm.c and safetensors files (docs/cli.md is its manual).
 //
@@ -7,7 +7,7 @@
 //   phonegpt sample --checkpoint PATH [--prompt TEXT] [--tokens N] ... [--json]
 //   phonegpt export --checkpoint PATH --format llmc|safetensors --out PATH [--json]
 //   phonegpt import --format llmc|safetensors --in PATH --out PATH [--tokenizer-from PATH] [--json]
-//   phonegpt tokenizer info|encode|decode --tokenizer PATH ... [--json]
+//   phonegpt tokenizer info|encode|decode|train ... [--json]
 //   phonegpt lora train|merge|unmerge|info|export-peft|import-peft ... [--json]
 //
 // Exit codes: 0 success, 1 a runtime failure (a library call failed: the message names it; or
@@ -16,6 +16,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "cli.hpp"
 #include "commands.hpp"
@@ -27,12 +28,14 @@ const char* const kUsage =
     "usage: phonegpt <command> [options]\n"
     "\n"
     "commands:\n"
-    "  train    train a character-level GPT on a text file (default: Tiny Shakespeare)\n"
+    "  train    train a GPT on a text file: its characters, or --tokenizer FILE's tokens (default: Tiny\n"
+    "           Shakespeare)\n"
     "  eval     score a checkpoint on the whole validation split\n"
     "  sample   generate text from a checkpoint\n"
     "  export   write a checkpoint's weights as an llm.c or safetensors file\n"
     "  import   read an llm.c or safetensors file into a native checkpoint\n"
-    "  tokenizer info|encode|decode   a tokenizer file (checkpoint, .tiktoken, GPT-2, tokenizer.json)\n"
+    "  tokenizer info|encode|decode|train   a tokenizer file (checkpoint, .tiktoken, GPT-2,\n"
+    "           tokenizer.json), or train a byte-level BPE on text files\n"
     "  lora train|merge|unmerge|info|export-peft|import-peft   LoRA adapters over a frozen base\n"
     "\n"
     "phonegpt <command> --help shows a command's options; every command takes --json.\n"
@@ -77,7 +80,10 @@ int main(int argc, char** argv) {
         {"lora", cli::cmd_lora}};
     auto it = commands.find(command);
     if (it == commands.end()) {
-        std::fprintf(stderr, "phonegpt: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
+        std::vector<std::string> names;
+        for (const auto& c : commands) names.push_back(c.first);
+        std::string hint = cli::did_you_mean(command, names, "");
+        std::fprintf(stderr, "phonegpt: unknown command \"%s\"%s\n\n%s", command.c_str(), hint.c_str(), kUsage);
         return 2;
     }
     bool json = false;

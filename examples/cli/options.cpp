@@ -1,4 +1,5 @@
 // Command-line options (cli.hpp): --name VALUE or --name=VALUE; flags take no value.
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,44 @@
 #include "cli.hpp"
 
 namespace cli {
+
+namespace {
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            size_t above = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+}  // namespace
+
+std::string did_you_mean(const std::string& given, const std::vector<std::string>& names, const char* prefix) {
+    if (given.empty()) return "";
+    // up to a third of the letters (at least 2, for a swapped pair), never all of them
+    size_t best = std::min(std::max<size_t>(2, given.size() / 3), given.size() - 1) + 1, best_count = 0;
+    std::string best_name;
+    for (const auto& name : names) {
+        size_t d = edit_distance(given, name);
+        if (d < best) {
+            best = d;
+            best_name = name;
+            best_count = 1;
+        } else if (d == best) {
+            ++best_count;
+        }
+    }
+    if (best_count != 1 || best_name.empty()) return "";
+    return " (did you mean " + std::string(prefix) + best_name + "?)";
+}
 
 Options::Options(const char* command, std::vector<OptionSpec> specs, int argc, char** argv)
     : command_(command), specs_(std::move(specs)) {
@@ -23,7 +62,11 @@ Options::Options(const char* command, std::vector<OptionSpec> specs, int argc, c
             has_inline = true;
         }
         const OptionSpec* spec = find(name);
-        if (!spec) throw UsageError{"unknown option --" + name};
+        if (!spec) {
+            std::vector<std::string> names;
+            for (const auto& o : specs_) names.push_back(o.name);
+            throw UsageError{"unknown option --" + name + did_you_mean(name, names, "--")};
+        }
         if (!spec->value) {
             if (has_inline) throw UsageError{"--" + name + " takes no value"};
             values_[name] = "1";

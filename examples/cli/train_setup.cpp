@@ -134,6 +134,7 @@ void create(const Options& opt, const TrainPreset& preset, const std::string& te
     tc.seed = seed;
     tc.n_threads = int32_t(opt.integer("threads", 0, 0, 1024));
     tc.recompute_activations = opt.has("recompute") ? 1 : 0;
+    clamp_warmup(tc, opt.has("warmup"), "train");
     pg_trainer* t = nullptr;
     check_flags(pg_trainer_create(run.model.get(), &tc, &t), "pg_trainer_create");
     run.trainer.reset(t);

@@ -231,8 +231,12 @@ AtomicFileWriter::AtomicFileWriter(const std::string& path) : path_(path) {
         if (fd_ >= 0) return;
         if (errno != EEXIST) break;
     }
+    // The message names the caller's path and folder, not the temporary name they never chose.
     int err = errno;
-    throw Error(PG_ERR_IO, "cannot create a temporary file beside \"" + path + "\": " + errno_text(err));
+    const std::string folder = parent_folder(path);
+    if (err == ENOENT || err == ENOTDIR)
+        throw Error(PG_ERR_IO, "cannot save \"" + path + "\": there is no folder \"" + folder + "\"");
+    throw Error(PG_ERR_IO, "cannot save \"" + path + "\": cannot create a file in \"" + folder + "\": " + errno_text(err));
 }
 
 AtomicFileWriter::~AtomicFileWriter() {

@@ -35,7 +35,7 @@ function(pg_cli_test name rc keys args)
 endfunction()
 
 pg_cli_test(cli_train 0 "ok|step|last_train_loss|val|model_path|ms_per_step"
-  "train|--preset|tiny|--data|${PG_CLI_TEXT}|--steps|6|--batch|4|--eval-interval|3|--log-interval|2|--threads|2|--out|${PG_CLI_DIR}/run|--json"
+  "train|--preset|tiny|--data|${PG_CLI_TEXT}|--steps|6|--warmup|100|--batch|4|--eval-interval|3|--log-interval|2|--threads|2|--out|${PG_CLI_DIR}/run|--json"
   "step=6|start_step=0|command=train")
 set_tests_properties(cli_train PROPERTIES FIXTURES_SETUP pg_cli_trained)
 
@@ -50,10 +50,11 @@ pg_cli_test(cli_sample 0 "ok|text|tokens|prompt"
 set_tests_properties(cli_resume cli_eval cli_sample PROPERTIES FIXTURES_REQUIRED pg_cli_trained)
 set_tests_properties(cli_resume PROPERTIES FIXTURES_SETUP pg_cli_resumed)
 
-# 6 steps + resume to 8 = 8 steps straight, bit for bit (the 100-step default warm-up covers all
-# 8 steps, so the two runs' different total_steps give the same learning rates).
+# 6 steps + resume to 8 = 8 steps straight, bit for bit (a 100-step warm-up, given explicitly so
+# that it is not shortened to a tenth of the run, covers all 8 steps, so the two runs' different
+# total_steps give the same learning rates).
 pg_cli_test(cli_train_straight 0 "ok|step"
-  "train|--preset|tiny|--data|${PG_CLI_TEXT}|--steps|8|--batch|4|--eval-interval|0|--eval-windows|4|--threads|2|--out|${PG_CLI_DIR}/straight|--json"
+  "train|--preset|tiny|--data|${PG_CLI_TEXT}|--steps|8|--warmup|100|--batch|4|--eval-interval|0|--eval-windows|4|--threads|2|--out|${PG_CLI_DIR}/straight|--json"
   "step=8")
 set_tests_properties(cli_train_straight PROPERTIES FIXTURES_SETUP pg_cli_straight)
 add_test(NAME cli_resume_is_bit_exact
@@ -273,11 +274,13 @@ tiny_shape = ["--layers", "1", "--heads", "2", "--embd", "16", "--ctx", "16", "-
               "--data", TEXT, "--threads", "2", "--steps", "2", "--eval-interval", "0"]
 res = run("train", "--preset", "phonegpt-shakespeare", *tiny_shape, "--out", f"{DIR}/recipe")
 recipe = res["recipe"]
+# (the preset's 200-step warm-up is longer than this 2-step run: shortened to a tenth of it, with a warning)
 want = {"preset": "phonegpt-shakespeare", "model": "phonegpt", "steps": 2, "batch": 2, "lr": 0.002,
-        "lr_min": 0.0001, "warmup": 200, "weight_decay": 0.1, "dropout": 0.1, "dropout_ramp": 0, "clip": 1,
+        "lr_min": 0.0001, "warmup": 0, "weight_decay": 0.1, "dropout": 0.1, "dropout_ramp": 0, "clip": 1,
         "eval_interval": 0, "eval_seconds": 300, "seed": 20261105, "target": 1.4697,
         "stop_at_target": False}
 assert recipe == want, recipe
+assert "a warm-up of 200 steps is not shorter than the run's 2" in res["_stderr"], res["_stderr"]
 assert res["config"]["seed"] == 20261105 and res["config"]["dropout"] == 0.1, res["config"]
 # --dropout-ramp reaches the trainer (and the progress line), and changes the run.
 ramped = run("train", "--preset", "phonegpt-shakespeare", *tiny_shape, "--dropout-ramp", "5", "--out", f"{DIR}/ramped")

@@ -37,7 +37,7 @@ def test_lora_commands_end_to_end(exe, tmp_path):
     out, err = run(exe, "lora", "train", "--base", base, "--data", data, "--out", adapter, "--rank", 4,
                    "--targets", "c_attn,mlp.c_proj", "--layers", "1", "--steps", 12, "--batch", 4, "--lr", "1e-2",
                    "--log-interval", 4, "--checkpoint", tmp_path / "a.train.safetensors")
-    assert out["ok"] and out["step"] == 12 and out["config"]["target_modules"] == 9 and out["config"]["layers"] == [1]
+    assert out["ok"] and out["step"] == 12 and out["config"]["target_modules"] == ["attn.c_attn", "mlp.c_proj"] and out["config"]["layers"] == [1]
     assert "step 12/12 | loss" in err and "ms/step" in err   # the progress line
     with phonegpt.Model.load(base) as model, phonegpt.Adapter.load(adapter, model) as a:
         assert a.training_record()["steps"] == 12
