@@ -2,7 +2,7 @@
 pybind11 module, both placed in the package so that it needs nothing outside itself
 (the module finds libphonegpt.so.0 through RPATH $ORIGIN).
 
-    pip install --no-build-isolation .      # offline: use the installed setuptools
+    pip install -v --no-build-isolation .   # offline: the installed setuptools; -v: CMake's progress
 
 Environment: PG_BUILD_JOBS (default 2) parallel jobs; CMAKE_ARGS extra CMake arguments.
 """

@@ -45,9 +45,10 @@ public:
     py::str decode(const py::object& ids) const;
 
     // ---- byte-level BPE (owner: bpe) ------------------------------------------------------
-    static Tokenizer from_tiktoken(const py::bytes& ranks, const std::string& encoding);
-    static Tokenizer from_gpt2(const py::bytes& encoder_json, const py::bytes& vocab_bpe);
-    static Tokenizer from_hf(const std::string& tokenizer_json);
+    // Each file as its path (str, os.PathLike) or its contents (bytes).
+    static Tokenizer from_tiktoken(const py::object& ranks, const std::string& encoding);
+    static Tokenizer from_gpt2(const py::object& encoder_json, const py::object& vocab_bpe);
+    static Tokenizer from_hf(const py::object& tokenizer_json);
     // text: str or bytes; allowed_special: "all", a list of special-token texts, or None (the
     // options `o` alone decide).
     py::array_t<int32_t> encode_special(const std::string& text, const py::object& allowed, pg_encode_options o) const;

@@ -19,6 +19,20 @@
 namespace pg_py {
 
 namespace py = pybind11;
+
+// A warm-up at least as long as the run keeps the learning rate below lr_max for the whole run.
+// One the caller did not choose (the default) becomes a tenth of the run, with a warning; a
+// chosen one is kept, with the warning.
+inline void clamp_warmup(pg_train_config& c, int64_t run_steps, bool chosen) {
+    if (run_steps <= 0 || c.warmup_steps < run_steps) return;
+    std::string message = "warmup_steps " + std::to_string(c.warmup_steps) + " is not shorter than the run's " +
+                          std::to_string(run_steps) + " steps: the learning rate would stay below lr_max";
+    if (!chosen) {
+        c.warmup_steps = int32_t(run_steps / 10);
+        message += "; warming up over " + std::to_string(c.warmup_steps) + " steps instead (pass warmup_steps to choose)";
+    }
+    if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) != 0) throw py::error_already_set();
+}
 // forcecast: converting int64 -> int32 is an "unsafe" cast to numpy; the range is checked first.
 using TokenArray = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
 

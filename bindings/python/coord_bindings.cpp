@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -284,7 +285,8 @@ public:
         const ModelPtr m = H.model_of(model);
         py::object cfg = config.is_none() ? py::module_::import("phonegpt._phonegpt").attr("TrainConfig")() : config;
         if (fields.size() > 0) cfg = cfg.attr("replace")(**fields);
-        const pg_train_config c = cfg.cast<pg_train_config>();
+        pg_train_config c = cfg.cast<pg_train_config>();
+        clamp_warmup(c, std::min<int64_t>(steps, c.total_steps), !config.is_none() || fields.contains("warmup_steps"));
         TokenArray tokens = H.as_tokens(tokens_obj, "tokens", 1);
         pg_lora_adapter* a = get();
         pg_lora_trainer* t = nullptr;

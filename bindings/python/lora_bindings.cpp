@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "binding_hooks.hpp"
@@ -97,7 +98,8 @@ public:
         : model_obj_(std::move(model)), adapter_obj_(std::move(adapter)) {
         py::object cfg = config.is_none() ? py::module_::import("phonegpt._phonegpt").attr("TrainConfig")() : config;
         if (fields.size() > 0) cfg = cfg.attr("replace")(**fields);
-        const pg_train_config c = cfg.cast<pg_train_config>();
+        pg_train_config c = cfg.cast<pg_train_config>();
+        clamp_warmup(c, c.total_steps, !config.is_none() || fields.contains("warmup_steps"));
         auto h = std::make_shared<LoraTrainerHandle>();
         h->model = H.model_of(model_obj_);
         h->adapter = adapter_of(adapter_obj_);
@@ -280,9 +282,33 @@ void bind_lora(py::module_& m, const Hooks& hooks) {
                [](const py::object& self, const py::object& folder) {
                    const AdapterPtr a = adapter_of(self);
                    const std::string f = H.to_path(folder);
+                   py::module_::import("os").attr("makedirs")(folder, py::arg("exist_ok") = true);  // as the CLI does
                    H.call_nogil([&] { return pg_lora_export_peft(a.get(), f.c_str()); });
                },
-               arg("folder"), "Writes adapter_config.json and adapter_model.safetensors for PEFT into folder.");
+               arg("folder"),
+               "Writes adapter_config.json and adapter_model.safetensors for PEFT into folder (created with\n"
+               "its parents if missing).");
+    add_method(ad, "__repr__",
+               [](const py::object& self) {
+                   if (self.attr("closed").cast<bool>()) return std::string("<phonegpt.Adapter closed>");
+                   const AdapterPtr a = adapter_of(self);
+                   pg_lora_config c;
+                   pg_lora_config_default(&c);
+                   H.check(pg_lora_adapter_get_config(a.get(), &c));
+                   int64_t params = 0;
+                   H.check(pg_lora_adapter_num_params(a.get(), &params));
+                   const std::pair<uint32_t, const char*> modules[] = {{PG_LORA_ATTN_C_ATTN, "attn.c_attn"},
+                                                                       {PG_LORA_ATTN_C_PROJ, "attn.c_proj"},
+                                                                       {PG_LORA_MLP_C_FC, "mlp.c_fc"},
+                                                                       {PG_LORA_MLP_C_PROJ, "mlp.c_proj"}};
+                   std::string targets, layers;
+                   for (const auto& mod : modules)
+                       if (c.target_modules & mod.first) targets += (targets.empty() ? "" : ",") + std::string(mod.second);
+                   for (int32_t i = 0; i < c.n_layers; ++i) layers += (i ? "," : "") + std::to_string(c.layers[i]);
+                   return "<phonegpt.Adapter rank=" + std::to_string(c.rank) + " alpha=" +
+                          std::string(py::str(py::float_(c.alpha))) + " targets=" + targets +
+                          " layers=" + (layers.empty() ? "all" : layers) + " params=" + std::to_string(params) + ">";
+               });
     add_method(ad, "merge",
                [](const py::object& self, const py::object& base, int32_t n_threads) {
                    const AdapterPtr a = adapter_of(self);

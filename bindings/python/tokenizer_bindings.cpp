@@ -77,21 +77,46 @@ py::str Tokenizer::decode(const py::object& ids) const {
 
 // ---- byte-level BPE (owner: bpe) ------------------------------------------------------
 
-Tokenizer Tokenizer::from_tiktoken(const py::bytes& ranks, const std::string& encoding) {
-    const std::string r = ranks;
+namespace {
+
+// A tokenizer file given as its contents (bytes, bytearray, memoryview) or as its path (str or
+// os.PathLike, read with pg_read_file, whose message names the path).
+std::string file_contents(const py::object& source, const char* call, const char* what) {
+    if (py::isinstance<py::bytes>(source) || py::isinstance<py::bytearray>(source) ||
+        py::isinstance<py::memoryview>(source))
+        return py::module_::import("builtins").attr("bytes")(source).cast<std::string>();
+    if (!py::isinstance<py::str>(source) && !py::hasattr(source, "__fspath__"))
+        throw py::type_error(std::string(call) + ": " + what +
+                             " must be the file's contents (bytes) or its path (str or os.PathLike), got " +
+                             std::string(py::str(py::type::of(source).attr("__name__"))));
+    const std::string path = to_path(source);
+    char* data = nullptr;
+    size_t len = 0;
+    call_nogil([&] { return pg_read_file(path.c_str(), &data, &len); });
+    std::string out(data, len);
+    pg_buffer_free(data);
+    return out;
+}
+
+}  // namespace
+
+Tokenizer Tokenizer::from_tiktoken(const py::object& ranks, const std::string& encoding) {
+    const std::string r = file_contents(ranks, "Tokenizer.from_tiktoken", "ranks");
     pg_tokenizer* t = nullptr;
     call_nogil([&] { return pg_tokenizer_create_tiktoken(r.data(), r.size(), encoding.c_str(), &t); });
     return Tokenizer(own_tokenizer(t));
 }
 
-Tokenizer Tokenizer::from_gpt2(const py::bytes& encoder_json, const py::bytes& vocab_bpe) {
-    const std::string e = encoder_json, v = vocab_bpe;
+Tokenizer Tokenizer::from_gpt2(const py::object& encoder_json, const py::object& vocab_bpe) {
+    const std::string e = file_contents(encoder_json, "Tokenizer.from_gpt2", "encoder_json"),
+                      v = file_contents(vocab_bpe, "Tokenizer.from_gpt2", "vocab_bpe");
     pg_tokenizer* t = nullptr;
     call_nogil([&] { return pg_tokenizer_create_gpt2(e.data(), e.size(), v.data(), v.size(), &t); });
     return Tokenizer(own_tokenizer(t));
 }
 
-Tokenizer Tokenizer::from_hf(const std::string& tokenizer_json) {
+Tokenizer Tokenizer::from_hf(const py::object& source) {
+    const std::string tokenizer_json = file_contents(source, "Tokenizer.from_hf", "tokenizer_json");
     pg_tokenizer* t = nullptr;
     call_nogil([&] { return pg_tokenizer_create_hf(tokenizer_json.data(), tokenizer_json.size(), &t); });
     return Tokenizer(own_tokenizer(t));
@@ -260,12 +285,14 @@ void bind_tokenizer(py::module_& m) {
         .def("to_bytes", &Tokenizer::to_bytes, "Serialises the tokenizer (kind, version, vocabulary).")
         // byte-level BPE (owner: bpe)
         .def_static("from_tiktoken", &Tokenizer::from_tiktoken, py::arg("ranks"), py::arg("encoding"),
-                    "Byte-level BPE from a .tiktoken rank file's bytes and an encoding name (gpt2, r50k_base,\n"
-                    "p50k_base, cl100k_base, o200k_base) or the regex of one of their pre-tokenizers.")
+                    "Byte-level BPE from a .tiktoken rank file (its path, or its contents as bytes) and an\n"
+                    "encoding name (gpt2, r50k_base, p50k_base, cl100k_base, o200k_base) or the regex of one of\n"
+                    "their pre-tokenizers.")
         .def_static("from_gpt2", &Tokenizer::from_gpt2, py::arg("encoder_json"), py::arg("vocab_bpe"),
-                    "Byte-level BPE from GPT-2's encoder.json and vocab.bpe (bytes).")
+                    "Byte-level BPE from GPT-2's encoder.json and vocab.bpe (paths, or contents as bytes).")
         .def_static("from_hf", &Tokenizer::from_hf, py::arg("tokenizer_json"),
-                    "Byte-level BPE from a Hugging Face tokenizer.json (str or bytes).")
+                    "Byte-level BPE from a Hugging Face tokenizer.json: its path (str or os.PathLike), or its\n"
+                    "contents as bytes.")
         .def_static("train", &train_bpe_tokenizer, py::arg("texts"), py::arg("vocab_size"),
                     py::arg("config") = py::none(), py::kw_only(), py::arg("special_tokens") = std::vector<std::string>{},
                     py::arg("progress") = py::none(),

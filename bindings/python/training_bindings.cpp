@@ -41,6 +41,7 @@ public:
     static Trainer create(py::object model_obj, const py::object& config, const py::kwargs& kw) {
         Model& model = model_obj.cast<Model&>();
         pg_train_config c = options_from<pg_train_config>(config, kw);
+        clamp_warmup(c, c.total_steps, !config.is_none() || kw.contains("warmup_steps"));
         auto h = std::make_shared<TrainerHandle>();
         h->model = model.ptr();
         check(pg_trainer_create(h->model.get(), &c, &h->trainer));

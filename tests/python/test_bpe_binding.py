@@ -41,7 +41,7 @@ def test_bad_files_raise_format_errors():
     with pytest.raises(phonegpt.FormatError):
         phonegpt.Tokenizer.from_tiktoken(b"IQ== 0\nIg== 0\n", "gpt2")
     with pytest.raises(phonegpt.FormatError):
-        phonegpt.Tokenizer.from_hf("{")
+        phonegpt.Tokenizer.from_hf(b"{")
     with pytest.raises(phonegpt.Unsupported):
         phonegpt.Tokenizer.from_tiktoken(small_ranks(), "cl200k")
 
