@@ -5,7 +5,6 @@ allows it, a warm-up longer than the run is shortened with a warning, tokenizer 
 path or bytes, and errors and reprs name what the user gave."""
 import json
 import math
-import os
 import shutil
 import subprocess
 import warnings
@@ -13,18 +12,8 @@ import warnings
 import pytest
 
 import phonegpt
-from conftest import skip_or_fail
 from test_bpe_binding import small_ranks
-
-TEXT = ("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n") * 40
-
-
-@pytest.fixture
-def exe():
-    path = os.environ.get("PHONEGPT_CLI")
-    if not path:
-        skip_or_fail("the phonegpt CLI is not built (PHONEGPT_CLI unset)")
-    return path
+from test_cli_lora import TEXT, exe  # noqa: F401  (exe: the CLI fixture)
 
 
 def cli(exe, *args, code=0, json_out=True):
