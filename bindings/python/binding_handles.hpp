@@ -41,8 +41,8 @@ public:
     int vocab_size() const;
 
     py::array_t<int32_t> encode(const std::string& text) const;
-    py::bytes decode_bytes(const py::object& ids_obj) const;
-    py::str decode(const py::object& ids) const;
+    py::bytes decode_bytes(const TokensArg& ids_obj) const;
+    py::str decode(const TokensArg& ids) const;
 
     // ---- byte-level BPE (owner: bpe) ------------------------------------------------------
     // Each file as its path (str, os.PathLike) or its contents (bytes).
@@ -68,8 +68,8 @@ public:
     explicit Model(ModelPtr p) : p_(std::move(p)) {}
 
     static Model create(const py::object& config, uint64_t seed);
-    static Model load(const py::object& path, const py::object& options, const py::kwargs& fields);
-    static Model import_from(const py::object& path, const std::string& format);
+    static Model load(const PathArg& path, const py::object& options, const py::kwargs& fields);
+    static Model import_from(const PathArg& path, const std::string& format);
 
     // The native handle; raises StateError after close().
     const ModelPtr& ptr() const {
@@ -99,8 +99,8 @@ public:
     py::object tokenizer() const;
     void set_tokenizer(const Tokenizer& tok);
 
-    void save(const py::object& path, const py::object& options, const py::kwargs& fields) const;
-    void export_to(const py::object& path, const std::string& format) const;
+    void save(const PathArg& path, const py::object& options, const py::kwargs& fields) const;
+    void export_to(const PathArg& path, const std::string& format) const;
 
     // Tensors (model_bindings.cpp) --------------------------------------------------------
 
@@ -121,10 +121,10 @@ public:
 
     // Forward, evaluation and generation (inference_bindings.cpp) ---------------------------
 
-    py::tuple forward(const py::object& tokens_obj, const py::object& targets_obj, int n_threads) const;
-    pg_eval_result evaluate(const py::object& tokens_obj, const py::object& config, const py::object& progress,
+    py::tuple forward(const TokensArg& tokens_obj, const TokensArg& targets_obj, int n_threads) const;
+    pg_eval_result evaluate(const TokensArg& tokens_obj, const py::object& config, const py::object& progress,
                             const py::kwargs& fields) const;
-    pg_eval_result evaluate_sampled(const py::object& tokens_obj, int n_batches, int batch_size,
+    pg_eval_result evaluate_sampled(const TokensArg& tokens_obj, int n_batches, int batch_size,
                                     uint64_t seed, int n_threads) const;
     // The options come whole from Python (phonegpt/__init__.py builds them), the callable and
     // the stop strings beside them.

@@ -20,6 +20,21 @@ namespace pg_py {
 
 namespace py = pybind11;
 
+// Parameters that take any Python object (converted and checked by the function itself) but
+// show a real type in help() and in the generated signatures, where a py::object shows
+// "object"; bindings/python/phonegpt/__init__.pyi has the full types.
+inline bool any_python_object(PyObject*) { return true; }
+#define PG_PY_NAMED_OBJECT(Name)                                  \
+    class Name : public py::object {                              \
+    public:                                                       \
+        PYBIND11_OBJECT_DEFAULT(Name, py::object, any_python_object) \
+    };
+PG_PY_NAMED_OBJECT(PathArg)     // a file or folder: str or os.PathLike
+PG_PY_NAMED_OBJECT(TokensArg)   // token ids: an int array or a sequence of ints
+PG_PY_NAMED_OBJECT(ModelArg)    // a phonegpt.Model
+PG_PY_NAMED_OBJECT(AdapterArg)  // a phonegpt.Adapter
+#undef PG_PY_NAMED_OBJECT
+
 // A warm-up at least as long as the run keeps the learning rate below lr_max for the whole run.
 // One the caller did not choose (the default) becomes a tenth of the run, with a warning; a
 // chosen one is kept, with the warning.
@@ -112,3 +127,24 @@ py::object wrap_adapter(pg_lora_adapter* adapter);
 void bind_lora(py::module_& m, const Hooks& hooks);
 
 }  // namespace pg_py
+
+namespace pybind11 {
+namespace detail {
+template <>
+struct handle_type_name<pg_py::PathArg> {
+    static constexpr auto name = const_name("Union[str, os.PathLike]");
+};
+template <>
+struct handle_type_name<pg_py::TokensArg> {
+    static constexpr auto name = const_name("Union[numpy.ndarray, Sequence[int]]");
+};
+template <>
+struct handle_type_name<pg_py::ModelArg> {
+    static constexpr auto name = const_name("phonegpt.Model");
+};
+template <>
+struct handle_type_name<pg_py::AdapterArg> {
+    static constexpr auto name = const_name("phonegpt.Adapter");
+};
+}  // namespace detail
+}  // namespace pybind11

@@ -142,7 +142,7 @@ class Adapter {
 public:
     explicit Adapter(AdapterPtr p) : p_(std::move(p)) {}
 
-    static Adapter create(const py::object& model, const py::object& config, const py::object& layers,
+    static Adapter create(const ModelArg& model, const py::object& config, const py::object& layers,
                           const py::kwargs& fields) {
         const ModelPtr m = H.model_of(model);
         py::object cfg = config.is_none() ? py::module_::import("phonegpt._phonegpt").attr("LoraConfig")() : config;
@@ -156,14 +156,14 @@ public:
         H.check(pg_lora_adapter_create(m.get(), &c, &a));
         return Adapter(own_adapter(a));
     }
-    static Adapter load(const py::object& path, const py::object& base) {
+    static Adapter load(const PathArg& path, const ModelArg& base) {
         const std::string p = H.to_path(path);
         ModelPtr m = base.is_none() ? nullptr : H.model_of(base);
         pg_lora_adapter* a = nullptr;
         H.call_nogil([&] { return pg_lora_adapter_load(p.c_str(), m.get(), &a); });
         return Adapter(own_adapter(a));
     }
-    void save(const py::object& path) const {
+    void save(const PathArg& path) const {
         const std::string p = H.to_path(path);
         pg_lora_adapter* a = get();
         H.call_nogil([&] { return pg_lora_adapter_save(a, p.c_str()); });
@@ -273,14 +273,14 @@ public:
         d["learning_rates"] = r;
         return d;
     }
-    void check_base(const py::object& model) const {
+    void check_base(const ModelArg& model) const {
         const ModelPtr m = H.model_of(model);
         H.check(pg_lora_adapter_check_base(get(), m.get()));
     }
 
     // Trains the adapter over the frozen base for `steps` steps on `tokens` (a new LoRA trainer
     // each call: give each round its own seed). Returns the StepResults.
-    py::list fit(const py::object& model, const py::object& tokens_obj, int64_t steps, const py::object& config,
+    py::list fit(const ModelArg& model, const TokensArg& tokens_obj, int64_t steps, const py::object& config,
                  const py::kwargs& fields) {
         const ModelPtr m = H.model_of(model);
         py::object cfg = config.is_none() ? py::module_::import("phonegpt._phonegpt").attr("TrainConfig")() : config;
@@ -304,7 +304,7 @@ public:
     }
     // The whole-split loss of base + adapter on `tokens` (the adapter merged into a copy of the
     // base, which is then freed).
-    py::object evaluate(const py::object& model, const py::object& tokens_obj, const py::object& config,
+    py::object evaluate(const ModelArg& model, const TokensArg& tokens_obj, const py::object& config,
                         int32_t n_threads) const {
         const ModelPtr m = H.model_of(model);
         TokenArray tokens = H.as_tokens(tokens_obj, "tokens", 1);
@@ -375,12 +375,12 @@ public:
         H.check(pg_signing_key_from_seed(reinterpret_cast<const uint8_t*>(s.data()), &k));
         return SigningKey(k);
     }
-    static SigningKey load(const py::object& path) {
+    static SigningKey load(const PathArg& path) {
         pg_signing_key* k = nullptr;
         H.check(pg_signing_key_load(H.to_path(path).c_str(), &k));
         return SigningKey(k);
     }
-    void save(const py::object& path) const { H.check(pg_signing_key_save(p_.get(), H.to_path(path).c_str())); }
+    void save(const PathArg& path) const { H.check(pg_signing_key_save(p_.get(), H.to_path(path).c_str())); }
     py::bytes public_key() const {
         uint8_t pub[32];
         H.check(pg_signing_key_public(p_.get(), pub));
@@ -402,7 +402,7 @@ public:
     }
     // Signs the adapter file at `adapter_path` (loaded to read what it holds) and writes the
     // signature beside it (`signature_path`, default adapter_path + ".sig"); returns that path.
-    std::string sign_file(const py::object& adapter_path, const py::object& signature_path) const {
+    std::string sign_file(const PathArg& adapter_path, const PathArg& signature_path) const {
         const std::string path = H.to_path(adapter_path);
         const std::string bytes = read_whole_file(path);
         const Adapter adapter = Adapter::load(adapter_path, py::none());
@@ -497,7 +497,7 @@ private:
 
 class Validator {
 public:
-    Validator(const py::object& model, const py::object& policy, const py::object& trusted_keys, const py::kwargs& fields)
+    Validator(const ModelArg& model, const py::object& policy, const py::object& trusted_keys, const py::kwargs& fields)
         : model_(H.model_of(model)) {
         py::object pol = policy.is_none() ? py::module_::import("phonegpt._phonegpt").attr("ValidationPolicy")() : policy;
         if (fields.size() > 0) pol = pol.attr("replace")(**fields);
@@ -508,13 +508,13 @@ public:
         if (!trusted_keys.is_none()) set_trusted_keys(trusted_keys.cast<const TrustedKeys&>());
     }
     void set_trusted_keys(const TrustedKeys& keys) { H.check(pg_validator_set_trusted_keys(p_.get(), keys.get())); }
-    void set_reference(const py::object& tokens_obj, const py::object& resumed_from) {
+    void set_reference(const TokensArg& tokens_obj, const py::object& resumed_from) {
         TokenArray tokens = H.as_tokens(tokens_obj, "tokens", 1);
         const pg_lora_adapter* a = resumed_from.is_none() ? nullptr : resumed_from.cast<const Adapter&>().get();
         pg_validator* v = p_.get();
         H.call_nogil([&] { return pg_validator_set_reference(v, a, tokens.data(), std::size_t(tokens.size())); });
     }
-    void set_heldout(const py::object& tokens_obj) {
+    void set_heldout(const TokensArg& tokens_obj) {
         TokenArray tokens = H.as_tokens(tokens_obj, "tokens", 1);
         pg_validator* v = p_.get();
         H.call_nogil([&] { return pg_validator_set_heldout(v, tokens.data(), std::size_t(tokens.size())); });
@@ -530,7 +530,7 @@ public:
         });
         return ValidationReport(r);
     }
-    ValidationReport validate_file(const py::object& path, const py::object& signature_path) const {
+    ValidationReport validate_file(const PathArg& path, const PathArg& signature_path) const {
         const std::string p = H.to_path(path);
         const bool has_sig = !signature_path.is_none();
         const std::string sp = has_sig ? H.to_path(signature_path) : std::string();
@@ -642,7 +642,7 @@ void bind_coord(py::module_& m, const Hooks& hooks) {
     py::class_<Validator>(m, "Validator",
         "The coordinator's validator for one base (docs/federated.md): Validator(base, policy,\n"
         "trusted_keys=..., **ValidationPolicy fields).")
-        .def(py::init<const py::object&, const py::object&, const py::object&, const py::kwargs&>(), arg("model"),
+        .def(py::init<const ModelArg&, const py::object&, const py::object&, const py::kwargs&>(), arg("model"),
              arg("policy") = py::none(), py::kw_only(), arg("trusted_keys") = py::none())
         .def("set_trusted_keys", &Validator::set_trusted_keys, arg("keys"))
         .def("set_reference", &Validator::set_reference, arg("tokens"), arg("resumed_from") = py::none(),

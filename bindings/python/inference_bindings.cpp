@@ -25,7 +25,7 @@ namespace {
 // Runs a forward call (GIL released) on [B, T] tokens and optional targets; returns
 // (logits [B, T, vocab_size], the mean loss or None).
 template <class Call>
-py::tuple run_forward(const py::object& tokens_obj, const py::object& targets_obj, int vocab_size, Call&& call) {
+py::tuple run_forward(const TokensArg& tokens_obj, const TokensArg& targets_obj, int vocab_size, Call&& call) {
     TokenArray tokens = as_tokens(tokens_obj, "tokens", 2);
     const int32_t B = int32_t(tokens.shape(0)), T = int32_t(tokens.shape(1));
     TokenArray targets;
@@ -106,7 +106,7 @@ py::array_t<int32_t> run_generation(pg_sample_config c, const std::vector<std::s
 
 // Forward ---------------------------------------------------------------------------------
 
-py::tuple Model::forward(const py::object& tokens_obj, const py::object& targets_obj, int n_threads) const {
+py::tuple Model::forward(const TokensArg& tokens_obj, const TokensArg& targets_obj, int n_threads) const {
     pg_model* m = get();
     auto keep = p_;
     return run_forward(tokens_obj, targets_obj, config().vocab_size,
@@ -116,7 +116,7 @@ py::tuple Model::forward(const py::object& tokens_obj, const py::object& targets
 
 // Evaluation ------------------------------------------------------------------------------
 
-pg_eval_result Model::evaluate(const py::object& tokens_obj, const py::object& config, const py::object& progress,
+pg_eval_result Model::evaluate(const TokensArg& tokens_obj, const py::object& config, const py::object& progress,
                                const py::kwargs& fields) const {
     pg_model* m = get();
     auto keep = p_;
@@ -127,7 +127,7 @@ pg_eval_result Model::evaluate(const py::object& tokens_obj, const py::object& c
                           });
 }
 
-pg_eval_result Model::evaluate_sampled(const py::object& tokens_obj, int n_batches, int batch_size,
+pg_eval_result Model::evaluate_sampled(const TokensArg& tokens_obj, int n_batches, int batch_size,
                                        uint64_t seed, int n_threads) const {
     pg_model* m = get();
     auto keep = p_;
@@ -172,9 +172,9 @@ using SessionPtr = std::shared_ptr<SessionHandle>;
 
 class Session {
 public:
-    Session(py::object model_obj, SessionPtr p) : model_obj_(std::move(model_obj)), p_(std::move(p)) {}
+    Session(ModelArg model_obj, SessionPtr p) : model_obj_(std::move(model_obj)), p_(std::move(p)) {}
 
-    static Session create(py::object model_obj, const py::object& config, const py::kwargs& fields) {
+    static Session create(ModelArg model_obj, const py::object& config, const py::kwargs& fields) {
         Model& model = model_obj.cast<Model&>();
         const pg_session_config c = options_from<pg_session_config>(config, fields);
         auto h = std::make_shared<SessionHandle>();
@@ -204,7 +204,7 @@ public:
         return n;
     }
 
-    py::tuple forward(const py::object& tokens_obj, const py::object& targets_obj) {
+    py::tuple forward(const TokensArg& tokens_obj, const TokensArg& targets_obj) {
         pg_session* s = get();
         auto keep = p_;
         return run_forward(tokens_obj, targets_obj, Model(keep->model).config().vocab_size,
@@ -215,7 +215,7 @@ public:
                            });
     }
 
-    pg_eval_result evaluate(const py::object& tokens_obj, const py::object& config, const py::object& progress,
+    pg_eval_result evaluate(const TokensArg& tokens_obj, const py::object& config, const py::object& progress,
                             const py::kwargs& fields) {
         pg_session* s = get();
         auto keep = p_;
@@ -227,7 +227,7 @@ public:
                               });
     }
 
-    pg_eval_result evaluate_sampled(const py::object& tokens_obj, const py::object& config,
+    pg_eval_result evaluate_sampled(const TokensArg& tokens_obj, const py::object& config,
                                     const py::kwargs& fields) {
         pg_session* s = get();
         auto keep = p_;
@@ -243,7 +243,7 @@ public:
         return r;
     }
 
-    void append(const py::object& tokens_obj) {
+    void append(const TokensArg& tokens_obj) {
         pg_session* s = get();
         auto keep = p_;
         TokenArray tokens = as_tokens(tokens_obj, "tokens", 1);
@@ -277,7 +277,7 @@ public:
 
     // Adapters: the session keeps the Python Adapter (and so its native adapter: Adapter.close()
     // only drops the Python object's reference) while it is attached.
-    void attach_adapter(py::object adapter_obj) {
+    void attach_adapter(AdapterArg adapter_obj) {
         pg_session* s = get();
         auto keep = p_;
         std::shared_ptr<pg_lora_adapter> a = adapter_of(adapter_obj);

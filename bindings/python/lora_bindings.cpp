@@ -94,7 +94,7 @@ using LoraTrainerPtr = std::shared_ptr<LoraTrainerHandle>;
 
 class LoraTrainer {
 public:
-    LoraTrainer(py::object model, py::object adapter, const py::object& config, const py::kwargs& fields)
+    LoraTrainer(ModelArg model, AdapterArg adapter, const py::object& config, const py::kwargs& fields)
         : model_obj_(std::move(model)), adapter_obj_(std::move(adapter)) {
         py::object cfg = config.is_none() ? py::module_::import("phonegpt._phonegpt").attr("TrainConfig")() : config;
         if (fields.size() > 0) cfg = cfg.attr("replace")(**fields);
@@ -108,7 +108,7 @@ public:
     }
 
     // (trainer over a new adapter) from an adapter training checkpoint, against `model`.
-    static LoraTrainer resume(const py::object& path, py::object model) {
+    static LoraTrainer resume(const PathArg& path, ModelArg model) {
         const std::string p = H.to_path(path);
         auto h = std::make_shared<LoraTrainerHandle>();
         h->model = H.model_of(model);
@@ -127,7 +127,7 @@ public:
     void close() { p_.reset(); }
     bool closed() const { return !p_; }
 
-    void set_data(const py::object& tokens_obj) {
+    void set_data(const TokensArg& tokens_obj) {
         const LoraTrainerPtr h = handle();
         TokenArray tokens = H.as_tokens(tokens_obj, "tokens", 1);
         const int32_t* tp = tokens.data();
@@ -148,7 +148,7 @@ public:
         return r;
     }
 
-    pg_step_result step_batch(const py::object& inputs_obj, const py::object& targets_obj) {
+    pg_step_result step_batch(const TokensArg& inputs_obj, const TokensArg& targets_obj) {
         const LoraTrainerPtr h = handle();
         const Batch b(inputs_obj, targets_obj);
         pg_step_result r = sized<pg_step_result>();
@@ -172,7 +172,7 @@ public:
         return results;
     }
 
-    float compute_gradients(const py::object& inputs_obj, const py::object& targets_obj) {
+    float compute_gradients(const TokensArg& inputs_obj, const TokensArg& targets_obj) {
         const LoraTrainerPtr h = handle();
         const Batch b(inputs_obj, targets_obj);
         float loss = 0.0f;
@@ -197,7 +197,7 @@ public:
         return grad_view(h, tensor_index(h->adapter.get(), name));
     }
 
-    void save(const py::object& path) const {
+    void save(const PathArg& path) const {
         const LoraTrainerPtr h = handle();
         const std::string p = H.to_path(path);
         H.call_nogil([&] {
@@ -207,19 +207,19 @@ public:
     }
 
     // Whole-split loss of base + adapter (Adapter.evaluate: the adapter merged into a copy).
-    py::object evaluate(const py::object& tokens, const py::object& config, int32_t n_threads) const {
+    py::object evaluate(const TokensArg& tokens, const py::object& config, int32_t n_threads) const {
         handle();
         return adapter_obj_.attr("evaluate")(model_obj_, tokens, config, n_threads);
     }
 
 private:
-    LoraTrainer(py::object model, py::object adapter, LoraTrainerPtr h)
+    LoraTrainer(ModelArg model, AdapterArg adapter, LoraTrainerPtr h)
         : model_obj_(std::move(model)), adapter_obj_(std::move(adapter)), p_(std::move(h)) {}
 
     struct Batch {
         TokenArray inputs, targets;
         int32_t B = 0, T = 0;
-        Batch(const py::object& inputs_obj, const py::object& targets_obj)
+        Batch(const TokensArg& inputs_obj, const TokensArg& targets_obj)
             : inputs(H.as_tokens(inputs_obj, "inputs", 2)), targets(H.as_tokens(targets_obj, "targets", 2)) {
             if (targets.shape(0) != inputs.shape(0) || targets.shape(1) != inputs.shape(1))
                 H.raise_status(PG_ERR_INVALID_ARGUMENT, "targets shape " + std::string(py::str(targets.attr("shape"))) +
@@ -257,29 +257,29 @@ void bind_lora(py::module_& m, const Hooks& hooks) {
            "Adapter.create).");
 
     py::object ad = m.attr("Adapter");
-    add_method(ad, "tensors", [](const py::object& self, bool writable) { return adapter_views(self, writable); },
+    add_method(ad, "tensors", [](const AdapterArg& self, bool writable) { return adapter_views(self, writable); },
                arg("writable") = false,
                "{name: numpy view} of every A [rank, in] and B [out, rank], no copy: read-only, or writable\n"
                "with writable=True (not while a LoraTrainer trains the adapter).");
     add_method(ad, "lora_A",
-               [](const py::object& self, int layer, const std::string& module, bool writable) {
+               [](const AdapterArg& self, int layer, const std::string& module, bool writable) {
                    return factor_view(self, layer, module, "lora_A", writable);
                },
                arg("layer"), arg("module") = "attn.c_attn", arg("writable") = false,
                "The view of A [rank, in] of (layer, module), module one of attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj.");
     add_method(ad, "lora_B",
-               [](const py::object& self, int layer, const std::string& module, bool writable) {
+               [](const AdapterArg& self, int layer, const std::string& module, bool writable) {
                    return factor_view(self, layer, module, "lora_B", writable);
                },
                arg("layer"), arg("module") = "attn.c_attn", arg("writable") = false, "The view of B [out, rank].");
     add_method(ad, "base_info",
-               [](const py::object& self) {
+               [](const AdapterArg& self) {
                    return py::module_::import("json").attr("loads")(base_json(adapter_of(self)));
                },
                "The base the adapter was made for, as its file records it: geometry, weights_xxh64, tokenizer,\n"
                "fingerprint, description and provenance (kind, init_seed, steps, tokens, description).");
     add_method(ad, "export_peft",
-               [](const py::object& self, const py::object& folder) {
+               [](const AdapterArg& self, const PathArg& folder) {
                    const AdapterPtr a = adapter_of(self);
                    const std::string f = H.to_path(folder);
                    py::module_::import("os").attr("makedirs")(folder, py::arg("exist_ok") = true);  // as the CLI does
@@ -289,7 +289,7 @@ void bind_lora(py::module_& m, const Hooks& hooks) {
                "Writes adapter_config.json and adapter_model.safetensors for PEFT into folder (created with\n"
                "its parents if missing).");
     add_method(ad, "__repr__",
-               [](const py::object& self) {
+               [](const AdapterArg& self) {
                    if (self.attr("closed").cast<bool>()) return std::string("<phonegpt.Adapter closed>");
                    const AdapterPtr a = adapter_of(self);
                    pg_lora_config c;
@@ -310,7 +310,7 @@ void bind_lora(py::module_& m, const Hooks& hooks) {
                           " layers=" + (layers.empty() ? "all" : layers) + " params=" + std::to_string(params) + ">";
                });
     add_method(ad, "merge",
-               [](const py::object& self, const py::object& base, int32_t n_threads) {
+               [](const AdapterArg& self, const ModelArg& base, int32_t n_threads) {
                    const AdapterPtr a = adapter_of(self);
                    const ModelPtr b = H.model_of(base);
                    pg_model* merged = nullptr;
@@ -320,21 +320,21 @@ void bind_lora(py::module_& m, const Hooks& hooks) {
                arg("base"), arg("n_threads") = 0,
                "A new Model: base's weights with scale * B A added (saves, loads, evaluates like any model).");
     add_method(ad, "merge_into",
-               [](const py::object& self, const py::object& model, int32_t n_threads) {
+               [](const AdapterArg& self, const ModelArg& model, int32_t n_threads) {
                    const AdapterPtr a = adapter_of(self);
                    const ModelPtr m = H.model_of(model);
                    H.call_nogil([&] { return pg_lora_merge_in_place(m.get(), a.get(), n_threads); });
                },
                arg("model"), arg("n_threads") = 0, "Merges into model's weights (model must be the adapter's base).");
     add_method(ad, "unmerge_from",
-               [](const py::object& self, const py::object& model, int32_t n_threads) {
+               [](const AdapterArg& self, const ModelArg& model, int32_t n_threads) {
                    const AdapterPtr a = adapter_of(self);
                    const ModelPtr m = H.model_of(model);
                    H.call_nogil([&] { return pg_lora_unmerge_in_place(m.get(), a.get(), n_threads); });
                },
                arg("model"), arg("n_threads") = 0, "Subtracts scale * B A again (within fp32 rounding).");
     ad.attr("import_peft") = py::staticmethod(py::cpp_function(
-        [](const py::object& folder, const py::object& base) {
+        [](const PathArg& folder, const ModelArg& base) {
             const std::string f = H.to_path(folder);
             const ModelPtr b = H.model_of(base);
             pg_lora_adapter* a = nullptr;
@@ -348,7 +348,7 @@ void bind_lora(py::module_& m, const Hooks& hooks) {
     py::class_<LoraTrainer> lt(m, "LoraTrainer",
         "Trains an adapter over a frozen base (the base is never written): the full trainer's step\n"
         "(schedule, clipping, accumulation, AdamW) on the adapter's A and B only.");
-    lt.def(py::init<py::object, py::object, const py::object&, const py::kwargs&>(), arg("model"), arg("adapter"),
+    lt.def(py::init<ModelArg, AdapterArg, const py::object&, const py::kwargs&>(), arg("model"), arg("adapter"),
            arg("config") = py::none(), "TrainConfig fields as keywords.")
         .def_static("resume", &LoraTrainer::resume, arg("path"), arg("model"),
                     "Resumes from an adapter training checkpoint against model (the same base); .adapter is the\n"

@@ -39,7 +39,7 @@ Model Model::create(const py::object& config, uint64_t seed) {
     return Model(own_model(m));
 }
 
-Model Model::load(const py::object& path, const py::object& options, const py::kwargs& fields) {
+Model Model::load(const PathArg& path, const py::object& options, const py::kwargs& fields) {
     std::string p = to_path(path);
     const pg_load_options o = options_from<pg_load_options>(options, fields);
     pg_model* m = nullptr;
@@ -47,7 +47,7 @@ Model Model::load(const py::object& path, const py::object& options, const py::k
     return Model(own_model(m));
 }
 
-Model Model::import_from(const py::object& path, const std::string& format) {
+Model Model::import_from(const PathArg& path, const std::string& format) {
     std::string p = to_path(path);
     pg_interop_format f = format_from_name(format);
     pg_model* m = nullptr;
@@ -172,7 +172,7 @@ py::object Model::tokenizer() const {
 
 void Model::set_tokenizer(const Tokenizer& tok) { check(pg_model_set_tokenizer(get(), tok.get())); }
 
-void Model::save(const py::object& path, const py::object& options, const py::kwargs& fields) const {
+void Model::save(const PathArg& path, const py::object& options, const py::kwargs& fields) const {
     std::string p = to_path(path);
     pg_model* m = get();
     auto keep = p_;
@@ -180,7 +180,7 @@ void Model::save(const py::object& path, const py::object& options, const py::kw
     call_nogil([&] { return pg_model_save(m, p.c_str(), &o); });
 }
 
-void Model::export_to(const py::object& path, const std::string& format) const {
+void Model::export_to(const PathArg& path, const std::string& format) const {
     std::string p = to_path(path);
     pg_interop_format f = format_from_name(format);
     pg_model* m = get();

@@ -54,7 +54,7 @@ PYBIND11_MODULE(_phonegpt, m) {
         "Index splitting n items at floor(n * train_fraction): train [0, k), validation [k, n).");
     m.def(
         "read_file",
-        [](const py::object& path) {
+        [](const pg_py::PathArg& path) {
             std::string p = pg_py::to_path(path);
             char* data = nullptr;
             size_t len = 0;

@@ -59,7 +59,7 @@ py::array_t<int32_t> Tokenizer::encode(const std::string& text) const {
     return out;
 }
 
-py::bytes Tokenizer::decode_bytes(const py::object& ids_obj) const {
+py::bytes Tokenizer::decode_bytes(const TokensArg& ids_obj) const {
     pg_tokenizer* t = get();
     TokenArray ids = as_tokens(ids_obj, "ids", 1);
     const int32_t* p = ids.data();
@@ -70,7 +70,7 @@ py::bytes Tokenizer::decode_bytes(const py::object& ids_obj) const {
     return py::bytes(text);
 }
 
-py::str Tokenizer::decode(const py::object& ids) const {
+py::str Tokenizer::decode(const TokensArg& ids) const {
     std::string b = decode_bytes(ids);
     return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(b.data(), py::ssize_t(b.size()), "replace"));
 }

@@ -36,9 +36,9 @@ using TrainerPtr = std::shared_ptr<TrainerHandle>;
 
 class Trainer {
 public:
-    Trainer(py::object model_obj, TrainerPtr p) : model_obj_(std::move(model_obj)), p_(std::move(p)) {}
+    Trainer(ModelArg model_obj, TrainerPtr p) : model_obj_(std::move(model_obj)), p_(std::move(p)) {}
 
-    static Trainer create(py::object model_obj, const py::object& config, const py::kwargs& kw) {
+    static Trainer create(ModelArg model_obj, const py::object& config, const py::kwargs& kw) {
         Model& model = model_obj.cast<Model&>();
         pg_train_config c = options_from<pg_train_config>(config, kw);
         clamp_warmup(c, c.total_steps, !config.is_none() || kw.contains("warmup_steps"));
@@ -48,7 +48,7 @@ public:
         return Trainer(std::move(model_obj), std::move(h));
     }
 
-    static Trainer resume(const py::object& path) {
+    static Trainer resume(const PathArg& path) {
         std::string p = to_path(path);
         pg_model* m = nullptr;
         pg_trainer* t = nullptr;
@@ -89,7 +89,7 @@ public:
         });
     }
 
-    void set_data(const py::object& tokens_obj) {
+    void set_data(const TokensArg& tokens_obj) {
         pg_trainer* t = get();
         auto keep = p_;  // another thread's close() must not free it while the GIL is released
         TokenArray tokens = as_tokens(tokens_obj, "tokens", 1);
@@ -112,7 +112,7 @@ public:
         return r;
     }
 
-    pg_step_result step_batch(const py::object& inputs_obj, const py::object& targets_obj) {
+    pg_step_result step_batch(const TokensArg& inputs_obj, const TokensArg& targets_obj) {
         pg_trainer* t = get();
         auto keep = p_;
         TokenArray inputs, targets;
@@ -127,7 +127,7 @@ public:
         return r;
     }
 
-    float compute_gradients(const py::object& inputs_obj, const py::object& targets_obj) {
+    float compute_gradients(const TokensArg& inputs_obj, const TokensArg& targets_obj) {
         pg_trainer* t = get();
         auto keep = p_;
         TokenArray inputs, targets;
@@ -181,7 +181,7 @@ public:
         return lr;
     }
 
-    void save(const py::object& path, const py::object& options, const py::kwargs& fields) const {
+    void save(const PathArg& path, const py::object& options, const py::kwargs& fields) const {
         std::string p = to_path(path);
         pg_trainer* t = get();
         auto keep = p_;
@@ -200,7 +200,7 @@ private:
         check(pg_trainer_grad(get(), index, &data));
         return float_view(p_, data, Model::shape_of(i), false);
     }
-    static void batch_arrays(const py::object& inputs_obj, const py::object& targets_obj,
+    static void batch_arrays(const TokensArg& inputs_obj, const TokensArg& targets_obj,
                              TokenArray& inputs, TokenArray& targets, int32_t& B, int32_t& T) {
         inputs = as_tokens(inputs_obj, "inputs", 2);
         targets = as_tokens(targets_obj, "targets", 2);

@@ -148,3 +148,48 @@ def test_errors_and_reprs_name_what_the_user_gave(tmp_path):
             a.export_peft(tmp_path / "peft" / "nested")
             assert (tmp_path / "peft" / "nested" / "adapter_model.safetensors").is_file()
         assert repr(a) == "<phonegpt.Adapter closed>"
+
+
+def signatures():
+    """(qualified name, parameter, type) of every parameter pybind11 shows, across the module."""
+    import inspect
+    import re
+    from phonegpt import _phonegpt
+    found = []
+    for name in dir(_phonegpt):
+        obj = getattr(_phonegpt, name)
+        members = [(name, obj)] + [(f"{name}.{a}", getattr(obj, a, None)) for a in dir(obj)
+                                   if inspect.isclass(obj) and (not a.startswith("__") or a == "__init__")]
+        for qualified, f in members:
+            for line in (getattr(f, "__doc__", None) or "").split("\n"):
+                m = re.match(r"^(?:\d+\. )?\w+\((.*)\) ->", line)
+                if m:
+                    found += [(qualified, *param) for param in parameters(m.group(1))]
+    return found
+
+
+def parameters(text):
+    """[(name, type)] of "a: T, b: Union[X, Y] = None, **kwargs" (commas inside brackets kept)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text + ","):
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == "," and depth == 0:
+            name, _, rest = text[start:i].partition(":")
+            if rest:
+                out.append((name.strip(), rest.split("=")[0].strip()))
+            start = i + 1
+    return out
+
+
+def test_signatures_show_what_paths_tokens_models_and_adapters_are():
+    typed = {"path": "Union[str, os.PathLike]", "folder": "Union[str, os.PathLike]",
+             "signature_path": "Union[str, os.PathLike]", "adapter_path": "Union[str, os.PathLike]",
+             "tokens": "Union[numpy.ndarray, Sequence[int]]", "inputs": "Union[numpy.ndarray, Sequence[int]]",
+             "ids": "Union[numpy.ndarray, Sequence[int]]", "model": "phonegpt.Model", "base": "phonegpt.Model"}
+    found = signatures()
+    assert len(found) > 200, len(found)
+    wrong = [(f, p, t) for f, p, t in found if p in typed and t.strip() != typed[p]]
+    assert not wrong, wrong
+    assert "model: phonegpt.Model, tokens: Union[numpy.ndarray, Sequence[int]], steps: int" in phonegpt.Adapter.fit.__doc__
+    assert "self: phonegpt.Adapter" in phonegpt.Adapter.export_peft.__doc__
