@@ -20,20 +20,8 @@ namespace pg_py {
 
 namespace py = pybind11;
 
-// Parameters that take any Python object (converted and checked by the function itself) but
-// show a real type in help() and in the generated signatures, where a py::object shows
-// "object"; bindings/python/phonegpt/__init__.pyi has the full types.
+// The parameters of PG_PY_NAMED_OBJECT (after this namespace) take any Python object.
 inline bool any_python_object(PyObject*) { return true; }
-#define PG_PY_NAMED_OBJECT(Name)                                  \
-    class Name : public py::object {                              \
-    public:                                                       \
-        PYBIND11_OBJECT_DEFAULT(Name, py::object, any_python_object) \
-    };
-PG_PY_NAMED_OBJECT(PathArg)     // a file or folder: str or os.PathLike
-PG_PY_NAMED_OBJECT(TokensArg)   // token ids: an int array or a sequence of ints
-PG_PY_NAMED_OBJECT(ModelArg)    // a phonegpt.Model
-PG_PY_NAMED_OBJECT(AdapterArg)  // a phonegpt.Adapter
-#undef PG_PY_NAMED_OBJECT
 
 // A warm-up at least as long as the run keeps the learning rate below lr_max for the whole run.
 // One the caller did not choose (the default) becomes a tenth of the run, with a warning; a
@@ -128,23 +116,22 @@ void bind_lora(py::module_& m, const Hooks& hooks);
 
 }  // namespace pg_py
 
-namespace pybind11 {
-namespace detail {
-template <>
-struct handle_type_name<pg_py::PathArg> {
-    static constexpr auto name = const_name("Union[str, os.PathLike]");
-};
-template <>
-struct handle_type_name<pg_py::TokensArg> {
-    static constexpr auto name = const_name("Union[numpy.ndarray, Sequence[int]]");
-};
-template <>
-struct handle_type_name<pg_py::ModelArg> {
-    static constexpr auto name = const_name("phonegpt.Model");
-};
-template <>
-struct handle_type_name<pg_py::AdapterArg> {
-    static constexpr auto name = const_name("phonegpt.Adapter");
-};
-}  // namespace detail
-}  // namespace pybind11
+// Parameters that take any Python object (converted and checked by the function itself) but
+// show a real type in help() and in the generated signatures, where a py::object shows
+// "object"; bindings/python/phonegpt/__init__.pyi has the full types.
+#define PG_PY_NAMED_OBJECT(Name, caption)                                             \
+    namespace pg_py {                                                                 \
+    class Name : public py::object {                                                  \
+    public:                                                                           \
+        PYBIND11_OBJECT_DEFAULT(Name, py::object, any_python_object)                  \
+    };                                                                                \
+    }                                                                                 \
+    template <>                                                                       \
+    struct pybind11::detail::handle_type_name<pg_py::Name> {                          \
+        static constexpr auto name = pybind11::detail::const_name(caption);           \
+    };
+PG_PY_NAMED_OBJECT(PathArg, "Union[str, os.PathLike]")
+PG_PY_NAMED_OBJECT(TokensArg, "Union[numpy.ndarray, Sequence[int]]")
+PG_PY_NAMED_OBJECT(ModelArg, "phonegpt.Model")
+PG_PY_NAMED_OBJECT(AdapterArg, "phonegpt.Adapter")
+#undef PG_PY_NAMED_OBJECT
