@@ -268,7 +268,13 @@ PG_API pg_status pg_bpe_train(const char* const* texts, const size_t* lens, size
  * validation part [*n_train, n). PhoneGPT: 1,115,394 chars at 0.9 -> 1,003,854 / 111,540. */
 PG_API pg_status pg_split_index(size_t n, double train_fraction, size_t* n_train);
 
-/* Reads a whole file into a malloc'd buffer that the caller releases with pg_buffer_free. */
+/* Reads a whole file into a malloc'd buffer that the caller releases with pg_buffer_free (a
+ * NUL follows the *len bytes). Only regular files: a FIFO, a device (/dev/zero), a directory
+ * or a socket is PG_ERR_IO naming what it is, refused before it is opened for reading, so
+ * nothing blocks; every loader of the library (checkpoints, adapters, PEFT, safetensors,
+ * llm.c, signatures) refuses them the same way. At most 1 GiB (2^30 bytes): a larger file is
+ * PG_ERR_FORMAT naming its size and the cap. Checkpoints and adapters are not read whole but
+ * in checked pieces or mapped, so this cap does not bound them. */
 PG_API pg_status pg_read_file(const char* path, char** data, size_t* len);
 PG_API void pg_buffer_free(void* buffer);
 
