@@ -105,8 +105,9 @@ py::array_t<int32_t> run_generation(pg_sample_config c, const std::vector<std::s
         if (s != PG_OK) message = pg_last_error();
     }
     g.cb.error.raise_if_set();
-    if (g.out_of_memory) raise_status(PG_ERR_OUT_OF_MEMORY, "generate: no memory for the " +
-                                                                std::to_string(g.ids.size() + 1) + "th generated id");
+    if (g.out_of_memory)
+        raise_status(PG_ERR_OUT_OF_MEMORY, "generate: no memory to hold more than " + std::to_string(g.ids.size()) +
+                                               " generated ids");
     if (s != PG_OK) raise_status(s, message);
     py::array_t<int32_t> result{py::ssize_t(g.ids.size())};
     if (!g.ids.empty()) std::memcpy(result.mutable_data(), g.ids.data(), g.ids.size() * sizeof(int32_t));

@@ -134,7 +134,7 @@ namespace {
 std::string not_regular(const std::string& path, mode_t mode) {
     if (S_ISREG(mode)) return "";
     const char* kind = S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device"
-                       : S_ISBLK(mode) ? "a block device" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+                       : S_ISBLK(mode) ? "a block device" : S_ISSOCK(mode) ? "a socket" : "of another kind";
     return "\"" + path + "\" is " + kind + ", not a regular file: refused before reading";
 }
 
