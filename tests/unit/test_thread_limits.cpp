@@ -14,25 +14,13 @@
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "phonegpt/phonegpt.h"
+#include "sanitized.hpp"
 
 #if defined(__linux__)
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#endif
-
-// ASan and TSan reserve terabytes of shadow address space: RLIMIT_AS cannot be set under them
-// (gcc says so with __SANITIZE_*, clang with __has_feature).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define PG_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define PG_TEST_SANITIZED 1
-#endif
-#endif
-#ifndef PG_TEST_SANITIZED
-#define PG_TEST_SANITIZED 0
 #endif
 
 namespace {
@@ -156,6 +144,7 @@ TEST_CASE("a thread that cannot start (RLIMIT_NPROC) is PG_ERR_OUT_OF_MEMORY, ne
     CHECK(how == "exit 0");
 }
 
+// ASan and TSan reserve terabytes of shadow address space: RLIMIT_AS cannot be set under them.
 #if !PG_TEST_SANITIZED
 TEST_CASE("a thread that cannot start (RLIMIT_AS) is PG_ERR_OUT_OF_MEMORY, never a hang", "[threads][capi]") {
     const std::string how = in_child([] {
