@@ -92,10 +92,36 @@ std::string to_path(const py::object& path) {
     return std::string(py::bytes(b));
 }
 
+namespace {
+
+// The range check of as_tokens, on Python ints: numpy's uint64 above 2^63 - 1 (and ints beyond
+// 64 bits, held as objects) do not fit a C long long.
+[[noreturn]] void raise_outside_int32(const char* what, const py::object& lo, const py::object& hi) {
+    raise_invalid(std::string(what) + " has values outside int32: [" + std::string(py::str(lo)) + ", " +
+                  std::string(py::str(hi)) + "]");
+}
+
+}  // namespace
+
 TokenArray as_tokens(const py::handle& obj, const char* what, int ndim) {
     py::array a = py::array::ensure(obj);
     if (!a) throw py::type_error(std::string(what) + " must be an integer array");
     if (a.size() == 0 && a.dtype().kind() == 'f') a = a.attr("astype")("int32");  // [] -> int32
+    if (a.dtype().kind() == 'O' && a.size() > 0) {
+        // Python ints numpy could not hold in 64 bits (2^64, -2^63 - 1): out of range, not of
+        // the wrong type.
+        bool all_ints = true;
+        py::object lo, hi;
+        for (py::handle x : a.attr("flat")) {
+            all_ints = all_ints && py::isinstance<py::int_>(x) && !py::isinstance<py::bool_>(x);
+            if (!all_ints) break;
+            py::object v = py::reinterpret_borrow<py::object>(x);
+            if (!lo || v < lo) lo = v;
+            if (!hi || v > hi) hi = v;
+        }
+        if (all_ints && (lo < py::int_(INT32_MIN) || hi > py::int_(INT32_MAX))) raise_outside_int32(what, lo, hi);
+        if (all_ints) a = a.attr("astype")("int32");
+    }
     const char kind = a.dtype().kind();
     if (kind != 'i' && kind != 'u')
         throw py::type_error(std::string(what) + " must be an integer array, got dtype " +
@@ -105,10 +131,8 @@ TokenArray as_tokens(const py::handle& obj, const char* what, int ndim) {
                       " dimension(s), got shape " + std::string(py::str(a.attr("shape"))));
     if (a.size() > 0 && (a.dtype().itemsize() > 4 || kind == 'u')) {
         py::module_ np = py::module_::import("numpy");
-        long long lo = py::int_(np.attr("min")(a)), hi = py::int_(np.attr("max")(a));
-        if (lo < INT32_MIN || hi > INT32_MAX)
-            raise_invalid(std::string(what) + " has values outside int32: [" +
-                          std::to_string(lo) + ", " + std::to_string(hi) + "]");
+        const py::int_ lo(np.attr("min")(a)), hi(np.attr("max")(a));
+        if (lo < py::int_(INT32_MIN) || hi > py::int_(INT32_MAX)) raise_outside_int32(what, lo, hi);
     }
     // numpy hands back the same object (no copy) when it is already int32 and C-contiguous.
     TokenArray out = TokenArray::ensure(a);

@@ -40,7 +40,7 @@ public:
     std::string kind() const;
     int vocab_size() const;
 
-    py::array_t<int32_t> encode(const std::string& text) const;
+    py::array_t<int32_t> encode(const py::object& text) const;  // str or bytes
     py::bytes decode_bytes(const TokensArg& ids_obj) const;
     py::str decode(const TokensArg& ids) const;
 
@@ -51,7 +51,7 @@ public:
     static Tokenizer from_hf(const py::object& tokenizer_json);
     // text: str or bytes; allowed_special: "all", a list of special-token texts, or None (the
     // options `o` alone decide).
-    py::array_t<int32_t> encode_special(const std::string& text, const py::object& allowed, pg_encode_options o) const;
+    py::array_t<int32_t> encode_special(const py::object& text, const py::object& allowed, pg_encode_options o) const;
     // file: "tiktoken", "gpt2_encoder", "gpt2_merges" or "hf_json".
     py::bytes write_file(const std::string& file) const;
     int32_t special_id(const std::string& text) const;

@@ -61,6 +61,23 @@ struct Hooks {
                             bool writable);
 };
 
+// A text argument's bytes: a str as UTF-8, bytes-like objects as they are; anything else is a
+// TypeError naming `what`. A lone surrogate, which UTF-8 cannot encode, raises Python's own
+// UnicodeEncodeError naming it and its position (as str.encode() does), not a cast failure.
+inline std::string text_bytes(const py::handle& obj, const char* what) {
+    if (py::isinstance<py::str>(obj)) {
+        Py_ssize_t n = 0;
+        const char* p = PyUnicode_AsUTF8AndSize(obj.ptr(), &n);
+        if (!p) throw py::error_already_set();
+        return std::string(p, std::size_t(n));
+    }
+    if (py::isinstance<py::bytes>(obj)) return std::string(py::bytes(py::reinterpret_borrow<py::object>(obj)));
+    if (py::isinstance<py::bytearray>(obj) || py::isinstance<py::memoryview>(obj))
+        return std::string(py::bytes(py::module_::import("builtins").attr("bytes")(obj)));
+    throw py::type_error(std::string(what) + " must be str or bytes, not " +
+                         std::string(py::str(obj.get_type().attr("__name__"))));
+}
+
 // A C result or option struct with its struct_size set and everything else zero.
 template <class S>
 S sized() {

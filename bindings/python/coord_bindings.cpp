@@ -29,13 +29,7 @@ using ModelPtr = std::shared_ptr<pg_model>;
 
 AdapterPtr own_adapter(pg_lora_adapter* a) { return AdapterPtr(a, pg_lora_adapter_free); }
 
-std::string as_bytes(const py::object& obj, const char* what) {
-    if (py::isinstance<py::bytes>(obj)) return std::string(py::bytes(obj));
-    if (py::isinstance<py::str>(obj)) return obj.cast<std::string>();
-    if (py::isinstance<py::bytearray>(obj) || py::isinstance<py::memoryview>(obj))
-        return std::string(py::bytes(py::module_::import("builtins").attr("bytes")(obj)));
-    throw py::type_error(std::string(what) + " must be bytes or str");
-}
+std::string as_bytes(const py::object& obj, const char* what) { return text_bytes(obj, what); }
 
 // Writes `text` to `path` through a temporary file and a rename (never a half-written file).
 void write_text_file(const std::string& path, const std::string& text) {

@@ -14,6 +14,7 @@
 
 #include <cstring>
 #include <memory>
+#include <new>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -68,33 +69,48 @@ pg_eval_result run_evaluation(pg_eval_config c, const py::object& progress, Call
 }
 
 // Runs a generation call (GIL released) with the Python on_token callable and the stop strings
-// wired into the options; returns the generated ids.
+// wired into the options; returns the generated ids. The ids are gathered as the tokens come
+// (the C call gets no output buffer): max_tokens is a bound, not an allocation, so 2^31-1 with a
+// callback that stops after five tokens costs five ids.
 template <class Call>
 py::array_t<int32_t> run_generation(pg_sample_config c, const std::vector<std::string>& stop,
                                     const py::object& on_token, Call&& call) {
     if (c.max_tokens < 0) raise_invalid("max_tokens must be >= 0");
-    Callback cb{on_token, {}};
+    struct Gathered {
+        Callback cb;
+        std::vector<int32_t> ids;
+        bool out_of_memory = false;
+    } g{{on_token, {}}, {}, false};
     std::vector<const char*> stops;
     for (const auto& s : stop) stops.push_back(s.c_str());
     c.on_token = [](void* user, int32_t token) -> int {
-        return static_cast<Callback*>(user)->invoke(token) ? 1 : 0;
+        auto* g = static_cast<Gathered*>(user);
+        try {
+            g->ids.push_back(token);
+        } catch (const std::bad_alloc&) {
+            g->out_of_memory = true;
+            return 1;
+        }
+        return g->cb.invoke(token) ? 1 : 0;
     };
-    c.on_token_user = &cb;
+    c.on_token_user = &g;
     c.stop_strings = stops.empty() ? nullptr : stops.data();
     c.n_stop_strings = int32_t(stops.size());
-    std::vector<int32_t> out(size_t(c.max_tokens) + 1);
     size_t n_out = 0;
     pg_status s;
     std::string message;
     {
         py::gil_scoped_release nogil;
-        s = call(&c, out.data(), out.size(), &n_out);
+        s = call(&c, nullptr, 0, &n_out);
         if (s != PG_OK) message = pg_last_error();
     }
-    cb.error.raise_if_set();
+    g.cb.error.raise_if_set();
+    if (g.out_of_memory)
+        raise_status(PG_ERR_OUT_OF_MEMORY, "generate: no memory to hold more than " + std::to_string(g.ids.size()) +
+                                               " generated ids");
     if (s != PG_OK) raise_status(s, message);
-    py::array_t<int32_t> result{py::ssize_t(n_out)};
-    if (n_out) std::memcpy(result.mutable_data(), out.data(), n_out * sizeof(int32_t));
+    py::array_t<int32_t> result{py::ssize_t(g.ids.size())};
+    if (!g.ids.empty()) std::memcpy(result.mutable_data(), g.ids.data(), g.ids.size() * sizeof(int32_t));
     return result;
 }
 

@@ -63,7 +63,7 @@ PYBIND11_MODULE(_phonegpt, m) {
             pg_buffer_free(data);
             return b;
         },
-        py::arg("path"), "Reads a whole file (bytes).");
+        py::arg("path"), "Reads a whole regular file (bytes), at most 1 GiB; a FIFO, device or directory is IOError.");
 
     // Tokenizer (tokenizer_bindings.cpp).
     pg_py::bind_tokenizer(m);

@@ -47,7 +47,8 @@ int Tokenizer::vocab_size() const {
     return v;
 }
 
-py::array_t<int32_t> Tokenizer::encode(const std::string& text) const {
+py::array_t<int32_t> Tokenizer::encode(const py::object& text_obj) const {
+    const std::string text = text_bytes(text_obj, "text");
     pg_tokenizer* t = get();
     auto keep = p_;
     // Every token covers at least one byte, so len(text) ids always suffice.
@@ -122,7 +123,9 @@ Tokenizer Tokenizer::from_hf(const py::object& source) {
     return Tokenizer(own_tokenizer(t));
 }
 
-py::array_t<int32_t> Tokenizer::encode_special(const std::string& text, const py::object& allowed, pg_encode_options o) const {
+py::array_t<int32_t> Tokenizer::encode_special(const py::object& text_obj, const py::object& allowed,
+                                               pg_encode_options o) const {
+    const std::string text = text_bytes(text_obj, "text");
     pg_tokenizer* t = get();
     auto keep = p_;
     std::vector<std::string> names;
@@ -175,7 +178,7 @@ namespace {
 
 // Tokenizer.encode_special (owner: bpe): allowed_special None takes the options as they are,
 // except that with neither config nor fields it means "all" (the call's default).
-py::array_t<int32_t> tokenizer_encode_special(const Tokenizer& tok, const std::string& text, const py::object& allowed,
+py::array_t<int32_t> tokenizer_encode_special(const Tokenizer& tok, const py::object& text, const py::object& allowed,
                                               const py::object& config, const py::kwargs& fields) {
     const bool options_given = !config.is_none() || fields.size() > 0;
     const py::object which = allowed.is_none() && !options_given ? py::object(py::str("all")) : allowed;

@@ -108,6 +108,14 @@ PG_API const char* pg_status_name(pg_status status);
  * libphonegpt call on this thread. */
 PG_API const char* pg_last_error(void);
 
+/* Thread counts: every n_threads argument or field (trainers, LoRA trainers and merges,
+ * sessions, pg_model_forward, pg_evaluate*, pg_generate, BPE training, validation) follows one
+ * rule: <= 0 means all cores (std::thread::hardware_concurrency), and a positive count runs on
+ * at most min(4 x cores, 256) threads (a larger one is capped, not refused: on 2 cores, 100000
+ * runs on 8). A thread that cannot be started (RLIMIT_NPROC, address space) is
+ * PG_ERR_OUT_OF_MEMORY naming the thread; the threads already started are stopped first and
+ * nothing was changed. Results are bit-identical for the same count of threads actually run. */
+
 /* Progress callbacks: return 0 to go on, non-zero to stop (the call then returns
  * PG_ERR_CANCELLED). `done` and `total` are in the unit the calling function documents. */
 typedef int (*pg_progress_fn)(void* user, int64_t done, int64_t total);
@@ -260,7 +268,13 @@ PG_API pg_status pg_bpe_train(const char* const* texts, const size_t* lens, size
  * validation part [*n_train, n). PhoneGPT: 1,115,394 chars at 0.9 -> 1,003,854 / 111,540. */
 PG_API pg_status pg_split_index(size_t n, double train_fraction, size_t* n_train);
 
-/* Reads a whole file into a malloc'd buffer that the caller releases with pg_buffer_free. */
+/* Reads a whole file into a malloc'd buffer that the caller releases with pg_buffer_free (a
+ * NUL follows the *len bytes). Only regular files: a FIFO, a device (/dev/zero), a directory
+ * or a socket is PG_ERR_IO naming what it is, refused before it is opened for reading, so
+ * nothing blocks; every loader of the library (checkpoints, adapters, PEFT, safetensors,
+ * llm.c, signatures) refuses them the same way. At most 1 GiB (2^30 bytes): a larger file is
+ * PG_ERR_FORMAT naming its size and the cap. Checkpoints and adapters are not read whole but
+ * in checked pieces or mapped, so this cap does not bound them. */
 PG_API pg_status pg_read_file(const char* path, char** data, size_t* len);
 PG_API void pg_buffer_free(void* buffer);
 
@@ -464,7 +478,8 @@ typedef enum pg_optimizer {
  * warmup_steps >= 0, total_steps >= 1, beta1 and beta2 in [0, 1), eps in (0, 1],
  * weight_decay >= 0, decay_embeddings 0 or 1, grad_clip >= 0, dropout in [0, 1),
  * dropout_ramp_steps in [0, 2^30],
- * n_threads <= 1024, and batch_size x seq_len (seq_len 0 = n_ctx) at most 65,536 tokens per
+ * n_threads <= 1024 (then capped as every thread count is, see "Thread counts"), and
+ * batch_size x seq_len (seq_len 0 = n_ctx) at most 65,536 tokens per
  * micro-batch (a bound on activation memory; caller batches of pg_trainer_step_batch too).
  * pg_trainer_resume holds a file's training configuration to the same limits (PG_ERR_FORMAT)
  * before it allocates anything.
@@ -563,10 +578,11 @@ PG_API pg_status pg_trainer_lr_at(const pg_trainer* trainer, int64_t step, float
 /* Trainer threads: continuing a run on another number of cores                              */
 /* ------------------------------------------------------------------------------------------ */
 
-/* The number of threads the trainer's steps run on (its n_threads, with <= 0 resolved to the
- * cores of this machine). */
+/* The number of threads the trainer's steps run on (its n_threads resolved by the rule of
+ * "Thread counts": <= 0 the cores of this machine, capped at min(4 x cores, 256)). */
 PG_API pg_status pg_trainer_threads(const pg_trainer* trainer, int32_t* n_threads);
-/* Runs the trainer's later steps on n_threads (<= 0: all cores; at most 1024), e.g. to continue
+/* Runs the trainer's later steps on n_threads (<= 0: all cores; at most 1024, then capped as
+ * in "Thread counts"), e.g. to continue
  * a resumed run on the cores a busy phone has free. pg_trainer_get_config and the next
  * pg_trainer_save then record the new value. The kernels split their work by thread count, so
  * a run whose count changes matches the unchanged run only up to float rounding; setting the

@@ -7,9 +7,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "capi/boundary.hpp"
+#include "io/file_io.hpp"
 #include "kernels/dispatch.hpp"
 
 namespace pg {
@@ -134,24 +136,15 @@ pg_status pg_read_file(const char* path, char** data, size_t* len) {
         PG_REQUIRE_NOT_NULL("pg_read_file", len);
         *data = nullptr;
         *len = 0;
-        std::FILE* f = std::fopen(path, "rb");
-        if (!f)
-            throw pg::Error(PG_ERR_IO, std::string("cannot open \"") + path + "\": " + std::strerror(errno));
-        std::string buf;
-        char chunk[1 << 16];
-        size_t got;
-        while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) buf.append(chunk, got);
-        bool failed = std::ferror(f) != 0;
-        int err = errno;
-        std::fclose(f);
-        if (failed)
-            throw pg::Error(PG_ERR_IO, std::string("cannot read \"") + path + "\": " + std::strerror(err));
-        char* out = static_cast<char*>(std::malloc(buf.size() + 1));
+        // Read straight into the caller's buffer: no second copy of a file up to the cap.
+        pg::io::FileSource src(path);
+        const size_t n = size_t(pg::io::checked_whole_size(src, pg::io::kMaxWholeFileBytes));
+        std::unique_ptr<char, decltype(&std::free)> out(static_cast<char*>(std::malloc(n + 1)), &std::free);
         if (!out) throw std::bad_alloc();
-        std::memcpy(out, buf.data(), buf.size());
-        out[buf.size()] = '\0';
-        *data = out;
-        *len = buf.size();
+        src.read_at(0, out.get(), n, "contents");
+        out.get()[n] = '\0';
+        *data = out.release();
+        *len = n;
     });
 }
 

@@ -1,10 +1,14 @@
 #include "core/thread_pool.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <system_error>
+
+#include "core/error.hpp"
 
 
 #if defined(__linux__)
@@ -16,6 +20,12 @@ namespace pg {
 int ThreadPool::hardware_threads() {
     unsigned n = std::thread::hardware_concurrency();
     return n == 0 ? 1 : static_cast<int>(n);
+}
+
+int ThreadPool::max_threads() { return std::min(kMaxThreads, 4 * hardware_threads()); }
+
+int ThreadPool::resolve(int n_threads) {
+    return n_threads <= 0 ? hardware_threads() : std::min(n_threads, max_threads());
 }
 
 std::vector<CpuCore> ThreadPool::pin_from_environment(int n_threads, std::string* why) {
@@ -63,11 +73,26 @@ ThreadPool::ThreadPool(int n_threads, PinChoice pin)
       pin_why_(std::move(pin.why)),
       errors_(n_threads_),
       busy_(size_t(n_threads_)) {
-    workers_.reserve(n_threads_ - 1);
-    for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+    workers_.reserve(size_t(n_threads_ - 1));
+    for (int i = 1; i < n_threads_; ++i) {
+        try {
+            workers_.emplace_back([this, i] { worker_loop(i); });
+        } catch (const std::system_error& e) {
+            // The started workers wait on start_cv_: they must be gone before the members are.
+            stop_workers();
+            throw Error(PG_ERR_OUT_OF_MEMORY, "thread pool: could not start thread " + std::to_string(i + 1) +
+                                                  " of " + std::to_string(n_threads_) + " (" + e.what() +
+                                                  "); ask for fewer threads or raise the process limits");
+        } catch (...) {  // std::bad_alloc for the thread's state
+            stop_workers();
+            throw;
+        }
+    }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         stopping_ = true;

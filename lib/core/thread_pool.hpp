@@ -40,8 +40,9 @@ namespace pg {
 
 class ThreadPool {
 public:
-    // n_threads <= 0 means all hardware threads. The calling thread is worker 0, so a pool of
-    // 1 thread starts no thread at all.
+    // n_threads as resolve() reads it. The calling thread is worker 0, so a pool of 1 thread
+    // starts no thread at all. A thread that cannot be started (process or memory limits) is
+    // PG_ERR_OUT_OF_MEMORY, after the threads already started are stopped and joined.
     explicit ThreadPool(int n_threads);
     // Pins every thread of the pool (the caller's included, see above) to pin_to; empty: no
     // pinning. The one-argument form passes pin_from_environment(its thread count).
@@ -65,6 +66,13 @@ public:
     static void chunk(int64_t n, int n_threads, int t, int64_t* begin, int64_t* end);
 
     static int hardware_threads();
+    // The one thread-count rule of every entry point (phonegpt.h, "Thread counts"): <= 0 means
+    // hardware_threads(); a larger count than max_threads() runs on max_threads().
+    static int resolve(int n_threads);
+    // 4 threads per hardware thread, at most kMaxThreads: oversubscription beyond that only
+    // costs memory and process ids.
+    static int max_threads();
+    static constexpr int kMaxThreads = 256;
 
     // Reports every later region to observer (borrowed; nullptr: none, the default): each
     // thread's CPU time inside the body and the caller's wall time (core/step_profile.hpp).
@@ -89,8 +97,8 @@ private:
         std::string why;
     };
     ThreadPool(int n_threads, PinChoice pin);
-    static int resolve(int n_threads) { return n_threads <= 0 ? hardware_threads() : n_threads; }
     void worker_loop(int index);
+    void stop_workers();  // wakes and joins the started workers (destructor, failed start)
     void run_region(const std::function<void(int)>& fn);  // run_on_all without the observer
     void pin_this_thread();  // sched_setaffinity to pin_to_; a failure is kept for pinning()
     // Spins (with a CPU pause) until done() or kSpinMicros pass; returns done(). Returns at

@@ -129,21 +129,34 @@ void ByteSource::read_at(uint64_t offset, void* dst, std::size_t n, const char* 
 
 namespace {
 
+// Why `path` cannot be read as a file ("" if it can): a FIFO would block the open or the read,
+// a device like /dev/zero never ends, a folder has no bytes.
+std::string not_regular(const std::string& path, mode_t mode) {
+    if (S_ISREG(mode)) return "";
+    const char* kind = S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device"
+                       : S_ISBLK(mode) ? "a block device" : S_ISSOCK(mode) ? "a socket" : "of another kind";
+    return "\"" + path + "\" is " + kind + ", not a regular file: refused before reading";
+}
+
 // What FileSource and MappedFile read: a regular file opened read-only, its size in *size; the
-// folder's stale temporaries removed first, so loads clean up after killed saves too.
+// folder's stale temporaries removed first, so loads clean up after killed saves too. The path
+// is checked before the open, and the opened descriptor again (O_NONBLOCK: a FIFO swapped in
+// between cannot block the open).
 int open_regular_file(const std::string& path, uint64_t* size) {
-    remove_stale_temporaries(parent_folder(path));
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw Error(PG_ERR_IO, "cannot open \"" + path + "\": " + errno_text(errno));
     struct stat st;
+    if (::stat(path.c_str(), &st) != 0) throw Error(PG_ERR_IO, "cannot open \"" + path + "\": " + errno_text(errno));
+    if (const std::string why = not_regular(path, st.st_mode); !why.empty()) throw Error(PG_ERR_IO, why);
+    remove_stale_temporaries(parent_folder(path));
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) throw Error(PG_ERR_IO, "cannot open \"" + path + "\": " + errno_text(errno));
     if (::fstat(fd, &st) != 0) {
         const int err = errno;
         ::close(fd);
         throw Error(PG_ERR_IO, "cannot stat \"" + path + "\": " + errno_text(err));
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (const std::string why = not_regular(path, st.st_mode); !why.empty()) {
         ::close(fd);
-        throw Error(PG_ERR_IO, "\"" + path + "\" is not a regular file");
+        throw Error(PG_ERR_IO, why);
     }
     *size = uint64_t(st.st_size);
     return fd;
@@ -195,12 +208,16 @@ void MemorySource::read_raw(uint64_t offset, void* dst, std::size_t n) const {
     std::memcpy(dst, data_ + offset, n);
 }
 
+uint64_t checked_whole_size(const FileSource& src, uint64_t max_bytes) {
+    if (src.size() > max_bytes)
+        throw Error(PG_ERR_FORMAT, "\"" + src.name() + "\" is " + std::to_string(src.size()) +
+                                       " bytes, more than the " + std::to_string(max_bytes) + " allowed");
+    return src.size();
+}
+
 std::vector<uint8_t> read_small_file(const std::string& path, uint64_t max_bytes) {
     FileSource src(path);
-    if (src.size() > max_bytes)
-        throw Error(PG_ERR_FORMAT, "\"" + path + "\" is " + std::to_string(src.size()) +
-                                       " bytes, more than the " + std::to_string(max_bytes) + " allowed");
-    std::vector<uint8_t> bytes(static_cast<std::size_t>(src.size()));
+    std::vector<uint8_t> bytes(static_cast<std::size_t>(checked_whole_size(src, max_bytes)));
     src.read_at(0, bytes.data(), bytes.size(), "contents");
     return bytes;
 }

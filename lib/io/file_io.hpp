@@ -25,8 +25,11 @@ protected:
 
 class FileSource : public ByteSource {
 public:
-    // Throws PG_ERR_IO naming the path and errno. Removes stale temporaries in the file's
-    // folder first (remove_stale_temporaries), so loads clean up after killed saves too.
+    // Throws PG_ERR_IO naming the path and errno, or what the path is when it is not a regular
+    // file (a FIFO, a device, a folder: refused before it is opened for reading, so nothing
+    // blocks or reads forever). Removes stale temporaries in the file's folder first
+    // (remove_stale_temporaries), so loads clean up after killed saves too. Every file the
+    // library reads is opened here or by MappedFile, which has the same checks.
     explicit FileSource(const std::string& path);
     ~FileSource() override;
     FileSource(const FileSource&) = delete;
@@ -145,8 +148,16 @@ void remove_stale_temporaries(const std::string& folder);
 // Writes a whole small file atomically (config.json and friends).
 void write_file_atomically(const std::string& path, const void* data, std::size_t n);
 
-// Reads a whole file of at most max_bytes (PG_ERR_FORMAT naming the cap if larger).
+// Reads a whole regular file (FileSource's checks) of at most max_bytes (PG_ERR_FORMAT naming
+// the cap if larger).
 std::vector<uint8_t> read_small_file(const std::string& path, uint64_t max_bytes);
+// src's size if at most max_bytes, else that PG_ERR_FORMAT.
+uint64_t checked_whole_size(const FileSource& src, uint64_t max_bytes);
+
+// The cap of every whole-file read into memory through the C API (pg_read_file: training text,
+// tokenizer files). Checkpoints, adapters and safetensors are read in bounded pieces or mapped
+// instead, so their size is bounded by the file and the format's own checks, not by this.
+constexpr uint64_t kMaxWholeFileBytes = uint64_t(1) << 30;
 
 // The folder of a path ("." for a bare name) and a path beside another ("a/b.st", "c" -> "a/c").
 std::string parent_folder(const std::string& path);

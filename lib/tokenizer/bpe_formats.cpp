@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 #include <unordered_map>
 
 #include "core/error.hpp"
@@ -19,22 +20,27 @@ using Merge = BpeTokenizer::Merge;
 struct Encoding {
     const char* name;
     Pattern pattern;
+    std::size_t n_ranks;  // the rank file's line count, as tiktoken pins it
     std::vector<std::pair<const char*, int32_t>> specials;
 };
 
-// tiktoken's built-in encodings (tiktoken_ext/openai_public.py).
+// tiktoken's built-in encodings (tiktoken_ext/openai_public.py; gpt2's explicit_n_vocab 50,257
+// is its 50,256 ranks and <|endoftext|>).
 const std::vector<Encoding>& encodings() {
     static const std::vector<Encoding> e = {
-        {"gpt2", Pattern::kGpt2, {{"<|endoftext|>", 50256}}},
-        {"r50k_base", Pattern::kGpt2, {{"<|endoftext|>", 50256}}},
-        {"p50k_base", Pattern::kGpt2, {{"<|endoftext|>", 50256}}},
-        {"cl100k_base", Pattern::kCl100k,
+        {"gpt2", Pattern::kGpt2, 50256, {{"<|endoftext|>", 50256}}},
+        {"r50k_base", Pattern::kGpt2, 50256, {{"<|endoftext|>", 50256}}},
+        {"p50k_base", Pattern::kGpt2, 50280, {{"<|endoftext|>", 50256}}},
+        {"cl100k_base", Pattern::kCl100k, 100256,
          {{"<|endoftext|>", 100257}, {"<|fim_prefix|>", 100258}, {"<|fim_middle|>", 100259},
           {"<|fim_suffix|>", 100260}, {"<|endofprompt|>", 100276}}},
-        {"o200k_base", Pattern::kO200k, {{"<|endoftext|>", 199999}, {"<|endofprompt|>", 200018}}},
+        {"o200k_base", Pattern::kO200k, 199998, {{"<|endoftext|>", 199999}, {"<|endofprompt|>", 200018}}},
     };
     return e;
 }
+
+// GPT-2's files declare no special tokens; this is the one its encoder.json holds.
+constexpr const char* kGpt2Special = "<|endoftext|>";
 
 const std::array<uint32_t, 256>& byte_alphabet() {
     static const std::array<uint32_t, 256> table = [] {
@@ -171,6 +177,22 @@ void read_alphabet_vocab(const io::JsonValue& obj, const std::string& where, std
     }
 }
 
+// Ids exactly 0..n-1, as a .tiktoken file's ranks must be: a hole or a repeat is a damaged file.
+void require_dense_ids(const std::vector<Token>& vocab, const std::string& where) {
+    std::vector<int32_t> ids;
+    ids.reserve(vocab.size());
+    for (const auto& t : vocab) ids.push_back(t.id);
+    std::sort(ids.begin(), ids.end());
+    for (std::size_t k = 0; k < ids.size(); ++k) {
+        if (k > 0 && ids[k] == ids[k - 1])
+            throw Error(PG_ERR_FORMAT, where + " gives id " + std::to_string(ids[k]) + " to two entries");
+        if (ids[k] != int32_t(k))
+            throw Error(PG_ERR_FORMAT, where + " has a hole: no entry has id " + std::to_string(k) + " (" +
+                                           std::to_string(ids.size()) + " entries, ids up to " +
+                                           std::to_string(ids.back()) + ")");
+    }
+}
+
 }  // namespace
 
 uint32_t byte_to_unicode(uint8_t b) { return byte_alphabet()[b]; }
@@ -226,6 +248,14 @@ std::unique_ptr<BpeTokenizer> load_tiktoken(std::string_view data, const std::st
         ranks.push_back(std::move(t));
         line_of.push_back(line_no);
     }
+    // A known encoding is one file: a truncated or foreign one would load as it and encode
+    // differently (tiktoken refuses it too).
+    if (known && ranks.size() != known->n_ranks)
+        throw Error(PG_ERR_FORMAT, "tiktoken rank file has " + std::to_string(ranks.size()) + " ranks; encoding " +
+                                       encoding + " has " + std::to_string(known->n_ranks) + " (" +
+                                       std::to_string(known->n_ranks + known->specials.size()) +
+                                       " tokens with its special tokens): a truncated or different file (pass "
+                                       "the pre-tokenizer's regex instead of the name to load another vocabulary)");
     // Ranks must be exactly 0..n-1: a duplicate or a hole is a damaged file.
     std::vector<std::size_t> order(ranks.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -264,6 +294,7 @@ std::unique_ptr<BpeTokenizer> load_gpt2(std::string_view encoder_json, std::stri
     std::vector<Token> vocab;
     std::unordered_map<std::string, int32_t> id_of;
     read_alphabet_vocab(enc, "encoder.json", &vocab, &id_of);
+    require_dense_ids(vocab, "encoder.json");
     std::vector<Merge> merges;
     std::size_t line_no = 0;
     for (std::size_t pos = 0; pos < vocab_bpe.size();) {
@@ -285,7 +316,8 @@ std::unique_ptr<BpeTokenizer> load_gpt2(std::string_view encoder_json, std::stri
                     ", which is not in encoder.json");
         merges.push_back(Merge{l->second, r->second});
     }
-    // Entries that neither a merge nor a single byte makes are the special tokens.
+    // Every entry is a byte, a merge's result or GPT-2's one special token: anything else means
+    // a truncated or foreign vocab.bpe, never a special token of its own.
     int32_t max_id = 0;
     for (const auto& t : vocab) max_id = std::max(max_id, t.id);
     std::vector<uint8_t> made(std::size_t(max_id) + 1, 0);
@@ -303,8 +335,23 @@ std::unique_ptr<BpeTokenizer> load_gpt2(std::string_view encoder_json, std::stri
         if (it != id_of_bytes.end()) made[std::size_t(it->second)] = 1;  // an unknown result is reported by from_merges
     }
     std::vector<Token> specials;
-    for (const auto& t : vocab)
-        if (!made[std::size_t(t.id)]) specials.push_back(t);
+    std::size_t unmade = 0;
+    const Token* first_unmade = nullptr;
+    for (const auto& t : vocab) {
+        if (made[std::size_t(t.id)]) continue;
+        if (t.bytes == kGpt2Special) {
+            specials.push_back(t);
+        } else if (!unmade++ || t.id < first_unmade->id) {
+            first_unmade = &t;
+        }
+    }
+    if (unmade)
+        throw Error(PG_ERR_FORMAT, "encoder.json has " + std::to_string(unmade) + " of " + std::to_string(vocab.size()) +
+                                       " entries that are neither a byte, nor made by one of vocab.bpe's " +
+                                       std::to_string(merges.size()) + " merges, nor GPT-2's special token " +
+                                       kGpt2Special + " (the first: " + quote_line(to_alphabet(first_unmade->bytes)) +
+                                       ", id " + std::to_string(first_unmade->id) +
+                                       "): vocab.bpe is truncated or belongs to another encoder.json");
     return BpeTokenizer::from_merges(Pattern::kGpt2, std::move(vocab), merges, std::move(specials), false, false);
 }
 
@@ -332,6 +379,10 @@ void write_gpt2(const BpeTokenizer& t, std::string* encoder_json, std::string* v
             std::string("GPT-2's encoder.json and vocab.bpe imply GPT-2's pre-tokenizer; this tokenizer uses ") +
                 pattern_name(t.pattern()) + "'s (write tokenizer.json instead)");
     require(!t.add_prefix_space(), PG_ERR_UNSUPPORTED, "GPT-2's files cannot say add_prefix_space");
+    for (const auto& s : t.specials())
+        require(s.bytes == kGpt2Special, PG_ERR_UNSUPPORTED,
+                "GPT-2's files declare one special token, " + std::string(kGpt2Special) + "; this tokenizer also has " +
+                    quote_line(s.bytes) + " (write tokenizer.json instead)");
     const std::vector<Merge> merges = t.merge_list();
     *encoder_json = alphabet_vocab_json(t).text();
     std::string bpe = "#version: 0.2\n";
@@ -354,30 +405,102 @@ bool optional_bool(const io::JsonValue& obj, const char* key, bool fallback, con
     return v->as_bool("tokenizer.json: " + where + "." + key);
 }
 
+// The rules of Hugging Face tokenizers' own reader (serde), where this reader matches it: a
+// field without a default must be there (`add_prefix_space`), one with a default may be absent
+// but, if there, has its type (null is not a bool).
+bool required_bool(const io::JsonValue& obj, const char* key, const std::string& where) {
+    return member(obj, key, where).as_bool("tokenizer.json: " + where + "." + key);
+}
+
+bool defaulted_bool(const io::JsonValue& obj, const char* key, bool fallback, const std::string& where) {
+    const io::JsonValue* v = obj.find(key);
+    return v ? v->as_bool("tokenizer.json: " + where + "." + key) : fallback;
+}
+
 std::string type_of(const io::JsonValue& obj, const std::string& where) {
     return member(obj, "type", where).as_string("tokenizer.json: " + where + ".type");
 }
 
-// A ByteLevel pre-tokenizer: returns use_regex, sets add_prefix_space.
+// A ByteLevel pre-tokenizer, decoder or post-processor (HF requires add_prefix_space and
+// trim_offsets; use_regex defaults to true): returns use_regex, sets add_prefix_space.
 bool read_byte_level(const io::JsonValue& v, const std::string& where, bool* add_prefix_space) {
-    *add_prefix_space = optional_bool(v, "add_prefix_space", true, where);
-    return optional_bool(v, "use_regex", true, where);
+    *add_prefix_space = required_bool(v, "add_prefix_space", where);
+    required_bool(v, "trim_offsets", where);
+    return defaulted_bool(v, "use_regex", true, where);
+}
+
+// The root's keys: HF refuses any other.
+void require_known_root_keys(const io::JsonValue& root) {
+    static const char* const known[] = {"version", "truncation", "padding", "added_tokens", "normalizer",
+                                        "pre_tokenizer", "post_processor", "decoder", "model"};
+    for (const auto& entry : root.as_object("tokenizer.json")) {
+        const std::string& key = entry.first;
+        if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return key == k; }))
+            throw Error(PG_ERR_FORMAT, "tokenizer.json: unknown key " + quote_line(key) +
+                                           " at the root (the keys are version, truncation, padding, added_tokens, "
+                                           "normalizer, pre_tokenizer, post_processor, decoder, model)");
+    }
+    if (const auto* v = root.find("version"); v) {
+        const std::string& version = v->as_string("tokenizer.json: version");
+        require(version == "1.0", PG_ERR_FORMAT, "tokenizer.json: version " + quote_line(version) + " is not \"1.0\"");
+    }
+}
+
+[[noreturn]] void unsupported(const std::string& what) {
+    throw Error(PG_ERR_UNSUPPORTED, "tokenizer.json: " + what + " (this library reads byte-level BPE only)");
+}
+
+// An added token: HF requires every field; returns it as a special token.
+Token read_added_token(const io::JsonValue& item, const std::string& where) {
+    const uint64_t id = member(item, "id", where).as_u64("tokenizer.json: " + where + ".id");
+    require(id < BpeTokenizer::kMaxVocab, PG_ERR_FORMAT,
+            "tokenizer.json: " + where + " has id " + std::to_string(id) + ", over the largest id");
+    Token t{int32_t(id), member(item, "content", where).as_string("tokenizer.json: " + where + ".content")};
+    for (const char* flag : {"single_word", "lstrip", "rstrip"})
+        if (required_bool(item, flag, where)) unsupported(where + "." + flag + " is set");
+    required_bool(item, "normalized", where);
+    if (!required_bool(item, "special", where))
+        unsupported(where + " " + quote_line(t.bytes) +
+                    " is not special (Hugging Face matches it in every encode, this library special tokens on request)");
+    return t;
+}
+
+// The Split before a ByteLevel: sets the pattern; UNSUPPORTED for what the library cannot run.
+void read_split(const io::JsonValue& split, Pattern* pattern) {
+    const std::string where = "pre_tokenizer.pretokenizers[0]";
+    const io::JsonValue& pat = member(split, "pattern", where);
+    const auto& pat_fields = pat.as_object("tokenizer.json: Split pattern");
+    require(pat_fields.size() == 1, PG_ERR_FORMAT, "tokenizer.json: Split pattern is not one of {\"Regex\": ...} or {\"String\": ...}");
+    const io::JsonValue* regex = pat.find("Regex");
+    if (!regex) {
+        require(pat.find("String") != nullptr, PG_ERR_FORMAT, "tokenizer.json: Split pattern " +
+                                                              quote_line(pat_fields.begin()->first) + " is not Regex or String");
+        unsupported("Split pattern is not a Regex");
+    }
+    const std::string& text = regex->as_string("tokenizer.json: Split pattern Regex");
+    if (!pattern_from_regex(text, pattern)) unsupported("Split regex " + quote_line(text) + " is not the gpt2, cl100k or o200k pattern");
+    const std::string behavior = member(split, "behavior", where).as_string("tokenizer.json: Split.behavior");
+    static const char* const behaviors[] = {"Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"};
+    require(std::any_of(std::begin(behaviors), std::end(behaviors), [&](const char* b) { return behavior == b; }),
+            PG_ERR_FORMAT, "tokenizer.json: Split.behavior " + quote_line(behavior) + " is not a known behavior");
+    if (required_bool(split, "invert", where) || behavior != "Isolated") unsupported("Split is not Isolated and uninverted");
 }
 
 }  // namespace
 
 std::unique_ptr<BpeTokenizer> load_hf(std::string_view json) {
     const io::JsonValue root = io::parse_json(json.data(), json.size(), "tokenizer.json");
-    root.as_object("tokenizer.json");
-    const auto unsupported = [](const std::string& what) {
-        throw Error(PG_ERR_UNSUPPORTED, "tokenizer.json: " + what + " (this library reads byte-level BPE only)");
-    };
+    require_known_root_keys(root);
     if (const auto* n = root.find("normalizer"); n && !n->is_null()) unsupported("has a normalizer");
+    // Both change what encode returns (cut or padded ids).
+    for (const char* key : {"truncation", "padding"})
+        if (const auto* v = root.find(key); v && !v->is_null()) unsupported(std::string(key) + " is set");
     // The pre-tokenizer: which pattern, and ByteLevel's prefix space.
     Pattern pattern = Pattern::kGpt2;
     bool add_prefix_space = false;
-    const io::JsonValue& pre = member(root, "pre_tokenizer", "the root");
-    if (pre.is_null()) unsupported("has no pre_tokenizer");
+    const io::JsonValue* pre_found = root.find("pre_tokenizer");
+    if (!pre_found || pre_found->is_null()) unsupported("has no pre_tokenizer");
+    const io::JsonValue& pre = *pre_found;
     const std::string pre_type = type_of(pre, "pre_tokenizer");
     if (pre_type == "ByteLevel") {
         if (!read_byte_level(pre, "pre_tokenizer", &add_prefix_space)) unsupported("ByteLevel without use_regex has no pattern");
@@ -386,25 +509,24 @@ std::unique_ptr<BpeTokenizer> load_hf(std::string_view json) {
         if (list.size() != 2 || type_of(list[0], "pre_tokenizer.pretokenizers[0]") != "Split" ||
             type_of(list[1], "pre_tokenizer.pretokenizers[1]") != "ByteLevel")
             unsupported("pre_tokenizer Sequence is not [Split, ByteLevel]");
-        const io::JsonValue& split = list[0];
-        const io::JsonValue& pat = member(split, "pattern", "pre_tokenizer.pretokenizers[0]");
-        const io::JsonValue* regex = pat.find("Regex");
-        if (!regex) unsupported("Split pattern is not a Regex");
-        const std::string& text = regex->as_string("tokenizer.json: Split pattern Regex");
-        if (!pattern_from_regex(text, &pattern)) unsupported("Split regex " + quote_line(text) + " is not the gpt2, cl100k or o200k pattern");
-        const std::string behavior = member(split, "behavior", "Split").as_string("tokenizer.json: Split.behavior");
-        if (behavior != "Isolated" || optional_bool(split, "invert", false, "Split")) unsupported("Split is not Isolated and uninverted");
+        read_split(list[0], &pattern);
         if (read_byte_level(list[1], "pre_tokenizer.pretokenizers[1]", &add_prefix_space)) unsupported("ByteLevel after a Split splits again (use_regex true)");
     } else {
         unsupported("pre_tokenizer type " + quote_line(pre_type));
     }
-    if (const auto* d = root.find("decoder"); d && !d->is_null() && type_of(*d, "decoder") != "ByteLevel")
-        unsupported("decoder is not ByteLevel");
-    if (const auto* p = root.find("post_processor"); p && !p->is_null() && type_of(*p, "post_processor") != "ByteLevel")
-        unsupported("post_processor " + quote_line(type_of(*p, "post_processor")) + " adds tokens");
+    bool ignored = false;  // the decoder's and post-processor's prefix space change no id
+    if (const auto* d = root.find("decoder"); d && !d->is_null()) {
+        if (type_of(*d, "decoder") != "ByteLevel") unsupported("decoder is not ByteLevel");
+        read_byte_level(*d, "decoder", &ignored);
+    }
+    if (const auto* p = root.find("post_processor"); p && !p->is_null()) {
+        if (type_of(*p, "post_processor") != "ByteLevel") unsupported("post_processor " + quote_line(type_of(*p, "post_processor")) + " adds tokens");
+        read_byte_level(*p, "post_processor", &ignored);
+    }
 
     const io::JsonValue& model = member(root, "model", "the root");
-    if (type_of(model, "model") != "BPE") unsupported("model type is not BPE");
+    // HF tells the model by its fields when "type" is absent; a BPE's are vocab and merges.
+    if (model.find("type") && type_of(model, "model") != "BPE") unsupported("model type is not BPE");
     for (const char* key : {"dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix"}) {
         const io::JsonValue* v = model.find(key);
         if (v && !v->is_null() && !(v->is_string() && v->as_string(key).empty())) unsupported(std::string("model.") + key + " is set");
@@ -443,15 +565,8 @@ std::unique_ptr<BpeTokenizer> load_hf(std::string_view json) {
     std::vector<Token> specials;
     if (const auto* added = root.find("added_tokens"); added && !added->is_null()) {
         const auto& items = added->as_array("tokenizer.json: added_tokens");
-        for (std::size_t i = 0; i < items.size(); ++i) {
-            const std::string where = "added_tokens[" + std::to_string(i) + "]";
-            const uint64_t id = member(items[i], "id", where).as_u64("tokenizer.json: " + where + ".id");
-            require(id < BpeTokenizer::kMaxVocab, PG_ERR_FORMAT,
-                    "tokenizer.json: " + where + " has id " + std::to_string(id) + ", over the largest id");
-            for (const char* flag : {"single_word", "lstrip", "rstrip"})
-                if (optional_bool(items[i], flag, false, where)) unsupported(where + "." + flag + " is set");
-            specials.push_back(Token{int32_t(id), member(items[i], "content", where).as_string("tokenizer.json: " + where + ".content")});
-        }
+        for (std::size_t i = 0; i < items.size(); ++i)
+            specials.push_back(read_added_token(items[i], "added_tokens[" + std::to_string(i) + "]"));
     }
     return BpeTokenizer::from_merges(pattern, std::move(vocab), merges, std::move(specials), ignore_merges, add_prefix_space);
 }

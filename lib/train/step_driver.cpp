@@ -144,7 +144,7 @@ void StepDriver::set_threads(int n_threads) {
     TrainConfig changed = cfg_;
     changed.n_threads = n_threads;
     validate_train_config(changed);
-    const int resolved = n_threads <= 0 ? ThreadPool::hardware_threads() : n_threads;
+    const int resolved = ThreadPool::resolve(n_threads);
     if (resolved != pool_->size()) {
         pool_ = std::make_unique<ThreadPool>(resolved);  // built first: a failure keeps the old pool
         pool_->set_observer(profile_);

@@ -45,6 +45,12 @@ elseif(NOT CMAKE_CROSSCOMPILING)
             ${PG_DATA_PATH} ${CMAKE_CURRENT_BINARY_DIR}/tmp/bpe_exact)
   set_tests_properties(bpe_exact_against_tiktoken_and_hf PROPERTIES LABELS bpe TIMEOUT 600)
 
+  # tokenizer.json: a corruption matrix, each edit's verdict against HF tokenizers' own reader.
+  add_test(NAME bpe_hf_json_strictness_against_hf
+    COMMAND ${PG_NODE} ${PG_NPM_DIR}/check_hf_strictness.js $<TARGET_FILE:bpe_tool>
+            ${CMAKE_CURRENT_BINARY_DIR}/tmp/bpe_hf_strictness)
+  set_tests_properties(bpe_hf_json_strictness_against_hf PROPERTIES LABELS bpe TIMEOUT 120)
+
   add_test(NAME bpe_train_against_hf
     COMMAND ${PG_NODE} ${PG_NPM_DIR}/check_bpe_train.js $<TARGET_FILE:bpe_tool> ${PG_DATA_PATH}
             ${CMAKE_CURRENT_BINARY_DIR}/tmp/bpe_train)

@@ -376,6 +376,24 @@ rows = list(csv.DictReader(open(f"{folder}/scores.csv")))
 assert [r["checkpoint"] for r in rows] == ["step-000002.bin", "step-000004.bin"], rows
 ]=])
 
+# Files that are not regular (a FIFO, /dev/zero, a directory) as a checkpoint or as the text:
+# a clear error at once, never a blocked open or a read that never ends (30 s bound each).
+pg_cli_scenario(cli_refuses_non_regular_files [=[
+fifo = f"{DIR}/fifo"
+if not os.path.exists(fifo):
+    os.mkfifo(fifo)
+for path, what in [(fifo, "a FIFO"), ("/dev/zero", "a character device"), (DIR, "a directory")]:
+    # (arguments, exit code, status, words of the message): the checkpoint reaches the library,
+    # the text is checked by the tool first (a usage error, as for a missing file).
+    for args, rc, status, words in (
+            (["eval", "--checkpoint", path, "--data", TEXT], 1, "PG_ERR_IO", what),
+            (["train", "--preset", "tiny", "--data", path, "--steps", "1", "--out", f"{DIR}/run"], 2, "usage", "--data")):
+        p = subprocess.run([CLI, *args, "--json"], capture_output=True, text=True, timeout=30)
+        out = json.loads(p.stdout)
+        if p.returncode != rc or out["ok"] or out["status"] != status or words not in out["error"]:
+            sys.exit(f"phonegpt {' '.join(args)}: exit {p.returncode}, {out}")
+]=])
+
 # phonegpt tokenizer info|encode|decode and train --tokenizer with a byte-level BPE: a small
 # GPT-2 style vocabulary written here (encoder.json + vocab.bpe: the 256 byte tokens with id =
 # byte value, merges that make "Citizen" and " speak" one token each, and <|endoftext|>).

@@ -1,6 +1,7 @@
 """pytest setup: import the phonegpt package from the build tree ($PHONEGPT_PYDIR, set by
 tests/cmake/python.cmake) or, without it, from wherever it is installed."""
 import base64
+import itertools
 import os
 import sys
 
@@ -81,7 +82,19 @@ def rel_err(a, b):
     return float(np.max(np.abs(a - b)) / scale) if scale > 0 else float(np.max(np.abs(a - b), initial=0.0))
 
 
-def small_ranks():
-    """A .tiktoken file: the 256 bytes (id = byte value), then 'he', 'll', 'hell', 'hello', ' w'."""
+# The rank counts libphonegpt pins for the encodings it knows (as tiktoken does).
+KNOWN_RANKS = {"gpt2": 50256, "r50k_base": 50256, "cl100k_base": 100256, "o200k_base": 199998}
+
+
+def small_ranks(encoding=None):
+    """A .tiktoken file: the 256 bytes (id = byte value), then 'he', 'll', 'hell', 'hello', ' w'.
+    For a known encoding (which pins its rank count) the ranks go on to that count with tokens
+    of bytes 0x80..0xFF only (pairs, then a pair and a byte), which no ASCII text meets."""
     tokens = [bytes([b]) for b in range(256)] + [b"he", b"ll", b"hell", b"hello", b" w"]
+    if encoding is not None:
+        high = range(0x80, 0x100)
+        pairs = [bytes([a, b]) for a in high for b in high]
+        triples = (p + bytes([c]) for p in pairs for c in high)
+        need = KNOWN_RANKS[encoding] - len(tokens)
+        tokens += pairs[:need] + list(itertools.islice(triples, max(0, need - len(pairs))))
     return b"".join(base64.b64encode(t) + b" %d\n" % i for i, t in enumerate(tokens))

@@ -2,6 +2,7 @@
 special tokens, writing files back (a small vocabulary built here; the real files are covered
 by the C++ and npm exactness tests)."""
 import json
+import re
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from conftest import small_ranks
 
 
 def test_from_tiktoken_encodes_bytes_and_text_and_decodes_exactly():
-    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "gpt2")
+    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks("gpt2"), "gpt2")
     assert tok.kind == "bpe"
     ids = tok.encode("hello world")
     assert isinstance(ids, np.ndarray) and ids.dtype == np.int32
@@ -24,26 +25,39 @@ def test_from_tiktoken_encodes_bytes_and_text_and_decodes_exactly():
         tok.encode_special("x", ["<|nope|>"])
 
 
+def cl100k_regex():
+    """cl100k's pre-tokenizer regex as the library writes it into tokenizer.json."""
+    trained = phonegpt.Tokenizer.train("a b", 258, pattern="cl100k")
+    return json.loads(trained.write_file("hf_json"))["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"]
+
+
 def test_written_files_load_back_identically():
-    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "cl100k_base")
+    # A vocabulary of its own under cl100k's pre-tokenizer: named by its regex, not by the
+    # encoding, whose name pins cl100k's 100,256 ranks.
+    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks(), cl100k_regex())
     text = "hello wonderful world\n\n  hell"
     hf = phonegpt.Tokenizer.from_hf(tok.write_file("hf_json"))
     assert json.loads(tok.write_file("hf_json"))["model"]["type"] == "BPE"
     assert hf.encode(text).tolist() == tok.encode(text).tolist()
     assert tok.write_file("tiktoken") == small_ranks()
     assert phonegpt.Tokenizer.from_bytes(tok.to_bytes()).encode(text).tolist() == tok.encode(text).tolist()
-    g = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "gpt2")
+    g = phonegpt.Tokenizer.train(text * 20, 280, special_tokens=["<|endoftext|>"])   # gpt2 pattern
     again = phonegpt.Tokenizer.from_gpt2(g.write_file("gpt2_encoder"), g.write_file("gpt2_merges"))
-    assert again.encode(text).tolist() == g.encode(text).tolist()
+    assert again.encode_special(text + "<|endoftext|>").tolist() == g.encode_special(text + "<|endoftext|>").tolist()
 
 
 def test_bad_files_raise_format_errors():
     with pytest.raises(phonegpt.FormatError):
         phonegpt.Tokenizer.from_tiktoken(b"IQ== 0\nIg== 0\n", "gpt2")
+    with pytest.raises(phonegpt.FormatError, match="has 261 ranks; encoding gpt2 has 50256"):
+        phonegpt.Tokenizer.from_tiktoken(small_ranks(), "gpt2")          # a known encoding pins its count
     with pytest.raises(phonegpt.FormatError):
         phonegpt.Tokenizer.from_hf(b"{")
     with pytest.raises(phonegpt.Unsupported):
         phonegpt.Tokenizer.from_tiktoken(small_ranks(), "cl200k")
+    g = phonegpt.Tokenizer.train("the cat sat on the mat " * 20, 270, special_tokens=["<|pad|>"])
+    with pytest.raises(phonegpt.Unsupported, match=re.escape("<|pad|>")):
+        g.write_file("gpt2_encoder")                                       # GPT-2 declares only <|endoftext|>
 
 
 def test_train_gives_the_merges_of_hf_bpe_trainers_example_and_takes_options():
@@ -80,7 +94,7 @@ def test_train_progress_sees_each_merge_and_cancels():
 
 
 def test_encode_options_choose_which_special_tokens_are_recognised():
-    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "cl100k_base")
+    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks("cl100k_base"), "cl100k_base")
     text = "hello<|endoftext|><|fim_prefix|>"
     eot, fim = 100257, 100258
     assert tok.encode_special(text).tolist()[-2:] == [eot, fim]  # no options: all of them

@@ -243,7 +243,7 @@ def test_a_weight_beyond_fp16_is_refused_and_changes_nothing():
 # ---- special tokens and the trainer's threads ------------------------------------------------
 
 def test_special_id_of_bpe_special_tokens():
-    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "cl100k_base")
+    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks("cl100k_base"), "cl100k_base")
     assert tok.special_id("<|endoftext|>") == 100257
     assert tok.encode_special("hello<|endoftext|>").tolist()[-1] == tok.special_id("<|endoftext|>")
     trained = phonegpt.Tokenizer.train("the cat sat on the mat " * 20, 262, special_tokens=["<|endoftext|>", "<|pad|>"])
@@ -322,7 +322,7 @@ def stream_pieces(tok, ids):
 
 
 def test_token_stream_joins_characters_split_across_tokens():
-    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "gpt2")   # ids 0..255 are the bytes
+    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks("gpt2"), "gpt2")   # ids 0..255 are the bytes
     text = "hello w\u00f6rld \u2603 \U0001d11e"
     ids = list(text.encode())                                  # one token per byte
     pieces = stream_pieces(tok, ids)
@@ -345,7 +345,7 @@ def test_token_stream_joins_characters_split_across_tokens():
     (b"ok\xf0\x9f\x98", "ok\ufffd"),                # unfinished at the end: finish() flushes it
 ])
 def test_token_stream_replaces_invalid_utf8_as_python_does(raw, text):
-    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "gpt2")
+    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks("gpt2"), "gpt2")
     pieces = stream_pieces(tok, list(raw))
     assert "".join(pieces) == text == raw.decode("utf-8", "replace") == tok.decode(list(raw))
     assert pieces == codecs_pieces([bytes([b]) for b in raw])   # piece by piece too
@@ -355,7 +355,7 @@ def test_token_stream_replaces_a_surrogate_at_once_where_python_waits():
     """The one difference from Python's incremental decoder (the C API's behaviour is the
     binding's): ED A0 can never become valid UTF-8, so the stream gives its two U+FFFD at the
     second byte; codecs waits for a third byte. The text joined is the same."""
-    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "gpt2")
+    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks("gpt2"), "gpt2")
     raw = b"\xed\xa0\x80A"
     assert stream_pieces(tok, list(raw)) == ["", "\ufffd\ufffd", "\ufffd", "A", ""]
     assert codecs_pieces([bytes([b]) for b in raw]) == ["", "", "\ufffd\ufffd\ufffd", "A", ""]
@@ -367,7 +367,7 @@ def test_token_stream_equals_pythons_incremental_decoder_on_random_bytes():
     subpart): on random byte strings mixing valid UTF-8, its prefixes and stray bytes, the text
     is the same, and each push yields what the codecs decoder yields for that token's bytes
     unless a surrogate's first bytes come (has_surrogate_start)."""
-    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "gpt2")
+    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks("gpt2"), "gpt2")
     rng = np.random.default_rng(2024)
     alphabet = ["a", "\u00e9", "\u2603", "\U0001d11e", "\u0800", "\U0010ffff", "\ud7ff", "\ue000"]
     surrogates = 0
@@ -387,7 +387,7 @@ def test_token_stream_equals_pythons_incremental_decoder_on_random_bytes():
 
 
 def test_token_stream_errors_and_lifetime():
-    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks(), "gpt2")
+    tok = phonegpt.Tokenizer.from_tiktoken(small_ranks("gpt2"), "gpt2")
     s = phonegpt.TokenStream(tok)
     assert s.tokenizer is tok
     assert s.push(0xE2) == "" and s.push(0x82) == ""

@@ -395,12 +395,15 @@ TEST_CASE("tiktoken rank file corruption matrix", "[bpe][corruption]") {
     CHECK(load_status("IQ==  0\n", gpt2_regex, &msg) == PG_ERR_FORMAT);
     CHECK(load_status(good, "cl200k", &msg) == PG_ERR_UNSUPPORTED);
     CHECK(load_status(good, "\\s+", &msg) == PG_ERR_UNSUPPORTED);
-    // An encoding's special tokens must lie above its ranks.
-    CHECK(load_status(good, "gpt2", &msg) == PG_OK);
+    // A known encoding pins its rank count, as tiktoken does: a short file is not gpt2.
+    CHECK(load_status(good, "gpt2", &msg) == PG_ERR_FORMAT);
+    CHECK(contains(msg, "has 3 ranks; encoding gpt2 has 50256 (50257 tokens"));
+    CHECK(load_status(good, "cl100k_base", &msg) == PG_ERR_FORMAT);
+    CHECK(contains(msg, "100256"));
     int32_t ids[4];
     size_t n;
     pg_tokenizer* tok = nullptr;
-    REQUIRE(pg_tokenizer_create_tiktoken(good.data(), good.size(), "gpt2", &tok) == PG_OK);
+    REQUIRE(pg_tokenizer_create_tiktoken(good.data(), good.size(), gpt2_regex, &tok) == PG_OK);
     CHECK(pg_tokenizer_encode(tok, "a", 1, ids, 4, &n) == PG_ERR_TOKENIZE);
     CHECK(contains(pg_tokenizer_last_error(tok), "0x61"));
     pg_tokenizer_free(tok);
@@ -448,6 +451,42 @@ TEST_CASE("GPT-2 files and tokenizer.json corruption matrix", "[bpe][corruption]
     CHECK(tok == nullptr);
 }
 
+TEST_CASE("GPT-2 files: specials only as declared, no holes, no truncated vocab.bpe", "[bpe][corruption]") {
+    auto t = small_bpe();
+    std::string enc, merges;
+    pg::bpe::write_gpt2(*t, &enc, &merges);
+    const auto message_of = [](auto&& f) -> std::string {
+        try {
+            f();
+            return "loaded";
+        } catch (const pg::Error& e) {
+            return std::string(pg_status_name(e.status())) + ": " + e.what();
+        }
+    };
+    // Without its last merge, the entry that merge made is neither a byte, a merge's result nor
+    // <|endoftext|>: refused, never made a special token.
+    const std::string short_merges = merges.substr(0, merges.rfind('\n', merges.size() - 2) + 1);
+    std::string m = message_of([&] { pg::bpe::load_gpt2(enc, short_merges); });
+    CHECK(contains(m, "PG_ERR_FORMAT"));
+    CHECK(contains(m, "1 of 268 entries"));
+    CHECK(contains(m, "vocab.bpe is truncated"));
+    m = message_of([&] { pg::bpe::load_gpt2(enc, ""); });
+    CHECK(contains(m, "11 of 268 entries"));
+    // A hole in encoder.json's ids (the last entry moved one id up).
+    std::string holed = enc;
+    holed.replace(holed.rfind(':') + 1, std::string::npos, "268}");
+    m = message_of([&] { pg::bpe::load_gpt2(holed, merges); });
+    CHECK(contains(m, "PG_ERR_FORMAT"));
+    CHECK(contains(m, "hole: no entry has id 267"));
+    // GPT-2's files can declare no other special token: writing one is refused.
+    std::vector<BpeTokenizer::Token> bytes;
+    for (int b = 0; b < 256; ++b) bytes.push_back({b, std::string(1, char(b))});
+    auto trained = BpeTokenizer::from_merges(Pattern::kGpt2, bytes, {}, {{256, "<|endoftext|>"}, {257, "<|pad|>"}}, false, false);
+    m = message_of([&] { pg::bpe::write_gpt2(*trained, &enc, &merges); });
+    CHECK(contains(m, "PG_ERR_UNSUPPORTED"));
+    CHECK(contains(m, "<|pad|>"));
+}
+
 #ifdef PG_TEST_BPE_PEERS
 TEST_CASE("tiktoken's golden vectors (gpt2, cl100k_base) on the real rank files", "[bpe][peers]") {
     const auto load = [](const char* file, const char* encoding) {
@@ -470,6 +509,30 @@ TEST_CASE("tiktoken's golden vectors (gpt2, cl100k_base) on the real rank files"
     CHECK(cl->vocab_size() == 100277);
     // Rank files written back are byte-identical to the ones read.
     CHECK(pg::bpe::write_tiktoken(*cl) == pg_test::read_text(peer_file("cl100k_base.tiktoken")));
+}
+
+TEST_CASE("truncated real files are refused: gpt2.tiktoken as gpt2, GPT-2's vocab.bpe", "[bpe][peers][corruption]") {
+    const std::string ranks = pg_test::read_text(peer_file("gpt2.tiktoken"));
+    std::size_t cut = 0;
+    for (int line = 0; line < 3766; ++line) cut = ranks.find('\n', cut) + 1;
+    try {
+        pg::bpe::load_tiktoken(ranks.substr(0, cut), "gpt2");
+        FAIL("3,766 of gpt2's ranks loaded as gpt2");
+    } catch (const pg::Error& e) {
+        CHECK(e.status() == PG_ERR_FORMAT);
+        CHECK(contains(e.what(), "has 3766 ranks; encoding gpt2 has 50256 (50257 tokens"));
+    }
+    const std::string enc = pg_test::read_text(peer_file("gpt2_encoder.json"));
+    const std::string bpe = pg_test::read_text(peer_file("gpt2_vocab.bpe"));
+    for (const std::size_t keep : {std::size_t(0), bpe.size() / 2}) {
+        try {
+            pg::bpe::load_gpt2(enc, bpe.substr(0, bpe.rfind('\n', keep) == std::string::npos ? 0 : bpe.rfind('\n', keep) + 1));
+            FAIL("GPT-2's encoder.json loaded with " << keep << " bytes of vocab.bpe");
+        } catch (const pg::Error& e) {
+            CHECK(e.status() == PG_ERR_FORMAT);
+            CHECK(contains(e.what(), "vocab.bpe is truncated"));
+        }
+    }
 }
 
 TEST_CASE("GPT-2's encoder.json + vocab.bpe encode like tiktoken's gpt2 and write back", "[bpe][peers]") {

@@ -32,20 +32,10 @@
 #include "capi/handles.hpp"
 #include "io/checksum.hpp"
 #include "phonegpt/phonegpt.h"
+#include "sanitized.hpp"
 #include "test_support.hpp"
 
-// ASan and TSan install their own SIGBUS handler (gcc says so with __SANITIZE_*, clang with
-// __has_feature).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define PG_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define PG_TEST_SANITIZED 1
-#endif
-#endif
-#ifndef PG_TEST_SANITIZED
-#define PG_TEST_SANITIZED 0
-#endif
+// ASan and TSan install their own SIGBUS handler (PG_TEST_SANITIZED).
 
 using namespace frozen_base_test;
 
