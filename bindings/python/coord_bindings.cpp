@@ -337,6 +337,19 @@ public:
         return py::make_tuple(Adapter(own_adapter(out)), rep);
     }
 
+    // The phone's differential privacy: clips this adapter's update from `start` and adds noise
+    // (pg_lora_adapter_privatize); the LoraPrivacyReport.
+    py::object privatize(const Adapter& start, const py::object& config, const py::kwargs& fields) {
+        py::object cfg = config.is_none() ? py::module_::import("phonegpt._phonegpt").attr("LoraPrivacyConfig")() : config;
+        if (fields.size() > 0) cfg = cfg.attr("replace")(**fields);
+        const pg_lora_privacy_config c = cfg.cast<pg_lora_privacy_config>();
+        pg_lora_privacy_report rep = sized<pg_lora_privacy_report>();
+        pg_lora_adapter* a = get();
+        const pg_lora_adapter* s0 = start.get();
+        H.call_nogil([&] { return pg_lora_adapter_privatize(a, s0, &c, &rep); });
+        return py::cast(rep);
+    }
+
 private:
     AdapterPtr p_;
 };
@@ -484,6 +497,7 @@ public:
         H.check(pg_validation_report_adapter(p_.get(), &a));
         return Adapter(own_adapter(a));
     }
+    pg_validation_report* get() const { return p_.get(); }
 
 private:
     std::shared_ptr<pg_validation_report> p_;
@@ -532,6 +546,12 @@ public:
         const pg_validator* v = p_.get();
         H.call_nogil([&] { return pg_lora_validate_file(v, p.c_str(), has_sig ? sp.c_str() : nullptr, &r); });
         return ValidationReport(r);
+    }
+    void compare_round(const std::vector<ValidationReport>& reports) const {
+        std::vector<pg_validation_report*> in;
+        for (const ValidationReport& r : reports) in.push_back(r.get());
+        const pg_validator* v = p_.get();
+        H.call_nogil([&] { return pg_validation_reports_compare_round(v, in.data(), in.size()); });
     }
 
 private:
@@ -582,7 +602,8 @@ void bind_coord(py::module_& m, const Hooks& hooks) {
                     "Loads an adapter file (with base: checks it is that base's).")
         .def_static("average", &Adapter::average, arg("adapters"), arg("weights") = py::none(),
                     arg("config") = py::none(),
-                    "(average, LoraAverageReport); LoraAverageConfig fields (method, svd_rank) as keywords.")
+                    "(average, LoraAverageReport); LoraAverageConfig fields (method, svd_rank, clip, clip_norm,\n"
+                    "trim_fraction) as keywords.")
         .def("save", &Adapter::save, arg("path"), "Saves atomically and reads the file back before returning.")
         .def_property_readonly("config", &Adapter::config, "The LoraConfig (layers: see .layers).")
         .def_property_readonly("layers", &Adapter::layers, "The adapted layers ([] = every layer).")
@@ -594,6 +615,10 @@ void bind_coord(py::module_& m, const Hooks& hooks) {
              "Replaces every tensor (same order and shapes); checked before anything changes.")
         .def("training_record", &Adapter::training_record, "{'steps', 'tokens', 'losses', 'learning_rates'}.")
         .def("check_base", &Adapter::check_base, arg("model"), "Raises GeometryError unless model is the adapter's base.")
+        .def("privatize", &Adapter::privatize, arg("start"), arg("config") = py::none(),
+             "Differential privacy on the phone: clips the update from start (the round's starting adapter)\n"
+             "and adds Gaussian noise; LoraPrivacyConfig fields (clip_norm, noise_multiplier, seed) as\n"
+             "keywords. Returns the LoraPrivacyReport.")
         .def("fit", &Adapter::fit, arg("model"), arg("tokens"), arg("steps"), arg("config") = py::none(),
              "Trains the adapter over the frozen model for steps steps on tokens (TrainConfig fields as\n"
              "keywords). Returns the StepResults.")
@@ -644,7 +669,16 @@ void bind_coord(py::module_& m, const Hooks& hooks) {
         .def("set_heldout", &Validator::set_heldout, arg("tokens"), "The held-out split (the base is evaluated now).")
         .def("validate", &Validator::validate, arg("data"), arg("signature") = py::none(),
              "The ValidationReport of an upload: the adapter file's bytes and the signature text.")
-        .def("validate_file", &Validator::validate_file, arg("path"), arg("signature_path") = py::none());
+        .def("validate_file", &Validator::validate_file, arg("path"), arg("signature_path") = py::none())
+        .def("compare_round", &Validator::compare_round, arg("reports"),
+             "Adds the 'round norm' check to every report of the round (update norm over the round's median).");
+    m.def("privacy_epsilon", [](double noise_multiplier, int64_t rounds, double delta) {
+            double eps = 0.0, order = 0.0;
+            H.check(pg_privacy_epsilon(noise_multiplier, rounds, delta, &eps, &order));
+            return py::make_tuple(eps, order);
+        }, arg("noise_multiplier"), arg("rounds"), arg("delta"),
+        "(epsilon, order): the (epsilon, delta)-DP a phone has spent after `rounds` rounds of\n"
+        "privatize() at noise_multiplier (Gaussian mechanism, RDP composition, no subsampling).");
 }
 
 }  // namespace pg_py

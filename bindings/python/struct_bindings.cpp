@@ -75,7 +75,13 @@ template <>
 struct EnumNames<pg_lora_average_method> {  // the names lib/lora/average.cpp gives them
     static constexpr std::pair<pg_lora_average_method, const char*> items[] = {
         {PG_LORA_AVERAGE_FEDAVG_FACTORS, "fedavg_factors"}, {PG_LORA_AVERAGE_CAT, "cat"},
-        {PG_LORA_AVERAGE_SVD, "svd"}, {PG_LORA_AVERAGE_FROZEN_A, "frozen_a"}};
+        {PG_LORA_AVERAGE_SVD, "svd"}, {PG_LORA_AVERAGE_FROZEN_A, "frozen_a"},
+        {PG_LORA_AVERAGE_TRIMMED_MEAN, "trimmed_mean"}, {PG_LORA_AVERAGE_MEDIAN, "median"}};
+};
+template <>
+struct EnumNames<pg_lora_clip_mode> {
+    static constexpr std::pair<pg_lora_clip_mode, const char*> items[] = {
+        {PG_LORA_CLIP_NONE, "none"}, {PG_LORA_CLIP_MEDIAN, "median"}, {PG_LORA_CLIP_BOUND, "bound"}};
 };
 template <>
 struct EnumNames<pg_bpe_pattern> {  // bpe::pattern_name's names

@@ -16,6 +16,14 @@ a refusal is reported with the coordinator's reason, never swallowed.
               signs what it sends: refused by the trajectory check, naming the step
   unknown_key signs with a key the coordinator never enrolled
   no_secret   drops the round's secret from the upload
+  scaled      multiplies its B factors by 1,000 and signs that (a poisoned upload from a
+              trusted key): refused by "update norm", which needs no data
+  reversed    negates its B factors (the learned update reversed) and signs that: refused by
+              the held-out split, as worse than the round's start
+
+--dp-noise SIGMA (with --dp-clip C) privatizes every upload before signing (Adapter.privatize:
+the round's update clipped to C, Gaussian noise of std SIGMA * C) and prints the (epsilon,
+delta = 1e-5) the phone has spent over the rounds it took part in (phonegpt.privacy_epsilon).
 """
 import argparse
 import base64
@@ -29,7 +37,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import SHAPES, Refused, phonegpt, phone_shard, pooled_split, read_text, request  # noqa: E402
 
-BEHAVIOURS = ["honest", "tampered", "other_base", "nan", "unknown_key", "no_secret"]
+BEHAVIOURS = ["honest", "tampered", "other_base", "nan", "unknown_key", "no_secret", "scaled", "reversed"]
+DP_DELTA = 1e-5
 
 
 def xxh64(data, seed=0):
@@ -96,6 +105,8 @@ def main():
     p.add_argument("--shape", choices=sorted(SHAPES), default="small")
     p.add_argument("--behaviour", choices=BEHAVIOURS, default="honest")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--dp-noise", type=float, default=0.0, help="noise multiplier sigma (0: no differential privacy)")
+    p.add_argument("--dp-clip", type=float, default=1.0, help="the update's L2 bound C")
     args = p.parse_args()
     shape = SHAPES[args.shape]
     say = lambda msg: print(f"[{args.id}] {msg}", flush=True)
@@ -121,7 +132,7 @@ def main():
         train_base.allow_untrained_base()  # random weights on purpose (the library refuses them otherwise)
     tokens = base.tokenizer.encode(shard)
 
-    last_round = 0
+    last_round, dp_rounds = 0, 0
     while True:
         r = request(args.url + "/round")
         if r["done"]:
@@ -135,6 +146,7 @@ def main():
         with open(adapter_path, "wb") as f:
             f.write(request(args.url + "/adapter"))
         adapter = phonegpt.Adapter.load(adapter_path, base)
+        start = phonegpt.Adapter.load(adapter_path, base)   # the round's start, for the update's delta
         if train_base is not base:   # the published factors, on this phone's own base
             own = phonegpt.Adapter.create(train_base, adapter.config)
             own.set_weights(adapter.get_weights())
@@ -142,6 +154,19 @@ def main():
         steps = adapter.fit(train_base, tokens, shape["phone_steps"], batch_size=shape["phone_batch"],
                             lr_max=shape["lr"], lr_min=shape["lr"], warmup_steps=0, weight_decay=0.0,
                             seed=1000 * rnd + args.index, n_threads=args.threads)
+        privacy = ""
+        if args.dp_noise > 0:
+            rep = adapter.privatize(start, clip_norm=args.dp_clip, noise_multiplier=args.dp_noise,
+                                    seed=1000 * rnd + args.index)
+            dp_rounds += 1
+            eps, _ = phonegpt.privacy_epsilon(args.dp_noise, dp_rounds, DP_DELTA)
+            privacy = (f"; DP: update norm {rep.delta_norm:.3f}{' clipped' if rep.clipped else ''} to "
+                       f"{args.dp_clip}, noise std {rep.noise_stddev:.4f}, epsilon {eps:.1f} "
+                       f"(delta {DP_DELTA}) after {dp_rounds} rounds")
+        if args.behaviour in ("scaled", "reversed"):   # a poisoned update, signed with the phone's own key
+            factor = 1000.0 if args.behaviour == "scaled" else -1.0
+            adapter.set_weights([w * factor if "lora_B" in n else w
+                                 for n, w in zip(adapter.tensor_names(), adapter.get_weights())])
         upload_path = os.path.join(work, f"upload{rnd}.pgadapter")
         adapter.save(upload_path)
         data = open(upload_path, "rb").read()
@@ -163,8 +188,8 @@ def main():
                            "signature": signature}).encode()
         try:
             answer = request(args.url + "/upload", body, headers, method="POST")
-            say(f"round {rnd}: uploaded {len(steps)} steps (loss {steps[0].loss:.3f} -> {steps[-1].loss:.3f}): "
-                f"accepted")
+            say(f"round {rnd}: uploaded {len(steps)} steps (loss {steps[0].loss:.3f} -> {steps[-1].loss:.3f}"
+                f"{privacy}): accepted")
         except Refused as e:
             say(f"round {rnd}: REFUSED (HTTP {e.status}): {e.body.get('reason')}")
         last_round = rnd

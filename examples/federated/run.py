@@ -8,8 +8,9 @@ refused for its own reason.
 
     python3 examples/federated/run.py --data tinyshakespeare.txt --honest 3 --rounds 2 --shape small
 
-The five misbehaving phones (tampered, other_base, nan, unknown_key, no_secret) join the honest
-ones unless --no-faults.
+The misbehaving phones (tampered, other_base, nan, unknown_key, no_secret, and the poisoned
+scaled and reversed) join the honest ones unless --no-faults. --dp-noise SIGMA makes every phone
+privatize its upload (docs/federated.md, "Differential privacy").
 """
 import argparse
 import json
@@ -23,10 +24,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from common import SHAPES, phonegpt, request  # noqa: E402
 
-FAULTS = ["tampered", "other_base", "nan", "unknown_key", "no_secret"]
+FAULTS = ["tampered", "other_base", "nan", "unknown_key", "no_secret", "scaled", "reversed"]
 # The check (or coordinator rule) that must refuse each misbehaving phone.
 EXPECTED_REFUSAL = {"tampered": "format: ", "other_base": "base weights: ", "nan": "trajectory finite: ",
-                    "unknown_key": "signature: ", "no_secret": "no round secret"}
+                    "unknown_key": "signature: ", "no_secret": "no round secret", "scaled": "update norm: ",
+                    "reversed": "held-out"}
 
 
 def main():
@@ -35,7 +37,11 @@ def main():
     p.add_argument("--honest", type=int, default=3)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--shape", choices=sorted(SHAPES), default="small")
-    p.add_argument("--method", default="svd", choices=["fedavg_factors", "cat", "svd"])
+    p.add_argument("--method", default="svd", choices=["fedavg_factors", "cat", "svd", "trimmed_mean", "median"])
+    p.add_argument("--clip", default="median", choices=["none", "median"])
+    p.add_argument("--heldout-tolerance", type=float, default=None, help="default: coordinator.py's measured one")
+    p.add_argument("--dp-noise", type=float, default=0.0)
+    p.add_argument("--dp-clip", type=float, default=1.0)
     p.add_argument("--no-faults", action="store_true")
     p.add_argument("--workdir", default=None)
     p.add_argument("--timeout", type=float, default=1800, help="seconds a round may take")
@@ -56,7 +62,9 @@ def main():
 
     py = sys.executable
     coord = subprocess.Popen([py, os.path.join(HERE, "coordinator.py"), "--workdir", workdir, "--data", args.data,
-                              "--rounds", str(args.rounds), "--shape", args.shape, "--method", args.method],
+                              "--rounds", str(args.rounds), "--shape", args.shape, "--method", args.method,
+                              "--clip", args.clip]
+                             + (["--heldout-tolerance", str(args.heldout_tolerance)] if args.heldout_tolerance else []),
                              stdout=subprocess.PIPE, text=True)
     line = coord.stdout.readline()
     if "listening on port" not in line:
@@ -69,7 +77,8 @@ def main():
         procs.append((name, log, subprocess.Popen(
             [py, os.path.join(HERE, "phone.py"), "--url", url, "--id", name, "--index", str(i), "--shards",
              str(len(phones)), "--data", args.data, "--key", os.path.join(workdir, name + ".key"),
-             "--shape", args.shape, "--behaviour", behaviour], stdout=log, stderr=subprocess.STDOUT)))
+             "--shape", args.shape, "--behaviour", behaviour, "--dp-noise", str(args.dp_noise),
+             "--dp-clip", str(args.dp_clip)], stdout=log, stderr=subprocess.STDOUT)))
 
     failures = []
     finished = False   # every round closed: the phones are told the run is done
@@ -86,7 +95,7 @@ def main():
                 time.sleep(0.1)
             figures = request(url + "/close_round", b"", method="POST")
             print(coord.stdout.readline(), end="")
-            for _ in range(len(figures["phones"]) + len(figures["refused"]) + 1):
+            for _ in range(len(figures["phones"]) + len(figures["refused"]) + 1):   # the lines close_round printed
                 print(coord.stdout.readline(), end="")
             if not figures["average_val_loss"] < figures["base_val_loss"]:
                 failures.append(f"round {rnd}: the average ({figures['average_val_loss']:.4f}) does not beat "

@@ -1192,18 +1192,37 @@ PG_API pg_status pg_lora_signature_verify(const pg_trusted_keys* trusted, const 
  *   SVD             the exact mean update re-compressed to svd_rank by a truncated SVD; the
  *                   report gives the relative Frobenius residual.
  *   FROZEN_A        FFA-LoRA: every adapter trained with freeze_a and the same A; averaging B
- *                   is exact. */
+ *                   is exact.
+ *   TRIMMED_MEAN    robust: per coordinate of the dense updates, the mean of what remains after
+ *                   dropping the trim_fraction largest and smallest values, re-compressed to
+ *                   svd_rank as SVD; one vote per adapter (weights must be NULL).
+ *   MEDIAN          robust: the coordinate-wise median, re-compressed likewise (weights NULL).
+ * Clipping (any method) first scales each adapter's whole update down to a norm bound, so no
+ * upload weighs more than a typical one (docs/federated.md, "Robust aggregation"). */
 typedef enum pg_lora_average_method {
     PG_LORA_AVERAGE_FEDAVG_FACTORS = 0,
     PG_LORA_AVERAGE_CAT = 1,
     PG_LORA_AVERAGE_SVD = 2,
-    PG_LORA_AVERAGE_FROZEN_A = 3
+    PG_LORA_AVERAGE_FROZEN_A = 3,
+    PG_LORA_AVERAGE_TRIMMED_MEAN = 4,
+    PG_LORA_AVERAGE_MEDIAN = 5
 } pg_lora_average_method;
+
+/* The bound each update's Frobenius norm (over all adapted linears) is clipped to. */
+typedef enum pg_lora_clip_mode {
+    PG_LORA_CLIP_NONE = 0,       /* default */
+    PG_LORA_CLIP_MEDIAN = 1,     /* the median of the inputs' norms */
+    PG_LORA_CLIP_BOUND = 2       /* clip_norm */
+} pg_lora_clip_mode;
 
 typedef struct pg_lora_average_config {
     uint32_t struct_size;
     pg_lora_average_method method;   /* default PG_LORA_AVERAGE_FEDAVG_FACTORS */
-    int32_t svd_rank;                /* SVD: the result's rank; 0 (default) = largest input rank */
+    int32_t svd_rank;                /* SVD, TRIMMED_MEAN, MEDIAN: the result's rank; 0 (default) =
+                                        largest input rank */
+    pg_lora_clip_mode clip;          /* default PG_LORA_CLIP_NONE */
+    double clip_norm;                /* PG_LORA_CLIP_BOUND: the bound, > 0 */
+    double trim_fraction;            /* TRIMMED_MEAN: dropped at each end, [0, 0.5); default 0.25 */
 } pg_lora_average_config;
 PG_API void pg_lora_average_config_default(pg_lora_average_config* config);
 
@@ -1212,11 +1231,15 @@ typedef struct pg_lora_average_report {
     int32_t rank;                    /* the result's rank */
     double relative_error;           /* ||result's update - mean update||_F / ||mean update||_F,
                                         over every adapted linear (fp32; ~1e-7 when exact) */
-    double svd_residual;             /* SVD: the truncation's relative residual; else 0 */
+    double svd_residual;             /* SVD, TRIMMED_MEAN, MEDIAN: the truncation's relative
+                                        residual; else 0 */
+    int32_t clipped;                 /* how many updates clipping scaled down */
+    double clip_bound;               /* the norm bound applied; 0 without clipping */
 } pg_lora_average_report;
 
 /* Averages n >= 1 adapters; weights NULL = equal, else n finite weights >= 0 with a positive
- * sum (e.g. example counts). The result is a new, complete adapter of the same base (its
+ * sum (e.g. example counts); relative_error is measured against the method's target (the
+ * weighted mean update, or the robust methods' coordinate-wise result). The result is a new, complete adapter of the same base (its
  * configuration, base identity, and a training record with the inputs' total tokens and no
  * steps). Different bases, targets or layers (any method), or ranks/scales (FEDAVG_FACTORS,
  * FROZEN_A), or A factors (FROZEN_A) are PG_ERR_GEOMETRY naming the adapter and both sides. */
@@ -1258,6 +1281,10 @@ typedef struct pg_validation_policy {
     int32_t n_threads;               /* evaluations; <= 0: all cores (default 0) */
     pg_base_trained_policy base_trained; /* default PG_BASE_TRAINED_REFUSE_UNTRAINED; this
                                         policy, not pg_model_allow_untrained_base, decides */
+    float max_update_ratio;          /* "update norm": per adapted linear, ||s B A||_F over the
+                                        base weight's ||W||_F at most this; default 20 */
+    float max_round_ratio;           /* "round norm": per linear, ||s B A||_F over the median of
+                                        the round's uploads at most this; default 2.5 */
 } pg_validation_policy;
 PG_API void pg_validation_policy_default(pg_validation_policy* policy);
 
@@ -1293,7 +1320,8 @@ typedef struct pg_validation_report pg_validation_report;
  * NULL = unsigned). Every check runs and is reported, in this order: "format", "geometry",
  * "base weights", "tokenizer", "base trained", "signature", "trajectory present",
  * "trajectory finite", "trajectory length", "trajectory start", "trajectory not diverging",
- * "held-out evaluation" (docs/federated.md states each rule). Returns PG_OK whenever the validation ran, whatever the
+ * "update norm", "held-out evaluation" (docs/federated.md states each rule); then
+ * pg_validation_reports_compare_round adds "round norm". Returns PG_OK whenever the validation ran, whatever the
  * upload holds (hostile bytes included); the report says whether it is accepted. */
 PG_API pg_status pg_lora_validate(const pg_validator* validator, const void* bytes, size_t n,
                                   const char* signature, size_t sig_len, pg_validation_report** out);
@@ -1319,6 +1347,8 @@ typedef struct pg_validation_summary {
     double last_loss;
     double heldout_base_loss;
     double heldout_adapter_loss;     /* improvement = heldout_base_loss - heldout_adapter_loss */
+    double update_ratio;             /* the largest ||s B A||_F / ||W||_F over the linears */
+    double round_ratio;              /* the largest norm over the round's median ("round norm") */
 } pg_validation_summary;
 PG_API pg_status pg_validation_report_summary(const pg_validation_report* report,
                                               pg_validation_summary* summary);
@@ -1339,6 +1369,47 @@ PG_API pg_status pg_validation_report_json(const pg_validation_report* report, c
  * PG_ERR_STATE when the file did not load. */
 PG_API pg_status pg_validation_report_adapter(const pg_validation_report* report,
                                               pg_lora_adapter** out);
+/* Once every upload of a round is validated: adds the "round norm" check to each of the n
+ * reports (an upload's per-linear update norm over the median of the uploads adapting that
+ * linear, at most policy.max_round_ratio) and updates their acceptance. Skipped for an upload
+ * that did not load or fit the base, and for all when fewer than 3 are comparable. A report
+ * compared before is PG_ERR_STATE (nothing is changed). */
+PG_API pg_status pg_validation_reports_compare_round(const pg_validator* validator,
+                                                     pg_validation_report* const* reports, size_t n);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Client-side differential privacy for a LoRA update (docs/federated.md, "Differential privacy") */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct pg_lora_privacy_config {
+    uint32_t struct_size;
+    double clip_norm;                /* C: the update's L2 bound, > 0; default 1.0 */
+    double noise_multiplier;         /* sigma: noise std is sigma * C, >= 0; default 1.0 */
+    uint64_t seed;                   /* the noise's draw; default 0 */
+} pg_lora_privacy_config;
+PG_API void pg_lora_privacy_config_default(pg_lora_privacy_config* config);
+
+typedef struct pg_lora_privacy_report {
+    uint32_t struct_size;
+    double delta_norm;               /* ||update|| before clipping */
+    int32_t clipped;                 /* 1 when delta_norm > clip_norm */
+    double noise_stddev;             /* sigma * C */
+    int64_t noised;                  /* parameters that got noise (B, and A unless freeze_a) */
+} pg_lora_privacy_report;
+
+/* On the phone, before saving and signing: the round's update of `adapter`, its parameters
+ * minus those of `start` (the adapter the round began from: same base and configuration),
+ * is clipped to clip_norm and gets N(0, (noise_multiplier * clip_norm)^2) on every trained
+ * parameter (A stays the shared one under freeze_a). `report` may be NULL. */
+PG_API pg_status pg_lora_adapter_privatize(pg_lora_adapter* adapter, const pg_lora_adapter* start,
+                                           const pg_lora_privacy_config* config,
+                                           pg_lora_privacy_report* report);
+/* The privacy a phone has spent: (epsilon, delta)-DP after taking part in `rounds` rounds at
+ * noise_multiplier sigma > 0 (the Gaussian mechanism's Renyi DP alpha / (2 sigma^2) per round,
+ * composed, converted at the best order, written to *order, which may be NULL; no subsampling
+ * amplification). delta in (0, 1). */
+PG_API pg_status pg_privacy_epsilon(double noise_multiplier, int64_t rounds, double delta,
+                                    double* epsilon, double* order);
 
 #ifdef __cplusplus
 }

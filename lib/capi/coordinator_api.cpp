@@ -11,6 +11,7 @@
 #include "capi/lora_handles.hpp"
 #include "capi/text_out.hpp"
 #include "lora/average.hpp"
+#include "lora/privacy.hpp"
 #include "lora/sign.hpp"
 
 namespace {
@@ -23,9 +24,23 @@ pg::lora::PublicKey public_key_from(const uint8_t* bytes) {
 
 pg::ErrorTarget adapter_err(const pg_lora_adapter* a) { return pg::shared_errors(a); }
 
+pg_lora_privacy_config default_privacy_config() {
+    const pg::lora::PrivacyOptions d;
+    auto c = pg::blank_c_struct<pg_lora_privacy_config>();
+    c.clip_norm = d.clip_norm;
+    c.noise_multiplier = d.noise_multiplier;
+    c.seed = d.seed;
+    return c;
+}
+
 pg_lora_average_config default_average_config() {
     auto c = pg::blank_c_struct<pg_lora_average_config>();
-    c.method = PG_LORA_AVERAGE_FEDAVG_FACTORS;
+    const pg::lora::AverageOptions d;
+    c.method = static_cast<pg_lora_average_method>(d.method);
+    c.svd_rank = d.svd_rank;
+    c.clip = static_cast<pg_lora_clip_mode>(d.clip);
+    c.clip_norm = d.clip_norm;
+    c.trim_fraction = d.trim_fraction;
     return c;
 }
 
@@ -157,8 +172,10 @@ pg_status pg_lora_average(const pg_lora_adapter* const* adapters, size_t n, cons
         pg::require_arg(n >= 1, fn, "n is 0 (nothing to average)");
         pg_lora_average_config c = default_average_config();
         pg::read_options(config, &c, fn);
-        pg::require_arg(c.method >= PG_LORA_AVERAGE_FEDAVG_FACTORS && c.method <= PG_LORA_AVERAGE_FROZEN_A, fn,
+        pg::require_arg(c.method >= PG_LORA_AVERAGE_FEDAVG_FACTORS && c.method <= PG_LORA_AVERAGE_MEDIAN, fn,
                         "config->method is not a pg_lora_average_method");
+        pg::require_arg(c.clip >= PG_LORA_CLIP_NONE && c.clip <= PG_LORA_CLIP_BOUND, fn,
+                        "config->clip is not a pg_lora_clip_mode");
         std::vector<const pg::lora::Adapter*> in(n);
         for (size_t i = 0; i < n; ++i) {
             pg::require_arg(adapters[i] != nullptr, fn, ("adapters[" + std::to_string(i) + "] is NULL").c_str());
@@ -166,16 +183,58 @@ pg_status pg_lora_average(const pg_lora_adapter* const* adapters, size_t n, cons
         }
         const std::vector<double> w = weights ? std::vector<double>(weights, weights + n) : std::vector<double>{};
         pg::lora::AverageReport r;
-        pg::lora::Adapter avg = pg::lora::average_adapters(
-            in, w, {static_cast<pg::lora::AverageMethod>(c.method), c.svd_rank}, &r);
+        pg::lora::AverageOptions options;
+        options.method = static_cast<pg::lora::AverageMethod>(c.method);
+        options.svd_rank = c.svd_rank;
+        options.clip = static_cast<pg::lora::ClipMode>(c.clip);
+        options.clip_norm = c.clip_norm;
+        options.trim_fraction = c.trim_fraction;
+        pg::lora::Adapter avg = pg::lora::average_adapters(in, w, options, &r);
         if (report) {
             auto rep = pg::blank_c_struct<pg_lora_average_report>();
             rep.rank = r.rank;
             rep.relative_error = r.relative_error;
             rep.svd_residual = r.svd_residual;
+            rep.clipped = r.clipped;
+            rep.clip_bound = r.clip_bound;
             pg::write_result(rep, report, fn);
         }
         *out = new pg_lora_adapter(std::move(avg));
+    });
+}
+
+void pg_lora_privacy_config_default(pg_lora_privacy_config* config) {
+    if (config) *config = default_privacy_config();
+}
+
+pg_status pg_lora_adapter_privatize(pg_lora_adapter* adapter, const pg_lora_adapter* start,
+                                   const pg_lora_privacy_config* config, pg_lora_privacy_report* report) {
+    return pg::guarded(pg::shared_errors(adapter), [&] {
+        const char* fn = "pg_lora_adapter_privatize";
+        PG_REQUIRE_NOT_NULL(fn, adapter);
+        PG_REQUIRE_NOT_NULL(fn, start);
+        pg::require_arg(start != adapter, fn, "start is the adapter itself (give the round's starting adapter)");
+        pg_lora_privacy_config c = default_privacy_config();
+        pg::read_options(config, &c, fn);
+        const pg::lora::PrivacyReport r =
+            pg::lora::privatize_update(adapter->impl, start->impl, {c.clip_norm, c.noise_multiplier, c.seed});
+        if (report) {
+            auto rep = pg::blank_c_struct<pg_lora_privacy_report>();
+            rep.delta_norm = r.delta_norm;
+            rep.clipped = r.clipped ? 1 : 0;
+            rep.noise_stddev = r.noise_stddev;
+            rep.noised = r.noised;
+            pg::write_result(rep, report, fn);
+        }
+    });
+}
+
+pg_status pg_privacy_epsilon(double noise_multiplier, int64_t rounds, double delta, double* epsilon, double* order) {
+    return pg::guarded(nullptr, [&] {
+        PG_REQUIRE_NOT_NULL("pg_privacy_epsilon", epsilon);
+        const pg::lora::PrivacyBudget b = pg::lora::dp_epsilon(noise_multiplier, rounds, delta);
+        *epsilon = b.epsilon;
+        if (order) *order = b.order;
     });
 }
 

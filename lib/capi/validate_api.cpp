@@ -5,6 +5,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "capi/boundary.hpp"
 #include "capi/coordinator_handles.hpp"
@@ -40,6 +41,8 @@ pg_validation_policy default_policy() {
     c.heldout_tolerance = d.heldout_tolerance;
     c.n_threads = d.n_threads;
     c.base_trained = static_cast<pg_base_trained_policy>(d.base_trained);
+    c.max_update_ratio = d.max_update_ratio;
+    c.max_round_ratio = d.max_round_ratio;
     return c;
 }
 
@@ -83,6 +86,8 @@ pg_status pg_validator_create(const pg_model* base, const pg_validation_policy* 
         p.heldout_tolerance = c.heldout_tolerance;
         p.n_threads = c.n_threads;
         p.base_trained = static_cast<pg::lora::BaseTrainedPolicy>(c.base_trained);
+        p.max_update_ratio = c.max_update_ratio;
+        p.max_round_ratio = c.max_round_ratio;
         *out = new pg_validator(base->impl, p);
     });
 }
@@ -172,6 +177,8 @@ pg_status pg_validation_report_summary(const pg_validation_report* report, pg_va
         s.last_loss = r.last_loss;
         s.heldout_base_loss = r.heldout_base_loss;
         s.heldout_adapter_loss = r.heldout_adapter_loss;
+        s.update_ratio = r.update_ratio;
+        s.round_ratio = r.round_ratio;
         pg::write_result(s, summary, fn);
     });
 }
@@ -213,6 +220,21 @@ pg_status pg_validation_report_adapter(const pg_validation_report* report, pg_lo
             throw pg::Error(PG_ERR_STATE, std::string(fn) + ": the upload did not load (" +
                                               report->impl.checks.front().message + ")");
         *out = new pg_lora_adapter(*report->impl.adapter);
+    });
+}
+
+pg_status pg_validation_reports_compare_round(const pg_validator* validator, pg_validation_report* const* reports,
+                                             size_t n) {
+    return pg::guarded(validator_err(validator), [&] {
+        const char* fn = "pg_validation_reports_compare_round";
+        PG_REQUIRE_NOT_NULL(fn, validator);
+        pg::require_arg(reports != nullptr || n == 0, fn, "reports is NULL");
+        std::vector<pg::lora::ValidationReport*> in(n);
+        for (size_t i = 0; i < n; ++i) {
+            pg::require_arg(reports[i] != nullptr, fn, ("reports[" + std::to_string(i) + "] is NULL").c_str());
+            in[i] = &reports[i]->impl;
+        }
+        validator->impl.compare_round(in);
     });
 }
 

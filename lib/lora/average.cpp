@@ -134,6 +134,60 @@ RowMat exact_mean(const std::vector<const Adapter*>& in, const std::vector<doubl
     return b_cat * a_cat;
 }
 
+// Per coordinate of the inputs' dense updates of linear k: the trimmed mean (dropping `trim`
+// values at each end) or the median, [out, in].
+RowMat coordinatewise(const std::vector<const Adapter*>& in, std::size_t k, AverageMethod method, double trim_fraction) {
+    const AdaptedLinear& m0 = in[0]->linears()[k];
+    const std::size_t n = in.size(), cells = std::size_t(m0.out * m0.in);
+    std::vector<std::vector<float>> dense;
+    for (const Adapter* a : in) dense.push_back(dense_update(*a, a->linears()[k]));
+    const std::size_t trim = std::size_t(trim_fraction * double(n));
+    RowMat out(m0.out, m0.in);
+    float* o = out.data();
+    std::vector<float> v(n);
+    for (std::size_t c = 0; c < cells; ++c) {
+        for (std::size_t i = 0; i < n; ++i) v[i] = dense[i][c];
+        std::sort(v.begin(), v.end());
+        if (method == AverageMethod::kMedian) {
+            o[c] = n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
+        } else {
+            double sum = 0.0;
+            for (std::size_t i = trim; i < n - trim; ++i) sum += v[i];
+            o[c] = float(sum / double(n - 2 * trim));
+        }
+    }
+    return out;
+}
+
+// Copies of the inputs whose whole update (every linear) is scaled down to the options' norm
+// bound; the bound used and how many were scaled go to the report.
+std::vector<Adapter> clipped_copies(const std::vector<const Adapter*>& in, const AverageOptions& o, AverageReport* report) {
+    std::vector<double> norms;
+    for (const Adapter* a : in) {
+        double sum2 = 0.0;
+        for (double x : update_norms(*a)) sum2 += x * x;
+        norms.push_back(std::sqrt(sum2));
+    }
+    double bound = o.clip_norm;
+    if (o.clip == ClipMode::kMedian) bound = median_of(norms);
+    std::vector<Adapter> out;
+    int clipped = 0;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        out.push_back(*in[i]);
+        if (norms[i] <= bound || norms[i] == 0.0) continue;
+        const float f = float(bound / norms[i]);
+        for (const AdaptedLinear& m : out.back().linears()) {
+            float* b = out.back().b(m);
+            for (int64_t j = 0; j < m.out * out.back().config().rank; ++j) b[j] *= f;
+        }
+        ++clipped;
+    }
+    if (report) report->clipped = clipped, report->clip_bound = bound;
+    return out;
+}
+
+bool is_robust(AverageMethod m) { return m == AverageMethod::kTrimmedMean || m == AverageMethod::kMedian; }
+
 LoraConfig result_config(const Adapter& first, int rank, AverageMethod method) {
     LoraConfig cfg = first.config();
     cfg.rank = rank;
@@ -149,8 +203,30 @@ const char* average_method_name(AverageMethod m) {
         case AverageMethod::kConcat: return "cat";
         case AverageMethod::kSvd: return "svd";
         case AverageMethod::kFrozenA: return "frozen_a";
+        case AverageMethod::kTrimmedMean: return "trimmed_mean";
+        case AverageMethod::kMedian: return "median";
     }
     return "unknown";
+}
+
+std::vector<double> update_norms(const Adapter& adapter) {
+    const int r = adapter.config().rank;
+    std::vector<double> out;
+    for (const AdaptedLinear& m : adapter.linears()) {
+        // ||B A||_F^2 = trace((B^T B)(A A^T)), both r x r.
+        const Eigen::MatrixXd b = MapConst(adapter.b(m), m.out, r).cast<double>();
+        const Eigen::MatrixXd a = MapConst(adapter.a(m), r, m.in).cast<double>();
+        const double sq = ((b.transpose() * b).cwiseProduct(a * a.transpose())).sum();
+        out.push_back(double(adapter.scale()) * std::sqrt(std::max(sq, 0.0)));
+    }
+    return out;
+}
+
+double median_of(std::vector<double> v) {
+    require(!v.empty(), PG_ERR_INVALID_ARGUMENT, "median of nothing");
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 std::vector<float> dense_update(const Adapter& adapter, const AdaptedLinear& m) {
@@ -160,21 +236,36 @@ std::vector<float> dense_update(const Adapter& adapter, const AdaptedLinear& m) 
     return out;
 }
 
-Adapter average_adapters(const std::vector<const Adapter*>& in, const std::vector<double>& weights,
+Adapter average_adapters(const std::vector<const Adapter*>& inputs, const std::vector<double>& weights,
                          const AverageOptions& options, AverageReport* report) {
-    require(!in.empty(), PG_ERR_INVALID_ARGUMENT, "average: no adapters");
-    for (std::size_t i = 0; i < in.size(); ++i)
-        require(in[i] != nullptr, PG_ERR_INVALID_ARGUMENT, "average: " + which(i) + " is NULL");
+    require(!inputs.empty(), PG_ERR_INVALID_ARGUMENT, "average: no adapters");
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        require(inputs[i] != nullptr, PG_ERR_INVALID_ARGUMENT, "average: " + which(i) + " is NULL");
     const AverageMethod method = options.method;
-    check_compatible(in, method);
-    const std::vector<double> w = normalised(weights, in.size());
+    check_compatible(inputs, method);
+    require(!is_robust(method) || weights.empty(), PG_ERR_INVALID_ARGUMENT,
+            std::string("average: ") + average_method_name(method) + " gives every adapter one vote: pass no weights");
+    require(options.trim_fraction >= 0.0 && options.trim_fraction < 0.5, PG_ERR_INVALID_ARGUMENT,
+            "average: trim_fraction " + std::to_string(options.trim_fraction) + " is outside [0, 0.5)");
+    require(options.clip != ClipMode::kBound || (std::isfinite(options.clip_norm) && options.clip_norm > 0.0),
+            PG_ERR_INVALID_ARGUMENT,
+            "average: clip_norm " + std::to_string(options.clip_norm) + " is not a finite bound > 0");
+    const std::vector<double> w = normalised(weights, inputs.size());
+    std::vector<Adapter> clipped;
+    std::vector<const Adapter*> in = inputs;
+    if (options.clip != ClipMode::kNone) {
+        clipped = clipped_copies(inputs, options, report);
+        for (std::size_t i = 0; i < in.size(); ++i) in[i] = &clipped[i];
+    } else if (report) {
+        report->clipped = 0, report->clip_bound = 0.0;
+    }
     const Adapter& first = *in[0];
 
     int rank = first.config().rank;
     int max_rank = 0, sum_rank = 0;
     for (const Adapter* a : in) max_rank = std::max(max_rank, a->config().rank), sum_rank += a->config().rank;
     if (method == AverageMethod::kConcat) rank = sum_rank;
-    if (method == AverageMethod::kSvd) {
+    if (method == AverageMethod::kSvd || is_robust(method)) {
         rank = options.svd_rank > 0 ? options.svd_rank : max_rank;
         require(options.svd_rank >= 0, PG_ERR_INVALID_ARGUMENT,
                 "average: svd_rank " + std::to_string(options.svd_rank) + " is negative");
@@ -186,7 +277,7 @@ Adapter average_adapters(const std::vector<const Adapter*>& in, const std::vecto
     double err2 = 0.0, ref2 = 0.0, dropped2 = 0.0, total2 = 0.0;
     for (std::size_t k = 0; k < first.linears().size(); ++k) {
         const AdaptedLinear& mo = out.linears()[k];
-        const RowMat mean = exact_mean(in, w, k);
+        const RowMat mean = is_robust(method) ? coordinatewise(in, k, method, options.trim_fraction) : exact_mean(in, w, k);
         MapMut a_out(out.a(mo), rank, mo.in), b_out(out.b(mo), mo.out, rank);
         switch (method) {
             case AverageMethod::kFedAvgFactors:
@@ -214,7 +305,9 @@ Adapter average_adapters(const std::vector<const Adapter*>& in, const std::vecto
                 }
                 break;
             }
-            case AverageMethod::kSvd: {
+            case AverageMethod::kSvd:
+            case AverageMethod::kTrimmedMean:
+            case AverageMethod::kMedian: {
                 // A = V_k^T and B s = M V_k = U_k S_k.
                 const Eigen::MatrixXd md = mean.cast<double>();
                 const Truncation t = truncate_by_gram(md, rank);

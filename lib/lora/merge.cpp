@@ -25,15 +25,17 @@ ParamKind weight_of(LinearKind kind) {
 // W += sign * scale * B A for every adapted linear.
 void add_update(Model& model, const Adapter& adapter, float sign, int n_threads) {
     ThreadPool pool(n_threads);
-    const ParamLayout& layout = model.layout();
     for (const AdaptedLinear& m : adapter.linears()) {
-        const int64_t per_layer = m.out * m.in;
-        float* W = model.params() + layout.offset[weight_of(m.target)] + m.layer * per_layer;
+        float* W = model.params() + base_weight_offset(model, m);
         add_low_rank(W, low_rank_factors(adapter, m), sign, pool);
     }
 }
 
 }  // namespace
+
+int64_t base_weight_offset(const Model& model, const AdaptedLinear& m) {
+    return model.layout().offset[weight_of(m.target)] + m.layer * m.out * m.in;
+}
 
 void merge_into_copy(const Model& base, const Adapter& adapter, Model& out, int n_threads) {
     check_adapter_matches_base(adapter, base);

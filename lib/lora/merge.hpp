@@ -11,6 +11,10 @@
 
 namespace pg::lora {
 
+// Where the base weight W [out, in] (row-major) of one adapted linear starts in `model`'s
+// fp32 parameters (llm.c's layout).
+int64_t base_weight_offset(const Model& model, const AdaptedLinear& m);
+
 // `out` (a model of the base's configuration) gets the base's tokenizer and its weights with
 // the adapter merged. The base must be the adapter's (check_adapter_matches_base).
 void merge_into_copy(const Model& base, const Adapter& adapter, Model& out, int n_threads);

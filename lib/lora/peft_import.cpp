@@ -3,7 +3,9 @@
 // from the files; the configuration and the tensors must agree with each other (PG_ERR_FORMAT
 // naming both) and with the base (PG_ERR_GEOMETRY naming both sides). What PEFT can express but a
 // libphonegpt adapter cannot (DoRA, per-module ranks, LoRA biases, ...) is PG_ERR_UNSUPPORTED.
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <regex>
@@ -34,6 +36,34 @@ std::string sites_text(const std::set<Site>& sites) {
         out += (out.empty() ? "" : ", ") + site_name(s);
     }
     return out.empty() ? "none" : out;
+}
+
+// A metadata key that looks like one of this library's: its first 9 bytes differ from
+// "phonegpt." in at most one (any single flipped bit of any of its keys), or it names phonegpt
+// in any letter case.
+bool resembles_phonegpt_key(const std::string& key) {
+    static const std::string prefix = "phonegpt.";
+    int differing = 0;
+    for (std::size_t i = 0; i < prefix.size(); ++i) differing += i >= key.size() || key[i] != prefix[i];
+    if (differing <= 1) return true;
+    std::string lower(key);
+    for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return lower.find("phonegpt") != std::string::npos;
+}
+
+// A key for a message: bytes outside printable ASCII as \xNN.
+std::string printable(const std::string& s) {
+    std::string out;
+    for (unsigned char c : s) {
+        if (c >= 0x20 && c < 0x7f) {
+            out += char(c);
+        } else {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02X", c);
+            out += buf;
+        }
+    }
+    return out;
 }
 
 // What adapter_config.json says, with PEFT's defaults for absent keys.
@@ -302,7 +332,15 @@ Adapter import_peft_from(const std::string& config_json, const std::string& conf
         read_factor(src, file, *ab.second, adapter.b(m), std::size_t(m.out * cfg.rank));
     }
     // A pair pg_lora_export_peft wrote comes back whole (init seed, training record, base identity),
-    // after the same checks as any other pair and those of the adapter file.
+    // after the same checks as any other pair and those of the adapter file. A damaged key must
+    // not turn such a file into plain PEFT, which would drop the record and the tensor checksums.
+    if (!file.metadata_value("phonegpt.adapter_format"))
+        for (const auto& entry : file.metadata)
+            require(!resembles_phonegpt_key(entry.first), PG_ERR_FORMAT,
+                    name + ": metadata key \"" + printable(entry.first) +
+                        "\" looks like libphonegpt's but the file has no \"phonegpt.adapter_format\": a damaged "
+                        "libphonegpt file is refused, not read as plain PEFT (its training record and tensor "
+                        "checksums would be lost)");
     if (file.metadata_value("phonegpt.adapter_format")) {
         Adapter own = read_adapter(src);
         check_adapter_matches_base(own, base);

@@ -13,7 +13,9 @@
 #include "io/hex.hpp"
 #include "io/json.hpp"
 #include "lora/adapter_file.hpp"
+#include "lora/average.hpp"
 #include "lora/lora_hook.hpp"
+#include "lora/merge.hpp"
 
 namespace pg::lora {
 
@@ -84,7 +86,8 @@ const char* check_outcome_name(CheckOutcome o) {
 
 ValidationReport::ValidationReport()
     : reference_loss(kNotMeasured), first_loss(kNotMeasured), last_loss(kNotMeasured),
-      heldout_base_loss(kNotMeasured), heldout_adapter_loss(kNotMeasured) {}
+      heldout_base_loss(kNotMeasured), heldout_adapter_loss(kNotMeasured), update_ratio(kNotMeasured),
+      round_ratio(kNotMeasured) {}
 
 int ValidationReport::count(CheckOutcome o) const {
     int k = 0;
@@ -127,6 +130,8 @@ std::string ValidationReport::json() const {
     figure("heldout_base_loss", heldout_base_loss);
     figure("heldout_adapter_loss", heldout_adapter_loss);
     figure("heldout_improvement", heldout_base_loss - heldout_adapter_loss);
+    figure("update_ratio", update_ratio);
+    figure("round_ratio", round_ratio);
     o.object("figures", figures);
     std::vector<io::JsonObject> items;
     for (const auto& c : checks) {
@@ -148,6 +153,20 @@ Validator::Validator(const Model& base, const ValidationPolicy& policy)
     nonneg(policy.start_tolerance, "start_tolerance");
     nonneg(policy.divergence_tolerance, "divergence_tolerance");
     nonneg(policy.heldout_tolerance, "heldout_tolerance");
+    nonneg(policy.max_update_ratio, "max_update_ratio");
+    nonneg(policy.max_round_ratio, "max_round_ratio");
+    if (base.storage() == WeightStorage::fp32 && !base.mapped()) {
+        const int64_t C = base.config().n_embd;
+        for (int layer = 0; layer < base.config().n_layer; ++layer)
+            for (LinearKind kind : {LinearKind::attn_qkv, LinearKind::attn_proj, LinearKind::mlp_fc, LinearKind::mlp_proj}) {
+                AdaptedLinear m;
+                m.layer = layer, m.target = kind, m.in = target_in(kind, C), m.out = target_out(kind, C);
+                const float* w = base.params() + base_weight_offset(base, m);
+                double sum2 = 0.0;
+                for (int64_t i = 0; i < m.in * m.out; ++i) sum2 += double(w[i]) * double(w[i]);
+                weight_norms_[{layer, int(kind)}] = std::sqrt(sum2);
+            }
+    }
     require(policy.base_trained == BaseTrainedPolicy::kRefuseUntrained ||
                 policy.base_trained == BaseTrainedPolicy::kRequireRecord || policy.base_trained == BaseTrainedPolicy::kOff,
             PG_ERR_INVALID_ARGUMENT, "validation policy: base_trained is not a pg_base_trained_policy");
@@ -339,6 +358,30 @@ ValidationReport Validator::validate_loaded(const Adapter* adapter, const std::s
         }
     }
 
+    // --- the update's size against the base's weights (no data needed) ---
+    if (!(geometry_ok && weights_ok)) {
+        add("update norm", skip, loaded ? "the adapter is not this base's" : not_loaded);
+    } else if (weight_norms_.empty()) {
+        add("update norm", skip, "the base's weights are not fp32 in memory (16-bit or mapped)");
+    } else {
+        const std::vector<double> norms = update_norms(*adapter);
+        std::size_t worst = 0;
+        std::vector<double> ratios;
+        for (std::size_t k = 0; k < norms.size(); ++k) {
+            const AdaptedLinear& m = adapter->linears()[k];
+            const double w = weight_norms_.at({m.layer, int(m.target)});
+            ratios.push_back(w > 0.0 ? norms[k] / w : (norms[k] > 0.0 ? HUGE_VAL : 0.0));
+            if (ratios[k] > ratios[worst]) worst = k;
+        }
+        const AdaptedLinear& m = adapter->linears()[worst];
+        r.update_ratio = ratios[worst];
+        const std::string figures = "largest ||s B A|| / ||W|| " + fixed(r.update_ratio) + " (layer " +
+                                    std::to_string(m.layer) + " " + linear_kind_name(m.target) + "; limit " +
+                                    fixed(policy_.max_update_ratio) + ")";
+        pass_or_fail("update norm", r.update_ratio <= policy_.max_update_ratio ? "" : "the update is too large: " + figures,
+                     figures);
+    }
+
     // --- the coordinator's held-out evaluation ---
     r.heldout_base_loss = heldout_base_loss_;
     if (heldout_.empty()) {
@@ -361,6 +404,58 @@ ValidationReport Validator::validate_loaded(const Adapter* adapter, const std::s
     r.accepted = r.count(CheckOutcome::kFailed) == 0;
     if (loaded) r.adapter.emplace(*adapter);
     return r;
+}
+
+void Validator::compare_round(const std::vector<ValidationReport*>& reports) const {
+    using Site = std::pair<int, int>;
+    auto comparable = [](const ValidationReport* r) {
+        const ValidationCheck* g = r->find("geometry");
+        return r->adapter && g && g->outcome == CheckOutcome::kPassed;
+    };
+    std::map<Site, std::vector<double>> by_site;
+    std::vector<std::vector<double>> norms(reports.size());
+    int n_comparable = 0;
+    for (std::size_t i = 0; i < reports.size(); ++i) {
+        require(reports[i] != nullptr, PG_ERR_INVALID_ARGUMENT, "compare_round: report " + std::to_string(i) + " is NULL");
+        require(reports[i]->find("round norm") == nullptr, PG_ERR_STATE,
+                "compare_round: report " + std::to_string(i) + " was already compared with a round");
+        if (!comparable(reports[i])) continue;
+        ++n_comparable;
+        norms[i] = update_norms(*reports[i]->adapter);
+        const auto& linears = reports[i]->adapter->linears();
+        for (std::size_t k = 0; k < linears.size(); ++k) by_site[{linears[k].layer, int(linears[k].target)}].push_back(norms[i][k]);
+    }
+    std::map<Site, double> median;
+    for (const auto& [site, v] : by_site) median[site] = median_of(v);
+    for (std::size_t i = 0; i < reports.size(); ++i) {
+        ValidationReport& r = *reports[i];
+        auto add = [&](CheckOutcome o, std::string message) { r.checks.push_back({"round norm", o, std::move(message)}); };
+        if (!comparable(&r)) {
+            add(CheckOutcome::kSkipped, r.adapter ? "the adapter's geometry is not this base's" : "the adapter file did not load");
+        } else if (n_comparable < 3) {
+            add(CheckOutcome::kSkipped, "the round has " + std::to_string(n_comparable) +
+                                            " comparable uploads; a median needs at least 3");
+        } else {
+            const auto& linears = r.adapter->linears();
+            std::size_t worst = 0;
+            std::vector<double> ratios;
+            for (std::size_t k = 0; k < linears.size(); ++k) {
+                const double med = median.at({linears[k].layer, int(linears[k].target)});
+                ratios.push_back(med > 0.0 ? norms[i][k] / med : (norms[i][k] > 0.0 ? HUGE_VAL : 1.0));
+                if (ratios[k] > ratios[worst]) worst = k;
+            }
+            r.round_ratio = ratios[worst];
+            const std::string figures = "largest ||s B A|| over the round's median " + fixed(r.round_ratio) + " (layer " +
+                                        std::to_string(linears[worst].layer) + " " + linear_kind_name(linears[worst].target) +
+                                        ", " + std::to_string(n_comparable) + " uploads; limit " +
+                                        fixed(policy_.max_round_ratio) + ")";
+            if (r.round_ratio <= policy_.max_round_ratio)
+                add(CheckOutcome::kPassed, figures);
+            else
+                add(CheckOutcome::kFailed, "larger than the round's other uploads: " + figures);
+        }
+        r.accepted = r.count(CheckOutcome::kFailed) == 0;
+    }
 }
 
 }  // namespace pg::lora

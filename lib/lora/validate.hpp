@@ -18,14 +18,21 @@
 //                       plus the adapter the round resumed from, on tokens of the adapter's kind)
 //   trajectory not diverging  mean of the last quarter of the losses <= mean of the first
 //                       quarter + divergence_tolerance
+//   update norm         per adapted linear, ||s B A||_F / ||W||_F (W the base's weight) is at
+//                       most max_update_ratio: needs no data, so a scaled-up update is refused
+//                       even without a held-out split
 //   held-out evaluation the adapter on the coordinator's held-out tokens: its loss, the base's,
 //                       and the improvement; fails when worse than the base by more than
 //                       heldout_tolerance
+//   round norm          added by compare_round once the round's uploads are in: per linear,
+//                       ||s B A||_F over the median of the round's uploads' is at most
+//                       max_round_ratio
 // A check that cannot run (its input failed or was not given) is skipped with the reason.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,6 +59,10 @@ struct ValidationPolicy {
     float divergence_tolerance = 0.1f;  // nats
     float heldout_tolerance = 0.5f;     // nats
     int n_threads = 0;                  // evaluations; <= 0: all cores
+    // Defaults from measurement (docs/federated.md, "Bounds on the update"): honest adapters
+    // stay far below, B scaled by 1,000 is far above.
+    float max_update_ratio = 20.0f;
+    float max_round_ratio = 2.5f;
 };
 
 struct ValidationCheck {
@@ -67,6 +78,8 @@ struct ValidationReport {
     int64_t steps = 0, tokens = 0;       // from the record (0 when the file did not load)
     // Figures; NaN when not measured.
     double reference_loss, first_loss, last_loss, heldout_base_loss, heldout_adapter_loss;
+    double update_ratio;  // the largest ||s B A||_F / ||W||_F over the adapted linears
+    double round_ratio;   // the largest norm over the round's median (compare_round)
     std::optional<Adapter> adapter;      // what the file holds, when it loaded
     ValidationReport();
     int count(CheckOutcome o) const;
@@ -100,6 +113,11 @@ public:
     // reason; then `adapter` is ignored).
     ValidationReport validate_loaded(const Adapter* adapter, const std::string& load_error, const void* bytes,
                                      std::size_t n, const std::string* signature) const;
+    // Once a round's uploads are validated: adds the "round norm" check to each report (per
+    // linear, its update's norm over the median of the uploads that adapt that linear, among
+    // those that passed "geometry"), and refuses those above max_round_ratio. Skipped (with the
+    // reason) for an upload that did not load and for every upload of a round with fewer than 3.
+    void compare_round(const std::vector<ValidationReport*>& reports) const;
 
 private:
     double loss_on(const Adapter* adapter, const std::vector<int32_t>& tokens) const;
@@ -110,6 +128,9 @@ private:
     double reference_loss_;
     std::vector<int32_t> heldout_;
     double heldout_base_loss_;
+    // ||W||_F of the base's weight of each (layer, linear kind); empty when the base's weights
+    // are not fp32 in memory (16-bit or mapped), which skips "update norm".
+    std::map<std::pair<int, int>, double> weight_norms_;
 };
 
 }  // namespace pg::lora

@@ -1,6 +1,7 @@
 // libFuzzer target: the whole validation path of an upload (pg::lora::Validator::validate, what
 // pg_lora_validate runs): the adapter file reader, the base checks, the signature parser and
-// verifier, the trajectory checks and the held-out evaluation. An input is an upload: two
+// verifier, the trajectory checks, the update norm, the held-out evaluation, and the round's
+// comparison of update norms (Validator::compare_round, over three copies of the report). An input is an upload: two
 // bytes (little-endian) giving the signature's length k (0xFFFF = unsigned), then k bytes of
 // signature file, then the adapter file. Any input must give a complete report (every check
 // named), never a crash, a sanitizer report or an unbounded allocation; an accepted upload has
@@ -24,7 +25,7 @@
 
 namespace {
 
-constexpr std::size_t kNumChecks = 12;
+constexpr std::size_t kNumChecks = 13;  // then compare_round adds "round norm"
 
 // The coordinator's side: a tiny base (fixed seed), one trusted key, short reference and
 // held-out splits so each input runs in well under a millisecond.
@@ -67,6 +68,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     if (r.checks.size() != kNumChecks) std::abort();
     if (r.accepted && (r.checks[0].outcome != pg::lora::CheckOutcome::kPassed || !r.adapter)) std::abort();
     (void)r.json();
+    pg::lora::ValidationReport a = r, b = r, c = r;
+    fixture().validator->compare_round({&a, &b, &c});
+    for (const auto* x : {&a, &b, &c})
+        if (x->checks.size() != kNumChecks + 1 || (x->accepted && !r.accepted)) std::abort();
     return 0;
 }
 

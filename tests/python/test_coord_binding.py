@@ -159,6 +159,60 @@ def test_average_methods_against_a_numpy_reference():
             phonegpt.Adapter.average(adapters, [1.0], method="cat")
 
 
+def test_robust_average_round_norms_and_privacy(tmp_path):
+    with tiny_model() as base:
+        tokens = pattern(base, 2048)
+        start = phonegpt.Adapter.create(base, rank=2, init_seed=3)
+        honest = []
+        for seed in (1, 2, 3):
+            a = phonegpt.Adapter.create(base, rank=2, init_seed=3)
+            a.fit(base, tokens, 4, batch_size=2, lr_max=1e-2, seed=seed)
+            honest.append(a)
+        scaled = phonegpt.Adapter.create(base, rank=2, init_seed=3)
+        scaled.set_weights([w * 1000 if "lora_B" in n else w
+                            for n, w in zip(honest[0].tensor_names(), honest[0].get_weights())])
+        # The median of the four updates stays near the honest mean; clipping scaled two down.
+        avg, rep = phonegpt.Adapter.average(honest + [scaled], method="median", svd_rank=2, clip="median")
+        assert rep.clipped == 2 and rep.clip_bound > 0
+        plain, _ = phonegpt.Adapter.average(honest + [scaled], method="svd", svd_rank=2)
+        want = {}
+        for a in honest:
+            for k, d in dense_updates(a).items():
+                want[k] = want.get(k, 0) + d / 3
+
+        def distance(x):
+            got = dense_updates(x)
+            return np.sqrt(sum(((got[k] - want[k]) ** 2).sum() for k in got) / sum((want[k] ** 2).sum() for k in got))
+        assert distance(avg) < 0.5 < 100 < distance(plain)
+        with pytest.raises(phonegpt.InvalidArgument, match="pass no weights"):
+            phonegpt.Adapter.average(honest, [1.0, 1.0, 1.0], method="trimmed_mean")
+        # The round's norms: the scaled upload fails "update norm" and "round norm".
+        v = phonegpt.Validator(base, signature="off", base_trained="off")
+        reports = []
+        for i, a in enumerate(honest + [scaled]):
+            a.save(tmp_path / f"{i}.pgadapter")
+            reports.append(v.validate((tmp_path / f"{i}.pgadapter").read_bytes()))
+        v.compare_round(reports)
+        assert [r.accepted for r in reports] == [True, True, True, False]
+        failed = [c["name"] for c in reports[3].checks if c["outcome"] == "failed"]
+        assert failed[-2:] == ["update norm", "round norm"]   # (its record is empty too: made here)
+        assert reports[3].summary.update_ratio > 20 and reports[3].summary.round_ratio > 100
+        with pytest.raises(phonegpt.StateError, match="already compared"):
+            v.compare_round(reports)
+        # The phone's differential privacy and its accountant.
+        a = honest[1]
+        before = a.get_weights()
+        r = a.privatize(start, clip_norm=1e-3, noise_multiplier=0.5, seed=4)
+        assert r.clipped and r.noise_stddev == pytest.approx(5e-4) and r.noised == a.num_params
+        assert not np.array_equal(before[1], a.get_weights()[1])
+        eps, order = phonegpt.privacy_epsilon(1.0, 1, 1e-5)
+        assert eps == pytest.approx(0.5 + 2 * np.sqrt(0.5 * np.log(1e5))) and order > 1
+        with pytest.raises(phonegpt.InvalidArgument, match="clip_norm"):
+            a.privatize(start, clip_norm=0.0)
+        with pytest.raises(phonegpt.InvalidArgument, match="delta"):
+            phonegpt.privacy_epsilon(1.0, 1, 2.0)
+
+
 def test_validator_reports_every_check_by_name(tmp_path):
     with tiny_model() as base:
         tokens = pattern(base, 4096)
@@ -187,7 +241,7 @@ def test_validator_reports_every_check_by_name(tmp_path):
         assert r.key_id == key.key_id and r.summary.steps == 12
         assert r.summary.heldout_adapter_loss < r.summary.heldout_base_loss
         doc = json.loads(r.json())
-        assert doc["accepted"] is True and len(doc["checks"]) == r.summary.n_checks == 12
+        assert doc["accepted"] is True and len(doc["checks"]) == r.summary.n_checks == 13
         assert np.array_equal(r.adapter().get_weights()[1], a.get_weights()[1])
         # Tampered bytes and a missing signature: refused, each with its reason.
         data = bytearray(path.read_bytes())

@@ -30,16 +30,25 @@ def test_federated_loop_small(tmp_path):
         assert r["average_val_loss"] < r["base_val_loss"]
         assert sorted(r["phones"]) == ["phone0", "phone1", "phone2"]
         assert set(r["refused"]) == {"phone3_tampered", "phone4_other_base", "phone5_nan", "phone6_unknown_key",
-                                     "phone7_no_secret"}
+                                     "phone7_no_secret", "phone8_scaled", "phone9_reversed"}
+        assert r["n_accepted"] == 3 and r["n_refused"] == 7 and r["refused_by"]["update norm"] == 1
+    # Round 2 starts from round 1's average, and says so with that average's loss.
+    assert results["rounds"][1]["start_val_loss"] == results["rounds"][0]["average_val_loss"]
+    assert "round 2: starts from round 1's average: val loss" in text
     # Round 2 resumed from round 1's average: it starts lower and ends lower.
     assert results["rounds"][1]["average_val_loss"] < results["rounds"][0]["average_val_loss"]
     # Each refusal as the phone reported it.
-    assert "[phone7_no_secret] round 1: REFUSED (HTTP 403): the upload carries no round secret" in text
+    assert "[phone7_no_secret] round 1: REFUSED (HTTP 403): round secret: the upload carries no round secret" in text
     # The NaN trajectory reads (format 1.2) and is refused for what it is, naming the step.
     assert "[phone5_nan] round 1: REFUSED (HTTP 422): trajectory finite: the loss recorded for step 30 of 30 is nan" in text
     assert "[phone6_unknown_key] round 2: REFUSED (HTTP 422): signature: " in text
     assert "[phone4_other_base] round 1: REFUSED (HTTP 422): base weights: " in text
     assert "[phone3_tampered] round 1: REFUSED (HTTP 422): format: " in text
+    # Poisoned updates signed with enrolled keys: the scaled one by its norm, the reversed one by
+    # the held-out split against the round's start.
+    assert "[phone8_scaled] round 1: REFUSED (HTTP 422): update norm: the update is too large" in text
+    for rnd in (1, 2):   # worse than the base (the validator's check) or than the round's start
+        assert f"[phone9_reversed] round {rnd}: REFUSED (HTTP 422): held-out" in text
     # The status is what the phones sent: honest phones' last step is their adapter's record.
     status = json.loads(text.split("status (what each phone sent): ", 1)[1].split("\n", 1)[0])
     assert status["phone0"]["last_round"] == 2 and status["phone0"]["last_step"] == 30
@@ -66,13 +75,14 @@ def test_coordinator_credits_an_upload_only_to_the_phone_whose_key_signed_it(tmp
         skip_or_fail("Tiny Shakespeare not found (set PG_DATA_PATH)")
     sys.path.insert(0, os.path.join(SRC, "examples", "federated"))
     from common import SHAPES, pooled_split, read_text
-    from coordinator import Coordinator, key_id
+    from coordinator import HELDOUT_TOLERANCE, Coordinator, key_id
 
     (tmp_path / "trusted").mkdir()
     keys = {name: phonegpt.SigningKey.generate() for name in ("phone0", "phone1")}
     for name, key in keys.items():
         (tmp_path / "trusted" / (name + ".pub")).write_bytes(key.public_key)
-    coord = Coordinator(argparse.Namespace(workdir=str(tmp_path), data=data, rounds=2, shape="small", method="svd"))
+    coord = Coordinator(argparse.Namespace(workdir=str(tmp_path), data=data, rounds=2, shape="small", method="svd",
+                                           clip="median", heldout_tolerance=HELDOUT_TOLERANCE))
     shape = SHAPES["small"]
     adapter = phonegpt.Adapter.load(coord.adapter_path, coord.base)
     train_text, _ = pooled_split(read_text(data))

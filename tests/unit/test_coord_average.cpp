@@ -4,6 +4,7 @@
 // refused by name, and the result is a complete adapter of the same base.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -229,6 +230,78 @@ TEST_CASE("average: mismatched bases, targets, layers and weights are refused by
     CHECK(status_of([&] { average_adapters({}, {}, {AverageMethod::kConcat, 0}, nullptr); }, &msg) == PG_ERR_INVALID_ARGUMENT);
 }
 
+TEST_CASE("average: trimmed mean and median are the coordinate-wise ones; clipping bounds every update",
+          "[coord][average]") {
+    const pg::Model base = tiny_model(1);
+    std::vector<Adapter> ads;
+    for (uint64_t s = 1; s <= 5; ++s) ads.push_back(trained(base, 2, s));
+    for (const AdaptedLinear& m : ads[4].linears())  // one upload far larger than the others
+        for (int64_t j = 0; j < m.out * 2; ++j) ads[4].b(m)[j] *= 50.0f;
+    std::vector<const Adapter*> in;
+    for (const Adapter& a : ads) in.push_back(&a);
+    const int full = 16;  // tiny's n_embd: every linear's smaller side, so nothing is truncated
+    for (AverageMethod method : {AverageMethod::kMedian, AverageMethod::kTrimmedMean}) {
+        AverageOptions o;
+        o.method = method;
+        o.svd_rank = full;
+        o.trim_fraction = 0.2;  // one value dropped at each end of 5
+        AverageReport rep;
+        const Adapter got = average_adapters(in, {}, o, &rep);
+        CHECK(rep.svd_residual < 1e-6);
+        double err2 = 0.0, ref2 = 0.0;
+        for (std::size_t k = 0; k < got.linears().size(); ++k) {
+            const std::vector<float> g = dense_update(got, got.linears()[k]);
+            std::vector<std::vector<float>> d;
+            for (const Adapter& a : ads) d.push_back(dense_update(a, a.linears()[k]));
+            for (std::size_t c = 0; c < g.size(); ++c) {
+                std::vector<double> v;
+                for (const auto& x : d) v.push_back(x[c]);
+                std::sort(v.begin(), v.end());
+                const double want = method == AverageMethod::kMedian ? v[2] : (v[1] + v[2] + v[3]) / 3.0;
+                err2 += (g[c] - want) * (g[c] - want), ref2 += want * want;
+            }
+        }
+        CAPTURE(average_method_name(method));
+        CHECK(std::sqrt(err2 / ref2) < 1e-5);
+    }
+    // Clipping to the median norm scales the two above it (of five) down, to that norm.
+    AverageOptions clip;
+    clip.method = AverageMethod::kConcat;
+    clip.clip = ClipMode::kMedian;
+    AverageReport rep;
+    const Adapter c = average_adapters(in, {}, clip, &rep);
+    CHECK(rep.clipped == 2);
+    std::vector<double> totals;
+    for (const Adapter& a : ads) {
+        double s2 = 0.0;
+        for (double x : update_norms(a)) s2 += x * x;
+        totals.push_back(std::sqrt(s2));
+    }
+    CHECK(rep.clip_bound == Approx(median_of(totals)));
+    std::vector<Adapter> scaled = ads;
+    std::vector<const Adapter*> clipped_in;
+    for (std::size_t i = 0; i < scaled.size(); ++i) {
+        if (totals[i] > rep.clip_bound)
+            for (const AdaptedLinear& m : scaled[i].linears())
+                for (int64_t j = 0; j < m.out * 2; ++j) scaled[i].b(m)[j] *= float(rep.clip_bound / totals[i]);
+        clipped_in.push_back(&scaled[i]);
+    }
+    CHECK(distance_from_mean(c, clipped_in, {1, 1, 1, 1, 1}) < 1e-5);
+    // update_norms is ||s B A||_F of the dense update.
+    for (std::size_t k = 0; k < ads[0].linears().size(); ++k) {
+        const std::vector<float> d = dense_update(ads[0], ads[0].linears()[k]);
+        double s2 = 0.0;
+        for (float x : d) s2 += double(x) * x;
+        CHECK(update_norms(ads[0])[k] == Approx(std::sqrt(s2)).epsilon(1e-5));
+    }
+    // A bound above every norm clips nothing.
+    clip.clip = ClipMode::kBound;
+    clip.clip_norm = 1e9;
+    average_adapters(in, {}, clip, &rep);
+    CHECK(rep.clipped == 0);
+    CHECK(rep.clip_bound == 1e9);
+}
+
 TEST_CASE("average: the C API", "[coord][average][capi]") {
     pg_model_config mc;
     REQUIRE(pg_model_config_preset("tiny", &mc) == PG_OK);
@@ -282,6 +355,27 @@ TEST_CASE("average: the C API", "[coord][average][capi]") {
     CHECK(rep.rank == 2);
     CHECK(rep.svd_residual > 0.0);
     pg_lora_adapter_free(out);
+    // The robust methods and clipping (one vote each: weights refused).
+    cfg.method = PG_LORA_AVERAGE_MEDIAN;
+    cfg.clip = PG_LORA_CLIP_MEDIAN;
+    REQUIRE(pg_lora_average(in, 2, nullptr, &cfg, &out, &rep) == PG_OK);
+    CHECK(rep.clipped == 1);
+    CHECK(rep.clip_bound > 0.0);
+    pg_lora_adapter_free(out);
+    CHECK(pg_lora_average(in, 2, w, &cfg, &out, &rep) == PG_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(pg_last_error(), Catch::Contains("pass no weights"));
+    cfg.method = PG_LORA_AVERAGE_TRIMMED_MEAN;
+    cfg.trim_fraction = 0.5;
+    CHECK(pg_lora_average(in, 2, nullptr, &cfg, &out, &rep) == PG_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(pg_last_error(), Catch::Contains("trim_fraction"));
+    cfg.trim_fraction = 0.25;
+    cfg.clip = PG_LORA_CLIP_BOUND;
+    CHECK(pg_lora_average(in, 2, nullptr, &cfg, &out, &rep) == PG_ERR_INVALID_ARGUMENT);  // clip_norm 0
+    CHECK_THAT(pg_last_error(), Catch::Contains("clip_norm"));
+    cfg.clip = static_cast<pg_lora_clip_mode>(7);
+    CHECK(pg_lora_average(in, 2, nullptr, &cfg, &out, &rep) == PG_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(pg_last_error(), Catch::Contains("config->clip"));
+    cfg.clip = PG_LORA_CLIP_NONE;
     cfg.method = static_cast<pg_lora_average_method>(9);
     CHECK(pg_lora_average(in, 2, nullptr, &cfg, &out, &rep) == PG_ERR_INVALID_ARGUMENT);
     CHECK(pg_lora_average(in, 0, nullptr, nullptr, &out, nullptr) == PG_ERR_INVALID_ARGUMENT);

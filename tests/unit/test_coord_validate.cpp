@@ -116,7 +116,7 @@ struct Coordinator {
 const char* const kAllChecks[] = {"format", "geometry", "base weights", "tokenizer", "base trained", "signature",
                                   "trajectory present",
                                   "trajectory finite", "trajectory length", "trajectory start",
-                                  "trajectory not diverging", "held-out evaluation"};
+                                  "trajectory not diverging", "update norm", "held-out evaluation"};
 
 // Every check is in the report, in order; the ones in `failed` failed and every other passed
 // or was skipped (the skipped ones are in `skipped`).
@@ -165,7 +165,8 @@ TEST_CASE("validate: format and checksums fail alone; everything after is skippe
     const ValidationReport r = coord.check(u);
     expect_outcomes(r, {"format"},
                     {"geometry", "base weights", "tokenizer", "signature", "trajectory present", "trajectory finite",
-                     "trajectory length", "trajectory start", "trajectory not diverging", "held-out evaluation"});
+                     "trajectory length", "trajectory start", "trajectory not diverging", "update norm",
+                     "held-out evaluation"});
     CHECK_THAT(r.find("format")->message, Catch::Contains("checksum mismatch"));
     CHECK_THAT(r.first_failure(), Catch::StartsWith("format: "));
     CHECK_FALSE(r.adapter.has_value());
@@ -191,7 +192,7 @@ TEST_CASE("validate: geometry, base weights and tokenizer each fail alone", "[co
         Adapter a = Adapter::create(other, good.config());
         a.record() = good.record();
         const ValidationReport r = coord.check(signed_upload(a, key_from(1)));
-        expect_outcomes(r, {"geometry"}, {"base weights", "tokenizer", "held-out evaluation"});
+        expect_outcomes(r, {"geometry"}, {"base weights", "tokenizer", "update norm", "held-out evaluation"});
         CHECK_THAT(r.find("geometry")->message, Catch::Contains("n_ctx"));
     }
     SECTION("base weights: the same geometry, other weights") {
@@ -200,7 +201,7 @@ TEST_CASE("validate: geometry, base weights and tokenizer each fail alone", "[co
         std::memcpy(a.params(), good.params(), std::size_t(good.num_params()) * 4);
         a.record() = good.record();
         const ValidationReport r = coord.check(signed_upload(a, key_from(1)));
-        expect_outcomes(r, {"base weights"}, {"held-out evaluation"});
+        expect_outcomes(r, {"base weights"}, {"update norm", "held-out evaluation"});
         CHECK_THAT(r.find("base weights")->message, Catch::Contains("weights differ"));
     }
     SECTION("tokenizer: the same weights, another tokenizer") {
@@ -324,6 +325,7 @@ TEST_CASE("validate: the held-out evaluation fails alone when the adapter is wor
     const pg::Model base = tiny_model(1);
     ValidationPolicy p;
     p.heldout_tolerance = 0.0f;
+    p.max_update_ratio = 1e9f;  // this test is about the held-out check alone
     const Coordinator coord(base, p);
     Adapter a = trained_adapter(base, 24);
     // The learned update reversed and amplified: the record (a real one) still looks fine.
@@ -487,7 +489,7 @@ TEST_CASE("validate: the C API, the report's JSON and bad arguments", "[coord][v
     pg_validation_summary s = {sizeof s};
     REQUIRE(pg_validation_report_summary(rep, &s) == PG_OK);
     CHECK(s.accepted == 1);
-    CHECK(s.n_checks == 12);
+    CHECK(s.n_checks == 13);
     CHECK(s.n_failed == 0);
     CHECK(s.n_skipped == 1);  // base trained: off
     CHECK(s.steps == 6);
@@ -499,7 +501,10 @@ TEST_CASE("validate: the C API, the report's JSON and bad arguments", "[coord][v
     REQUIRE(pg_validation_report_check(rep, 5, &c) == PG_OK);
     CHECK(std::string(c.name) == "signature");
     CHECK(c.outcome == PG_CHECK_PASSED);
-    CHECK(pg_validation_report_check(rep, 12, &c) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_validation_report_check(rep, 13, &c) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(std::isfinite(s.update_ratio));
+    CHECK(s.update_ratio < policy.max_update_ratio);
+    CHECK(std::isnan(s.round_ratio));
     size_t len = 0;
     REQUIRE(pg_validation_report_json(rep, nullptr, 0, &len) == PG_ERR_BUFFER_TOO_SMALL);
     std::string json(len + 1, '\0');
@@ -507,7 +512,7 @@ TEST_CASE("validate: the C API, the report's JSON and bad arguments", "[coord][v
     json.resize(len);
     const pg::io::JsonValue parsed = pg::io::parse_json(json.data(), json.size(), "report");
     CHECK(parsed.find("accepted")->as_bool("accepted"));
-    CHECK(parsed.find("checks")->as_array("checks").size() == 12);
+    CHECK(parsed.find("checks")->as_array("checks").size() == 13);
     CHECK(parsed.find("checks")->as_array("checks")[0].find("name")->as_string("name") == "format");
     pg_lora_adapter* got = nullptr;
     REQUIRE(pg_validation_report_adapter(rep, &got) == PG_OK);
@@ -536,6 +541,30 @@ TEST_CASE("validate: the C API, the report's JSON and bad arguments", "[coord][v
     CHECK(got == nullptr);
     pg_validation_report_free(rep);
 
+    // The round: three copies of one upload (each at the median) and garbage (skipped).
+    {
+        pg_validation_report* round[4] = {};
+        for (int i = 0; i < 3; ++i) REQUIRE(pg_lora_validate(v, bytes, n, sig.data(), sig.size(), &round[i]) == PG_OK);
+        REQUIRE(pg_lora_validate(v, "garbage", 7, nullptr, 0, &round[3]) == PG_OK);
+        REQUIRE(pg_validation_reports_compare_round(v, round, 4) == PG_OK);
+        REQUIRE(pg_validation_report_summary(round[0], &s) == PG_OK);
+        CHECK(s.n_checks == 14);
+        CHECK(s.accepted == 1);
+        CHECK(s.round_ratio == Approx(1.0));
+        REQUIRE(pg_validation_report_check(round[0], 13, &c) == PG_OK);
+        CHECK(std::string(c.name) == "round norm");
+        CHECK(c.outcome == PG_CHECK_PASSED);
+        REQUIRE(pg_validation_report_check(round[3], 13, &c) == PG_OK);
+        CHECK(c.outcome == PG_CHECK_SKIPPED);
+        CHECK(pg_validation_reports_compare_round(v, round, 4) == PG_ERR_STATE);
+        CHECK_THAT(pg_last_error(), Catch::Contains("already compared"));
+        CHECK(pg_validation_reports_compare_round(v, nullptr, 2) == PG_ERR_INVALID_ARGUMENT);
+        CHECK(pg_validation_reports_compare_round(nullptr, round, 4) == PG_ERR_INVALID_ARGUMENT);
+        pg_validation_report* with_null[2] = {round[0], nullptr};
+        CHECK(pg_validation_reports_compare_round(v, with_null, 2) == PG_ERR_INVALID_ARGUMENT);
+        for (pg_validation_report* r : round) pg_validation_report_free(r);
+    }
+
     // Bad arguments: statuses with messages, never an abort.
     CHECK(pg_lora_validate_file(v, (path + ".missing").c_str(), nullptr, &rep) == PG_ERR_IO);
     CHECK(rep == nullptr);
@@ -557,6 +586,10 @@ TEST_CASE("validate: the C API, the report's JSON and bad arguments", "[coord][v
     wrong.base_trained = static_cast<pg_base_trained_policy>(3);
     CHECK(pg_validator_create(base, &wrong, &w) == PG_ERR_INVALID_ARGUMENT);
     CHECK_THAT(pg_last_error(), Catch::Contains("base_trained"));
+    wrong = policy;
+    wrong.max_update_ratio = NAN;
+    CHECK(pg_validator_create(base, &wrong, &w) == PG_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(pg_last_error(), Catch::Contains("max_update_ratio"));
     pg_validator_free(nullptr);
     pg_validation_report_free(nullptr);
 

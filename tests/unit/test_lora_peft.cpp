@@ -132,6 +132,12 @@ std::string with_key(std::string config, const std::string& key, const std::stri
     return config.replace(at + quoted.size(), end - at - quoted.size(), value);
 }
 
+uint64_t header_len_of(const std::vector<uint8_t>& safetensors) {
+    uint64_t n = 0;
+    std::memcpy(&n, safetensors.data(), 8);
+    return n;
+}
+
 bool same_factors(const pg::lora::Adapter& a, const pg::lora::Adapter& b) {
     return a.num_params() == b.num_params() &&
            std::memcmp(a.params(), b.params(), std::size_t(a.num_params()) * 4) == 0;
@@ -393,4 +399,63 @@ TEST_CASE("lora peft: every truncation of the tensors and every byte flip of the
         }
     }
     CHECK(imported < int(config.size()));
+}
+
+TEST_CASE("lora peft: one flipped bit in any phonegpt metadata key is refused, never read as plain PEFT",
+          "[lora][peft]") {
+    const pg::Model base = base_model();
+    pg::lora::Adapter a = trained_adapter(base, PG_LORA_ATTN_C_ATTN | PG_LORA_MLP_C_FC);
+    a.record().steps = 1, a.record().tokens = 32, a.record().losses = {2.0f}, a.record().learning_rates = {1e-3f};
+    const std::string folder = pg_test::tmp_dir() + "/peft_key_flips";
+    ::mkdir(folder.c_str(), 0755);
+    pg::lora::export_peft(a, folder);
+    const std::vector<uint8_t> good = pg::io::read_small_file(folder + "/adapter_model.safetensors", 1 << 20);
+    const std::vector<uint8_t> cfg = pg::io::read_small_file(folder + "/adapter_config.json", 1 << 20);
+    const std::string config(cfg.begin(), cfg.end());
+    REQUIRE(pg::lora::same_adapter(import(config, good, base), a));
+    uint64_t header_len = 0;
+    std::memcpy(&header_len, good.data(), 8);
+    const std::string header(good.begin() + 8, good.begin() + 8 + long(header_len));
+    // Every metadata key this library writes: "phonegpt.<name>": at its byte offset in the file.
+    std::vector<std::pair<std::size_t, std::string>> keys;
+    for (std::size_t at = header.find("\"phonegpt."); at != std::string::npos; at = header.find("\"phonegpt.", at + 1)) {
+        const std::size_t end = header.find('"', at + 1);
+        if (end + 1 < header.size() && header[end + 1] == ':') keys.push_back({8 + at + 1, header.substr(at + 1, end - at - 1)});
+    }
+    REQUIRE(keys.size() >= 6);  // adapter_format, lora_config, base, training, checksums, metadata_xxh64
+    int flips = 0;
+    for (const auto& [offset, key] : keys)
+        for (std::size_t i = 0; i < key.size(); ++i)
+            for (int bit = 0; bit < 8; ++bit) {
+                std::vector<uint8_t> bad = good;
+                bad[offset + i] = uint8_t(bad[offset + i] ^ (1u << bit));
+                INFO(key << ", byte " << i << ", bit " << bit);
+                try {
+                    import(config, bad, base);
+                    FAIL("imported with a damaged key");
+                } catch (const pg::Error& e) {
+                    // The look-alike check (format), or the adapter file's own metadata checksum
+                    // when the format key itself is intact.
+                    REQUIRE((e.status() == PG_ERR_FORMAT || e.status() == PG_ERR_CHECKSUM));
+                }
+                ++flips;
+            }
+    CHECK(flips > 8 * 60);
+    // A plain PEFT file (PEFT's own config) with a key naming the library in another case: refused,
+    // and the message names the key; the same file without it imports.
+    const std::string peft_config = pg::lora::peft_adapter_config_json(a.config());
+    const std::vector<uint8_t> plain = safetensors_bytes(peft_tensors(a));
+    REQUIRE_NOTHROW(import(peft_config, plain, base));
+    uint64_t n = 0;
+    std::memcpy(&n, plain.data(), 8);
+    std::string h(plain.begin() + 8, plain.begin() + 8 + long(n));
+    h.replace(h.find("\"format\":\"pt\""), 13, "\"format\":\"pt\",\"PhoneGPT.note\":\"x\"");
+    std::vector<uint8_t> marked(8);
+    n = h.size();
+    std::memcpy(marked.data(), &n, 8);
+    marked.insert(marked.end(), h.begin(), h.end());
+    marked.insert(marked.end(), plain.begin() + 8 + long(header_len_of(plain)), plain.end());
+    CHECK_THROWS_WITH(import(peft_config, marked, base), Catch::Contains("\"PhoneGPT.note\" looks like libphonegpt's"));
+    std::remove((folder + "/adapter_model.safetensors").c_str());
+    std::remove((folder + "/adapter_config.json").c_str());
 }

@@ -31,6 +31,7 @@ template <> struct kotlin_enum<pg_lr_schedule> { static constexpr const char* na
 template <> struct kotlin_enum<pg_optimizer> { static constexpr const char* name = "Optimizer"; };
 template <> struct kotlin_enum<pg_bpe_pattern> { static constexpr const char* name = "BpePattern"; };
 template <> struct kotlin_enum<pg_lora_average_method> { static constexpr const char* name = "LoraAverageMethod"; };
+template <> struct kotlin_enum<pg_lora_clip_mode> { static constexpr const char* name = "LoraClipMode"; };
 template <> struct kotlin_enum<pg_signature_policy> { static constexpr const char* name = "SignaturePolicy"; };
 template <> struct kotlin_enum<pg_base_trained_policy> { static constexpr const char* name = "BaseTrainedPolicy"; };
 template <> struct kotlin_enum<pg_check_outcome> { static constexpr const char* name = "CheckOutcome"; };

@@ -1,5 +1,7 @@
 // The coordinator natives (Kotlin: Coordinator.kt): averaging adapters of one base
-// (pg_lora_average) and validating uploads (pg_validator_*, pg_lora_validate*, the report). A
+// (pg_lora_average), validating uploads (pg_validator_*, pg_lora_validate*, the report, the
+// round's comparison) and the phone's differential privacy (pg_lora_adapter_privatize,
+// pg_privacy_epsilon). A
 // validator borrows its base model: Kotlin keeps it alive while the validator lives. A report
 // is its own handle; its adapter is a new LoraAdapter handle.
 #include "call_args.hpp"
@@ -167,6 +169,47 @@ jlong n_validation_report_adapter(JNIEnv* env, jclass, jlong h) {
     return to_handle(a);
 }
 
+// `reports`: the round's report handles; adds "round norm" to each.
+void n_validation_reports_compare_round(JNIEnv* env, jclass, jlong h, jlongArray jreports) {
+    auto* v = validator_of(env, h);
+    if (!v) return;
+    if (!jreports) {
+        throw_invalid(env, "compareRound: reports is null");
+        return;
+    }
+    const jsize n = env->GetArrayLength(jreports);
+    std::vector<jlong> handles(static_cast<std::size_t>(n));
+    if (n > 0) env->GetLongArrayRegion(jreports, 0, n, handles.data());
+    std::vector<pg_validation_report*> reports;
+    for (jlong r : handles) {
+        reports.push_back(report_of(env, r));
+        if (!reports.back()) return;
+    }
+    validator_failed(env, pg_validation_reports_compare_round(v, reports.data(), reports.size()), v);
+}
+
+// --- differential privacy ------------------------------------------------------------------
+
+// Returns LoraPrivacyReport.fields().
+jlongArray n_lora_adapter_privatize(JNIEnv* env, jclass, jlong h, jlong start, jlongArray jconfig) {
+    auto* a = handle_of<pg_lora_adapter>(env, h, "LoraAdapter");
+    auto* s = a ? handle_of<pg_lora_adapter>(env, start, "LoraAdapter") : nullptr;
+    pg_lora_privacy_config c;
+    if (!s || !options_from(env, jconfig, &c)) return nullptr;
+    pg_lora_privacy_report r = blank<pg_lora_privacy_report>();
+    if (failed(env, pg_lora_adapter_privatize(a, s, &c, &r))) return nullptr;
+    return new_longs(env, values_of(r));
+}
+
+// {epsilon, order}.
+jdoubleArray n_privacy_epsilon(JNIEnv* env, jclass, jdouble noise_multiplier, jlong rounds, jdouble delta) {
+    double out[2] = {0.0, 0.0};
+    if (failed(env, pg_privacy_epsilon(noise_multiplier, rounds, delta, &out[0], &out[1]))) return nullptr;
+    jdoubleArray a = env->NewDoubleArray(2);
+    if (a) env->SetDoubleArrayRegion(a, 0, 2, out);
+    return a;
+}
+
 const JNINativeMethod kCoordinatorNatives[] = {
     PG_NATIVE("loraAverage", "([J[D[J)[J", n_lora_average),
     PG_NATIVE("validatorCreate", "(J[J)J", n_validator_create),
@@ -181,6 +224,9 @@ const JNINativeMethod kCoordinatorNatives[] = {
     PG_NATIVE("validationReportCheck", "(JI)[Ljava/lang/Object;", n_validation_report_check),
     PG_NATIVE("validationReportJson", "(J)[B", n_validation_report_json),
     PG_NATIVE("validationReportAdapter", "(J)J", n_validation_report_adapter),
+    PG_NATIVE("validationReportsCompareRound", "(J[J)V", n_validation_reports_compare_round),
+    PG_NATIVE("loraAdapterPrivatize", "(JJ[J)[J", n_lora_adapter_privatize),
+    PG_NATIVE("privacyEpsilon", "(DJD)[D", n_privacy_epsilon),
 };
 
 }  // namespace

@@ -4,7 +4,12 @@ package phonegpt
 // base and validating an upload before it is averaged. Signing and verifying are in Signing.kt.
 
 /** pg_lora_average_method (phonegpt.h and docs/federated.md state what each one computes). */
-enum class LoraAverageMethod(override val code: Int) : CEnum { FEDAVG_FACTORS(0), CAT(1), SVD(2), FROZEN_A(3) }
+enum class LoraAverageMethod(override val code: Int) : CEnum {
+    FEDAVG_FACTORS(0), CAT(1), SVD(2), FROZEN_A(3), TRIMMED_MEAN(4), MEDIAN(5)
+}
+
+/** pg_lora_clip_mode: the bound each update's norm is clipped to before averaging. */
+enum class LoraClipMode(override val code: Int) : CEnum { NONE(0), MEDIAN(1), BOUND(2) }
 
 /** pg_signature_policy: what a [Validator] does with signatures. */
 enum class SignaturePolicy(override val code: Int) : CEnum { REQUIRED(0), OPTIONAL(1), OFF(2) }
@@ -30,6 +35,30 @@ fun LoraAdapter.Companion.average(adapters: List<LoraAdapter>, weights: DoubleAr
     val fields = config.fields()
     val r = readingAll(adapters) { handles -> Native.loraAverage(handles, weights, fields) }
     return Average(LoraAdapter(r[0]), LoraAverageReport.fromFields(r.copyOfRange(1, r.size), null))
+}
+
+/**
+ * The phone's differential privacy (pg_lora_adapter_privatize): this adapter's update from
+ * [start] (the adapter the round began from) is clipped to config.clipNorm and gets Gaussian
+ * noise of std noiseMultiplier * clipNorm, before the adapter is saved and signed.
+ */
+@JvmOverloads
+fun LoraAdapter.privatize(start: LoraAdapter, config: LoraPrivacyConfig = LoraPrivacyConfig.default()): LoraPrivacyReport {
+    val fields = config.fields()
+    val r = writing { a -> start.reading { s -> Native.loraAdapterPrivatize(a, s, fields) } }
+    return LoraPrivacyReport.fromFields(r, null)
+}
+
+/** (epsilon, delta)-DP spent and the Renyi order that gave it ([privacyEpsilon]). */
+class PrivacyBudget(val epsilon: Double, val order: Double)
+
+/**
+ * The privacy a phone has spent after [rounds] rounds of [privatize] at [noiseMultiplier]
+ * (pg_privacy_epsilon: the Gaussian mechanism's Renyi DP composed, no subsampling amplification).
+ */
+fun privacyEpsilon(noiseMultiplier: Double, rounds: Long, delta: Double): PrivacyBudget {
+    val r = Native.privacyEpsilon(noiseMultiplier, rounds, delta)
+    return PrivacyBudget(r[0], r[1])
 }
 
 // Runs [block] with every handle of [handles] under its shared lock (an adapter may appear twice).
@@ -96,6 +125,18 @@ class Validator private constructor(handle: Long, val base: Model) : NativeHandl
         base.reading(allowClosedByUser = true) {
             ValidationReport(Native.loraValidate(v, bytes, signature?.toByteArray(Charsets.UTF_8)))
         }
+    }
+
+    /**
+     * Once the round's uploads are validated: adds the "round norm" check to each of [reports]
+     * (its update norm over the round's median) and updates their acceptance
+     * (pg_validation_reports_compare_round). A report compared before is a [StateException].
+     */
+    fun compareRound(reports: List<ValidationReport>) = reading { v ->
+        val out = LongArray(reports.size)
+        fun from(i: Int): Unit = if (i == reports.size) Native.validationReportsCompareRound(v, out)
+                                 else reports[i].writing { r -> out[i] = r; from(i + 1) }
+        from(0)
     }
 
     /** The same from files ([signaturePath] null = unsigned); an unreadable file is an [IoException]. */

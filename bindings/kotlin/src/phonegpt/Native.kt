@@ -212,6 +212,9 @@ internal object Native {
     @JvmStatic external fun validationReportCheck(handle: Long, index: Int): Array<Any>
     @JvmStatic external fun validationReportJson(handle: Long): ByteArray
     @JvmStatic external fun validationReportAdapter(handle: Long): Long
+    @JvmStatic external fun validationReportsCompareRound(validator: Long, reports: LongArray?)
+    @JvmStatic external fun loraAdapterPrivatize(adapter: Long, start: Long, config: LongArray?): LongArray
+    @JvmStatic external fun privacyEpsilon(noiseMultiplier: Double, rounds: Long, delta: Double): DoubleArray
 
     // DataFilter.kt (bindings/kotlin/jni/privacy_jni.cpp)
     /** {filter handle, rule handle (0 without a rule)}. */

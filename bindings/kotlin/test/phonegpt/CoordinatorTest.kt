@@ -68,7 +68,7 @@ class CoordinatorTest {
                 val weights = doubleArrayOf(3.0, 1.0)
                 val mean = DoubleArray(ua.size) { 0.75 * ua[it] + 0.25 * ub[it] }
                 // CAT stacks the factors: exact, ranks add up
-                LoraAdapter.average(listOf(a, b), weights, LoraAverageConfig(LoraAverageMethod.CAT, 0)).let { avg ->
+                LoraAdapter.average(listOf(a, b), weights, LoraAverageConfig.default().copy(method = LoraAverageMethod.CAT, svdRank = 0)).let { avg ->
                     avg.adapter.use { c ->
                         assertEquals(4, avg.report.rank)
                         assertEquals(4, c.config.rank)
@@ -93,7 +93,7 @@ class CoordinatorTest {
                     }
                 }
                 // SVD re-compresses the exact mean to the asked rank: rank 4 holds it exactly
-                LoraAdapter.average(listOf(a, b), weights, LoraAverageConfig(LoraAverageMethod.SVD, 4)).let { avg ->
+                LoraAdapter.average(listOf(a, b), weights, LoraAverageConfig.default().copy(method = LoraAverageMethod.SVD, svdRank = 4)).let { avg ->
                     avg.adapter.use { c ->
                         assertEquals(4, avg.report.rank)
                         assertTrue("${avg.report}", avg.report.svdResidual < 1e-4)
@@ -102,7 +102,7 @@ class CoordinatorTest {
                 }
                 // FROZEN_A needs freeze_a adapters; these are not
                 assertThrows<GeometryException>(Status.GEOMETRY) {
-                    LoraAdapter.average(listOf(a, b), null, LoraAverageConfig(LoraAverageMethod.FROZEN_A, 0))
+                    LoraAdapter.average(listOf(a, b), null, LoraAverageConfig.default().copy(method = LoraAverageMethod.FROZEN_A, svdRank = 0))
                 }
                 assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) {
                     LoraAdapter.average(listOf(a, b), doubleArrayOf(1.0))                  // one weight for two
@@ -115,7 +115,7 @@ class CoordinatorTest {
         trained(21, config = ffa.copy(initSeed = 21)).use { a ->
             LoraAdapter(base, ffa.copy(initSeed = 21)).use { b ->
                 LoraTrainer(base, b, trainConfig().copy(seed = 5, lrMax = 1e-2f)).use { t -> t.setData(ids); t.train(3) }
-                LoraAdapter.average(listOf(a, b), null, LoraAverageConfig(LoraAverageMethod.FROZEN_A, 0)).let { avg ->
+                LoraAdapter.average(listOf(a, b), null, LoraAverageConfig.default().copy(method = LoraAverageMethod.FROZEN_A, svdRank = 0)).let { avg ->
                     avg.adapter.use { c ->
                         val mean = DoubleArray(update(a).size) { 0.5 * update(a)[it] + 0.5 * update(b)[it] }
                         assertTrue("${avg.report}", avg.report.relativeError < 1e-5)
@@ -152,10 +152,12 @@ class CoordinatorTest {
                             val names = r.checks.map { it.name }
                             assertEquals(listOf("format", "geometry", "base weights", "tokenizer", "base trained", "signature",
                                                 "trajectory present", "trajectory finite", "trajectory length",
-                                                "trajectory start", "trajectory not diverging", "held-out evaluation"),
+                                                "trajectory start", "trajectory not diverging", "update norm",
+                                                "held-out evaluation"),
                                          names)
                             val s = r.summary
-                            assertEquals(12, s.nChecks)
+                            assertEquals(13, s.nChecks)
+                            assertTrue(s.updateRatio < ValidationPolicy.default().maxUpdateRatio)
                             assertEquals(key.keyId, s.keyId)
                             assertEquals(4L, s.steps)
                             assertEquals(CheckOutcome.PASSED, r.checks.first { it.name == "signature" }.outcome)
@@ -169,6 +171,15 @@ class CoordinatorTest {
                                 assertArrayEquals(adapter.trainingRecord.losses, got.trainingRecord.losses, 0f)
                             }
                         }
+                        // the round: three equal uploads, each at the round's median
+                        val round = List(3) { v.validate(bytes, signature) }
+                        v.compareRound(round)
+                        for (r in round) {
+                            assertEquals(CheckOutcome.PASSED, r.checks.first { it.name == "round norm" }.outcome)
+                            assertEquals(1.0, r.summary.roundRatio, 1e-9)
+                        }
+                        assertThrows<StateException>(Status.STATE) { v.compareRound(round) }
+                        round.forEach { it.close() }
                         // the same from files
                         v.validateFile(file.path, sigFile.path).use { r -> assertEquals(key.keyId, r.summary.keyId) }
                         // unsigned: the default policy requires a signature
@@ -212,5 +223,25 @@ class CoordinatorTest {
         r.close()
         assertThrows<StateException>(Status.STATE) { r.summary }
         assertThrows<StateException>(Status.STATE) { v.validate(ByteArray(8)) }
+    }
+
+    @Test fun privacyClipsNoisesAndAccounts() {
+        val start = LoraAdapter(base, LoraConfig.default().copy(rank = 2, initSeed = 5))
+        trained(5).use { a ->
+            val before = a.parameter(a.tensorNames.last())
+            val rep = a.privatize(start, LoraPrivacyConfig.default().copy(clipNorm = 1e-3, noiseMultiplier = 0.5, seed = 9))
+            assertTrue(rep.clipped)
+            assertEquals(5e-4, rep.noiseStddev, 1e-12)
+            assertTrue(rep.noised > 0)
+            assertFalse(before.contentEquals(a.parameter(a.tensorNames.last())))
+            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) {
+                a.privatize(start, LoraPrivacyConfig.default().copy(clipNorm = 0.0))
+            }
+        }
+        start.close()
+        val b = privacyEpsilon(1.0, 1, 1e-5)
+        assertEquals(0.5 + 2 * Math.sqrt(0.5 * Math.log(1e5)), b.epsilon, 1e-9)
+        assertTrue(privacyEpsilon(1.0, 4, 1e-5).epsilon > b.epsilon)
+        assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { privacyEpsilon(0.0, 1, 1e-5) }
     }
 }
