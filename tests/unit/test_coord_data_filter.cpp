@@ -65,7 +65,9 @@ std::string describe(const std::string& text, const std::vector<pg::privacy::Spa
 }  // namespace
 
 TEST_CASE("data filter: exact removals on synthetic personal data", "[coord][privacy]") {
-    const auto r = filter_text(kFixture, FilterOptions{});
+    FilterOptions o;
+    o.regions = "US";  // NANP's seven-digit local numbers (555-0134) count only with this hint
+    const auto r = filter_text(kFixture, o);
     INFO(describe(kFixture, r.spans));
     REQUIRE(r.spans.size() == kExpected.size());
     std::size_t from = 0;
