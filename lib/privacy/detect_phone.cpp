@@ -39,7 +39,13 @@ constexpr Plan kPlans[] = {
     {"IN", 91, "0", 10, 10, kAny}, {"US", 1, "1", 10, 10, 0x3FC}, {"CA", 1, "1", 10, 10, 0x3FC},
 };
 constexpr std::size_t kPlanCount = sizeof kPlans / sizeof kPlans[0];
-constexpr std::size_t kUs = kPlanCount - 2, kCa = kPlanCount - 1, kIn = kPlanCount - 3;
+constexpr std::size_t plan_index(const char* region) {
+    for (std::size_t i = 0; i < kPlanCount; ++i)
+        if (kPlans[i].region[0] == region[0] && kPlans[i].region[1] == region[1]) return i;
+    return kPlanCount;
+}
+constexpr std::size_t kUs = plan_index("US"), kCa = plan_index("CA"), kIn = plan_index("IN");
+static_assert(kUs < kPlanCount && kCa < kPlanCount && kIn < kPlanCount, "the plans the rules name");
 static_assert(kPlanCount <= 63, "RegionSet is a 64-bit mask; bit 63 marks an explicit set");
 constexpr RegionSet kExplicit = RegionSet(1) << 63;
 
