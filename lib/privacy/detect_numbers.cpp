@@ -211,7 +211,7 @@ bool numbering_word_before(std::string_view t, std::size_t pos) {
         "section", "sections", "sec", "chapter", "chap", "ch", "clause", "article", "art", "paragraph", "para",
         "rule", "step", "item", "figure", "fig", "table", "tab", "appendix", "annex", "version", "ver", "v",
         "release", "rev", "revision", "build", "firmware", "abschnitt", "kapitel", "artikel", "absatz",
-        "ziffer", "punkt", "anhang", "tabelle", "abbildung", "secci\xc3\xb3n", "cap\xc3\xadtulo", "art\xc3\xad" "culo",
+        "ziffer", "punkt", "anhang", "tabelle", "abbildung", "secci\xc3\xb3n", "cap\xc3\xadtulo", ("art\xc3\xad" "culo"),
         "chapitre", "paragraphe", "capitolo", "articolo", "sezione", "hoofdstuk", "rozdzia\xc5\x82", "oid",
     };
     const std::string_view word = t.substr(b, e - b);
