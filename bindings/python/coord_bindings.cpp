@@ -49,14 +49,23 @@ void write_text_file(const std::string& path, const std::string& text) {
 
 class DataFilter {
 public:
-    DataFilter(const py::object& config, const py::object& replacement, const py::object& custom_rule)
+    DataFilter(const py::object& config, const py::object& replacement, const py::object& regions,
+               const py::object& custom_rule)
         : rule_(custom_rule) {
         pg_data_filter_config c;
         pg_data_filter_config_default(&c);
-        if (!config.is_none()) c.kinds = config.cast<pg_data_filter_config>().kinds;
+        if (!config.is_none()) {
+            const auto given = config.cast<pg_data_filter_config>();
+            c.kinds = given.kinds;
+            c.placeholder_kinds = given.placeholder_kinds;
+        }
         if (!replacement.is_none()) {
             replacement_ = replacement.cast<std::string>();
             c.replacement = replacement_.c_str();
+        }
+        if (!regions.is_none()) {
+            regions_ = regions.cast<std::string>();
+            c.regions = regions_.c_str();
         }
         if (!rule_.is_none()) {
             if (!PyCallable_Check(rule_.ptr())) throw py::type_error("custom_rule must be callable");
@@ -124,7 +133,7 @@ private:
     }
     std::shared_ptr<pg_data_filter> p_;
     py::object rule_;
-    std::string replacement_;
+    std::string replacement_, regions_;
     std::optional<py::error_already_set> pending_;
 };
 
@@ -581,11 +590,14 @@ void bind_coord(py::module_& m, const Hooks& hooks) {
     using py::arg;
 
     py::class_<DataFilter> df(m, "DataFilter",
-        "The phone's data filter, applied to text before tokenization (docs/federated.md): removes\n"
-        "e-mail addresses, phone numbers, payment cards (Luhn), IBANs (mod 97), IPv4/IPv6 addresses\n"
-        "and whatever custom_rule(text: bytes) -> [(begin, end), ...] reports.");
-    df.def(py::init<const py::object&, const py::object&, const py::object&>(), arg("config") = py::none(), py::kw_only(),
-           arg("replacement") = py::none(), arg("custom_rule") = py::none())
+        "The phone's data filter, applied to text before tokenization (docs/privacy.md): removes\n"
+        "e-mail addresses, phone numbers, payment cards, IBANs, IPv4/IPv6 addresses and whatever\n"
+        "custom_rule(text: bytes) -> [(begin, end), ...] reports. config.kinds: the kinds acted on\n"
+        "(others kept); config.placeholder_kinds: those written as <EMAIL>, <PHONE>, ...; regions:\n"
+        "\"DE,GB\", how the app's national phone numbers are written.");
+    df.def(py::init<const py::object&, const py::object&, const py::object&, const py::object&>(),
+           arg("config") = py::none(), py::kw_only(), arg("replacement") = py::none(), arg("regions") = py::none(),
+           arg("custom_rule") = py::none())
         .def("apply", &DataFilter::apply, arg("text"),
              "(filtered text, DataFilterReport, [(begin, end, kind)]): byte ranges of the input, never\n"
              "the removed text.");

@@ -155,7 +155,7 @@ const CallRoute kCallRoutes[] = {
     {"pg_tensor_info", "data", "Model.parameter"},    // a numpy view instead of the pointer
     // bindings/python/coord_bindings.cpp
     {"pg_lora_config", nullptr, "Adapter.create"},            // layers: a sequence argument
-    {"pg_data_filter_config", nullptr, "DataFilter.__init__"},  // replacement, custom_rule
+    {"pg_data_filter_config", nullptr, "DataFilter.__init__"},  // replacement, regions, custom_rule
     {"pg_validation_summary", "key_id", "ValidationReport.key_id()"},
     {"pg_validation_check", nullptr, "ValidationReport.checks()"},  // dicts with name and message
 };

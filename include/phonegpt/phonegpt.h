@@ -1061,10 +1061,11 @@ PG_API pg_status pg_lora_trainer_resume(const char* path, const pg_model* base,
 /* Coordinator and data privacy (issue 13): the data filter                                   */
 /* ------------------------------------------------------------------------------------------ */
 
-/* What the data filter removes. The built-in detectors (docs/federated.md states each rule):
- * e-mail addresses; phone numbers (7-15 digits in groups, optional +country code); payment
- * card numbers (13-19 digits, Luhn-checked); IBANs (country length table, mod-97 checked);
- * IPv4 and IPv6 addresses. PG_PII_CUSTOM marks spans reported by the caller's rule. */
+/* What the data filter finds. The built-in detectors (docs/privacy.md states each rule):
+ * e-mail addresses (RFC 5322/6531, internationalised); phone numbers (numbering plans of the
+ * EU, UK, NANP, India; national numbers by the app's regions); payment card numbers (issuer
+ * range and length, Luhn); IBANs (ISO 13616 country lengths, mod-97, any case); IPv4 and IPv6
+ * addresses. PG_PII_CUSTOM marks spans reported by the caller's rule. */
 typedef enum pg_pii_kind {
     PG_PII_EMAIL = 0,
     PG_PII_PHONE = 1,
@@ -1096,6 +1097,14 @@ typedef struct pg_data_filter_config {
                                       (default): the span is removed */
     pg_pii_rule_fn custom_rule;    /* optional: the app's own rule (PG_PII_CUSTOM spans) */
     void* custom_user;
+    /* The policy per kind: a kind in `kinds` is acted on (else kept); of those, a kind in
+     * placeholder_kinds is written as a typed placeholder ("<EMAIL>", "<PHONE>", "<CARD>",
+     * "<IBAN>", "<IP>", "<PII>" for custom), the others as `replacement`. Default 0. */
+    uint32_t placeholder_kinds;
+    /* The app's regions for phone numbers written without '+': ISO 3166 codes, "DE,GB"
+     * (pg_data_filter_create refuses an unknown one, naming the known). NULL or "" (default):
+     * every plan whose national numbers start with 0, NANP's ten digits, Indian mobiles. */
+    const char* regions;
 } pg_data_filter_config;
 PG_API void pg_data_filter_config_default(pg_data_filter_config* config);
 

@@ -55,7 +55,9 @@ pg_status pg_data_filter_create(const pg_data_filter_config* config, pg_data_fil
                         ("kinds has bits beyond PG_PII_ALL_BUILTIN (" + std::to_string(c.kinds) + ")").c_str());
         auto f = std::make_unique<pg_data_filter>();
         f->options.kinds = c.kinds;
+        f->options.placeholder_kinds = c.placeholder_kinds;
         if (c.replacement) f->options.replacement = c.replacement;
+        if (c.regions) f->options.regions = c.regions;
         if (c.custom_rule) {
             const pg_pii_rule_fn rule = c.custom_rule;
             void* user = c.custom_user;

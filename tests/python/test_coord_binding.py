@@ -60,6 +60,18 @@ def test_data_filter_removes_exactly_the_personal_data_and_reports_ranges():
         f.apply(b"bad \xff utf-8")
 
 
+def test_data_filter_policy_per_kind_and_regions():
+    text = "mail jane@example.com, call 612 345 678 or +49 30 1234567, ip 192.0.2.1"
+    config = phonegpt.DataFilterConfig(kinds=0x3F & ~(1 << 4), placeholder_kinds=(1 << 0) | (1 << 1))
+    out, report, spans = phonegpt.DataFilter(config).apply(text)
+    assert out == "mail <EMAIL>, call 612 345 678 or <PHONE>, ip 192.0.2.1"
+    assert (report.n_email, report.n_phone, report.n_ipv4) == (1, 1, 0)
+    out, _, _ = phonegpt.DataFilter(config, regions="ES").apply(text)
+    assert out == "mail <EMAIL>, call <PHONE> or <PHONE>, ip 192.0.2.1"
+    with pytest.raises(phonegpt.InvalidArgument, match="unknown region"):
+        phonegpt.DataFilter(regions="XX")
+
+
 def test_adapter_weights_are_a_fixed_ordered_list_of_arrays():
     with tiny_model() as base:
         a = phonegpt.Adapter.create(base, rank=2, target_modules=1 | 8, layers=[1])

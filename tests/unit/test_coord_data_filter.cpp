@@ -2,7 +2,7 @@
 // nothing removed from Tiny Shakespeare, the caller's rule, bad input, and the C API.
 #include <catch2/catch.hpp>
 
-#include <chrono>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -65,7 +65,9 @@ std::string describe(const std::string& text, const std::vector<pg::privacy::Spa
 }  // namespace
 
 TEST_CASE("data filter: exact removals on synthetic personal data", "[coord][privacy]") {
-    const auto r = filter_text(kFixture, FilterOptions{});
+    FilterOptions o;
+    o.regions = "US";  // NANP's seven-digit local numbers (555-0134) count only with this hint
+    const auto r = filter_text(kFixture, o);
     INFO(describe(kFixture, r.spans));
     REQUIRE(r.spans.size() == kExpected.size());
     std::size_t from = 0;
@@ -172,15 +174,22 @@ TEST_CASE("data filter: invalid UTF-8 is refused with its offset", "[coord][priv
 TEST_CASE("data filter: hostile inputs stay linear", "[coord][privacy]") {
     // Each would make a naive or backtracking matcher quadratic.
     const std::size_t n = 4 << 20;
-    const std::vector<std::string> patterns = {"a@", "a.", "1 ", "1-", "DE89", "a:", "::1", "@.", "+1"};
+    const std::vector<std::string> patterns = {"a@", "a.", "1 ", "1-", "DE89", "a:", "::1", "@.", "+1",
+                                               "4111 ", "(1", "0 0 "};
+    // The thread's CPU time: other processes on a shared machine do not count against it.
+    const auto cpu_seconds = [] {
+        timespec ts;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+    };
     for (const auto& p : patterns) {
         std::string text;
         while (text.size() < n) text += p;
-        const auto t0 = std::chrono::steady_clock::now();
+        const double t0 = cpu_seconds();
         const auto r = filter_text(text, FilterOptions{});
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double s = cpu_seconds() - t0;
         INFO(p << ": " << s << " s, " << r.spans.size() << " spans");
-        CHECK(s < 5.0);  // about 0.05 s each when linear; minutes when quadratic
+        CHECK(s < 5.0);  // at most about 0.4 s each when linear (4111 ); minutes when quadratic
         CHECK(r.text.size() <= text.size());
     }
 }

@@ -44,7 +44,8 @@ struct BitSet {
     const char* kotlin_enum;
 };
 const BitSet kBitSets[] = {{"pg_lora_config", "target_modules", "LoraTarget"},
-                           {"pg_data_filter_config", "kinds", "PiiKind"}};
+                           {"pg_data_filter_config", "kinds", "PiiKind"},
+                           {"pg_data_filter_config", "placeholder_kinds", "PiiKind"}};
 
 struct Field {
     std::string c_name, name, type;     // Kotlin name and type

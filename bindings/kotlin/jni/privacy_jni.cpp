@@ -50,14 +50,20 @@ void free_rule(JNIEnv* env, Rule* rule) {
     delete rule;
 }
 
-// fields: DataFilterConfig.fields(); replacement: UTF-8 bytes, empty = remove the span; bridge: a
-// RuleBridge or null. Returns {filter handle, rule handle (0 without a rule)}.
-jlongArray n_data_filter_create(JNIEnv* env, jclass, jlongArray jfields, jbyteArray jreplacement, jobject bridge) {
-    std::vector<char> replacement;
+// fields: DataFilterConfig.fields(); replacement: UTF-8 bytes, empty = remove the span; regions:
+// UTF-8 bytes, empty = the default plans; bridge: a RuleBridge or null. Returns {filter handle,
+// rule handle (0 without a rule)}.
+jlongArray n_data_filter_create(JNIEnv* env, jclass, jlongArray jfields, jbyteArray jreplacement, jbyteArray jregions,
+                                jobject bridge) {
+    std::vector<char> replacement, regions;
     pg_data_filter_config c;
-    if (!options_from(env, jfields, &c) || !get_bytes(env, jreplacement, "replacement", &replacement)) return nullptr;
+    if (!options_from(env, jfields, &c) || !get_bytes(env, jreplacement, "replacement", &replacement) ||
+        !get_bytes(env, jregions, "regions", &regions))
+        return nullptr;
     replacement.push_back('\0');
+    regions.push_back('\0');
     c.replacement = replacement.data();
+    c.regions = regions.data();
     Rule* rule = nullptr;
     if (bridge) {
         rule = new Rule;
@@ -123,7 +129,7 @@ jlongArray n_data_filter_spans(JNIEnv* env, jclass, jlong h) {
 }
 
 const JNINativeMethod kPrivacyNatives[] = {
-    PG_NATIVE("dataFilterCreate", "([J[BLphonegpt/RuleBridge;)[J", n_data_filter_create),
+    PG_NATIVE("dataFilterCreate", "([J[B[BLphonegpt/RuleBridge;)[J", n_data_filter_create),
     PG_NATIVE("dataFilterFree", "(JJ)V", n_data_filter_free),
     PG_NATIVE("dataFilterApply", "(JJ[B)[J", n_data_filter_apply),
     PG_NATIVE("dataFilterOutput", "(J)[B", n_data_filter_output),

@@ -273,14 +273,17 @@ class LoraPrivacyReport:
 def privacy_epsilon(noise_multiplier: float, rounds: int, delta: float) -> Tuple[float, float]: ...
 
 class DataFilterConfig:
-    """Which built-in detectors run (pg_data_filter_config.kinds: bit 1 << kind per detector);
-    replacement and custom_rule are arguments of DataFilter()."""
+    """The policy per kind (pg_data_filter_config): kinds, bit 1 << kind per kind acted on (the
+    others are kept); placeholder_kinds, those of them written as "<EMAIL>", "<PHONE>", ...;
+    replacement, regions and custom_rule are arguments of DataFilter()."""
     kinds: int
+    placeholder_kinds: int
     def __init__(self, **fields: object) -> None: ...
     def replace(self, **fields: object) -> DataFilterConfig: ...
 
 class DataFilter:
     def __init__(self, config: Optional[DataFilterConfig] = None, *, replacement: Optional[str] = None,
+                 regions: Optional[str] = None,
                  custom_rule: Optional[Callable[[bytes], Sequence[Tuple[int, int]]]] = None) -> None: ...
     def apply(self, text: Union[str, bytes]) -> Tuple[Union[str, bytes], DataFilterReport, List[Tuple[int, int, str]]]: ...
     def close(self) -> None: ...

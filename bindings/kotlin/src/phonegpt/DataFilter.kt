@@ -46,7 +46,11 @@ class RuleBridge internal constructor(private val rule: (String) -> List<IntRang
 
 /**
  * Removes personal data (e-mail addresses, phone numbers, payment cards, IBANs, IP addresses)
- * from training text before it is used (pg_data_filter). [customRule], if given, is the app's
+ * from training text before it is used (pg_data_filter). The policy per kind: a kind in
+ * [DataFilterConfig.kinds] is acted on (else kept), written as a typed placeholder ("<EMAIL>",
+ * ...) if it is in [DataFilterConfig.placeholderKinds], else as [DataFilterConfig.replacement];
+ * [DataFilterConfig.regions] ("DE,GB") says how the app's national phone numbers are written.
+ * [customRule], if given, is the app's
  * own rule: it gets the text of each [apply] (before the built-in detectors) and returns the
  * character ranges to remove (`begin until end`, PiiKind.CUSTOM spans). An exception it throws
  * stops the apply and is re-thrown by it; the filter stays usable. One thread at a time: every
@@ -58,7 +62,7 @@ class DataFilter private constructor(handles: LongArray) : NativeHandle(handles[
     @JvmOverloads constructor(config: DataFilterConfig = DataFilterConfig.default(),
                               customRule: ((String) -> List<IntRange>)? = null) :
         this(Native.dataFilterCreate(config.fields(), config.replacement.toByteArray(Charsets.UTF_8),
-                                     customRule?.let { RuleBridge(it) }))
+                                     config.regions.toByteArray(Charsets.UTF_8), customRule?.let { RuleBridge(it) }))
 
     /** The filtered text, the spans removed from the input (sorted by begin) and the report. */
     class Result(val text: String, val spans: List<PiiSpan>, val report: DataFilterReport)

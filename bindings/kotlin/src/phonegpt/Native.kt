@@ -218,7 +218,7 @@ internal object Native {
 
     // DataFilter.kt (bindings/kotlin/jni/privacy_jni.cpp)
     /** {filter handle, rule handle (0 without a rule)}. */
-    @JvmStatic external fun dataFilterCreate(config: LongArray?, replacement: ByteArray?, rule: RuleBridge?): LongArray
+    @JvmStatic external fun dataFilterCreate(config: LongArray?, replacement: ByteArray?, regions: ByteArray?, rule: RuleBridge?): LongArray
     @JvmStatic external fun dataFilterFree(handle: Long, rule: Long)
     @JvmStatic external fun dataFilterApply(handle: Long, rule: Long, text: ByteArray?): LongArray
     @JvmStatic external fun dataFilterOutput(handle: Long): ByteArray

@@ -57,7 +57,7 @@ class PrivacyTest {
     }
 
     @Test fun onlyTheChosenDetectorsRun() {
-        DataFilter(DataFilterConfig(setOf(PiiKind.EMAIL), "")).use { f ->
+        DataFilter(DataFilterConfig.default().copy(kinds = setOf(PiiKind.EMAIL))).use { f ->
             val r = f.apply(text)
             assertEquals(listOf(PiiKind.EMAIL), r.spans.map { it.kind })
             assertTrue("4111 1111 1111 1111" in r.text)
@@ -81,7 +81,22 @@ class PrivacyTest {
         f.close()
         f.close()
         assertThrows<StateException>(Status.STATE) { f.apply("x") }
-        assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { Native.dataFilterCreate(longArrayOf(1L shl 9), ByteArray(0), null) }
+        assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { Native.dataFilterCreate(longArrayOf(1L shl 9), ByteArray(0), ByteArray(0), null) }
+    }
+
+    /** The policy per kind (kept, placeholder, removed) and the region hint for national numbers. */
+    @Test fun policyPerKindAndRegions() {
+        val text = "mail jane@example.com, call 612 345 678 or +49 30 1234567, ip 192.0.2.1"
+        val config = DataFilterConfig.default().copy(kinds = PiiKind.values().toSet() - PiiKind.CUSTOM - PiiKind.IPV4,
+                                                     placeholderKinds = setOf(PiiKind.EMAIL, PiiKind.PHONE))
+        DataFilter(config).use { f ->
+            assertEquals("mail <EMAIL>, call 612 345 678 or <PHONE>, ip 192.0.2.1", f.apply(text).text)
+        }
+        DataFilter(config.copy(regions = "ES")).use { f ->
+            assertEquals("mail <EMAIL>, call <PHONE> or <PHONE>, ip 192.0.2.1", f.apply(text).text)
+        }
+        val e = assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { DataFilter(config.copy(regions = "XX")) }
+        assertTrue(e.message!!, e.message!!.contains("unknown region"))
     }
 
     /**
