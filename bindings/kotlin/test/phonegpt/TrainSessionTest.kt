@@ -85,7 +85,9 @@ class TrainSessionTest {
         val worker = sessionWorker(path.path, 0)  // no time budget: only the cancel stops it
         runBlocking {
             val job = GlobalScope.async { worker.doWork() }
-            delay(150)
+            val giveUp = System.nanoTime() + 60_000_000_000L
+            while (!path.exists() && System.nanoTime() < giveUp) delay(10)  // a first checkpoint: it is training
+            assertTrue(path.exists())
             val t0 = System.nanoTime()
             job.cancel()
             try { job.await() } catch (e: kotlinx.coroutines.CancellationException) { Unit }
