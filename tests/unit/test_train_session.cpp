@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "phonegpt/phonegpt.h"
+#include "fake_sysfs.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -410,4 +411,46 @@ TEST_CASE("session creation refuses bad configurations and checkpoints of anothe
     pg_model_free(m);
     remove_file(path);
     remove_file(lora_path);
+}
+
+TEST_CASE("tokens per second are reported per core class of the pinned threads", "[train_session]") {
+    // A fake two-class phone (cpu0 big, cpu1 little) with PG_PIN_THREADS=big: 2 threads need both
+    // classes (not pinned, -1); throttled to 1 thread they are pinned to the big core (1024).
+    const pg_test::ScopedEnv root("PG_SYSFS_CPU_ROOT",
+                                  pg_test::fake_sysfs("sysfs-session", {{0x411fd440, 1024}, {0x411fd050, 512}}).c_str());
+    const pg_test::ScopedEnv pin("PG_PIN_THREADS", "big");
+    const std::string path = pg_test::tmp_dir() + "/session_core_rates.pgc";
+    remove_file(path);
+    // On a thread of its own: pinning the calling thread (the pool's worker 0) lasts.
+    std::thread([&] {
+        pg_model* m = tiny_model();
+        pg_train_config tc = train_config();
+        tc.total_steps = 1000000;
+        pg_train_session_config sc;
+        pg_train_session_config_default(&sc);
+        sc.time_budget_ms = 80;
+        sc.throttle_sleep_ms = 0;
+        pg_train_session* s = nullptr;
+        REQUIRE(pg_train_session_create(m, &tc, &sc, path.c_str(), &s) == PG_OK);
+        const std::vector<int32_t> data = tokens();
+        REQUIRE(pg_train_session_set_data(s, data.data(), data.size()) == PG_OK);
+        REQUIRE(pg_train_session_run(s, nullptr) == PG_OK);
+        pg_device_conditions c;
+        pg_device_conditions_default(&c);
+        c.thermal_status = PG_THERMAL_MODERATE;
+        REQUIRE(pg_train_session_set_conditions(s, &c) == PG_OK);
+        REQUIRE(pg_train_session_run(s, nullptr) == PG_OK);
+        int32_t caps[4] = {0, 0, 0, 0};
+        double rates[4] = {0, 0, 0, 0};
+        int32_t n = 0;
+        REQUIRE(pg_train_session_core_rates(s, caps, rates, 4, &n) == PG_OK);
+        REQUIRE(n == 2);
+        CHECK(caps[0] == 1024);
+        CHECK(caps[1] == -1);
+        CHECK(rates[0] > 0);
+        CHECK(rates[1] > 0);
+        pg_train_session_free(s);
+        pg_model_free(m);
+    }).join();
+    remove_file(path);
 }
