@@ -130,6 +130,9 @@ py::object wrap_adapter(pg_lora_adapter* adapter);
 // Adapter's A and B, PEFT import and export, the base it records, and LoraTrainer. Call after
 // bind_coord (it extends phonegpt.Adapter).
 void bind_lora(py::module_& m, const Hooks& hooks);
+// bindings/python/session_bindings.cpp: TrainSession and the training memory plan. Call after
+// bind_coord (it takes phonegpt.Adapter).
+void bind_train_session(py::module_& m, const Hooks& hooks);
 
 }  // namespace pg_py
 

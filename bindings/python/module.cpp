@@ -80,4 +80,5 @@ PYBIND11_MODULE(_phonegpt, m) {
     // The coordinator's side and the phone's data filter (bindings/python/coord_bindings.cpp).
     pg_py::bind_coord(m, pg_py::binding_hooks());
     pg_py::bind_lora(m, pg_py::binding_hooks());
+    pg_py::bind_train_session(m, pg_py::binding_hooks());
 }

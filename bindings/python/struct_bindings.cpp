@@ -106,6 +106,12 @@ struct EnumNames<pg_check_outcome> {
         {PG_CHECK_PASSED, "passed"}, {PG_CHECK_FAILED, "failed"}, {PG_CHECK_SKIPPED, "skipped"}};
 };
 template <>
+struct EnumNames<pg_train_stop> {
+    static constexpr std::pair<pg_train_stop, const char*> items[] = {
+        {PG_TRAIN_STOP_NONE, "none"}, {PG_TRAIN_STOP_STEPS, "steps"}, {PG_TRAIN_STOP_TIME, "time"},
+        {PG_TRAIN_STOP_CANCELLED, "cancelled"}};
+};
+template <>
 struct EnumNames<pg_weight_storage> {  // Model.weight_storage (no struct field)
     static constexpr std::pair<pg_weight_storage, const char*> items[] = {
         {PG_WEIGHTS_FP32, "fp32"}, {PG_WEIGHTS_FP16, "fp16"}, {PG_WEIGHTS_BF16, "bf16"},
@@ -185,6 +191,13 @@ const char* struct_doc(const std::string& c_struct) {
         return "BPE training options: Tokenizer.train(texts, vocab_size, config, special_tokens=..., progress=...,\n"
                "**fields); min_frequency 2, pattern 'gpt2', all cores by default.";
     if (c_struct == "pg_step_result") return "What one optimizer step did.";
+    if (c_struct == "pg_train_session_config")
+        return "A TrainSession's budgets, checkpoint cadence, memory budget and conditions policy.";
+    if (c_struct == "pg_device_conditions")
+        return "What the app reports of the device: battery_percent (-1 unknown), charging, thermal_status\n"
+               "(Android PowerManager's THERMAL_STATUS_NONE = 0 .. SHUTDOWN = 6).";
+    if (c_struct == "pg_train_session_report") return "Where a TrainSession is and why its last run stopped.";
+    if (c_struct == "pg_memory_plan") return "The predicted peak resident memory of training, term by term (bytes).";
     if (c_struct == "pg_eval_result") return "A whole-split (or sampled) evaluation.";
     if (c_struct == "pg_tensor_info")
         return "A tensor's shape and place in the parameter allocation (Model.tensor_info(name));\n"

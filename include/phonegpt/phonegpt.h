@@ -1420,6 +1420,172 @@ PG_API pg_status pg_lora_adapter_privatize(pg_lora_adapter* adapter, const pg_lo
 PG_API pg_status pg_privacy_epsilon(double noise_multiplier, int64_t rounds, double delta,
                                     double* epsilon, double* order);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Training sessions: runs that survive the operating system (docs/android.md)               */
+/* ------------------------------------------------------------------------------------------ */
+
+/* The training memory plan: the peak resident memory of a training configuration, predicted
+ * from the configuration alone before anything is allocated, as the sum of what training
+ * holds: the weights in their storage (the model for full training, the frozen base for an
+ * adapter), an adapter's values, the trained tensors' gradients and AdamW moments, the
+ * engine's activations for one micro-batch with its per-thread scratch (recompute_activations
+ * and n_threads change it), the copy of the moments a checkpoint holds while it writes, the
+ * trainer's copy of the training tokens and the process's runtime. bench_memory_plan measures
+ * it against a training session's peak resident memory (VmHWM); docs/phone.md gives the table. */
+typedef struct pg_memory_plan {
+    uint32_t struct_size;
+    int64_t weights_bytes;
+    int64_t adapter_bytes;           /* 0 for full training (its values are the weights) */
+    int64_t gradient_bytes;
+    int64_t optimizer_bytes;
+    int64_t activation_bytes;
+    int64_t checkpoint_bytes;
+    int64_t data_bytes;
+    int64_t runtime_bytes;
+    int64_t peak_bytes;              /* the sum of the above: the predicted peak */
+    int32_t batch_size;              /* the batch the plan is for */
+} pg_memory_plan;
+/* The plan of full training (lora NULL; storage must be PG_WEIGHTS_FP32) or of an adapter with
+ * `lora`'s configuration over a base of `model`'s geometry held in `storage`, with `train`
+ * (required; its n_threads <= 0 = this machine's cores) and n_data_tokens training tokens.
+ * Invalid configurations are refused as pg_trainer_create / pg_lora_adapter_create refuse them. */
+PG_API pg_status pg_train_memory_plan(const pg_model_config* model, pg_weight_storage storage,
+                                      const pg_lora_config* lora, const pg_train_config* train,
+                                      int64_t n_data_tokens, pg_memory_plan* plan);
+/* The plan of the largest batch_size (train's other fields as given) whose peak fits
+ * budget_bytes; plan->batch_size is that batch. When not even batch_size 1 fits:
+ * PG_ERR_OUT_OF_MEMORY with a message giving batch 1's predicted peak, its terms and the budget. */
+PG_API pg_status pg_train_memory_max_batch(const pg_model_config* model, pg_weight_storage storage,
+                                           const pg_lora_config* lora, const pg_train_config* train,
+                                           int64_t n_data_tokens, int64_t budget_bytes,
+                                           pg_memory_plan* plan);
+
+/* Android's PowerManager thermal status levels (THERMAL_STATUS_NONE .. _SHUTDOWN), same values. */
+typedef enum pg_thermal_status {
+    PG_THERMAL_NONE = 0,
+    PG_THERMAL_LIGHT = 1,
+    PG_THERMAL_MODERATE = 2,
+    PG_THERMAL_SEVERE = 3,
+    PG_THERMAL_CRITICAL = 4,
+    PG_THERMAL_EMERGENCY = 5,
+    PG_THERMAL_SHUTDOWN = 6
+} pg_thermal_status;
+
+/* Why pg_train_session_run returned. */
+typedef enum pg_train_stop {
+    PG_TRAIN_STOP_NONE = 0,        /* not stopped yet (a run in progress, or none ran) */
+    PG_TRAIN_STOP_STEPS = 1,       /* the step budget is reached: the run is complete */
+    PG_TRAIN_STOP_TIME = 2,        /* this run's time budget is spent (paused or not) */
+    PG_TRAIN_STOP_CANCELLED = 3    /* pg_train_session_cancel */
+} pg_train_stop;
+
+/* A training session steps a trainer it owns (full training of a model, or an adapter over a
+ * frozen base) until a step budget, a time budget or a cancel, and keeps one checkpoint file
+ * current: written atomically (pg_trainer_save / pg_lora_trainer_save: temporary file, fsync,
+ * rename) every checkpoint_every_steps steps, every checkpoint_every_ms, and when a run stops.
+ * The file holds everything the run changes (weights or adapter, AdamW moments, the sampler's
+ * RNG that is the data cursor, the dropout stream, the step that is the schedule's position),
+ * so a process killed at any moment, even while writing, is created again over the same file
+ * and data and continues the run: with the same thread count the result is bit for bit the
+ * uninterrupted run's (tests/unit/test_train_session.cpp kills it with SIGKILL at random
+ * points). Conditions (battery, charging, thermal status) reported by the app pause training,
+ * lower its thread count or space its steps as the policy fields say; lowering the thread count
+ * changes the arithmetic's rounding, so a throttled run matches an unthrottled one only up to
+ * float rounding. */
+typedef struct pg_train_session pg_train_session;
+
+typedef struct pg_train_session_config {
+    uint32_t struct_size;
+    int64_t max_steps;               /* the step budget: the run is complete when the trainer's
+                                        step count reaches it; 0 (default) = total_steps */
+    int64_t time_budget_ms;          /* each pg_train_session_run stops after it; 0 = none (default) */
+    int64_t checkpoint_every_steps;  /* 0 = off; default 50 */
+    int64_t checkpoint_every_ms;     /* 0 = off; default 30000 */
+    /* > 0: creation is refused with PG_ERR_OUT_OF_MEMORY, giving the predicted peak and the
+     * budget, when pg_train_memory_plan's peak for this configuration exceeds it; 0 = unchecked
+     * (default). */
+    int64_t memory_budget_bytes;
+    int64_t throughput_window_ms;    /* tokens/s are over this sliding window; default 300000 */
+    /* The policy. At thermal status >= pause_thermal, or with the battery below
+     * battery_floor_percent while not charging, or while not charging with
+     * pause_unless_charging = 1, no step runs (the run waits, woken by new conditions or a
+     * cancel, until its time budget). At >= throttle_thermal (below pause_thermal) steps run on
+     * min(n_threads, throttle_threads) threads with throttle_sleep_ms between them. */
+    int32_t throttle_thermal;        /* pg_thermal_status; default PG_THERMAL_MODERATE */
+    int32_t throttle_threads;        /* >= 1; default 1 */
+    int32_t throttle_sleep_ms;       /* >= 0; default 500 */
+    int32_t pause_thermal;           /* pg_thermal_status, >= throttle_thermal; default PG_THERMAL_SEVERE */
+    int32_t battery_floor_percent;   /* 0..100; default 20 */
+    int32_t pause_unless_charging;   /* 0 (default) or 1 */
+} pg_train_session_config;
+PG_API void pg_train_session_config_default(pg_train_session_config* config);
+
+/* What the app reports of the device (pg_train_session_set_conditions). */
+typedef struct pg_device_conditions {
+    uint32_t struct_size;
+    int32_t battery_percent;         /* 0..100, or -1 = unknown (default; never below the floor) */
+    int32_t charging;                /* 0 or 1; default 1 */
+    int32_t thermal_status;          /* pg_thermal_status; default PG_THERMAL_NONE */
+} pg_device_conditions;
+PG_API void pg_device_conditions_default(pg_device_conditions* conditions);
+
+typedef struct pg_train_session_report {
+    uint32_t struct_size;
+    pg_train_stop stop;              /* why the last run returned */
+    int64_t step;                    /* the trainer's step count */
+    int64_t steps_run;               /* steps of the last (or current) run */
+    float last_loss;                 /* of the last step run (0 before one) */
+    int64_t checkpoints;             /* checkpoints this session wrote */
+    int64_t checkpoint_step;         /* the step of the last one it wrote, -1 = none yet */
+    double tokens_per_second;        /* sustained: tokens of the steps in the throughput window
+                                        over its wall time, pauses and spacing included */
+    int32_t threads;                 /* the threads steps run on now */
+    int32_t paused;                  /* 1 while the conditions hold training */
+    int64_t paused_ms;               /* time the last (or current) run spent paused */
+} pg_train_session_report;
+
+/* Full training of `model` (borrowed; it must outlive the session, and only the session writes
+ * it while it lives). `train` is required; `config` NULL = defaults. If `checkpoint_path` holds
+ * a training checkpoint, the run resumes from it: its weights replace the model's (the geometry
+ * must be the model's: PG_ERR_GEOMETRY naming both) and its state is the trainer's, with
+ * `train`'s n_threads (every other field of `train` must equal the file's: PG_ERR_STATE naming
+ * the first that differs). A file without training state is PG_ERR_STATE; a missing file starts
+ * a new run. */
+PG_API pg_status pg_train_session_create(pg_model* model, const pg_train_config* train,
+                                         const pg_train_session_config* config,
+                                         const char* checkpoint_path, pg_train_session** out);
+/* Adapter training over a frozen base (as pg_lora_trainer_create; both borrowed). Resuming from
+ * an adapter training checkpoint replaces the adapter's factors and training record with the
+ * file's (its configuration must be the adapter's: PG_ERR_GEOMETRY otherwise). */
+PG_API pg_status pg_train_session_create_lora(const pg_model* base, pg_lora_adapter* adapter,
+                                              const pg_train_config* train,
+                                              const pg_train_session_config* config,
+                                              const char* checkpoint_path, pg_train_session** out);
+PG_API void pg_train_session_free(pg_train_session* session);
+PG_API const char* pg_train_session_last_error(const pg_train_session* session);
+/* The training tokens (copied), as pg_trainer_set_data: give the same tokens again after a
+ * resume, since the checkpoint holds the data cursor, not the data. */
+PG_API pg_status pg_train_session_set_data(pg_train_session* session, const int32_t* tokens, size_t n);
+/* Runs until the step budget, the time budget or a cancel; checkpoints as configured and when
+ * it stops. `report` may be NULL. A step that fails (e.g. PG_ERR_NOT_FINITE) returns its status
+ * after checkpointing the state before it. */
+PG_API pg_status pg_train_session_run(pg_train_session* session, pg_train_session_report* report);
+/* The three calls below may be made from any thread, also while another runs
+ * pg_train_session_run. Cancel: the run stops after the step in progress (at most one step's
+ * time), checkpoints and returns PG_TRAIN_STOP_CANCELLED; a cancel with no run in progress
+ * makes the next run return at once. */
+PG_API pg_status pg_train_session_cancel(pg_train_session* session);
+PG_API pg_status pg_train_session_set_conditions(pg_train_session* session,
+                                                 const pg_device_conditions* conditions);
+PG_API pg_status pg_train_session_get_report(pg_train_session* session, pg_train_session_report* report);
+/* Tokens per second while stepping, per core class over the throughput window: capacities[i]
+ * is the capacity (cpu_capacity, 1024 = the fastest) of the slowest core the threads were pinned
+ * to (PG_PIN_THREADS=big, docs/phone.md), -1 for unpinned threads; fastest class first. Sizing
+ * as pg_tokenizer_encode: *n is set to the number of classes; PG_ERR_BUFFER_TOO_SMALL writes
+ * nothing when capacity < *n. */
+PG_API pg_status pg_train_session_core_rates(pg_train_session* session, int32_t* capacities,
+                                             double* tokens_per_second, int32_t capacity, int32_t* n);
+
 #ifdef __cplusplus
 }
 #endif

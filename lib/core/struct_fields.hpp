@@ -150,6 +150,16 @@ void write_c_struct(const S& full, S* out, const char* where) {
         if (f.offset + f.size <= room) std::memcpy(dst + f.offset, src + f.offset, f.size);
 }
 
+// The name of the first field whose bytes differ between a and b (nullptr: none differs).
+template <class S>
+const char* first_differing_field(const S& a, const S& b) {
+    const auto* x = reinterpret_cast<const unsigned char*>(&a);
+    const auto* y = reinterpret_cast<const unsigned char*>(&b);
+    for (const FieldInfo& f : CStruct<S>::fields)
+        if (std::memcmp(x + f.offset, y + f.offset, f.size) != 0) return f.name;
+    return nullptr;
+}
+
 // Every field zero and struct_size = the full size: what the library fills in before handing a
 // result or a default back.
 template <class S>

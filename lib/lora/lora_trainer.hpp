@@ -52,6 +52,9 @@ public:
     std::size_t activation_bytes() const { return driver_.activation_bytes(); }
     // The resolved thread count (n_threads <= 0: all cores), as Trainer::threads.
     int threads() const { return driver_.threads(); }
+    // As Trainer::set_threads and Trainer::pinned_cores.
+    void set_threads(int n_threads) { driver_.set_threads(n_threads); }
+    const std::vector<CpuCore>& pinned_cores() const { return driver_.pinned_cores(); }
     // Records the phases of later steps (StepDriver::set_profile; nullptr: none).
     void set_profile(StepProfile* profile) { driver_.set_profile(profile); }
 

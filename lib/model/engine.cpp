@@ -60,10 +60,42 @@ struct Engine::Impl::Carver {
         return q;
     }
 };
-void Engine::Impl::plan_layer(Carver& c) const {
-    const int64_t N = rows(), C = cfg.n_embd;
+void Engine::Impl::plan_layer_of(Carver& c, const ModelConfig& cfg, int64_t N) {
+    const int64_t C = cfg.n_embd;
     c.plan(N).plan(N).plan(N * 3 * C).plan(N * C).plan(N * cfg.n_head).plan(N * C).plan(N).plan(N).plan(N * 4 * C);
 }
+// What the constructor carves: the residual stream's two buffers, one layer, the shared buffers.
+void Engine::Impl::plan_forward(Carver& c, const ModelConfig& cfg, int64_t N) {
+    const int64_t C = cfg.n_embd;
+    c.plan(N * C).plan(N * C);  // the residual stream, ping-ponged between two buffers
+    plan_layer_of(c, cfg, N);
+    c.plan(N * C).plan(N * 4 * C).plan(N * C).plan(N).plan(N).plan(N);
+}
+// What ensure_backward_memory carves.
+void Engine::Impl::plan_backward(Carver& c, const ModelConfig& cfg, int64_t N, bool recompute) {
+    const int64_t C = cfg.n_embd;
+    const int extra_layers = recompute ? 0 : cfg.n_layer - 1;
+    for (int l = 2; l <= cfg.n_layer; ++l) c.plan(N * C);  // the rest of the residual stream
+    for (int l = 0; l < extra_layers; ++l) plan_layer_of(c, cfg, N);
+    c.plan(N * C).plan(N * C);
+}
+
+int64_t Engine::Impl::forward_floats(const ModelConfig& cfg, int64_t N) {
+    Carver c;
+    plan_forward(c, cfg, N);
+    int64_t total = 0;
+    for (int64_t n : c.sizes) total += n;
+    return total;
+}
+
+int64_t Engine::Impl::backward_floats(const ModelConfig& cfg, int64_t N, bool recompute) {
+    Carver c;
+    plan_backward(c, cfg, N, recompute);
+    int64_t total = 0;
+    for (int64_t n : c.sizes) total += n;
+    return total;
+}
+
 Engine::Impl::LayerActs Engine::Impl::take_layer(Carver& c) {
     LayerActs a;
     a.ln1_mean = c.take();
@@ -88,11 +120,8 @@ Engine::Impl::Impl(const ModelConfig& config, int B, int T, EngineOptions opt)
                 ", max_T = " + std::to_string(T) + ")");
     // What a forward pass needs; the backward pass's extra buffers come with the first
     // forward_backward, so an engine used only for evaluation never holds them.
-    const int64_t N = rows(), C = cfg.n_embd;
     Carver c;
-    c.plan(N * C).plan(N * C);  // the residual stream, ping-ponged between two buffers
-    plan_layer(c);
-    c.plan(N * C).plan(N * 4 * C).plan(N * C).plan(N).plan(N).plan(N);
+    plan_forward(c, cfg, rows());
     c.allocate(forward_memory);
     resid.push_back(c.take());
     resid.push_back(c.take());
@@ -107,12 +136,9 @@ Engine::Impl::Impl(const ModelConfig& config, int B, int T, EngineOptions opt)
 
 void Engine::Impl::ensure_backward_memory() {
     if (dresid) return;
-    const int64_t N = rows(), C = cfg.n_embd;
     const int extra_layers = options.recompute ? 0 : cfg.n_layer - 1;
     Carver c;
-    for (int l = 2; l <= cfg.n_layer; ++l) c.plan(N * C);  // the rest of the residual stream
-    for (int l = 0; l < extra_layers; ++l) plan_layer(c);
-    c.plan(N * C).plan(N * C);
+    plan_backward(c, cfg, rows(), options.recompute);
     c.allocate(backward_memory);
     for (int l = 2; l <= cfg.n_layer; ++l) resid.push_back(c.take());
     for (int l = 0; l < extra_layers; ++l) layers.push_back(take_layer(c));
@@ -259,10 +285,21 @@ int Engine::max_T() const { return impl_->max_T; }
 std::size_t Engine::activation_bytes() const {
     const Impl& m = *impl_;
     std::size_t floats = m.forward_memory.size() + m.backward_memory.size();
-    for (const auto& s : m.attn_scratch) floats += s.s.size() + s.dp.size() + s.m.size() + s.l.size() + s.d.size();
+    for (const auto& s : m.attn_scratch)
+        floats += s.s.size() + s.dp.size() + s.m.size() + s.l.size() + s.d.size() + s.kt.size() + s.vt.size();
     for (const auto& h : m.head_scratch) floats += h.logits.size() + h.dwte.size() + h.dlnf.size();
     floats += m.dw_partials.size();
     return floats * sizeof(float);
+}
+
+std::size_t Engine::planned_training_bytes(const ModelConfig& cfg, int max_B, int max_T, EngineOptions options,
+                                           int n_threads, bool base_gradients) {
+    const int64_t N = int64_t(max_B) * max_T;
+    int64_t floats = Impl::forward_floats(cfg, N) + Impl::backward_floats(cfg, N, options.recompute) +
+                     Impl::attention_scratch_floats(cfg, max_T, n_threads) +
+                     Impl::head_scratch_floats(cfg, N, n_threads, base_gradients);
+    if (base_gradients) floats += Impl::weight_gradient_scratch_floats(cfg, N, n_threads);
+    return std::size_t(floats) * sizeof(float);
 }
 
 }  // namespace pg

@@ -117,6 +117,11 @@ public:
     int max_T() const;
     // Bytes of activation memory held.
     std::size_t activation_bytes() const;
+    // What activation_bytes() reports after a forward_backward of a full max_B x max_T batch
+    // on n_threads, computed without allocating (the training memory plan): base_gradients
+    // false for a frozen base.
+    static std::size_t planned_training_bytes(const ModelConfig& cfg, int max_B, int max_T, EngineOptions options,
+                                              int n_threads, bool base_gradients);
 
 private:
     struct Impl;

@@ -20,6 +20,11 @@ constexpr int kKeyBlock = 128;
 
 }  // namespace
 
+int64_t Engine::Impl::attention_scratch_floats(const ModelConfig& cfg, int T, int nt) {
+    const int64_t tiles = 2 * int64_t(kQueryBlock) * kKeyBlock + 3 * kQueryBlock;
+    return int64_t(nt) * (tiles + 2 * int64_t(cfg.n_embd / cfg.n_head) * T);  // as for_each_head sizes them
+}
+
 void Engine::Impl::for_each_head(int B, ThreadPool& pool,
                                  const std::function<void(AttnScratch&, int64_t, int, int)>& fn) {
     const int NH = cfg.n_head;

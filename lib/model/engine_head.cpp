@@ -46,6 +46,20 @@ int balanced_chunk_rows(int64_t rows, int chunk) {
 
 }  // namespace
 
+int64_t Engine::Impl::head_scratch_floats(const ModelConfig& cfg, int64_t N, int nt, bool base_gradients) {
+    // As head() sizes each thread's buffers (the logits chunk for the tallest thread's rows).
+    const int V = cfg.vocab_size, C = cfg.n_embd;
+    const int nominal_chunk = int(std::min<int64_t>(loss_chunk_rows(V), N));
+    int chunk = 1;
+    for (int t = 0; t < nt; ++t) {
+        int64_t r0 = 0, r1 = 0;
+        ThreadPool::chunk(N, nt, t, &r0, &r1);
+        chunk = std::max(chunk, balanced_chunk_rows(r1 - r0, nominal_chunk));
+    }
+    const int64_t per_thread = int64_t(chunk) * V + 2 * int64_t(C) + (base_gradients ? int64_t(V) * C : 0);
+    return int64_t(nt) * per_thread;
+}
+
 // ----------------------------------------------------------------------------------------
 // final LayerNorm, tied output projection and cross-entropy: one parallel region in which
 // each thread takes its rows in chunks of loss_chunk_rows(V), so [N, V] logits are never

@@ -141,7 +141,17 @@ struct Engine::Impl {
     }
 
     struct Carver;
-    void plan_layer(Carver& c) const;
+    static void plan_layer_of(Carver& c, const ModelConfig& cfg, int64_t N);
+    static void plan_forward(Carver& c, const ModelConfig& cfg, int64_t N);
+    static void plan_backward(Carver& c, const ModelConfig& cfg, int64_t N, bool recompute);
+    // The carved allocations' sizes in floats (forward_memory, then backward_memory).
+    static int64_t forward_floats(const ModelConfig& cfg, int64_t N);
+    static int64_t backward_floats(const ModelConfig& cfg, int64_t N, bool recompute);
+    // Per-thread and shared scratch a forward_backward of N = B x T rows sizes on nt threads
+    // (engine_attention.cpp, engine_head.cpp, engine_linear.cpp).
+    static int64_t attention_scratch_floats(const ModelConfig& cfg, int T, int nt);
+    static int64_t head_scratch_floats(const ModelConfig& cfg, int64_t N, int nt, bool base_gradients);
+    static int64_t weight_gradient_scratch_floats(const ModelConfig& cfg, int64_t N, int nt);
     static LayerActs take_layer(Carver& c);
     void ensure_backward_memory();
     void check_call(const int32_t* inputs, const int32_t* targets, int B, int T) const;

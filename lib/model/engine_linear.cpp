@@ -1,6 +1,7 @@
 // The engine's linear layers (see engine.cpp for the engine as a whole): linear() and
 // linear_backward(), where a LinearHook adds its term, their weight gradients, the residual
 // projections and the GELU rows.
+#include <algorithm>
 #include <cassert>
 #include <cstring>
 
@@ -124,6 +125,20 @@ void Engine::Impl::linear_backward(int layer, LinearKind kind, float* dinp, floa
     g.beta = 1.0f;
     g.gelu_grad_input = gelu_in;
     k::sgemm_parallel(g, pool);
+}
+
+int64_t Engine::Impl::weight_gradient_scratch_floats(const ModelConfig& cfg, int64_t N, int nt) {
+    // The largest dw_partials any block linear's linear_backward_weights asks for.
+    const int C = cfg.n_embd;
+    const int shapes[4][2] = {{3 * C, C}, {C, C}, {4 * C, C}, {C, 4 * C}};  // {OC, C} of each kind
+    int64_t most = 0;
+    for (const auto& sh : shapes) {
+        const int OC = sh[0], IC = sh[1];
+        const k::GemmArgs whole = gemm_args(true, false, OC, IC, int(N), nullptr, OC, nullptr, IC, nullptr, IC, 1.0f, 1.0f);
+        const bool split = nt > 1 && k::gemm_worth_splitting(whole);
+        most = std::max(most, int64_t(nt) * OC + (split ? int64_t(nt - 1) * OC * IC : 0));
+    }
+    return most;
 }
 
 // dw[OC, C] += dout[N, OC]^T . inp[N, C]; dbias[OC] += column sums of dout.

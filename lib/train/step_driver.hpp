@@ -105,6 +105,8 @@ public:
     // nothing at all.
     void set_threads(int n_threads);
     int threads() const { return pool_->size(); }
+    // The cores the steps' threads are pinned to (ThreadPool::pinned_cores; empty: not pinned).
+    const std::vector<CpuCore>& pinned_cores() const { return pool_->pinned_cores(); }
 
     // The hook every engine this driver allocates calls (borrowed; nullptr = none).
     void set_linear_hook(LinearHook* hook);

@@ -28,6 +28,7 @@ public:
     using StepDriver::grads;
     using StepDriver::has_data;
     using StepDriver::lr_at;
+    using StepDriver::pinned_cores;
     using StepDriver::set_data;
     using StepDriver::set_profile;
     using StepDriver::set_threads;

@@ -35,6 +35,7 @@ template <> struct kotlin_enum<pg_lora_clip_mode> { static constexpr const char*
 template <> struct kotlin_enum<pg_signature_policy> { static constexpr const char* name = "SignaturePolicy"; };
 template <> struct kotlin_enum<pg_base_trained_policy> { static constexpr const char* name = "BaseTrainedPolicy"; };
 template <> struct kotlin_enum<pg_check_outcome> { static constexpr const char* name = "CheckOutcome"; };
+template <> struct kotlin_enum<pg_train_stop> { static constexpr const char* name = "TrainStop"; };
 
 // Bit masks shown as sets of a Kotlin enum implementing CBit: the only fields whose Kotlin type
 // is not read from their C type (a uint32_t of OR-ed bits).

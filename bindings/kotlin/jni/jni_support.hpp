@@ -354,6 +354,7 @@ bool register_natives(JNIEnv* env, jclass natives, const JNINativeMethod (&metho
 bool register_model_natives(JNIEnv* env, jclass natives);      // model_jni.cpp
 bool register_trainer_natives(JNIEnv* env, jclass natives);    // trainer_jni.cpp
 bool register_session_natives(JNIEnv* env, jclass natives);    // session_jni.cpp
+bool register_train_session_natives(JNIEnv* env, jclass natives);  // train_session_jni.cpp
 bool register_tokenizer_natives(JNIEnv* env, jclass natives);  // tokenizer_jni.cpp
 bool register_lora_natives(JNIEnv* env, jclass natives);       // lora_jni.cpp
 bool register_coordinator_natives(JNIEnv* env, jclass natives);  // coordinator_jni.cpp

@@ -131,7 +131,7 @@ extern "C" JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void*) {
         !register_trainer_natives(env, natives) || !register_session_natives(env, natives) ||
         !register_tokenizer_natives(env, natives) || !register_lora_natives(env, natives) ||
         !register_coordinator_natives(env, natives) || !register_privacy_natives(env, natives) ||
-        !register_signing_natives(env, natives))
+        !register_signing_natives(env, natives) || !register_train_session_natives(env, natives))
         return JNI_ERR;
     return JNI_VERSION_1_6;
 }

@@ -29,6 +29,7 @@ from ._phonegpt import (  # noqa: F401  (re-exported API)
     Adapter, DataFilter, DataFilterConfig, LoraConfig, SigningKey, TrustedKeys, ValidationPolicy,
     ValidationCheck, ValidationReport, ValidationSummary, Validator,
     BpeTrainOptions, EncodeOptions, LoraTrainer, LoadOptions, TokenStream,
+    DeviceConditions, MemoryPlan, TrainSession, TrainSessionConfig, TrainSessionReport, max_batch, memory_plan,
 )
 
 __all__ = [
@@ -44,6 +45,8 @@ __all__ = [
     "Adapter", "DataFilter", "DataFilterConfig", "LoraConfig", "SigningKey", "TrustedKeys", "ValidationPolicy",
     "ValidationCheck", "ValidationReport", "ValidationSummary", "Validator",
     "BpeTrainOptions", "EncodeOptions", "LoraTrainer", "TokenStream",
+    "DeviceConditions", "MemoryPlan", "TrainSession", "TrainSessionConfig", "TrainSessionReport", "max_batch",
+    "memory_plan",
 ]
 
 

@@ -239,4 +239,21 @@ internal object Native {
     /** null when the signature is valid, else the first failed check. */
     @JvmStatic external fun loraSignatureVerify(trusted: Long, adapter: Long, fileBytes: ByteArray?,
                                                 signature: ByteArray?): String?
+
+    // TrainSession.kt (bindings/kotlin/jni/train_session_jni.cpp)
+    /** adapter 0 = full training of the model. */
+    @JvmStatic external fun trainSessionCreate(model: Long, adapter: Long, train: LongArray?, config: LongArray?,
+                                               checkpoint: String?): Long
+    @JvmStatic external fun trainSessionFree(handle: Long)
+    @JvmStatic external fun trainSessionSetData(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?, offset: Int,
+                                                length: Int)
+    @JvmStatic external fun trainSessionRun(handle: Long): LongArray
+    @JvmStatic external fun trainSessionCancel(handle: Long)
+    @JvmStatic external fun trainSessionSetConditions(handle: Long, conditions: LongArray?)
+    @JvmStatic external fun trainSessionReport(handle: Long): LongArray
+    /** {capacity, rate's bits, ...}. */
+    @JvmStatic external fun trainSessionCoreRates(handle: Long): LongArray
+    /** budget < 0: pg_train_memory_plan; else pg_train_memory_max_batch. lora null = full training. */
+    @JvmStatic external fun trainMemoryPlan(model: LongArray?, storage: Int, lora: LongArray?, layers: IntArray?,
+                                            train: LongArray?, nDataTokens: Long, budget: Long): LongArray
 }
