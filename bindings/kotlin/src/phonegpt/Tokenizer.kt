@@ -16,9 +16,6 @@ enum class TokenizerFile(val code: Int) {
     HF_JSON(4)
 }
 
-/** Every special token recognised (tiktoken's allowed_special="all"); the default recognises none. */
-val EncodeOptions.Companion.ALL_SPECIAL: EncodeOptions get() = default().copy(allowAllSpecial = true)
-
 /** The pre-split patterns a BPE tokenizer can be trained with (pg_bpe_pattern). */
 enum class BpePattern(override val code: Int) : CEnum { GPT2(1), CL100K(2), O200K(3) }
 
@@ -32,7 +29,10 @@ enum class BpePattern(override val code: Int) : CEnum { GPT2(1), CL100K(2), O200
 class Tokenizer internal constructor(handle: Long) : NativeHandle(handle, "Tokenizer") {
     companion object {
         /** A character tokenizer whose vocabulary is the sorted set of the text's code points. */
-        @JvmStatic fun char(text: String): Tokenizer = Tokenizer(Native.tokenizerCreateChar(text.toByteArray(Charsets.UTF_8)))
+        @JvmStatic fun characterLevel(text: String): Tokenizer =
+            Tokenizer(Native.tokenizerCreateChar(text.toByteArray(Charsets.UTF_8)))
+        /** [characterLevel] (Kotlin's short name; `char` is a keyword in Java). */
+        @JvmSynthetic fun char(text: String): Tokenizer = characterLevel(text)
         /** A tokenizer restored from [toBytes]' output. */
         @JvmStatic fun fromBytes(data: ByteArray): Tokenizer = Tokenizer(Native.tokenizerDeserialize(data))
 

@@ -9,6 +9,8 @@ import org.junit.Assert.assertEquals
 import org.junit.Assert.assertFalse
 import org.junit.Assert.assertNotNull
 import org.junit.Assert.assertNull
+import org.junit.Assert.assertSame
+import org.junit.Assert.assertNotSame
 import org.junit.Assert.assertTrue
 import org.junit.Assert.fail
 import org.junit.Test
@@ -68,17 +70,23 @@ class ModelTest {
             m.setParameter("ln_f.bias", b2)
             assertEquals(-1f, m.parameter("ln_f.bias")[0], 0f)
             assertThrows<GeometryException>(Status.GEOMETRY) { m.setParameter("ln_f.bias", FloatArray(3)) }
-            assertThrows<GeometryException>(Status.GEOMETRY) { m.readParameter("wte", directFloatBuffer(3)) }
+            assertThrows<BufferTooSmallException>(Status.BUFFER_TOO_SMALL) { m.readParameter("wte", directFloatBuffer(3)) }
             assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.parameter("no.such") }
-            // the tokenizer is a copy
+            // the getter hands out one copy owned by the model, until it is replaced or closed
             val t = m.tokenizer!!
-            t.use { assertEquals(tokenizer.vocabSize, it.vocabSize) }
-            assertNotNull(m.tokenizer?.use { it.kind })
+            assertEquals(tokenizer.vocabSize, t.vocabSize)
+            assertSame(t, m.tokenizer)
+            t.close()
+            val again = m.tokenizer!!
+            assertNotSame(t, again)
+            m.setTokenizer(tokenizer)
+            assertTrue(again.isClosed)
+            assertNotNull(m.tokenizer?.kind)
         }
         Model(tinyConfig()).use { m ->
             assertNull(m.tokenizer)
             assertThrows<StateException>(Status.STATE) { m.generate("First") }
-            Tokenizer.char("ab").use { small -> assertThrows<PhoneGptException>(Status.GEOMETRY) { m.tokenizer = small } }
+            Tokenizer.char("ab").use { small -> assertThrows<PhoneGptException>(Status.GEOMETRY) { m.setTokenizer(small) } }
         }
     }
 
@@ -172,7 +180,7 @@ class ModelTest {
             for (i in r.logits.indices step 37) assertEquals(r.logits[i], logits.get(i), 0f)
             assertTrue(m.forward(nativeInts(tokens), b, t, null, logits, 1).isNaN())
             assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.forward(nativeInts(tokens), b, t, null, null) }
-            assertThrows<GeometryException>(Status.GEOMETRY) { m.forward(nativeInts(tokens), b, t, null, directFloatBuffer(5)) }
+            assertThrows<BufferTooSmallException>(Status.BUFFER_TOO_SMALL) { m.forward(nativeInts(tokens), b, t, null, directFloatBuffer(5)) }
             assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.forward(tokens, b, 99, null) }
             assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.forward(tokens.copyOf(3), b, t, null) }
             assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.forward(IntArray(b * t) { 1000 }, b, t) }
@@ -189,12 +197,12 @@ class ModelTest {
             m.save(zst, SaveOptions.default().copy(compressionLevel = 3))
             for (p in listOf(raw, zst)) Model.load(p).use { l ->
                 assertEquals(want, l.evaluate(ids).meanLoss, 0.0)
-                assertNotNull(l.tokenizer?.use { it.vocabSize })
+                assertNotNull(l.tokenizer?.vocabSize)
             }
             val llmc = File(tmp, "m.llmc").path
             m.export(llmc, InteropFormat.LLMC)
             Model.importFrom(llmc, InteropFormat.LLMC).use { l ->
-                l.tokenizer = tokenizer
+                l.setTokenizer(tokenizer)
                 assertEquals(want, l.evaluate(ids).meanLoss, 0.0)
             }
             val st = File(tmp, "st").apply { mkdirs() }
@@ -391,5 +399,12 @@ class ModelTest {
         val closed = tinyModel()
         closed.close()
         assertThrows<StateException>(Status.STATE) { closed.provenance }
+    }
+
+    @Test fun anEmptyPromptSaysSo() {
+        tinyModel().use { m ->
+            val e = assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.generate(IntArray(0)) }
+            assertTrue(e.message, e.message!!.contains("the prompt is empty"))
+        }
     }
 }
