@@ -1,5 +1,6 @@
 package phonegpt
 
+import java.io.File
 import java.nio.FloatBuffer
 import java.nio.IntBuffer
 
@@ -25,6 +26,9 @@ class Model internal constructor(handle: Long) : EvaluatingHandle(handle, "Model
          * sessions and LoRA trainers, refusing every writer of its weights with [StateException].
          */
         @JvmStatic fun load(path: String, options: LoadOptions): Model = Model(Native.modelLoadWith(path, options.fields()))
+        /** [load] of a [File]. */
+        @JvmStatic fun load(file: File): Model = load(file.path)
+        @JvmStatic fun load(file: File, options: LoadOptions): Model = load(file.path, options)
         /** Imports an llm.c or safetensors file (pg_model_import). */
         @JvmStatic fun importFrom(path: String, format: InteropFormat): Model = Model(Native.modelImport(format.code, path))
     }

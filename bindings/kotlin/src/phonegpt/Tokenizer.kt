@@ -1,5 +1,8 @@
 package phonegpt
 
+import java.io.File
+import java.io.FileDescriptor
+import java.nio.ByteBuffer
 import java.nio.IntBuffer
 
 enum class TokenizerKind(val code: Int) { CHAR(1), BPE(2) }
@@ -35,6 +38,18 @@ class Tokenizer internal constructor(handle: Long) : NativeHandle(handle, "Token
         @JvmSynthetic fun char(text: String): Tokenizer = characterLevel(text)
         /** A tokenizer restored from [toBytes]' output. */
         @JvmStatic fun fromBytes(data: ByteArray): Tokenizer = Tokenizer(Native.tokenizerDeserialize(data))
+        /** [fromBytes] of a buffer's remaining bytes (its position is left unchanged). */
+        @JvmStatic fun fromBytes(data: ByteBuffer): Tokenizer =
+            fromBytes(ByteArray(data.remaining()).also { data.duplicate().get(it) })
+        /** [fromBytes] of a file's contents (an unreadable file is an [IoException]). */
+        @JvmStatic fun fromFile(file: File): Tokenizer = fromBytes(PhoneGpt.readFile(file.path))
+        /**
+         * [fromBytes] of [length] bytes at [offset] of an open file descriptor, as Android's
+         * AssetFileDescriptor (fileDescriptor, startOffset, length) or a ParcelFileDescriptor
+         * (offset 0) hand them out; [length] < 0 reads to the end. The descriptor stays open.
+         */
+        @JvmStatic fun fromFileDescriptor(fd: FileDescriptor, offset: Long, length: Long): Tokenizer =
+            fromBytes(PhoneGpt.readFileDescriptor(fd, offset, length))
 
         /**
          * BPE from a tiktoken rank file's contents and its [encoding]: "gpt2", "r50k_base",

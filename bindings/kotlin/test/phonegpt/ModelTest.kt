@@ -407,4 +407,28 @@ class ModelTest {
             assertTrue(e.message, e.message!!.contains("the prompt is empty"))
         }
     }
+
+    @Test fun tokenizersLoadFromBytesFilesAndFileDescriptors() {
+        val bytes = tokenizer.toBytes()
+        val file = File(tmp, "packed.bin")
+        file.writeBytes("HEAD!".toByteArray() + bytes + "TAIL".toByteArray())   // as in an APK's assets
+        java.io.FileInputStream(file).use { input ->
+            Tokenizer.fromFileDescriptor(input.fd, 5, bytes.size.toLong()).use { assertArrayEquals(ids, it.encode(text)) }
+            assertThrows<IoException>(Status.IO) { Tokenizer.fromFileDescriptor(input.fd, 5, file.length()) }
+            // the descriptor stays open and unmoved
+            assertEquals('H'.toInt(), input.read())
+        }
+        val plain = File(tmp, "tokenizer.bin").apply { writeBytes(bytes) }
+        java.io.RandomAccessFile(plain, "r").use { f ->
+            Tokenizer.fromFileDescriptor(f.fd, 0, -1).use { assertEquals(tokenizer.vocabSize, it.vocabSize) }
+        }
+        Tokenizer.fromFile(plain).use { assertEquals(tokenizer.vocabSize, it.vocabSize) }
+        Tokenizer.fromBytes(ByteBuffer.wrap(bytes)).use { assertEquals(tokenizer.vocabSize, it.vocabSize) }
+        assertThrows<IoException>(Status.IO) { Tokenizer.fromFile(File(tmp, "no_such.bin")) }
+        tinyModel().use { m ->
+            val path = File(tmp, "fileform.bin")
+            m.save(path.path)
+            Model.load(path).use { assertEquals(m.numParams, it.numParams) }
+        }
+    }
 }
