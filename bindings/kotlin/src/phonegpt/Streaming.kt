@@ -22,6 +22,10 @@ const val STREAM_CAPACITY = 64
 // full; a cancelled channel throws CancellationException, which stops the generation.
 private fun <T> SendChannel<T>.sendFromCallback(value: T) = runBlocking { send(value) }
 
+// A channel fed by [generate] on Dispatchers.Default, through the callback it is given.
+private fun <T> CoroutineScope.producing(capacity: Int, generate: ((T) -> Unit) -> Unit): ReceiveChannel<T> =
+    produce(Dispatchers.Default, capacity) { generate { value -> channel.sendFromCallback(value) } }
+
 /**
  * Generates on [Dispatchers.Default] and sends each token to the returned channel as it is made,
  * buffering at most [capacity] (the generation waits for a slow consumer). Cancelling the channel
@@ -31,25 +35,25 @@ private fun <T> SendChannel<T>.sendFromCallback(value: T) = runBlocking { send(v
 @JvmOverloads
 fun CoroutineScope.generateTokens(model: Model, prompt: IntArray, config: SampleConfig = SampleConfig.defaults(),
                                   capacity: Int = STREAM_CAPACITY): ReceiveChannel<Int> =
-    produce(Dispatchers.Default, capacity) { model.generate(prompt, config) { token -> channel.sendFromCallback(token) } }
+    producing<Int>(capacity) { send -> model.generate(prompt, config, null, send) }
 
 /** [generateTokens] continuing [session]'s sequence ([Session.generate]). */
 @JvmOverloads
 fun CoroutineScope.generateTokens(session: Session, config: SampleConfig = SampleConfig.defaults(),
                                   capacity: Int = STREAM_CAPACITY): ReceiveChannel<Int> =
-    produce(Dispatchers.Default, capacity) { session.generate(config) { token -> channel.sendFromCallback(token) } }
+    producing<Int>(capacity) { send -> session.generate(config, null, send) }
 
 /** The text form of [generateTokens]: pieces of complete UTF-8 text ([Model.generate] with a String prompt). */
 @JvmOverloads
 fun CoroutineScope.generateText(model: Model, prompt: String, config: SampleConfig = SampleConfig.defaults(),
                                 capacity: Int = STREAM_CAPACITY): ReceiveChannel<String> =
-    produce(Dispatchers.Default, capacity) { model.generate(prompt, config) { piece -> channel.sendFromCallback(piece) } }
+    producing<String>(capacity) { send -> model.generate(prompt, config, null, send) }
 
 /** The text form of [generateTokens] on a session ([Session.generateText]). */
 @JvmOverloads
 fun CoroutineScope.generateText(session: Session, config: SampleConfig = SampleConfig.defaults(),
                                 capacity: Int = STREAM_CAPACITY): ReceiveChannel<String> =
-    produce(Dispatchers.Default, capacity) { session.generateText(config) { piece -> channel.sendFromCallback(piece) } }
+    producing<String>(capacity) { send -> session.generateText(config, null, send) }
 
 // Runs a generation on Dispatchers.Default that stops when the coroutine is cancelled.
 private suspend fun <R> generating(run: (CancellationToken, (Any) -> Unit) -> R): R =

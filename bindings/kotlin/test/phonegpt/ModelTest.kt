@@ -347,6 +347,20 @@ class ModelTest {
                 assertEquals(want, generateTokens(m, ids.copyOf(5), cfg).toList())
                 assertEquals(want, m.generateSuspending(ids.copyOf(5), cfg).toList())
                 assertEquals(m.evaluate(ids), m.evaluateSuspending(ids))
+                // the text forms, and a session's: the same tokens through a small buffer
+                val wantText = m.generate("First", cfg)
+                assertEquals(wantText, generateText(m, "First", cfg, capacity = 2).toList().joinToString(""))
+                Session(m, SessionConfig(1, 0)).use { s ->
+                    s.append(ids.copyOf(5))
+                    assertEquals(want, generateTokens(s, cfg, capacity = 1).toList())
+                    s.reset(); s.append(ids.copyOf(5))
+                    assertEquals(want, s.generateSuspending(cfg).toList())
+                    s.reset(); s.append("First")
+                    assertEquals(wantText, generateText(s, cfg).toList().joinToString(""))
+                    s.reset(); s.append("First")
+                    assertEquals(wantText, s.generateTextSuspending(cfg))
+                    assertEquals(s.evaluate(ids), s.evaluateSuspending(ids))
+                }
                 // cancelling the consumer stops the producer
                 val channel = generateTokens(m, ids.copyOf(5), cfg.copy(maxTokens = 1_000_000), capacity = 0)
                 assertEquals(want[0], channel.receive())
