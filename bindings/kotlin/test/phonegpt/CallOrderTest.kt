@@ -75,8 +75,8 @@ class CallOrderTest {
             17 -> { s.isClosed; s.position; s.adapter; w.trainer.stepCount; w.model.isClosed }
             18 -> w.model.generate("First", three) { listener() }
             // Rarer than the rest, or the round's handles would all be closed at once.
-            19 -> if (r.nextInt(8) == 0) w.all[r.nextInt(w.all.size)].closeWhenIdle()
-            20 -> if (r.nextInt(8) == 0) w.all[r.nextInt(w.all.size)].close()
+            19 -> if (r.nextInt(400) == 0) w.all[r.nextInt(w.all.size)].closeWhenIdle()
+            20 -> if (r.nextInt(400) == 0) w.all[r.nextInt(w.all.size)].close()
             else -> Session(w.model, SessionConfig(1, 0)).use { it.append(ids.copyOf(2)); it.generate(three) { listener() } }
         }
     }
