@@ -37,8 +37,10 @@ stop_unit_tests() { kill "$unit_pid" 2>/dev/null || true; }
 (cd "$build" && ctest --output-on-failure -j"$jobs" --timeout 600 -R '^kernels_aarch64_') ||
   { stop_unit_tests; fail "kernel tests under qemu"; }
 # The Kotlin binding's JNI shim, as an Android app would load it (docs/android.md): an AArch64
-# ELF whose only export is JNI_OnLoad.
-(cd "$build" && ctest --output-on-failure -R '^kotlin_jni_exports$') || { stop_unit_tests; fail "JNI shim exports"; }
+# ELF whose only export is JNI_OnLoad; it and libphonegpt.so need no shared zstd or libsodium and
+# have 16 KB aligned LOAD segments (android_native_libs).
+(cd "$build" && ctest --output-on-failure -R '^(kotlin_jni_exports|android_native_libs)$') ||
+  { stop_unit_tests; fail "JNI shim exports or Android packaging"; }
 aarch64-linux-gnu-readelf -h "$build/bindings/kotlin/libphonegpt_jni.so" | grep -q 'Machine:.*AArch64' ||
   { stop_unit_tests; fail "libphonegpt_jni.so is not an AArch64 library"; }
 wait "$unit_pid" || { tail -60 "$log"; fail "model/train/core/tokenizer tests under qemu"; }

@@ -12,8 +12,7 @@ import phonegpt.EvalConfig
 import phonegpt.Model
 import phonegpt.ModelConfig
 import phonegpt.PhoneGpt
-import phonegpt.PhoneGptException
-import phonegpt.preset
+import phonegpt.PhoneGptError
 import phonegpt.SampleConfig
 import phonegpt.Tokenizer
 import phonegpt.TrainConfig
@@ -46,7 +45,8 @@ fun main(args: Array<String>) {
     try {
         run(textPath, steps, int("batch", 16), options["preset"] ?: "phonegpt", threads, evalEvery,
             int("tokens", 300), options["save"])
-    } catch (e: PhoneGptException) {
+    } catch (e: RuntimeException) {
+        if (e !is PhoneGptError) throw e   // StateException and InvalidArgumentException are PhoneGptErrors too
         System.err.println("TrainShakespeare: ${e.statusName}: ${e.message}")
         exitProcess(1)
     }
@@ -68,7 +68,7 @@ private fun run(textPath: String, steps: Int, batch: Int, preset: String, thread
         val validation = ids.copyOfRange(nTrain, ids.size)
         val config = ModelConfig.preset(preset).copy(vocabSize = tokenizer.vocabSize, paddedVocabSize = 0)
         Model(config, seed = 20261105).use { model ->
-            model.tokenizer = tokenizer
+            model.setTokenizer(tokenizer)
             println("model: ${config.nLayer} layers, ${config.nHead} heads, width ${config.nEmbd}, " +
                     "context ${config.nCtx}, vocab ${config.vocabSize}: ${model.numParams} parameters")
             val trainConfig = TrainConfig.default().copy(batchSize = batch, totalSteps = steps.toLong(),

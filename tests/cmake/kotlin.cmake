@@ -104,6 +104,23 @@ if(TARGET phonegpt_jni AND NOT CMAKE_CROSSCOMPILING)
             -DPG_JNI_DIR=${PROJECT_SOURCE_DIR}/bindings/kotlin/jni -DPG_JAVAP=${PG_JAVAP} -DPG_JAR=${PG_KT_JAR}
             -P ${PROJECT_SOURCE_DIR}/bindings/kotlin/jni/check_api_coverage.cmake)
 
+  # The binding from Java: JavaApiTest.java compiled with javac against phonegpt.jar and run
+  # (kotlin_java_api), and every public class of the jar used by it (kotlin_java_api_coverage).
+  set(PG_JAVA_TEST_SRC ${PROJECT_SOURCE_DIR}/bindings/kotlin/test/java/JavaApiTest.java)
+  set(PG_JAVA_TEST_DIR ${PG_KT_TEST_DIR}/java)
+  add_custom_command(OUTPUT ${PG_JAVA_TEST_DIR}/JavaApiTest.class
+    COMMAND ${Java_JAVAC_EXECUTABLE} -Xlint:all -Werror -d ${PG_JAVA_TEST_DIR} -cp ${PG_KT_RUNTIME_CP} ${PG_JAVA_TEST_SRC}
+    DEPENDS ${PG_JAVA_TEST_SRC} ${PG_KT_JAR} COMMENT "javac JavaApiTest" VERBATIM)
+  add_custom_target(phonegpt_java_api_test ALL DEPENDS ${PG_JAVA_TEST_DIR}/JavaApiTest.class)
+  add_dependencies(phonegpt_java_api_test phonegpt_kotlin_jar)
+  add_test(NAME kotlin_java_api COMMAND ${PG_KT_JAVA} -cp ${PG_JAVA_TEST_DIR}:${PG_KT_RUNTIME_CP} JavaApiTest
+                                        ${CMAKE_CURRENT_BINARY_DIR}/tmp)
+  set_tests_properties(kotlin_java_api PROPERTIES TIMEOUT 120)
+  find_program(PG_JAR_TOOL jar HINTS ${_pg_jdk_bin} REQUIRED)
+  add_test(NAME kotlin_java_api_coverage
+    COMMAND ${CMAKE_COMMAND} -DPG_JAR=${PG_KT_JAR} -DPG_JAVA_TEST=${PG_JAVA_TEST_SRC} -DPG_JAR_TOOL=${PG_JAR_TOOL}
+            -P ${PROJECT_SOURCE_DIR}/bindings/kotlin/test/java/check_java_coverage.cmake)
+
   # The example on a generated text (no data file needed), a few steps of the tiny preset.
   if(TARGET phonegpt_kotlin_example)
     set(PG_KT_EXAMPLE_TEXT ${PG_KT_TEST_DIR}/example_text.txt)
@@ -117,6 +134,14 @@ if(TARGET phonegpt_jni AND NOT CMAKE_CROSSCOMPILING)
               --text ${PG_KT_EXAMPLE_TEXT} --steps 30 --batch 4 --preset tiny --threads 2 --eval-every 10 --tokens 40)
     set_tests_properties(kotlin_example PROPERTIES TIMEOUT 300)
   endif()
+endif()
+
+# What an Android app packages (docs/android.md), checked on the aarch64 build: libphonegpt.so and
+# the shim need no shared zstd or libsodium, and every LOAD segment is 16 KB aligned.
+if(TARGET phonegpt_jni AND PG_STATIC_DEPS)
+  add_test(NAME android_native_libs
+    COMMAND ${CMAKE_COMMAND} -DPG_READELF=${CMAKE_READELF} "-DPG_LIBS=$<TARGET_FILE:phonegpt>;$<TARGET_FILE:phonegpt_jni>"
+            -P ${PROJECT_SOURCE_DIR}/bindings/kotlin/jni/check_android_libs.cmake)
 endif()
 
 # Only JNI_OnLoad is exported (every native is registered from it), in every build of the shim,

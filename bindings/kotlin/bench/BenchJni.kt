@@ -11,7 +11,6 @@ import phonegpt.SampleConfig
 import phonegpt.TrainConfig
 import phonegpt.Trainer
 import phonegpt.directIntBuffer
-import phonegpt.preset
 
 external fun cSetup(preset: String, batch: Int, threads: Int, nData: Int): Long
 external fun cSteps(handle: Long, steps: Int): Double

@@ -167,8 +167,17 @@ void write_struct(std::ostream& o, const StructDef& s) {
     o << ") {\n    companion object {\n";
     if (s.options)
         o << "        /** The library's defaults (" << s.c_name << "_default). */\n"
-          << "        @JvmStatic fun default(): " << s.kotlin_name << " = fromFields(Native.structDefault(\"" << s.c_name
-          << "\"), null)\n";
+          << "        @JvmStatic fun defaults(): " << s.kotlin_name << " = fromFields(Native.structDefault(\"" << s.c_name
+          << "\"), null)\n"
+          << "        /** [defaults] (Kotlin's name; `default` is a keyword in Java). */\n"
+          << "        @JvmSynthetic fun default(): " << s.kotlin_name << " = defaults()\n";
+    // Companion members a struct has beyond the generated ones (static in Java).
+    if (s.kotlin_name == "ModelConfig")
+        o << "        /** A named preset: \"phonegpt\" (= defaults()) or \"tiny\"; another name is an [InvalidArgumentException]. */\n"
+             "        @JvmStatic fun preset(name: String): ModelConfig = fromFields(Native.modelConfigPreset(name), null)\n";
+    if (s.kotlin_name == "EncodeOptions")
+        o << "        /** Every special token recognised (tiktoken's allowed_special=\"all\"); the defaults recognise none. */\n"
+             "        @JvmField val ALL_SPECIAL: EncodeOptions = defaults().copy(allowAllSpecial = true)\n";
     // fromFields: value fields from the long[], texts from the String[] (an option's text
     // defaults to "", its NULL); lists get their defaults (empty, or null = none), which the
     // calls that return them fill in with copy().

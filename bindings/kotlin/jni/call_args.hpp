@@ -92,8 +92,8 @@ struct ForwardArgs {
         if (!with_logits) return true;
         pg_model_config c = defaults<pg_model_config>();
         if (failed(env, pg_model_get_config(model, &c), model, pg_model_last_error)) return false;
-        if (int64_t(log_len) != bt * c.vocab_size) {
-            throw_status(env, PG_ERR_GEOMETRY, ("forward: logits must hold B*T*vocab_size = " +
+        if (int64_t(log_len) != bt * c.vocab_size) {  // smaller: the binding's one "too small" status
+            throw_status(env, int64_t(log_len) < bt * c.vocab_size ? PG_ERR_BUFFER_TOO_SMALL : PG_ERR_GEOMETRY, ("forward: logits must hold B*T*vocab_size = " +
                                                 std::to_string(bt * c.vocab_size) + " floats, got " +
                                                 std::to_string(log_len)).c_str());
             return false;

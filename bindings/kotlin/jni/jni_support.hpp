@@ -19,7 +19,7 @@ namespace pg_jni {
 
 inline JavaVM* g_vm = nullptr;
 inline jclass g_exception_class = nullptr;          // phonegpt/PhoneGptException (global ref)
-inline jmethodID g_exception_from_status = nullptr; // static PhoneGptException fromStatus(int, String)
+inline jmethodID g_exception_from_status = nullptr; // static RuntimeException fromStatus(int, String)
 inline jmethodID g_progress_method = nullptr;       // boolean ProgressBridge.onProgress(long, long)
 inline jmethodID g_token_method = nullptr;          // boolean TokenBridge.onToken(int)
 
@@ -232,7 +232,8 @@ public:
         }
         copy_.resize(std::size_t(length));
         if (copy_in && length > 0) Prim<T>::get(env, array, offset, length, copy_.data());
-        data_ = copy_.data();
+        // An empty array is empty data, not a missing argument (the C API reads NULL as missing).
+        data_ = length > 0 ? copy_.data() : &empty_;
         return !env->ExceptionCheck();
     }
 
@@ -249,6 +250,7 @@ private:
     Array array_ = nullptr;
     jint offset_ = 0, length_ = 0;
     T* data_ = nullptr;
+    T empty_{};
     std::vector<T> copy_;
 };
 

@@ -117,7 +117,7 @@ extern "C" JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void*) {
     g_exception_class = global_class(env, "phonegpt/PhoneGptException");
     if (!g_exception_class) return JNI_ERR;
     g_exception_from_status = env->GetStaticMethodID(g_exception_class, "fromStatus",
-                                                     "(ILjava/lang/String;)Lphonegpt/PhoneGptException;");
+                                                     "(ILjava/lang/String;)Ljava/lang/RuntimeException;");
     jclass progress = env->FindClass("phonegpt/ProgressBridge");
     jclass token = progress ? env->FindClass("phonegpt/TokenBridge") : nullptr;
     jclass natives = token ? env->FindClass("phonegpt/Native") : nullptr;

@@ -74,8 +74,8 @@ jint n_find_tensor(JNIEnv* env, jclass, jlong handle, jstring jname) {
 // Copies `n` floats from `src` into the array or buffer region, which must hold exactly n.
 inline void copy_out(JNIEnv* env, const float* src, int64_t n, jfloatArray a, jobject b, jint offset, jint length,
               const char* what) {
-    if (int64_t(length) != n) {
-        throw_status(env, PG_ERR_GEOMETRY,
+    if (int64_t(length) != n) {  // smaller: the binding's one "too small" status
+        throw_status(env, int64_t(length) < n ? PG_ERR_BUFFER_TOO_SMALL : PG_ERR_GEOMETRY,
                      (std::string(what) + ": the destination holds " + std::to_string(length) +
                       " floats, the tensor has " + std::to_string(n)).c_str());
         return;

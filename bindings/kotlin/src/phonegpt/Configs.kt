@@ -1,10 +1,12 @@
+@file:JvmName("Configs")
 package phonegpt
 
 // The option and result structs (ModelConfig, TrainConfig, EvalConfig, SampleConfig, StepResult,
 // EvalResult, SessionConfig, LoraConfig, ValidationPolicy, ...) are immutable data classes
 // generated at build time from lib/core/c_struct_fields.def (CStructs.kt, written by
 // bindings/kotlin/gen/kotlin_structs.cpp): one property per C field, named as the field in
-// camelCase. Start from default() (the library's *_default()) and change fields with copy(...).
+// camelCase. Start from defaults() (the library's *_default(); default() in Kotlin) and change
+// fields with copy(...).
 // This file has what the generated classes use: the enumerations behind PG_ENUM fields, the bit
 // sets, and the calls on the configurations.
 
@@ -42,9 +44,6 @@ enum class Optimizer(override val code: Int) : CEnum { ADAMW(0), MUON(1) }
 
 /** pg_interop_format. */
 enum class InteropFormat(val code: Int) { LLMC(1), SAFETENSORS(2) }
-
-/** A named preset: "phonegpt" (= default()) or "tiny"; another name is an [InvalidArgumentException]. */
-fun ModelConfig.Companion.preset(name: String): ModelConfig = fromFields(Native.modelConfigPreset(name), null)
 
 /** Throws [InvalidArgumentException] naming the first bad field. */
 fun ModelConfig.validate() = Native.modelConfigValidate(fields())

@@ -24,14 +24,12 @@ enum class CheckOutcome(override val code: Int) : CEnum { PASSED(0), FAILED(1), 
 class Average(val adapter: LoraAdapter, val report: LoraAverageReport)
 
 /**
- * Averages [adapters] of one base into a new adapter (pg_lora_average); [weights] null = equal,
+ * [LoraAdapter.average]: averages [adapters] of one base into a new adapter (pg_lora_average); [weights] null = equal,
  * else one finite weight >= 0 per adapter with a positive sum (e.g. example counts). Different
  * bases, targets or layers, or (for FEDAVG_FACTORS and FROZEN_A) ranks, scales or A factors are a
  * [GeometryException] naming the adapter and both sides.
  */
-@JvmOverloads
-fun LoraAdapter.Companion.average(adapters: List<LoraAdapter>, weights: DoubleArray? = null,
-                                  config: LoraAverageConfig = LoraAverageConfig.default()): Average {
+internal fun averageAdapters(adapters: List<LoraAdapter>, weights: DoubleArray?, config: LoraAverageConfig): Average {
     val fields = config.fields()
     val r = readingAll(adapters) { handles -> Native.loraAverage(handles, weights, fields) }
     return Average(LoraAdapter(r[0]), LoraAverageReport.fromFields(r.copyOfRange(1, r.size), null))
@@ -61,10 +59,14 @@ fun privacyEpsilon(noiseMultiplier: Double, rounds: Long, delta: Double): Privac
     return PrivacyBudget(r[0], r[1])
 }
 
-// Runs [block] with every handle of [handles] under its shared lock (an adapter may appear twice).
+// Runs [block] with every handle of [handles] under its shared lock, taken once per adapter (one
+// may appear twice) in creation order (the lock order).
 private fun <R> readingAll(handles: List<LoraAdapter>, block: (LongArray) -> R): R {
-    val out = LongArray(handles.size)
-    fun from(i: Int): R = if (i == handles.size) block(out) else handles[i].reading { h -> out[i] = h; from(i + 1) }
+    val distinct = handles.distinct().sortedBy { it.lockOrderKey }
+    val native = HashMap<LoraAdapter, Long>()
+    fun from(i: Int): R =
+        if (i == distinct.size) block(LongArray(handles.size) { native.getValue(handles[it]) })
+        else distinct[i].reading { h -> native[distinct[i]] = h; from(i + 1) }
     return from(0)
 }
 
@@ -82,9 +84,7 @@ class Validator private constructor(handle: Long, val base: Model) : NativeHandl
     private companion object {
         fun create(base: Model, policy: ValidationPolicy): Long {
             val fields = policy.fields()
-            val v = base.reading { m -> Native.validatorCreate(m, fields) }
-            base.retain()
-            return v
+            return base.reading { m -> Native.validatorCreate(m, fields).also { base.retain() } }
         }
     }
 
@@ -153,17 +153,19 @@ class Validator private constructor(handle: Long, val base: Model) : NativeHandl
 class ValidationReport internal constructor(handle: Long) : NativeHandle(handle, "ValidationReport") {
     override fun free(handle: Long) = Native.validationReportFree(handle)
 
-    val summary: ValidationSummary
-        get() = reading { r ->
-            val (v, t) = Native.validationReportSummary(r)
-            ValidationSummary.fromFields(v as LongArray, t as Array<String>)
-        }
+    val summary: ValidationSummary get() = reading { summaryOf(it) }
+
+    private fun summaryOf(r: Long): ValidationSummary {
+        val (v, t) = Native.validationReportSummary(r)
+        @Suppress("UNCHECKED_CAST")
+        return ValidationSummary.fromFields(v as LongArray, t as Array<String>)
+    }
 
     val accepted: Boolean get() = summary.accepted
 
     val checks: List<ValidationCheck>
         get() = reading { r ->
-            (0 until summary.nChecks).map { i ->
+            (0 until summaryOf(r).nChecks).map { i ->
                 val (v, t) = Native.validationReportCheck(r, i)
                 ValidationCheck.fromFields(v as LongArray, t as Array<String>)
             }

@@ -15,17 +15,26 @@ enum class Status(val code: Int) {
 }
 
 /**
- * A failed libphonegpt call: [status] says which kind, [message] is the library's message.
- * Every status has its own subclass, so `catch (e: TokenizeException)` works as expected; all
- * are unchecked (RuntimeException), as in ONNX Runtime's and ExecuTorch's Java APIs.
+ * What every exception of the library implements: [status] says which kind, `message` is the
+ * library's message. Every status has its own class, so `catch (e: TokenizeException)` works as
+ * expected. All are unchecked: [StateException] is an IllegalStateException (a closed handle, a
+ * call from inside its own callback, a call out of order) and [InvalidArgumentException] an
+ * IllegalArgumentException, as the JDK's own checks are; every other one is a
+ * [PhoneGptException]. Catch RuntimeException and test `is PhoneGptError` to get them all.
  */
-open class PhoneGptException(val status: Status, message: String) : RuntimeException(message) {
+interface PhoneGptError {
+    val status: Status
     /** The C name of the status, e.g. "PG_ERR_IO". */
-    val statusName: String get() = status.statusName
+    val statusName: String
+}
+
+/** A failed libphonegpt call of a status other than STATE and INVALID_ARGUMENT (see [PhoneGptError]). */
+open class PhoneGptException(override val status: Status, message: String) : RuntimeException(message), PhoneGptError {
+    override val statusName: String get() = status.statusName
 
     companion object {
-        /** Builds the subclass of a C status (called by the JNI shim when a call fails). */
-        @JvmStatic fun fromStatus(code: Int, message: String): PhoneGptException = when (Status.of(code)) {
+        /** Builds the exception of a C status (called by the JNI shim when a call fails). */
+        @JvmStatic fun fromStatus(code: Int, message: String): RuntimeException = when (Status.of(code)) {
             Status.INVALID_ARGUMENT -> InvalidArgumentException(message)
             Status.OUT_OF_MEMORY -> OutOfMemoryException(message)
             Status.IO -> IoException(message)
@@ -45,7 +54,21 @@ open class PhoneGptException(val status: Status, message: String) : RuntimeExcep
     }
 }
 
-class InvalidArgumentException(message: String) : PhoneGptException(Status.INVALID_ARGUMENT, message)
+/** A bad argument or configuration field (the message names it); an IllegalArgumentException. */
+class InvalidArgumentException(message: String) : IllegalArgumentException(message), PhoneGptError {
+    override val status: Status get() = Status.INVALID_ARGUMENT
+    override val statusName: String get() = status.statusName
+}
+
+/**
+ * A closed handle, a call from inside a callback of a running call on the same handle, or a call
+ * out of order; an IllegalStateException, like ONNX Runtime's closed-object error.
+ */
+class StateException(message: String) : IllegalStateException(message), PhoneGptError {
+    override val status: Status get() = Status.STATE
+    override val statusName: String get() = status.statusName
+}
+
 class OutOfMemoryException(message: String) : PhoneGptException(Status.OUT_OF_MEMORY, message)
 class IoException(message: String) : PhoneGptException(Status.IO, message)
 class FormatException(message: String) : PhoneGptException(Status.FORMAT, message)
@@ -54,8 +77,7 @@ class ChecksumException(message: String) : PhoneGptException(Status.CHECKSUM, me
 class GeometryException(message: String) : PhoneGptException(Status.GEOMETRY, message)
 class TokenizeException(message: String) : PhoneGptException(Status.TOKENIZE, message)
 class CancelledException(message: String) : PhoneGptException(Status.CANCELLED, message)
-/** Also what any call on a closed handle throws. */
-class StateException(message: String) : PhoneGptException(Status.STATE, message)
+/** An output array or buffer smaller than what the call writes (every call's "too small" is this one). */
 class BufferTooSmallException(message: String) : PhoneGptException(Status.BUFFER_TOO_SMALL, message)
 class UnsupportedException(message: String) : PhoneGptException(Status.UNSUPPORTED, message)
 class InternalException(message: String) : PhoneGptException(Status.INTERNAL, message)

@@ -43,6 +43,11 @@ class LoraAdapter internal constructor(handle: Long) : NativeHandle(handle, "Lor
          */
         @JvmStatic fun importPeft(folder: String, base: Model): LoraAdapter =
             LoraAdapter(base.reading { Native.loraImportPeft(folder, it) })
+
+        /** Averages adapters of one base into a new adapter (Coordinator.kt has the details). */
+        @JvmStatic @JvmOverloads fun average(adapters: List<LoraAdapter>, weights: DoubleArray? = null,
+                                             config: LoraAverageConfig = LoraAverageConfig.defaults()): Average =
+            averageAdapters(adapters, weights, config)
     }
 
     override fun free(handle: Long) = Native.loraAdapterFree(handle)
@@ -72,19 +77,19 @@ class LoraAdapter internal constructor(handle: Long) : NativeHandle(handle, "Lor
     val baseJson: String get() = reading { String(Native.loraAdapterBaseJson(it), Charsets.UTF_8) }
 
     /** Throws [GeometryException] naming the difference unless [base] is this adapter's base. */
-    fun checkBase(base: Model) = reading { a -> base.reading { m -> Native.loraAdapterCheckBase(a, m) } }
+    fun checkBase(base: Model) = base.reading { m -> reading { a -> Native.loraAdapterCheckBase(a, m) } }
 
     /** A new model: [base] with W += scale * B A in every adapted linear. */
     @JvmOverloads fun merge(base: Model, nThreads: Int = 0): Model =
-        Model(reading { a -> base.reading { m -> Native.loraMerge(m, a, nThreads) } })
+        Model(base.reading { m -> reading { a -> Native.loraMerge(m, a, nThreads) } })
 
     /** Merges into [model] in place (it must be this adapter's base: merging twice is refused). */
     @JvmOverloads fun mergeInto(model: Model, nThreads: Int = 0) =
-        reading { a -> model.writing { m -> Native.loraMergeInPlace(m, a, nThreads, false) } }
+        model.writing { m -> reading { a -> Native.loraMergeInPlace(m, a, nThreads, false) } }
 
     /** Undoes [mergeInto] (within fp32 rounding, not bit for bit). */
     @JvmOverloads fun unmergeFrom(model: Model, nThreads: Int = 0) =
-        reading { a -> model.writing { m -> Native.loraMergeInPlace(m, a, nThreads, true) } }
+        model.writing { m -> reading { a -> Native.loraMergeInPlace(m, a, nThreads, true) } }
 
     val config: LoraConfig
         get() = reading { h ->
@@ -156,9 +161,8 @@ class LoraTrainer private constructor(handle: Long, val base: Model, val adapter
          * A plain adapter file is a [StateException] (it has no training state).
          */
         @JvmStatic fun resume(path: String, base: Model): LoraTrainer {
-            val handles = base.reading { m -> Native.loraTrainerResume(path, m) }
+            val handles = base.reading { m -> Native.loraTrainerResume(path, m).also { base.retain() } }
             val adapter = LoraAdapter(handles[0])
-            base.retain()
             adapter.retain()
             return LoraTrainer(handles[1], base, adapter, true)
         }
@@ -168,7 +172,7 @@ class LoraTrainer private constructor(handle: Long, val base: Model, val adapter
         Native.loraTrainerFree(handle)
         adapter.releaseReference()
         base.releaseReference()
-        if (ownsAdapter) adapter.close()
+        if (ownsAdapter) adapter.closeWhenIdle()
     }
 
     override fun nativeSetData(h: Long, r: Ints) = Native.loraTrainerSetData(h, r.array, r.buffer, r.offset, r.length)

@@ -1,5 +1,6 @@
 package phonegpt
 
+import java.io.File
 import java.nio.FloatBuffer
 import java.nio.IntBuffer
 
@@ -25,11 +26,17 @@ class Model internal constructor(handle: Long) : EvaluatingHandle(handle, "Model
          * sessions and LoRA trainers, refusing every writer of its weights with [StateException].
          */
         @JvmStatic fun load(path: String, options: LoadOptions): Model = Model(Native.modelLoadWith(path, options.fields()))
+        /** [load] of a [File]. */
+        @JvmStatic fun load(file: File): Model = load(file.path)
+        @JvmStatic fun load(file: File, options: LoadOptions): Model = load(file.path, options)
         /** Imports an llm.c or safetensors file (pg_model_import). */
         @JvmStatic fun importFrom(path: String, format: InteropFormat): Model = Model(Native.modelImport(format.code, path))
     }
 
-    override fun free(handle: Long) = Native.modelFree(handle)
+    override fun free(handle: Long) {
+        dropOwnTokenizer()
+        Native.modelFree(handle)
+    }
 
     /**
      * Saves atomically (options.compressionLevel: 0 = raw, 1..19 = zstd; weightStorage -1 = as
@@ -66,16 +73,36 @@ class Model internal constructor(handle: Long) : EvaluatingHandle(handle, "Model
     val weightStorage: Pair<WeightStorage, Long>
         get() = reading { h -> Native.modelWeightStorage(h).let { Pair(cEnum<WeightStorage>(it[0]), it[1]) } }
 
+    // The Tokenizer the getter hands out: one copy of the model's, made at the first read and
+    // dropped when the tokenizer is replaced or the model closes (guarded by tokenizerGuard).
+    private var ownTokenizer: Tokenizer? = null
+    private val tokenizerGuard = Any()
+
     /**
-     * The model's tokenizer: get returns a new [Tokenizer] holding a copy (close it when done), or
-     * null if the model has none; set stores a copy (its vocabulary must equal the model's).
+     * The model's tokenizer, or null if it has none: the same [Tokenizer] object at every read
+     * (a copy of the model's, owned by the model: it closes when the model closes or the
+     * tokenizer is replaced; closing it yourself is harmless, the next read makes a new one).
      */
-    var tokenizer: Tokenizer?
-        get() = reading { h -> Native.modelGetTokenizer(h).let { if (it == 0L) null else Tokenizer(it) } }
-        set(value) {
-            if (value == null) throw InvalidArgumentException("Model.tokenizer: cannot be set to null")
-            writing { h -> value.writing { t -> Native.modelSetTokenizer(h, t) } }
+    val tokenizer: Tokenizer? get() = ownTokenizer("tokenizer")
+
+    internal fun ownTokenizer(what: String): Tokenizer? = reading(allowClosedByUser = what != "tokenizer") { h ->
+        synchronized(tokenizerGuard) {
+            ownTokenizer?.let { if (!it.isClosed) return@reading it }
+            val t = Native.modelGetTokenizer(h)
+            (if (t == 0L) null else Tokenizer(t)).also { ownTokenizer = it }
         }
+    }
+
+    /** Stores a copy of [tokenizer] as the model's (its vocabulary must equal the model's). */
+    fun setTokenizer(tokenizer: Tokenizer) = writing { h ->
+        tokenizer.writing { t -> Native.modelSetTokenizer(h, t) }
+        dropOwnTokenizer()
+    }
+
+    private fun dropOwnTokenizer() = synchronized(tokenizerGuard) {
+        ownTokenizer?.closeWhenIdle()
+        ownTokenizer = null
+    }
 
     /** Tensor names in the model's order ("wte", "wpe", "h.0.ln_1.weight", ...). */
     val tensorNames: List<String>
@@ -186,8 +213,8 @@ class Model internal constructor(handle: Long) : EvaluatingHandle(handle, "Model
      */
     @JvmOverloads fun generate(prompt: String, config: SampleConfig = SampleConfig.default(),
                                cancel: CancellationToken? = null, onText: ((String) -> Unit)? = null): String {
-        val tok = tokenizer ?: throw StateException("Model.generate(String): the model has no tokenizer")
-        return tok.use { t -> t.generateText(onText) { onToken -> generate(t.encode(prompt), config, cancel, onToken) } }
+        val t = ownTokenizer("generate") ?: throw StateException("Model.generate(String): the model has no tokenizer")
+        return t.generateText(onText) { onToken -> generate(t.encode(prompt), config, cancel, onToken) }
     }
 
     private fun generate(prompt: Ints, config: SampleConfig, cancel: CancellationToken?, onToken: ((Int) -> Unit)?,

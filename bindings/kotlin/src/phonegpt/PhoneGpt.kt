@@ -1,5 +1,10 @@
 package phonegpt
 
+import java.io.FileDescriptor
+import java.io.FileInputStream
+import java.io.IOException
+import java.nio.ByteBuffer
+
 /** Library-wide queries and helpers (the Python module's top-level functions). */
 object PhoneGpt {
     /** The loaded library's version, "0.2.0". */
@@ -20,4 +25,29 @@ object PhoneGpt {
 
     /** A whole file's bytes, read by the library (clear IoException on failure). */
     @JvmStatic fun readFile(path: String): ByteArray = Native.readFile(path)
+
+    /**
+     * [length] bytes at [offset] of an open file descriptor ([length] < 0: to the end), read
+     * without moving or closing it; a short or failed read is an [IoException].
+     */
+    @JvmStatic fun readFileDescriptor(fd: FileDescriptor, offset: Long, length: Long): ByteArray {
+        if (offset < 0) throw InvalidArgumentException("readFileDescriptor: offset $offset is negative")
+        // Not closed: closing the stream would close the caller's descriptor.
+        val channel = FileInputStream(fd).channel
+        val size = try { channel.size() } catch (e: IOException) { throw IoException("readFileDescriptor: ${e.message}") }
+        val n = if (length < 0) size - offset else length
+        if (n < 0 || offset + n > size)
+            throw IoException("readFileDescriptor: $n bytes at $offset exceed the file's $size bytes")
+        if (n > Int.MAX_VALUE - 8) throw UnsupportedException("readFileDescriptor: $n bytes do not fit a Java array")
+        val out = ByteBuffer.allocate(n.toInt())
+        try {
+            while (out.hasRemaining()) {
+                if (channel.read(out, offset + out.position()) < 0)
+                    throw IoException("readFileDescriptor: the file ended after ${out.position()} of $n bytes")
+            }
+        } catch (e: IOException) {
+            throw IoException("readFileDescriptor: ${e.message}")
+        }
+        return out.array()
+    }
 }

@@ -39,8 +39,16 @@ class Session private constructor(handle: Long, val model: Model) : EvaluatingHa
         }
     }
 
-    // The attached adapter (guarded by the session's lock).
-    private var attached: LoraAdapter? = null
+    // The attached adapter (written under the session's lock, read by the [adapter] getter).
+    @Volatile private var attached: LoraAdapter? = null
+    // Snapshots of the session's state after its last call: the getters never wait for a call.
+    @Volatile private var positionNow = 0L
+    @Volatile private var lastErrorNow = ""
+
+    private val nThreadsAtCreation = writing { s -> Native.sessionNThreads(s) }
+
+    /** The number of threads the session runs on (fixed at creation). */
+    val nThreads: Int get() = open(nThreadsAtCreation)
 
     override fun free(handle: Long) {
         Native.sessionFree(handle)
@@ -50,14 +58,17 @@ class Session private constructor(handle: Long, val model: Model) : EvaluatingHa
     }
 
     /** Runs [block] with the session (alone), its model and its attached adapter (shared). */
-    private inline fun <R> using(block: (Long, Long) -> R): R {
-        if (lock.isWriteLockedByCurrentThread)
-            throw StateException("Session: cannot be used from inside a callback of its own running call")
-        return writing { s ->
+    private inline fun <R> using(block: (Long, Long) -> R): R = writing { s ->
+        try {
             model.reading(allowClosedByUser = true) { m ->
                 val a = attached
                 if (a == null) block(s, m) else a.reading(allowClosedByUser = true) { block(s, m) }
             }
+        } catch (e: RuntimeException) {
+            if (e is PhoneGptError) lastErrorNow = e.message ?: ""
+            throw e
+        } finally {
+            positionNow = Native.sessionPosition(s)
         }
     }
 
@@ -69,8 +80,7 @@ class Session private constructor(handle: Long, val model: Model) : EvaluatingHa
      * weights at the next [logits] or [generate].
      */
     fun attachAdapter(adapter: LoraAdapter) = writing { s ->
-        adapter.reading { a -> Native.sessionAttachAdapter(s, a) }
-        adapter.retain()
+        adapter.reading { a -> Native.sessionAttachAdapter(s, a); adapter.retain() }
         attached?.releaseReference()
         attached = adapter
     }
@@ -82,24 +92,18 @@ class Session private constructor(handle: Long, val model: Model) : EvaluatingHa
         attached = null
     }
 
-    /** The attached adapter, or null (pg_session_adapter). */
-    val adapter: LoraAdapter?
-        get() = writing { s ->
-            val p = Native.sessionAdapter(s)
-            val a = attached
-            if (p == 0L) null
-            else if (a != null && a.handle == p) a
-            else throw InternalException("Session.adapter: the library's attached adapter is not the one this binding attached")
-        }
+    /** The attached adapter, or null (never waits for a running call). */
+    val adapter: LoraAdapter? get() = open(attached)
 
-    /** The number of threads the session runs on. */
-    val nThreads: Int get() = using { s, _ -> Native.sessionNThreads(s) }
+    /**
+     * The sequence's length: tokens appended and generated since creation or the last [reset],
+     * as of the end of the session's last call (never waits: during a generation it does not yet
+     * count the tokens being generated).
+     */
+    val position: Long get() = open(positionNow)
 
-    /** The sequence's length: tokens appended and generated since creation or the last [reset]. */
-    val position: Long get() = using { s, _ -> Native.sessionPosition(s) }
-
-    /** The message of the session's last failed call ("" if none). */
-    val lastError: String get() = using { s, _ -> Native.sessionLastError(s) }
+    /** The message of the session's last failed call ("" if none; never waits). */
+    val lastError: String get() = open(lastErrorNow)
 
     // --- calls that leave the sequence alone ----------------------------------------------------
 
@@ -155,8 +159,10 @@ class Session private constructor(handle: Long, val model: Model) : EvaluatingHa
     }
 
     /** The logits into [out] from its position (remaining() >= vocabSize). */
-    fun logits(out: FloatBuffer) = using { s, _ ->
+    fun logits(out: FloatBuffer) = using { s, m ->
         val r = floats(out, "logits", output = true)
+        val vocab = ModelConfig.fromFields(Native.modelGetConfig(m), null).vocabSize
+        if (r.length < vocab) throw BufferTooSmallException("logits: the buffer holds ${r.length} floats, vocabSize is $vocab")
         Native.sessionLogits(s, r.array, r.buffer, r.offset, r.length)
     }
 
@@ -194,9 +200,6 @@ class Session private constructor(handle: Long, val model: Model) : EvaluatingHa
                                    out?.buffer, out?.offset ?: 0, out?.length ?: 0)
         }
 
-    private inline fun <R> withTokenizer(what: String, block: (Tokenizer) -> R): R {
-        val tok = model.reading(allowClosedByUser = true) { m -> Native.modelGetTokenizer(m) }
-            .let { if (it == 0L) throw StateException("Session.$what: the model has no tokenizer") else Tokenizer(it) }
-        return tok.use(block)
-    }
+    private inline fun <R> withTokenizer(what: String, block: (Tokenizer) -> R): R =
+        block(model.ownTokenizer(what) ?: throw StateException("Session.$what: the model has no tokenizer"))
 }

@@ -1,5 +1,8 @@
 package phonegpt
 
+import java.io.File
+import java.io.FileDescriptor
+import java.nio.ByteBuffer
 import java.nio.IntBuffer
 
 enum class TokenizerKind(val code: Int) { CHAR(1), BPE(2) }
@@ -16,9 +19,6 @@ enum class TokenizerFile(val code: Int) {
     HF_JSON(4)
 }
 
-/** Every special token recognised (tiktoken's allowed_special="all"); the default recognises none. */
-val EncodeOptions.Companion.ALL_SPECIAL: EncodeOptions get() = default().copy(allowAllSpecial = true)
-
 /** The pre-split patterns a BPE tokenizer can be trained with (pg_bpe_pattern). */
 enum class BpePattern(override val code: Int) : CEnum { GPT2(1), CL100K(2), O200K(3) }
 
@@ -32,9 +32,24 @@ enum class BpePattern(override val code: Int) : CEnum { GPT2(1), CL100K(2), O200
 class Tokenizer internal constructor(handle: Long) : NativeHandle(handle, "Tokenizer") {
     companion object {
         /** A character tokenizer whose vocabulary is the sorted set of the text's code points. */
-        @JvmStatic fun char(text: String): Tokenizer = Tokenizer(Native.tokenizerCreateChar(text.toByteArray(Charsets.UTF_8)))
+        @JvmStatic fun characterLevel(text: String): Tokenizer =
+            Tokenizer(Native.tokenizerCreateChar(text.toByteArray(Charsets.UTF_8)))
+        /** [characterLevel] (Kotlin's short name; `char` is a keyword in Java). */
+        @JvmSynthetic fun char(text: String): Tokenizer = characterLevel(text)
         /** A tokenizer restored from [toBytes]' output. */
         @JvmStatic fun fromBytes(data: ByteArray): Tokenizer = Tokenizer(Native.tokenizerDeserialize(data))
+        /** [fromBytes] of a buffer's remaining bytes (its position is left unchanged). */
+        @JvmStatic fun fromBytes(data: ByteBuffer): Tokenizer =
+            fromBytes(ByteArray(data.remaining()).also { data.duplicate().get(it) })
+        /** [fromBytes] of a file's contents (an unreadable file is an [IoException]). */
+        @JvmStatic fun fromFile(file: File): Tokenizer = fromBytes(PhoneGpt.readFile(file.path))
+        /**
+         * [fromBytes] of [length] bytes at [offset] of an open file descriptor, as Android's
+         * AssetFileDescriptor (fileDescriptor, startOffset, length) or a ParcelFileDescriptor
+         * (offset 0) hand them out; [length] < 0 reads to the end. The descriptor stays open.
+         */
+        @JvmStatic fun fromFileDescriptor(fd: FileDescriptor, offset: Long, length: Long): Tokenizer =
+            fromBytes(PhoneGpt.readFileDescriptor(fd, offset, length))
 
         /**
          * BPE from a tiktoken rank file's contents and its [encoding]: "gpt2", "r50k_base",

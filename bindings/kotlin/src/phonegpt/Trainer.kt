@@ -15,6 +15,7 @@ abstract class TrainerBase internal constructor(handle: Long, handleKind: String
     internal abstract fun nativeComputeGradients(h: Long, i: Ints, g: Ints, batch: Int, seqLen: Int): Float
     /** Runs [block] with the trainer's handle and the locks a step needs. */
     internal abstract fun <R> stepping(block: (Long) -> R): R
+    internal open fun afterStep(h: Long) {}
 
     /** The training tokens (copied by the library). */
     fun setData(tokens: IntArray) = setData(ints(tokens))
@@ -103,7 +104,7 @@ class Trainer private constructor(handle: Long, val model: Model, private val ow
     override fun free(handle: Long) {
         Native.trainerFree(handle)
         model.releaseReference()
-        if (ownsModel) model.close()
+        if (ownsModel) model.closeWhenIdle()
     }
 
     val config: TrainConfig get() = writing { TrainConfig.fromFields(Native.trainerGetConfig(it), null) }
@@ -112,7 +113,8 @@ class Trainer private constructor(handle: Long, val model: Model, private val ow
     override fun nativeStep(h: Long): LongArray = Native.trainerStep(h)
     override fun nativeStepBatch(h: Long, i: Ints, g: Ints, batch: Int, seqLen: Int): LongArray =
         Native.trainerStepBatch(h, i.array, i.buffer, i.offset, g.array, g.buffer, g.offset, batch, seqLen)
-    override fun <R> stepping(block: (Long) -> R): R = writing { t -> model.writing(allowClosedByUser = true) { block(t) } }
+    override fun <R> stepping(block: (Long) -> R): R =
+        writing { t -> try { model.writing(allowClosedByUser = true) { block(t) } } finally { afterStep(t) } }
 
     override fun nativeComputeGradients(h: Long, i: Ints, g: Ints, batch: Int, seqLen: Int): Float =
         Native.trainerComputeGradients(h, i.array, i.buffer, i.offset, g.array, g.buffer, g.offset, batch, seqLen)
@@ -129,11 +131,18 @@ class Trainer private constructor(handle: Long, val model: Model, private val ow
     fun readGrad(name: String, out: FloatBuffer) = writing { h ->
         val (index, n) = model.tensorIndex(name)
         val r = floats(out, "readGrad", output = true)
+        if (r.length < n) throw BufferTooSmallException("readGrad: $name has $n floats, the buffer holds ${r.length}")
         if (r.length != n) throw GeometryException("readGrad: $name has $n floats, the buffer holds ${r.length}")
         Native.trainerReadGrad(h, index, r.array, r.buffer, r.offset, r.length)
     }
 
-    val stepCount: Long get() = writing { Native.trainerStepCount(it) }
+    /** The optimizer steps taken (as of the last finished step: never waits for a running one). */
+    val stepCount: Long get() = open(stepCountNow)
+
+    // Updated after every step, so that [stepCount] is a snapshot.
+    @Volatile private var stepCountNow: Long = writing { Native.trainerStepCount(it) }
+
+    override fun afterStep(h: Long) { stepCountNow = Native.trainerStepCount(h) }
 
     /** The learning rate the schedule gives at [step]. */
     fun lrAt(step: Long): Float = writing { Native.trainerLrAt(it, step) }

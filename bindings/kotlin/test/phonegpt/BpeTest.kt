@@ -131,7 +131,7 @@ class BpeTest {
         val gpt2 = tokenizers.getValue("gpt2")
         val config = ModelConfig.preset("tiny").copy(vocabSize = gpt2.vocabSize, paddedVocabSize = 0)
         Model(config, 4).use { m ->
-            m.tokenizer = gpt2
+            m.setTokenizer(gpt2)
             val streamed = StringBuilder()
             val out = m.generate("Hello", SampleConfig.default().copy(maxTokens = 24, seed = 5)) { streamed.append(it) }
             assertEquals(out, streamed.toString())

@@ -34,8 +34,8 @@ class LeakTest {
         fun cycle() {
             Tokenizer.char(text).use { tok ->
                 Model(cfg, 1).use { m ->
-                    m.tokenizer = tok
-                    m.tokenizer!!.close()
+                    m.setTokenizer(tok)
+                    m.tokenizer!!.vocabSize
                     m.allowUntrainedBase(true)  // LoRA below trains over this fresh model
                     Trainer(m, tc).use { t -> t.setData(small) }
                     LoraAdapter(m).use { a -> LoraTrainer(m, a, tc).use { t -> t.setData(small) } }

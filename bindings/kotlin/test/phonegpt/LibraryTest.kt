@@ -39,7 +39,13 @@ class LibraryTest {
             assertEquals(s, Status.of(s.code))
             if (s != Status.OK) {
                 val e = PhoneGptException.fromStatus(s.code, "m")
-                assertEquals(s, e.status)
+                assertEquals(s, (e as PhoneGptError).status)
+                // the JDK's own classes for a bad argument and a bad state, one base for the rest
+                when (s) {
+                    Status.STATE -> assertTrue(e is IllegalStateException)
+                    Status.INVALID_ARGUMENT -> assertTrue(e is IllegalArgumentException)
+                    else -> assertTrue(e is PhoneGptException)
+                }
                 assertEquals(s.name.replace("_", "").toLowerCase(),
                              e.javaClass.simpleName.removeSuffix("Exception").toLowerCase())
             }
@@ -154,7 +160,7 @@ class LibraryTest {
         assertThrows<StateException>(Status.STATE) { m.numParams }
         assertThrows<StateException>(Status.STATE) { m.generate(intArrayOf(1)) }
         assertThrows<StateException>(Status.STATE) { Trainer(m) }
-        tinyModel().use { live -> assertThrows<StateException>(Status.STATE) { live.tokenizer = t } }
+        tinyModel().use { live -> assertThrows<StateException>(Status.STATE) { live.setTokenizer(t) } }
     }
 
     // --- the shim's own checks, reached the way a Java caller could ---------------------------

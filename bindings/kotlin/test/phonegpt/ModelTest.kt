@@ -9,6 +9,8 @@ import org.junit.Assert.assertEquals
 import org.junit.Assert.assertFalse
 import org.junit.Assert.assertNotNull
 import org.junit.Assert.assertNull
+import org.junit.Assert.assertSame
+import org.junit.Assert.assertNotSame
 import org.junit.Assert.assertTrue
 import org.junit.Assert.fail
 import org.junit.Test
@@ -68,17 +70,23 @@ class ModelTest {
             m.setParameter("ln_f.bias", b2)
             assertEquals(-1f, m.parameter("ln_f.bias")[0], 0f)
             assertThrows<GeometryException>(Status.GEOMETRY) { m.setParameter("ln_f.bias", FloatArray(3)) }
-            assertThrows<GeometryException>(Status.GEOMETRY) { m.readParameter("wte", directFloatBuffer(3)) }
+            assertThrows<BufferTooSmallException>(Status.BUFFER_TOO_SMALL) { m.readParameter("wte", directFloatBuffer(3)) }
             assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.parameter("no.such") }
-            // the tokenizer is a copy
+            // the getter hands out one copy owned by the model, until it is replaced or closed
             val t = m.tokenizer!!
-            t.use { assertEquals(tokenizer.vocabSize, it.vocabSize) }
-            assertNotNull(m.tokenizer?.use { it.kind })
+            assertEquals(tokenizer.vocabSize, t.vocabSize)
+            assertSame(t, m.tokenizer)
+            t.close()
+            val again = m.tokenizer!!
+            assertNotSame(t, again)
+            m.setTokenizer(tokenizer)
+            assertTrue(again.isClosed)
+            assertNotNull(m.tokenizer?.kind)
         }
         Model(tinyConfig()).use { m ->
             assertNull(m.tokenizer)
             assertThrows<StateException>(Status.STATE) { m.generate("First") }
-            Tokenizer.char("ab").use { small -> assertThrows<PhoneGptException>(Status.GEOMETRY) { m.tokenizer = small } }
+            Tokenizer.char("ab").use { small -> assertThrows<PhoneGptException>(Status.GEOMETRY) { m.setTokenizer(small) } }
         }
     }
 
@@ -172,7 +180,7 @@ class ModelTest {
             for (i in r.logits.indices step 37) assertEquals(r.logits[i], logits.get(i), 0f)
             assertTrue(m.forward(nativeInts(tokens), b, t, null, logits, 1).isNaN())
             assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.forward(nativeInts(tokens), b, t, null, null) }
-            assertThrows<GeometryException>(Status.GEOMETRY) { m.forward(nativeInts(tokens), b, t, null, directFloatBuffer(5)) }
+            assertThrows<BufferTooSmallException>(Status.BUFFER_TOO_SMALL) { m.forward(nativeInts(tokens), b, t, null, directFloatBuffer(5)) }
             assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.forward(tokens, b, 99, null) }
             assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.forward(tokens.copyOf(3), b, t, null) }
             assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.forward(IntArray(b * t) { 1000 }, b, t) }
@@ -189,12 +197,12 @@ class ModelTest {
             m.save(zst, SaveOptions.default().copy(compressionLevel = 3))
             for (p in listOf(raw, zst)) Model.load(p).use { l ->
                 assertEquals(want, l.evaluate(ids).meanLoss, 0.0)
-                assertNotNull(l.tokenizer?.use { it.vocabSize })
+                assertNotNull(l.tokenizer?.vocabSize)
             }
             val llmc = File(tmp, "m.llmc").path
             m.export(llmc, InteropFormat.LLMC)
             Model.importFrom(llmc, InteropFormat.LLMC).use { l ->
-                l.tokenizer = tokenizer
+                l.setTokenizer(tokenizer)
                 assertEquals(want, l.evaluate(ids).meanLoss, 0.0)
             }
             val st = File(tmp, "st").apply { mkdirs() }
@@ -339,6 +347,20 @@ class ModelTest {
                 assertEquals(want, generateTokens(m, ids.copyOf(5), cfg).toList())
                 assertEquals(want, m.generateSuspending(ids.copyOf(5), cfg).toList())
                 assertEquals(m.evaluate(ids), m.evaluateSuspending(ids))
+                // the text forms, and a session's: the same tokens through a small buffer
+                val wantText = m.generate("First", cfg)
+                assertEquals(wantText, generateText(m, "First", cfg, capacity = 2).toList().joinToString(""))
+                Session(m, SessionConfig(1, 0)).use { s ->
+                    s.append(ids.copyOf(5))
+                    assertEquals(want, generateTokens(s, cfg, capacity = 1).toList())
+                    s.reset(); s.append(ids.copyOf(5))
+                    assertEquals(want, s.generateSuspending(cfg).toList())
+                    s.reset(); s.append("First")
+                    assertEquals(wantText, generateText(s, cfg).toList().joinToString(""))
+                    s.reset(); s.append("First")
+                    assertEquals(wantText, s.generateTextSuspending(cfg))
+                    assertEquals(s.evaluate(ids), s.evaluateSuspending(ids))
+                }
                 // cancelling the consumer stops the producer
                 val channel = generateTokens(m, ids.copyOf(5), cfg.copy(maxTokens = 1_000_000), capacity = 0)
                 assertEquals(want[0], channel.receive())
@@ -391,5 +413,36 @@ class ModelTest {
         val closed = tinyModel()
         closed.close()
         assertThrows<StateException>(Status.STATE) { closed.provenance }
+    }
+
+    @Test fun anEmptyPromptSaysSo() {
+        tinyModel().use { m ->
+            val e = assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.generate(IntArray(0)) }
+            assertTrue(e.message, e.message!!.contains("the prompt is empty"))
+        }
+    }
+
+    @Test fun tokenizersLoadFromBytesFilesAndFileDescriptors() {
+        val bytes = tokenizer.toBytes()
+        val file = File(tmp, "packed.bin")
+        file.writeBytes("HEAD!".toByteArray() + bytes + "TAIL".toByteArray())   // as in an APK's assets
+        java.io.FileInputStream(file).use { input ->
+            Tokenizer.fromFileDescriptor(input.fd, 5, bytes.size.toLong()).use { assertArrayEquals(ids, it.encode(text)) }
+            assertThrows<IoException>(Status.IO) { Tokenizer.fromFileDescriptor(input.fd, 5, file.length()) }
+            // the descriptor stays open and unmoved
+            assertEquals('H'.toInt(), input.read())
+        }
+        val plain = File(tmp, "tokenizer.bin").apply { writeBytes(bytes) }
+        java.io.RandomAccessFile(plain, "r").use { f ->
+            Tokenizer.fromFileDescriptor(f.fd, 0, -1).use { assertEquals(tokenizer.vocabSize, it.vocabSize) }
+        }
+        Tokenizer.fromFile(plain).use { assertEquals(tokenizer.vocabSize, it.vocabSize) }
+        Tokenizer.fromBytes(ByteBuffer.wrap(bytes)).use { assertEquals(tokenizer.vocabSize, it.vocabSize) }
+        assertThrows<IoException>(Status.IO) { Tokenizer.fromFile(File(tmp, "no_such.bin")) }
+        tinyModel().use { m ->
+            val path = File(tmp, "fileform.bin")
+            m.save(path.path)
+            Model.load(path).use { assertEquals(m.numParams, it.numParams) }
+        }
     }
 }

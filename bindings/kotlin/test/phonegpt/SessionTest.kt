@@ -27,7 +27,7 @@ class SessionTest {
             tokenizer = Tokenizer.char(text)
             ids = tokenizer.encode(text)
             model = Model(ModelConfig.preset("tiny").copy(vocabSize = tokenizer.vocabSize, paddedVocabSize = 0), 5)
-            model.tokenizer = tokenizer
+            model.setTokenizer(tokenizer)
             Trainer(model, TrainConfig.default().copy(batchSize = 4, lrMax = 3e-3f, warmupSteps = 0, totalSteps = 10,
                                                       nThreads = 1, seed = 7)).use { t ->
                 t.setData(ids)
@@ -202,7 +202,7 @@ class SessionTest {
             assertEquals(e.message, s.lastError)
             assertEquals(0L, s.position)                                              // nothing appended
             s.append(ids.copyOf(3))
-            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { s.logits(directFloatBuffer(3)) }
+            assertThrows<BufferTooSmallException>(Status.BUFFER_TOO_SMALL) { s.logits(directFloatBuffer(3)) }
             assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { s.generate(greedy(3).copy(temperature = -1f)) }
             assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { s.forward(ids.copyOf(4), 0, 4) }
             assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { s.forward(ids.copyOf(4), 1, 8) }

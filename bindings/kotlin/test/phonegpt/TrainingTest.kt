@@ -148,7 +148,7 @@ class TrainingTest {
                 assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { t.stepBatch(inputs, targets, 2, 17) }
                 assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { t.setData(intArrayOf(1, 2)) }
                 assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { t.grad("nope") }
-                assertThrows<GeometryException>(Status.GEOMETRY) { t.readGrad("wte", directFloatBuffer(2)) }
+                assertThrows<BufferTooSmallException>(Status.BUFFER_TOO_SMALL) { t.readGrad("wte", directFloatBuffer(2)) }
                 assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { t.lrAt(-1) }
                 // train() with a listener and cancellation
                 val cancel = CancellationToken()

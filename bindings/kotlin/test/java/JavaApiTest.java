@@ -1,0 +1,200 @@
+// The Kotlin binding as a Java app sees it: compiled with javac against phonegpt.jar (ctest
+// kotlin_java_api) and run. Every public class of the binding is used here at least once
+// (check_java_coverage.cmake checks the class names against the jar), with the Java names of what
+// Kotlin spells with keywords: Tokenizer.characterLevel, XxxConfig.defaults(), ModelConfig.preset.
+// Exits 1 with the failed check's message.
+import java.io.File;
+import java.nio.FloatBuffer;
+import java.nio.IntBuffer;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+
+import kotlin.Unit;
+import kotlin.ranges.IntRange;
+import phonegpt.*;
+
+public final class JavaApiTest {
+    private static void check(boolean ok, String what) {
+        if (!ok) throw new AssertionError(what);
+    }
+
+    private interface Call { void run() throws Exception; }
+
+    // Runs call and checks that it threw `kind` (also a PhoneGptError of `status`).
+    private static void throwsTyped(Class<? extends RuntimeException> kind, Status status, Call call) throws Exception {
+        try {
+            call.run();
+        } catch (RuntimeException e) {
+            check(kind.isInstance(e), "wanted " + kind.getSimpleName() + ", got " + e);
+            check(e instanceof PhoneGptError && ((PhoneGptError) e).getStatus() == status, "status of " + e);
+            check(((PhoneGptError) e).getStatusName().equals(status.getStatusName()), "status name of " + e);
+            return;
+        }
+        throw new AssertionError("no " + kind.getSimpleName());
+    }
+
+    public static void main(String[] args) throws Exception {
+        File tmp = new File(args.length > 0 ? args[0] : System.getProperty("java.io.tmpdir"), "java_api");
+        check(tmp.isDirectory() || tmp.mkdirs(), "scratch folder " + tmp);
+        String text = String.join("", Collections.nCopies(30, "First Citizen:\nBefore we proceed any further, hear me speak.\n\n"));
+
+        // Library-wide calls, statuses and the exception classes.
+        check(PhoneGpt.getVersionNumber() == PhoneGpt.getHeaderVersionNumber(), "version " + PhoneGpt.getVersion());
+        check(!PhoneGpt.getSimdArch().isEmpty(), "simd");
+        check(PhoneGpt.statusName(Status.IO.getCode()).equals("PG_ERR_IO"), "status name");
+        check(Status.of(10) == Status.STATE, "Status.of");
+        check(PhoneGpt.splitIndex(10) == 9L && PhoneGpt.splitIndex(10, 0.5) == 5L, "splitIndex");
+        check(PhoneGptException.fromStatus(10, "m") instanceof IllegalStateException, "StateException is an IllegalStateException");
+        check(PhoneGptException.fromStatus(1, "m") instanceof IllegalArgumentException, "InvalidArgumentException");
+        Class<?>[] others = {OutOfMemoryException.class, IoException.class, FormatException.class, VersionException.class,
+                             ChecksumException.class, GeometryException.class, TokenizeException.class, CancelledException.class,
+                             BufferTooSmallException.class, UnsupportedException.class, InternalException.class, NotFiniteException.class};
+        for (Class<?> c : others) check(PhoneGptException.class.isAssignableFrom(c), c.getName());
+        throwsTyped(IoException.class, Status.IO, () -> PhoneGpt.readFile(new File(tmp, "missing").getPath()));
+
+        // Configurations: Java names for the defaults and the preset.
+        ModelConfig tinyPreset = ModelConfig.preset("tiny");
+        throwsTyped(InvalidArgumentException.class, Status.INVALID_ARGUMENT, () -> ModelConfig.preset("no such"));
+        Configs.validate(tinyPreset);
+        check(Configs.getNumParams(tinyPreset) > 0, "numParams");
+        check(ModelConfig.defaults().equals(ModelConfig.preset("phonegpt")), "ModelConfig.defaults");
+        check(EncodeOptions.ALL_SPECIAL.getAllowAllSpecial(), "ALL_SPECIAL");
+        TrainConfig d = TrainConfig.defaults();
+        TrainConfig tc = new TrainConfig(4, d.getSeqLen(), d.getGradAccumSteps(), d.getSchedule(), d.getLrMax(), d.getLrMin(), 3,
+                                         12L, d.getBeta1(), d.getBeta2(), d.getEps(), d.getWeightDecay(), d.getDecayEmbeddings(),
+                                         d.getGradClip(), d.getDropout(), 99L, 1, d.getRecomputeActivations(), d.getOptimizer(),
+                                         d.getMuonMomentum(), d.getMuonLrScale(), d.getDropoutRampSteps());
+
+        // The enumerations and the other option structs, by name.
+        check(BpePattern.GPT2.getCode() == 1 && InteropFormat.LLMC.getCode() == 1 && TokenizerFile.HF_JSON.getCode() == 4, "enums");
+        check(LoraAverageMethod.values().length == 4 && SignaturePolicy.OFF.getCode() == 2 && BaseTrainedPolicy.OFF.getCode() == 2,
+              "coordinator enums");
+        check(WeightStorage.FP32.getCode() == 0 && Optimizer.ADAMW.getCode() == 0, "storage, optimizer");
+        CEnum schedule = LrSchedule.COSINE;
+        CBit email = PiiKind.EMAIL;
+        check(schedule.getCode() == 1 && email.getBit() == 1, "CEnum, CBit");
+        check(EvalSampledConfig.defaults() != null && LoadOptions.defaults() != null && LoraAverageConfig.defaults() != null
+              && BpeTrainOptions.defaults() != null, "defaults()");
+
+        try (Tokenizer tok = Tokenizer.characterLevel(text)) {
+            check(tok.getKind() == TokenizerKind.CHAR, "kind");
+            int[] ids = tok.encode(text);
+            check(tok.decode(ids).equals(text), "round trip");
+            check(tok.encodedLength("First") == 5L, "encodedLength");
+            IntBuffer out = directIntBuffer(3);
+            throwsTyped(BufferTooSmallException.class, Status.BUFFER_TOO_SMALL, () -> tok.encode("First", out));
+            try (Tokenizer copy = Tokenizer.fromBytes(tok.toBytes()); TokenStream stream = copy.stream()) {
+                check(stream.push(ids[0]).equals("F") && stream.finish().isEmpty(), "stream");
+            }
+            ModelConfig cfg = new ModelConfig(tinyPreset.getNLayer(), tinyPreset.getNHead(), tinyPreset.getNEmbd(),
+                                              tinyPreset.getNCtx(), tok.getVocabSize(), 0, tinyPreset.getLayernormEps());
+            try (Model model = new Model(cfg, 7)) {
+                model.setTokenizer(tok);
+                check(model.getTokenizer() == model.getTokenizer(), "one tokenizer object per model");
+                model.allowUntrainedBase(true);
+                Provenance provenance = model.getProvenance();
+                check(provenance.getKind() == ProvenanceKind.INITIALISED, "provenance");
+                NativeHandle handle = model;
+                EvaluatingHandle evaluating = model;
+                check(!handle.isClosed() && evaluating == model, "handle types");
+                check(model.getTensorNames().contains("wte") && model.tensorShape("wte").length == 2, "tensors");
+                float[] bias = model.parameter("ln_f.bias");
+                model.setParameter("ln_f.bias", bias);
+                FloatBuffer small = directFloatBuffer(3);
+                throwsTyped(BufferTooSmallException.class, Status.BUFFER_TOO_SMALL, () -> model.readParameter("wte", small));
+                Model.ForwardResult fr = model.forward(Arrays.copyOf(ids, 8), 1, 8, Arrays.copyOfRange(ids, 1, 9));
+                check(fr.getLoss() != null && fr.getLogits().length == 8 * tok.getVocabSize(), "forward");
+                EvalResult er = model.evaluate(ids, EvalConfig.defaults(), null, (done, total) -> Unit.INSTANCE);
+                check(er.getNScored() > 0, "evaluate");
+                SampleConfig sd = SampleConfig.defaults();
+                SampleConfig greedy = new SampleConfig(sd.getTemperature(), sd.getTopK(), sd.getTopP(), sd.getSeed(), 5, 1,
+                                                       sd.getStopStrings(), sd.getSlideKeep());
+                CancellationToken cancel = new CancellationToken();
+                int[] gen = model.generate(Arrays.copyOf(ids, 3), greedy, cancel, t -> Unit.INSTANCE);
+                check(gen.length == 5 && !cancel.isCancelled(), "generate");
+                check(model.generate("First", greedy).length() > 0, "generate text");
+                throwsTyped(InvalidArgumentException.class, Status.INVALID_ARGUMENT, () -> model.generate(new int[0]));
+                // a call from inside the model's own callback is refused, naming the model
+                java.io.Closeable self = model;
+                model.generate(Arrays.copyOf(ids, 3), greedy, null, t -> {
+                    try { self.close(); throw new AssertionError("close was not refused"); }
+                    catch (StateException e) { check(e.getMessage().startsWith("Model."), e.getMessage()); }
+                    catch (java.io.IOException e) { throw new AssertionError(e); }
+                    return Unit.INSTANCE;
+                });
+                String path = new File(tmp, "m.bin").getPath();
+                model.save(path, SaveOptions.defaults());
+                try (Model loaded = Model.load(new File(path))) { check(loaded.getNumParams() == model.getNumParams(), "load"); }
+
+                try (Session s = new Session(model, new SessionConfig(1, SessionConfig.defaults().getSlideKeep()))) {
+                    s.append("First");
+                    check(s.generate(greedy).length == 5 && s.getPosition() == 10L, "session");
+                    check(s.logits().length == tok.getVocabSize(), "logits");
+                    s.reset();
+                    check(s.getNThreads() == 1 && s.getAdapter() == null && s.getLastError().isEmpty(), "session state");
+                    try (LoraAdapter a = new LoraAdapter(model, LoraConfig.defaults())) {
+                        s.attachAdapter(a);
+                        check(s.getAdapter() == a, "attached");
+                        s.detachAdapter();
+                        try (LoraTrainer lt = new LoraTrainer(model, a, tc)) {
+                            lt.setData(ids);
+                            check(lt.train(2).size() == 2, "LoRA steps");
+                            TrainingRecord record = a.getTrainingRecord();
+                            check(record.getSteps() == 2, "record");
+                        }
+                        a.checkBase(model);
+                        try (Model merged = a.merge(model)) { check(merged.getNumParams() == model.getNumParams(), "merge"); }
+                        try (SigningKey key = SigningKey.fromSeed(new byte[32]); TrustedKeys keys = new TrustedKeys()) {
+                            String adapterPath = new File(tmp, "a.bin").getPath();
+                            a.save(adapterPath);
+                            byte[] bytes = PhoneGpt.readFile(adapterPath);
+                            String signature = key.sign(a, bytes);
+                            keys.add(key.getPublicKey());
+                            check(keys.verify(a, bytes, signature) == null, "signature");
+                            check(SigningKey.keyIdOf(key.getPublicKey()).equals(key.getKeyId()), "key id");
+                        }
+                        List<LoraAdapter> two = Arrays.asList(a, a);
+                        Average avg = LoraAdapter.average(two);
+                        try (LoraAdapter mean = avg.getAdapter()) { check(mean.getNumParams() == a.getNumParams(), "average"); }
+                        check(avg.getReport() instanceof LoraAverageReport, "average report");
+                        check(LoraTarget.getALL().size() == 4, "targets");
+                    }
+                }
+                try (Trainer t = new Trainer(model, tc)) {
+                    TrainerBase base = t;
+                    base.setData(ids);
+                    StepResult r = t.step();
+                    check(r.getStep() == 1L && t.getStepCount() == 1L, "step");
+                    check(t.grad("wte").length > 0 && t.getThreads() == 1 && t.lrAt(0) >= 0f, "trainer");
+                }
+                try (Validator v = new Validator(model, ValidationPolicy.defaults())) {
+                    v.setHeldout(Arrays.copyOf(ids, 200));
+                    v.setReference(Arrays.copyOf(ids, 200));
+                    try (TrustedKeys none = new TrustedKeys()) { v.setTrustedKeys(none); }
+                    try (ValidationReport report = v.validate(new byte[8])) {
+                        check(!report.getAccepted() && !report.getChecks().isEmpty(), "validation");
+                        ValidationSummary summary = report.getSummary();
+                        ValidationCheck first = report.getChecks().get(0);
+                        check(summary.getNChecks() > 0 && first.getOutcome() == CheckOutcome.FAILED && report.json().startsWith("{"),
+                              "report");
+                    }
+                }
+                // closeWhenIdle: no running call here, so it frees now
+                check(model.closeWhenIdle() && model.isClosed(), "closeWhenIdle");
+                throwsTyped(StateException.class, Status.STATE, model::getNumParams);
+            }
+        }
+
+        try (DataFilter f = new DataFilter(DataFilterConfig.defaults(), t -> Collections.<IntRange>emptyList())) {
+            DataFilter.Result r = f.apply("mail a@example.com");
+            PiiSpan span = r.getSpans().get(0);
+            check(!r.getText().contains("a@example.com") && span.getKind() == PiiKind.EMAIL, "filter");
+            check(r.getReport() instanceof DataFilterReport, "filter report");
+        }
+        System.out.println("JavaApiTest: all checks passed");
+    }
+
+    private static IntBuffer directIntBuffer(int n) { return BulkKt.directIntBuffer(n); }
+    private static FloatBuffer directFloatBuffer(int n) { return BulkKt.directFloatBuffer(n); }
+}
