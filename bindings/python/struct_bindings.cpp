@@ -112,6 +112,20 @@ struct EnumNames<pg_train_stop> {
         {PG_TRAIN_STOP_CANCELLED, "cancelled"}};
 };
 template <>
+struct EnumNames<pg_norm_kind> {
+    static constexpr std::pair<pg_norm_kind, const char*> items[] = {{PG_NORM_LAYERNORM, "layernorm"},
+                                                                      {PG_NORM_RMSNORM, "rmsnorm"}};
+};
+template <>
+struct EnumNames<pg_position_kind> {
+    static constexpr std::pair<pg_position_kind, const char*> items[] = {{PG_POSITIONS_LEARNED, "learned"},
+                                                                          {PG_POSITIONS_ROTARY, "rotary"}};
+};
+template <>
+struct EnumNames<pg_mlp_kind> {
+    static constexpr std::pair<pg_mlp_kind, const char*> items[] = {{PG_MLP_GELU, "gelu"}, {PG_MLP_SWIGLU, "swiglu"}};
+};
+template <>
 struct EnumNames<pg_weight_storage> {  // Model.weight_storage (no struct field)
     static constexpr std::pair<pg_weight_storage, const char*> items[] = {
         {PG_WEIGHTS_FP32, "fp32"}, {PG_WEIGHTS_FP16, "fp16"}, {PG_WEIGHTS_BF16, "bf16"},

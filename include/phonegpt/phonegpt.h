@@ -284,10 +284,31 @@ PG_API void pg_buffer_free(void* buffer);
 
 typedef struct pg_model pg_model;
 
-/* GPT-2 architecture: learned positions, pre-LayerNorm blocks, causal multi-head attention,
- * 4x MLP with tanh GELU, biases everywhere, final LayerNorm, head tied to the token
- * embedding. Rows vocab_size..padded_vocab_size-1 of the embedding are padding: they are
- * never predicted (their logits are excluded from the softmax) and never looked up. */
+/* The block's normalisation (pg_model_config.norm). */
+typedef enum pg_norm_kind {
+    PG_NORM_LAYERNORM = 0,  /* LayerNorm with weight and bias (GPT-2) */
+    PG_NORM_RMSNORM = 1     /* RMSNorm, weight only (Llama, Qwen) */
+} pg_norm_kind;
+
+/* How positions enter the model (pg_model_config.positions). */
+typedef enum pg_position_kind {
+    PG_POSITIONS_LEARNED = 0,  /* a learned table wpe [n_ctx, C] added to the embedding (GPT-2) */
+    PG_POSITIONS_ROTARY = 1    /* RoPE on queries and keys, Hugging Face's rotate-half pairing */
+} pg_position_kind;
+
+/* The MLP (pg_model_config.mlp). */
+typedef enum pg_mlp_kind {
+    PG_MLP_GELU = 0,   /* c_proj(gelu_tanh(c_fc(x))) */
+    PG_MLP_SWIGLU = 1  /* down(silu(gate(x)) * up(x)) */
+} pg_mlp_kind;
+
+/* A decoder-only transformer. The defaults are GPT-2's architecture: learned positions,
+ * pre-LayerNorm blocks, causal multi-head attention, 4x MLP with tanh GELU, biases everywhere,
+ * final LayerNorm, head tied to the token embedding. The fields after layernorm_eps describe
+ * the Llama family (Llama 3, SmolLM2, Qwen2.5, Qwen3: RMSNorm, RoPE, grouped-query attention,
+ * SwiGLU); pg_model_create accepts the architectures the engine implements and refuses the
+ * others naming the field. Rows vocab_size..padded_vocab_size-1 of the embedding are padding:
+ * they are never predicted (their logits are excluded from the softmax) and never looked up. */
 typedef struct pg_model_config {
     uint32_t struct_size;
     int32_t n_layer;            /* >= 1 */
@@ -296,14 +317,36 @@ typedef struct pg_model_config {
     int32_t n_ctx;              /* maximum sequence length, >= 1 */
     int32_t vocab_size;         /* >= 2 */
     int32_t padded_vocab_size;  /* >= vocab_size; 0 = round vocab_size up to a multiple of 4 */
-    float layernorm_eps;        /* 1e-5 */
+    float layernorm_eps;        /* the epsilon of every norm (LayerNorm or RMSNorm), 1e-5 */
+    pg_norm_kind norm;          /* PG_NORM_LAYERNORM */
+    int32_t qk_norm;            /* 0; 1: an RMSNorm over each query and key head before RoPE
+                                 * (Qwen3; weight [head_dim]); needs PG_NORM_RMSNORM */
+    pg_position_kind positions; /* PG_POSITIONS_LEARNED */
+    float rope_theta;           /* RoPE's base, 10000 (config.json rope_theta) */
+    float rope_scaling_factor;  /* 0: none; >= 1: Llama 3's frequency scaling with this factor
+                                 * and the three fields below (rope_scaling, rope_type llama3) */
+    float rope_low_freq_factor;          /* 1 */
+    float rope_high_freq_factor;         /* 4; > rope_low_freq_factor */
+    int32_t rope_original_max_positions; /* 8192 */
+    int32_t n_kv_head;          /* key/value heads, dividing n_head; 0 = n_head (grouped-query
+                                 * attention below n_head, multi-query at 1) */
+    int32_t head_dim;           /* channels per head; 0 = n_embd / n_head */
+    int32_t qkv_bias;           /* 1: biases on the query, key and value projections */
+    int32_t linear_bias;        /* 1: biases on the attention output and MLP projections */
+    pg_mlp_kind mlp;            /* PG_MLP_GELU */
+    int32_t mlp_hidden;         /* the MLP's inner width (intermediate_size); 0 = 4 * n_embd */
+    int32_t tied_head;          /* 1: logits from the token embedding; 0: a separate lm_head */
 } pg_model_config;
 
 /* Fills the PhoneGPT preset: 6 layers, 4 heads, width 128, context 128, vocab 65 padded to 68
  * (1,214,976 parameters). */
 PG_API void pg_model_config_default(pg_model_config* config);
 /* Named presets: "phonegpt" (the default above), "tiny" (2 layers, 2 heads, width 16,
- * context 16, vocab 65 padded to 68: for tests). Unknown names are PG_ERR_INVALID_ARGUMENT. */
+ * context 16, vocab 65 padded to 68: for tests); the published shapes of "smollm2-135m"
+ * (134,515,008 parameters), "smollm2-360m" (361,821,120), "qwen2.5-0.5b" (494,032,768),
+ * "qwen3-0.6b" (596,049,920) and "llama3.2-1b" (1,235,814,400), as their config.json says;
+ * and small test shapes of those families, "tiny-llama", "tiny-qwen2", "tiny-qwen3" (docs/api.md).
+ * Unknown names are PG_ERR_INVALID_ARGUMENT. */
 PG_API pg_status pg_model_config_preset(const char* name, pg_model_config* config);
 /* Checks a configuration; the message names the first bad field. */
 PG_API pg_status pg_model_config_validate(const pg_model_config* config);

@@ -123,6 +123,12 @@ const KernelTable& make_reference_table() {
         &reference::half_to_float,
         &reference::attn_scores,
         &reference::attn_accumulate,
+        &reference::rmsnorm_forward,
+        &reference::rmsnorm_backward,
+        &reference::rope_forward,
+        &reference::rope_backward,
+        &reference::swiglu_forward,
+        &reference::swiglu_backward,
     };
     return table;
 }
@@ -373,6 +379,26 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* x, con
 void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
                         const float* w, const float* mean, const float* rstd, int64_t rows, int C) {
     active_table().layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, rows, C);
+}
+void rmsnorm_forward(float* out, float* rstd, const float* x, const float* w, int64_t rows, int C, float eps) {
+    active_table().rmsnorm_forward(out, rstd, x, w, rows, C, eps);
+}
+void rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w, const float* rstd,
+                      int64_t rows, int C) {
+    active_table().rmsnorm_backward(dx, dw, dout, x, w, rstd, rows, C);
+}
+void rope_forward(float* x, int64_t ld, const float* cos, const float* sin, int64_t rows, int n_heads, int head_dim) {
+    active_table().rope_forward(x, ld, cos, sin, rows, n_heads, head_dim);
+}
+void rope_backward(float* x, int64_t ld, const float* cos, const float* sin, int64_t rows, int n_heads,
+                   int head_dim) {
+    active_table().rope_backward(x, ld, cos, sin, rows, n_heads, head_dim);
+}
+void swiglu_forward(float* out, const float* gate, const float* up, int64_t n) {
+    active_table().swiglu_forward(out, gate, up, n);
+}
+void swiglu_backward(float* dgate, float* dup, const float* gate, const float* up, const float* dout, int64_t n) {
+    active_table().swiglu_backward(dgate, dup, gate, up, dout, n);
 }
 void gelu_forward(float* out, const float* x, int64_t n) { active_table().gelu_forward(out, x, n); }
 void gelu_backward(float* dx, const float* x, const float* dout, int64_t n) {

@@ -102,6 +102,25 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dout, cons
 void gelu_forward(float* out, const float* x, int64_t n);
 void gelu_backward(float* dx, const float* x, const float* dout, int64_t n);
 
+// The Llama family's row kernels (Hugging Face's formulas, in fp32).
+// RMSNorm over rows of C: out = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps), stored per row.
+void rmsnorm_forward(float* out, float* rstd, const float* x, const float* w, int64_t rows, int C, float eps);
+// dx += ..., dw += ... (accumulating, as layernorm_backward).
+void rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w, const float* rstd,
+                      int64_t rows, int C);
+// Rotary positions, rotate-half pairing, in place on `rows` rows of n_heads heads of head_dim
+// (row r starts at x + r * ld): element i < half = head_dim / 2 of a head pairs with i + half,
+// (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin), with row r's angles cos/sin[r * half + i].
+// rope_backward applies the transpose (the rotation by minus the angle) to a gradient.
+void rope_forward(float* x, int64_t ld, const float* cos, const float* sin, int64_t rows, int n_heads, int head_dim);
+void rope_backward(float* x, int64_t ld, const float* cos, const float* sin, int64_t rows, int n_heads,
+                   int head_dim);
+// SwiGLU's gate: out = silu(gate) * up, silu(g) = g / (1 + exp(-g)). backward writes (not adds)
+// dgate = dout * up * silu'(gate) and dup = dout * silu(gate). The SIMD tables use the fast
+// sigmoid (kernels/simd/fast_math.hpp).
+void swiglu_forward(float* out, const float* gate, const float* up, int64_t n);
+void swiglu_backward(float* dgate, float* dup, const float* gate, const float* up, const float* dout, int64_t n);
+
 // Cross-entropy of one row of logits [V] (V = the real vocabulary, padding excluded) against
 // target: returns -log softmax(logits)[target]. If dlogits != null, writes
 // dlogits = dscale * (softmax(logits) - onehot(target)); dlogits may be logits (in place).

@@ -48,6 +48,17 @@ struct KernelTable {
                         int64_t ldb, int M, int N, int K, float alpha, int diag);
     void (*attn_accumulate)(float* C, int64_t ldc, const float* A, int64_t lda, bool trans_a,
                             const float* B, int64_t ldb, int M, int N, int K, int diag);
+    void (*rmsnorm_forward)(float* out, float* rstd, const float* x, const float* w, int64_t rows, int C,
+                            float eps);
+    void (*rmsnorm_backward)(float* dx, float* dw, const float* dout, const float* x, const float* w,
+                             const float* rstd, int64_t rows, int C);
+    void (*rope_forward)(float* x, int64_t ld, const float* cos, const float* sin, int64_t rows, int n_heads,
+                         int head_dim);
+    void (*rope_backward)(float* x, int64_t ld, const float* cos, const float* sin, int64_t rows, int n_heads,
+                          int head_dim);
+    void (*swiglu_forward)(float* out, const float* gate, const float* up, int64_t n);
+    void (*swiglu_backward)(float* dgate, float* dup, const float* gate, const float* up, const float* dout,
+                            int64_t n);
 };
 
 // The scalar table (kernels/reference).

@@ -8,7 +8,8 @@ target_sources(phonegpt_objects PRIVATE ${PG_KERNEL_COMMON})
 # compiler fuses where FMA is baseline (aarch64) and not elsewhere (x86-64), so SIMD kernels can
 # be checked bit for bit against it (the dropout kernels are, tests/unit/test_dropout_kernel.cpp).
 set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/reference/reference_kernels.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/reference/attention_reference.cpp PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
+  ${CMAKE_CURRENT_LIST_DIR}/reference/attention_reference.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/reference/decoder_reference.cpp PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
 
 set(PG_KERNEL_SIMD_DIR ${CMAKE_CURRENT_LIST_DIR}/simd)
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")

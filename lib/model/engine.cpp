@@ -112,7 +112,7 @@ Engine::Impl::LayerActs Engine::Impl::take_layer(Carver& c) {
 
 Engine::Impl::Impl(const ModelConfig& config, int B, int T, EngineOptions opt)
     : cfg(config), layout(config), max_B(B), max_T(T), options(opt) {
-    validate_model_config(cfg);
+    require_engine_supports(cfg);
     require(B >= 1 && T >= 1 && T <= cfg.n_ctx && int64_t(B) * T <= (int64_t(1) << 30) / (4 * cfg.n_embd),
             PG_ERR_INVALID_ARGUMENT,
             "Engine: need 1 <= max_B, 1 <= max_T <= n_ctx = " + std::to_string(cfg.n_ctx) +

@@ -51,7 +51,7 @@ class Model {
 public:
     // Validates cfg (throws pg::Error) and allocates zeroed weights.
     explicit Model(const ModelConfig& cfg)
-        : config_((validate_model_config(cfg), cfg)),
+        : config_((require_engine_supports(cfg), cfg)),
           layout_(cfg),
           tensors_(build_tensor_table(cfg)),
           params_(static_cast<std::size_t>(layout_.total)) {}

@@ -75,7 +75,7 @@ Layout16 layout_16_bit(const ParamLayout& layout) {
 }  // namespace
 
 Model::Model(const ModelConfig& cfg, WeightStorage storage, uint64_t fp32_hash)
-    : config_((validate_model_config(cfg), cfg)), layout_(cfg), tensors_(build_tensor_table(cfg)) {
+    : config_((require_engine_supports(cfg), cfg)), layout_(cfg), tensors_(build_tensor_table(cfg)) {
     if (storage == WeightStorage::fp32) {
         params_ = AlignedBuffer<float>(static_cast<std::size_t>(layout_.total));
         return;
@@ -91,7 +91,7 @@ Model::Model(const ModelConfig& cfg, WeightStorage storage, uint64_t fp32_hash)
 
 Model::Model(const ModelConfig& cfg, WeightStorage storage, uint64_t fp32_hash, std::shared_ptr<const void> mapping,
              const std::array<const uint8_t*, kNumParamKinds>& kind_bytes, std::string origin)
-    : config_((validate_model_config(cfg), cfg)),
+    : config_((require_engine_supports(cfg), cfg)),
       layout_(cfg),
       tensors_(build_tensor_table(cfg)),
       storage_(storage),

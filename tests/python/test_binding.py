@@ -155,6 +155,27 @@ def test_model_config():
         phonegpt.Model(bad)
 
 
+def test_model_config_architectures():
+    """The Llama-family fields: names for the enumerations, the published counts, refusal by name."""
+    c = phonegpt.ModelConfig()
+    assert (c.norm, c.positions, c.mlp, c.qkv_bias, c.linear_bias, c.tied_head) == ("layernorm", "learned", "gelu",
+                                                                                   True, True, True)
+    q = phonegpt.ModelConfig.preset("qwen3-0.6b")
+    assert (q.norm, q.positions, q.mlp, q.qk_norm, q.head_dim, q.n_kv_head) == ("rmsnorm", "rotary", "swiglu", True,
+                                                                               128, 8)
+    assert q.num_params == 596049920
+    assert phonegpt.ModelConfig.preset("smollm2-135m").num_params == 134515008
+    with pytest.raises(phonegpt.InvalidArgument) as e:
+        phonegpt.ModelConfig(norm="batchnorm")
+    assert "norm" in str(e.value)
+    with pytest.raises(phonegpt.InvalidArgument) as e:
+        q.replace(n_kv_head=3).validate()
+    assert "n_kv_head" in str(e.value)
+    with pytest.raises(phonegpt.Unsupported) as e:
+        phonegpt.Model(phonegpt.ModelConfig.preset("tiny-qwen2"))
+    assert "norm" in str(e.value)
+
+
 def test_train_config():
     c = phonegpt.TrainConfig()
     assert (c.batch_size, c.grad_accum_steps, c.schedule, c.warmup_steps, c.total_steps) == (32, 1, "cosine", 100, 5000)

@@ -36,6 +36,9 @@ template <> struct kotlin_enum<pg_signature_policy> { static constexpr const cha
 template <> struct kotlin_enum<pg_base_trained_policy> { static constexpr const char* name = "BaseTrainedPolicy"; };
 template <> struct kotlin_enum<pg_check_outcome> { static constexpr const char* name = "CheckOutcome"; };
 template <> struct kotlin_enum<pg_train_stop> { static constexpr const char* name = "TrainStop"; };
+template <> struct kotlin_enum<pg_norm_kind> { static constexpr const char* name = "NormKind"; };
+template <> struct kotlin_enum<pg_position_kind> { static constexpr const char* name = "PositionKind"; };
+template <> struct kotlin_enum<pg_mlp_kind> { static constexpr const char* name = "MlpKind"; };
 
 // Bit masks shown as sets of a Kotlin enum implementing CBit: the only fields whose Kotlin type
 // is not read from their C type (a uint32_t of OR-ed bits).

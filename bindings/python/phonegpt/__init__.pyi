@@ -102,6 +102,21 @@ class ModelConfig:
     vocab_size: int
     padded_vocab_size: int
     layernorm_eps: float
+    norm: str  # 'layernorm' or 'rmsnorm'
+    qk_norm: bool
+    positions: str  # 'learned' or 'rotary'
+    rope_theta: float
+    rope_scaling_factor: float
+    rope_low_freq_factor: float
+    rope_high_freq_factor: float
+    rope_original_max_positions: int
+    n_kv_head: int
+    head_dim: int
+    qkv_bias: bool
+    linear_bias: bool
+    mlp: str  # 'gelu' or 'swiglu'
+    mlp_hidden: int
+    tied_head: bool
     def __init__(self, **fields: object) -> None: ...
     def replace(self, **fields: object) -> ModelConfig: ...
     @staticmethod

@@ -38,6 +38,15 @@ void dropout_mask(float* mask, int64_t n, const DropoutArgs& d);
 void adamw(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
            float beta2, float eps, float weight_decay, float bc1, float bc2);
 void half_to_float(float* out, const uint16_t* in, int64_t n, HalfFormat format);
+// kernels/reference/decoder_reference.cpp
+void rmsnorm_forward(float* out, float* rstd, const float* x, const float* w, int64_t rows, int C, float eps);
+void rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w, const float* rstd,
+                      int64_t rows, int C);
+void rope_forward(float* x, int64_t ld, const float* cos, const float* sin, int64_t rows, int n_heads, int head_dim);
+void rope_backward(float* x, int64_t ld, const float* cos, const float* sin, int64_t rows, int n_heads,
+                   int head_dim);
+void swiglu_forward(float* out, const float* gate, const float* up, int64_t n);
+void swiglu_backward(float* dgate, float* dup, const float* gate, const float* up, const float* dout, int64_t n);
 // kernels/reference/attention_reference.cpp
 void attn_scores(float* S, int64_t lds, const float* A, int64_t lda, const float* Bt, int64_t ldb,
                  int M, int N, int K, float alpha, int diag);

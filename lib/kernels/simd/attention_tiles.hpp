@@ -30,18 +30,8 @@ struct AttentionTiles {
         return s;
     }
 
-    static B load_lanes(const float* src, int w) {
-        if (w == W) return B::load_unaligned(src);
-        alignas(64) float buf[W] = {};
-        for (int j = 0; j < w; ++j) buf[j] = src[j];
-        return B::load_aligned(buf);
-    }
-    static void store_lanes(B v, float* dst, int w) {
-        if (w == W) return v.store_unaligned(dst);
-        alignas(64) float buf[W];
-        v.store_aligned(buf);
-        for (int j = 0; j < w; ++j) dst[j] = buf[j];
-    }
+    static B load_lanes(const float* src, int w) { return Lanes<Arch>::load(src, w); }
+    static void store_lanes(B v, float* dst, int w) { Lanes<Arch>::store(v, dst, w); }
 
     // Columns [n_full, N) of B [K, N] (ldb) as K rows of W floats, zero-padded; returns them
     // (null when N is a multiple of W).

@@ -12,6 +12,7 @@
 //   elementwise.hpp      the elementwise and row kernels (Elementwise), the dropout hash
 //   gemm.hpp             the GEMM (Gemm): packing, micro-kernel, epilogue, narrow products
 //   attention_tiles.hpp  the attention-tile kernels (AttentionTiles), included below
+//   decoder_kernels.hpp  the Llama family's RMSNorm, rotary positions and SwiGLU gate
 // and make_table, which puts one instruction set's kernels into its KernelTable.
 #include <cstdint>
 #include <type_traits>
@@ -20,6 +21,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "kernels/kernel_table.hpp"
+#include "kernels/simd/decoder_kernels.hpp"
 #include "kernels/simd/elementwise.hpp"
 #include "kernels/simd/gemm.hpp"
 #include "kernels/simd/tile_common.hpp"
@@ -61,6 +63,13 @@ KernelTable make_table() {
     t.half_to_float = &E::half_to_float;
     t.attn_scores = &AttentionTiles<Arch, MR, NV>::scores;
     t.attn_accumulate = &AttentionTiles<Arch, MR, NV>::accumulate;
+    using D = DecoderKernels<Arch>;
+    t.rmsnorm_forward = &D::rmsnorm_forward;
+    t.rmsnorm_backward = &D::rmsnorm_backward;
+    t.rope_forward = &D::rope_forward;
+    t.rope_backward = &D::rope_backward;
+    t.swiglu_forward = &D::swiglu_forward;
+    t.swiglu_backward = &D::swiglu_backward;
     return t;
 }
 

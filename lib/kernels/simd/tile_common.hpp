@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <type_traits>
@@ -35,6 +36,26 @@ inline xsimd::batch<float, Arch> fused_fma(xsimd::batch<float, Arch> x, xsimd::b
 #endif
     return xsimd::fma(x, y, z);
 }
+
+// The first w <= W lanes of a vector from or to memory that may end there: the edges of the
+// attention tiles and the elementwise tails that must get the same vector math as the body.
+template <class Arch>
+struct Lanes {
+    using B = xsimd::batch<float, Arch>;
+    static constexpr int64_t W = int64_t(B::size);
+    static B load(const float* src, int64_t w) {
+        if (w == W) return B::load_unaligned(src);
+        alignas(64) float buf[W] = {};
+        for (int64_t j = 0; j < w; ++j) buf[j] = src[j];
+        return B::load_aligned(buf);
+    }
+    static void store(B v, float* dst, int64_t w) {
+        if (w == W) return v.store_unaligned(dst);
+        alignas(64) float buf[W];
+        v.store_aligned(buf);
+        for (int64_t j = 0; j < w; ++j) dst[j] = buf[j];
+    }
+};
 
 // A thread's packed GEMM panels: one B block of b_count and the A row tiles of a_count values
 // of T, 64-byte aligned (each count times sizeof(T) a multiple of 64), allocated once per

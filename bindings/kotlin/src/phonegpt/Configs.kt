@@ -42,6 +42,15 @@ enum class WeightStorage(override val code: Int) : CEnum { FP32(0), FP16(1), BF1
 /** pg_optimizer: AdamW everywhere, or Muon on the blocks' 2-D linear weights (phonegpt.h). */
 enum class Optimizer(override val code: Int) : CEnum { ADAMW(0), MUON(1) }
 
+/** pg_norm_kind: LayerNorm with weight and bias (GPT-2), or RMSNorm with a weight only (Llama, Qwen). */
+enum class NormKind(override val code: Int) : CEnum { LAYERNORM(0), RMSNORM(1) }
+
+/** pg_position_kind: a learned position table (GPT-2), or rotary positions (RoPE). */
+enum class PositionKind(override val code: Int) : CEnum { LEARNED(0), ROTARY(1) }
+
+/** pg_mlp_kind: GELU MLP (GPT-2), or SwiGLU down(silu(gate(x)) * up(x)). */
+enum class MlpKind(override val code: Int) : CEnum { GELU(0), SWIGLU(1) }
+
 /** pg_interop_format. */
 enum class InteropFormat(val code: Int) { LLMC(1), SAFETENSORS(2) }
 

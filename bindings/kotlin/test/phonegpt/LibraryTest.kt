@@ -75,7 +75,8 @@ class LibraryTest {
             "pg_validation_policy" to ValidationPolicy.default().fields())
         for ((name, fields) in defaults) assertArrayEquals(name, Native.structDefault(name), fields)
         // phonegpt.h's documented defaults, through the generated names and types
-        assertEquals(ModelConfig(6, 4, 128, 128, 65, 68, 1e-5f), ModelConfig.default())
+        assertEquals(ModelConfig(6, 4, 128, 128, 65, 68, 1e-5f, NormKind.LAYERNORM, false, PositionKind.LEARNED, 10000f, 0f,
+                                 1f, 4f, 8192, 0, 0, true, true, MlpKind.GELU, 0, true), ModelConfig.default())
         val t = TrainConfig.default()
         assertEquals(listOf<Any>(32, 0, 1, LrSchedule.COSINE, 1e-3f, 1e-4f, 100, 5000L, false, 1337L),
                      listOf<Any>(t.batchSize, t.seqLen, t.gradAccumSteps, t.schedule, t.lrMax, t.lrMin, t.warmupSteps,

@@ -30,8 +30,15 @@ class ModelTest {
 
     @Test fun modelConfigs() {
         val d = ModelConfig.default()
-        assertEquals(ModelConfig(6, 4, 128, 128, 65, 68, 1e-5f), d)
+        assertEquals(ModelConfig(6, 4, 128, 128, 65, 68, 1e-5f, NormKind.LAYERNORM, false, PositionKind.LEARNED, 10000f, 0f,
+                                 1f, 4f, 8192, 0, 0, true, true, MlpKind.GELU, 0, true), d)
         assertEquals(1_214_976L, d.numParams)
+        val qwen3 = ModelConfig.preset("qwen3-0.6b")
+        assertEquals(listOf<Any>(NormKind.RMSNORM, true, PositionKind.ROTARY, MlpKind.SWIGLU, 128, 8),
+                     listOf<Any>(qwen3.norm, qwen3.qkNorm, qwen3.positions, qwen3.mlp, qwen3.headDim, qwen3.nKvHead))
+        assertEquals(596_049_920L, qwen3.numParams)
+        val refused = assertThrows<UnsupportedException>(Status.UNSUPPORTED) { Model(ModelConfig.preset("tiny-llama")) }
+        assertTrue(refused.message, refused.message!!.contains("norm"))
         d.validate()
         val tiny = ModelConfig.preset("tiny")
         assertEquals(2, tiny.nLayer)
