@@ -87,8 +87,14 @@ public final class JavaApiTest {
             try (Tokenizer copy = Tokenizer.fromBytes(tok.toBytes()); TokenStream stream = copy.stream()) {
                 check(stream.push(ids[0]).equals("F") && stream.finish().isEmpty(), "stream");
             }
-            ModelConfig cfg = new ModelConfig(tinyPreset.getNLayer(), tinyPreset.getNHead(), tinyPreset.getNEmbd(),
-                                              tinyPreset.getNCtx(), tok.getVocabSize(), 0, tinyPreset.getLayernormEps());
+            // Java sees the generated data class's whole constructor: every field of pg_model_config.
+            ModelConfig tp = tinyPreset;
+            ModelConfig cfg = new ModelConfig(tp.getNLayer(), tp.getNHead(), tp.getNEmbd(), tp.getNCtx(), tok.getVocabSize(), 0,
+                                              tp.getLayernormEps(), tp.getNorm(), tp.getQkNorm(), tp.getPositions(),
+                                              tp.getRopeTheta(), tp.getRopeScalingFactor(), tp.getRopeLowFreqFactor(),
+                                              tp.getRopeHighFreqFactor(), tp.getRopeOriginalMaxPositions(), tp.getNKvHead(),
+                                              tp.getHeadDim(), tp.getQkvBias(), tp.getLinearBias(), tp.getMlp(),
+                                              tp.getMlpHidden(), tp.getTiedHead());
             try (Model model = new Model(cfg, 7)) {
                 model.setTokenizer(tok);
                 check(model.getTokenizer() == model.getTokenizer(), "one tokenizer object per model");
