@@ -202,7 +202,8 @@ const char* active_arch_name();
 // kernels/arm_cores.hpp); "MIDR unknown" where there is none (x86, or no way to read it).
 const char* cpu_core();
 // The CPU features dispatch detected, space-separated (static storage). x86_64: "sse2 avx2
-// fma f16c avx512f avx512dq avx512cd avx512bw avx512_bf16" as far as the CPU and the OS allow;
+// fma f16c avx512f avx512dq avx512cd avx512bw avx512_bf16 avx512_vnni avx_vnni" as far as the CPU
+// and the OS allow;
 // aarch64, from HWCAP:
 // "asimd fphp asimdhp(fp16) asimddp(dotprod) sve i8mm bf16" as present. Benchmarks print
 // it so a figure can be matched to the hardware.

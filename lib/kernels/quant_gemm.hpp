@@ -46,8 +46,9 @@ struct Int8Tile;
 // The int8 kernels this CPU runs, best first, the scalar reference last.
 std::vector<const Int8Tile*> available_int8_tiles();
 const char* int8_tile_name(const Int8Tile& tile);
-// The kernel quant_linear uses: the first of available_int8_tiles(), the reference where the
-// active fp32 table is (PG_KERNELS=reference, force_reference).
+// The kernel quant_linear uses: the first of available_int8_tiles() (or the one PG_INT8_KERNEL
+// names, if this CPU runs it), the generic tile where the active fp32 table is the reference
+// (PG_KERNELS=reference, force_reference).
 const Int8Tile& active_int8_tile();
 // Its name: "avx512-vnni", "avx-vnni", "avx2", "generic", "arm64+i8mm", "arm64+dotprod",
 // "arm64+neon" or "reference".
