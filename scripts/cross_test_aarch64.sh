@@ -4,7 +4,7 @@
 # then the compute-path unit tests that sit on the kernels ([model], [train], [core],
 # [tokenizer], the filter the build writes from PG_CROSS_TEST_TAGS in tests/CMakeLists.txt,
 # which also compiles only the test files with these tags) once on max. Also builds
-# bench_kernels and bench_peak for aarch64.
+# bench_kernels, bench_peak and bench_quant_gemm for aarch64.
 # Prints one summary line; exits non-zero on any failure. About 1-2 minutes on 2 idle cores.
 # Usage: scripts/cross_test_aarch64.sh [build-dir]        (default: build-aarch64)
 set -euo pipefail
@@ -18,7 +18,7 @@ cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
   -DCMAKE_BUILD_TYPE=Release -DPG_BUILD_PYTHON=OFF -DPG_BUILD_EXAMPLES=OFF > "$build/configure.log" 2>&1 ||
   { cat "$build/configure.log"; fail "configure"; }
 cmake --build "$build" -j"$jobs" --target phonegpt phonegpt_static phonegpt_unit_tests bench_kernels \
-  bench_peak phonegpt_jni > "$build/build.log" 2>&1 || { grep -E "error|Error" "$build/build.log" | head -30; fail "build"; }
+  bench_peak bench_quant_gemm phonegpt_jni > "$build/build.log" 2>&1 || { grep -E "error|Error" "$build/build.log" | head -30; fail "build"; }
 
 # The model/train/core/tokenizer tests under qemu -cpu max run in the background beside the
 # kernel tests below (one qemu process per core).

@@ -14,12 +14,21 @@ It does the same for the FMLA .8h inference GEMM (lib/kernels/neon/fp16_gemm.cpp
 steps: 128 FMLAs .8h, 32 loads, the FCVTL/FADD fold into fp32) against the fp16 FMA bound of
 each model, and its multiply-adds per cycle against the fp32 variant dispatch gives the core.
 
-  --markdown   the table for docs/phone.md
+It does the same for the int8 tiles of the quantized-base products (kernels/quant_gemm.hpp):
+one block of 32 k of the 4 x 8 tile (1024 int8 multiply-adds: 32 SMMLA on i8mm, 64 SDOT by
+element on dotprod, SMULL/SMULL2/ADDP/SADALP on ARMv8.0, then the fp32 fold of the block's
+scales), as lib/kernels/neon/int8_tile_i8mm.cpp, int8_tile_dotprod.cpp and int8_tile_neon.cpp are
+compiled, in multiply-adds per
+cycle against the fp32 variant dispatch gives the core, and SDOT's own bound on each model.
+
+  --markdown   the tables for docs/phone.md
   --check      exit 1 unless, for every core, arm_cores.def names the variant llvm-mca predicts
                fastest (cycles per FMLA; variants within 1 % count as a tie, won by the earlier
                one in lane_variants.def), and unless the FMLA .8h loop, which dispatch takes
                wherever the CPU has FP16 arithmetic, is predicted to do more multiply-adds per
-               cycle than that fp32 variant. The ctest mca_variant_choice runs this.
+               cycle than that fp32 variant. It also prints the SDOT int8 block's speed-up, which
+               it does not require (llvm-mca predicts it slower than fp32 on the in-order cores,
+               docs/phone.md). The ctest mca_variant_choice runs this.
   --json       everything as one JSON object
 
 Usage: scripts/mca_gemm_variants.py [--cxx aarch64-linux-gnu-g++] [--llvm-mca llvm-mca-19]
@@ -78,6 +87,12 @@ def compile_loops(cxx, source="benchmarks/mca/gemm_loops.cpp", extra=()):
 FP16_SOURCE = "lib/kernels/neon/fp16_gemm.cpp"
 FP16_REGION = 100  # its LLVM-MCA region id (pg_mca_fp16_variant)
 FP16_LANES, FP32_LANES = 8, 4
+# The int8 tiles: (name, source, flags, LLVM-MCA region id); a region is one block of the 4 x 8
+# tile, 4 x 8 x 32 multiply-adds (32 SMMLA, 64 SDOT).
+INT8_TILES = [("arm64+i8mm", "lib/kernels/neon/int8_tile_i8mm.cpp", ["-march=armv8.2-a+i8mm"], 103),
+              ("arm64+dotprod", "lib/kernels/neon/int8_tile_dotprod.cpp", ["-march=armv8.2-a+dotprod"], 101),
+              ("arm64+neon", "lib/kernels/neon/int8_tile_neon.cpp", [], 102)]
+INT8_BLOCK_MACS = 4 * 8 * 32
 
 
 BRANCH = re.compile(r"^b(\.)?(ne|eq|lt|le|gt|ge|hi|ls|lo|hs|cc|cs|mi|pl)\b|^cbn?z\b|^tbn?z\b")
@@ -115,8 +130,9 @@ def extract_regions(asm):
 # same loop on the same model gives the same cycles.
 @functools.lru_cache(maxsize=None)
 def run_mca(llvm_mca, model, text):
-    # +fullfp16: the FMLA .8h instructions (ARMv8.2-FP16) assemble on every model.
-    out = subprocess.run([llvm_mca, "-mtriple=aarch64", "-mcpu=" + model, "-mattr=+fullfp16",
+    # +fullfp16, +dotprod, +i8mm: FMLA .8h, SDOT and SMMLA assemble on every model (a model without
+    # i8mm, most of these cores, times SMMLA as its nearest instruction class).
+    out = subprocess.run([llvm_mca, "-mtriple=aarch64", "-mcpu=" + model, "-mattr=+fullfp16,+dotprod,+i8mm",
                           f"-iterations={ITERATIONS}"], input=text, capture_output=True,
                          text=True, check=True).stdout
     cycles = int(re.search(r"Total Cycles:\s+(\d+)", out).group(1))
@@ -153,12 +169,43 @@ def fp16_fma_bound(llvm_mca, model):
     return cycles / len(dests)
 
 
+def cycles_if_modelled(llvm_mca, model, text):
+    """run_mca's cycles, or None where the model has no scheduling data for an instruction of
+    the loop (LLVM 19's oryon-1 has none for SDOT or SMMLA)."""
+    try:
+        return run_mca(llvm_mca, model, text)[0]
+    except subprocess.CalledProcessError:
+        return None
+
+
+def sdot_bound(llvm_mca, model):
+    """Cycles per SDOT by element when nothing else limits it (None: not in the model)."""
+    block = "".join(f"sdot v{r}.4s, v30.16b, v31.4b[{r % 4}]\n" for r in range(24))
+    cycles = cycles_if_modelled(llvm_mca, model, block)
+    return cycles / 24 if cycles else None
+
+
+def int8_bodies(cxx):
+    bodies = {}
+    for name, source, flags, region in INT8_TILES:
+        body = extract_regions(compile_loops(cxx, source, flags)).get(region)
+        if not body:
+            sys.exit(f"mca_gemm_variants: no marked loop in {source}")
+        bodies[name] = body
+    if sum(1 for l in bodies["arm64+dotprod"] if l.startswith("sdot")) != 64:
+        sys.exit("mca_gemm_variants: the dotprod block should hold 64 SDOT (4 rows x 2 vectors x 8 groups)")
+    if sum(1 for l in bodies["arm64+i8mm"] if l.startswith("smmla")) != 32:
+        sys.exit("mca_gemm_variants: the i8mm block should hold 32 SMMLA (2 x 4 pair tiles x 4 groups)")
+    return bodies
+
+
 def measure(cxx, llvm_mca):
     vs = variants()
     regions = extract_regions(compile_loops(cxx))
     fp16_body = extract_regions(compile_loops(cxx, FP16_SOURCE, ["-march=armv8.2-a+fp16"])).get(FP16_REGION)
     if not fp16_body:
         sys.exit(f"mca_gemm_variants: no marked loop in {FP16_SOURCE}")
+    int8 = int8_bodies(cxx)
     fp16 = {"name": "arm64+fp16+fmla-8h", "instructions": len(fp16_body),
             "fmlas": sum(1 for l in fp16_body if l.startswith("fmla") and ".8h" in l)}
     if fp16["fmlas"] != 128:
@@ -193,6 +240,12 @@ def measure(cxx, llvm_mca):
         row["fp16"]["macs_per_cycle"] = FP16_LANES * fp16["fmlas"] / cycles
         row["fp16"]["fp32_macs_per_cycle"] = FP32_LANES / chosen["cycles_per_fmla"]
         row["fp16"]["speedup"] = row["fp16"]["macs_per_cycle"] / row["fp16"]["fp32_macs_per_cycle"]
+        row["int8"] = {"sdot_bound": sdot_bound(llvm_mca, core["model"]), "tiles": {}}
+        for name, body in int8.items():
+            cycles = cycles_if_modelled(llvm_mca, core["model"], "\n".join(body) + "\n")
+            row["int8"]["tiles"][name] = None if cycles is None else {
+                "cycles_per_block": cycles, "macs_per_cycle": INT8_BLOCK_MACS / cycles,
+                "speedup": INT8_BLOCK_MACS / cycles / row["fp16"]["fp32_macs_per_cycle"]}
         results.append(row)
     return vs, fp16, results
 
@@ -231,6 +284,23 @@ def fp16_markdown(fp16, results):
             "32 loads, 16 FCVTL and 16 FADD folding the fp16 partial sums into fp32).\n")
 
 
+def int8_markdown(results):
+    lines = ["| core | llvm-mca model | SDOT bound (int8 MACs/cycle) | block cycles (int8 MACs/cycle): SMMLA | "
+             "SDOT | ARMv8.0 SMULL | fp32 MACs/cycle (dispatched variant) | speed-up: SMMLA | SDOT | SMULL |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        i = r["int8"]
+        m, d, n = (i["tiles"][t] for t in ("arm64+i8mm", "arm64+dotprod", "arm64+neon"))
+        bound = f"{16 / i['sdot_bound']:.1f}" if i["sdot_bound"] else "not modelled"
+        lines.append(f"| {r['name']} | `{r['model']}` | {bound} | " +
+                     " | ".join(f"{t['cycles_per_block']:.1f} ({t['macs_per_cycle']:.1f})" if t else "not modelled"
+                                for t in (m, d, n)) +
+                     f" | {r['fp16']['fp32_macs_per_cycle']:.1f} | " +
+                     " | ".join(f"{t['speedup']:.2f}x" if t else "-" for t in (m, d, n)) + " |")
+    return ("\n".join(lines) + "\n\nOne block: 32 k of the 4 x 8 int8 tile, 1024 multiply-adds, and the fp32 fold "
+            "of its sums (4 x 8 conversions, scale products and FMLAs).\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cxx", default="aarch64-linux-gnu-g++")
@@ -247,10 +317,12 @@ def main():
     if args.check:
         wrong = [r for r in results if r["variant"] != r["best"]]
         slower = [r for r in results if r["fp16"]["speedup"] <= 1.0]
+        sdot = {r["name"]: r["int8"]["tiles"]["arm64+dotprod"] for r in results}
         for r in results:
             print(f"{r['name']:16s} model {r['model']:12s} dispatch {r['variant']:30s} "
                   f"llvm-mca best {r['best']}" + ("   <-- MISMATCH" if r in wrong else "") +
-                  f"; fmla-8h {r['fp16']['speedup']:.2f}x" + ("   <-- SLOWER" if r in slower else ""))
+                  f"; fmla-8h {r['fp16']['speedup']:.2f}x" + ("   <-- SLOWER" if r in slower else "") +
+                  (f"; sdot {sdot[r['name']]['speedup']:.2f}x" if sdot[r["name"]] else "; sdot not modelled"))
         if wrong:
             print(f"mca_gemm_variants: {len(wrong)} core(s) of lib/kernels/arm_cores.def get a "
                   "variant llvm-mca predicts slower than another built one")
@@ -263,6 +335,7 @@ def main():
         return 0
     print(markdown(vs, results))
     print(fp16_markdown(fp16, results))
+    print(int8_markdown(results))
     return 0
 
 

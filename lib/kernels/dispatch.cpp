@@ -14,6 +14,8 @@
 #include "kernels/arm_cores.hpp"
 #include "kernels/bf16_gemm.hpp"
 #include "kernels/fp16_gemm.hpp"
+#include "kernels/int8_tile.hpp"
+#include "kernels/quant_gemm.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/reference/reference_kernels.hpp"
 
@@ -42,6 +44,8 @@ struct X86Features {
     bool avx2_fma = false;
     bool avx512bw = false;
     bool avx512_bf16 = false;  // VDPBF16PS (Zen 4, Sapphire Rapids): the bf16-arithmetic GEMM
+    bool avx512_vnni = false;  // VPDPBUSD on zmm (Cascade Lake, Zen 4): the int8 tile
+    bool avx_vnni = false;     // VPDPBUSD on ymm, VEX (Alder Lake, Zen 5)
 };
 
 X86Features detect_x86() {
@@ -61,8 +65,11 @@ X86Features detect_x86() {
     f.avx2_fma = os_ymm && avx2 && fma && f16c;
     f.avx512bw = f.avx2_fma && os_zmm && avx512;
     const bool avx512vl = ebx & (1u << 31);  // the bf16 GEMM's file is built with VL too
-    if (f.avx512bw && avx512vl && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx))
-        f.avx512_bf16 = eax & (1u << 5);
+    f.avx512_vnni = f.avx512bw && (ecx & (1u << 11));
+    if (f.avx2_fma && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) {
+        f.avx512_bf16 = f.avx512bw && avx512vl && (eax & (1u << 5));
+        f.avx_vnni = eax & (1u << 4);
+    }
     return f;
 }
 #elif defined(__aarch64__)
@@ -193,7 +200,7 @@ GemmFn fp16_gemm() {
 // that has it, not the scalar reference, and no partial sum that could overflow (the largest
 // |A| is read here, once for the whole product, so every thread of a split decides the same).
 bool takes_fp16_gemm(const KernelTable& table, const GemmArgs& g) {
-    if (!g.fp16_arithmetic || !g.B16 || g.b16_format != HalfFormat::fp16 || g.trans_a) return false;
+    if (!g.fp16_arithmetic || !g.B16 || g.Bq || g.b16_format != HalfFormat::fp16 || g.trans_a) return false;
     if (g.M <= 0 || g.N <= 0 || g.K <= 0 || &table == &reference_table() || !fp16_gemm()) return false;
 #if defined(__aarch64__)
     return fp16_partials_bounded(neon::max_abs(g.A, g.M, g.K, g.lda), g.b16_max_abs);
@@ -215,7 +222,7 @@ GemmFn bf16_gemm() {
 // Whether g goes to the bf16 GEMM on `table`: asked for, a bf16 weight and a plain A, a CPU
 // that has it, and not the scalar reference.
 bool takes_bf16_gemm(const KernelTable& table, const GemmArgs& g) {
-    if (!g.bf16_arithmetic || !g.B16 || g.b16_format != HalfFormat::bf16 || g.trans_a) return false;
+    if (!g.bf16_arithmetic || !g.B16 || g.Bq || g.b16_format != HalfFormat::bf16 || g.trans_a) return false;
     return g.M > 0 && g.N > 0 && g.K > 0 && &table != &reference_table() && bf16_gemm();
 }
 
@@ -227,6 +234,35 @@ GemmFn gemm_for(const KernelTable& table, const GemmArgs& g) {
 }
 
 }  // namespace
+
+std::vector<const Int8Tile*> available_int8_tiles() {
+    std::vector<const Int8Tile*> tiles;
+#if defined(__x86_64__)
+    const X86Features f = detect_x86();
+    if (f.avx512_vnni) tiles.push_back(&avx512_vnni_int8_tile());
+    if (f.avx_vnni) tiles.push_back(&avx_vnni_int8_tile());
+    if (f.avx2_fma) tiles.push_back(&avx2_int8_tile());
+#elif defined(__aarch64__)
+    const ArmFeatures f = detect_arm();
+    if (f.i8mm) tiles.push_back(&i8mm_int8_tile());
+    if (f.asimddp) tiles.push_back(&dotprod_int8_tile());
+    if (f.asimd) tiles.push_back(&neon_int8_tile());
+#endif
+    tiles.push_back(&generic_int8_tile());
+    return tiles;
+}
+
+const Int8Tile& active_int8_tile() {
+    static const Int8Tile* best = [] {
+        const std::vector<const Int8Tile*> tiles = available_int8_tiles();
+        if (const char* want = std::getenv("PG_INT8_KERNEL")) {
+            for (const Int8Tile* t : tiles)
+                if (std::strcmp(t->name, want) == 0) return t;
+        }
+        return tiles.front();
+    }();
+    return &active_table() == &reference_table() ? generic_int8_tile() : *best;
+}
 
 const char* fp16_arithmetic_gemm() {
     return fp16_gemm() && &active_table() != &reference_table() ? "arm64+fp16+fmla-8h" : "none";
@@ -248,6 +284,8 @@ const char* cpu_features() {
         add(f.avx2_fma, "avx2 fma f16c");
         add(f.avx512bw, "avx512f avx512dq avx512cd avx512bw");
         add(f.avx512_bf16, "avx512_bf16");
+        add(f.avx512_vnni, "avx512_vnni");
+        add(f.avx_vnni, "avx_vnni");
 #elif defined(__aarch64__)
         const ArmFeatures f = detect_arm();
         add(f.asimd, "asimd");
@@ -359,6 +397,7 @@ void sgemm_parallel_with(const KernelTable& table, const GemmArgs& g, ThreadPool
             const int64_t b_offset = g.trans_b ? int64_t(first) * g.ldb : first;
             if (g.B) part.B = g.B + b_offset;
             if (g.B16) part.B16 = g.B16 + b_offset;
+            part.bq_offset = g.bq_offset + b_offset;
             part.C = g.C + first;
             if (g.gelu_out) part.gelu_out = g.gelu_out + first;
             if (g.gelu_grad_input) part.gelu_grad_input = g.gelu_grad_input + first;

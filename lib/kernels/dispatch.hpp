@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/quant_blocks.hpp"
+
 namespace pg {
 class ThreadPool;
 }
@@ -74,6 +76,14 @@ struct GemmArgs {
     // fp32 would not. Everywhere else (no AVX512_BF16, the reference table, fp16, a transposed
     // A) the exact GEMM runs.
     bool bf16_arithmetic = false;
+    // A frozen block-quantized weight as B (kernels/quant_blocks.hpp): when set, op(B) is read
+    // from the block stream Bq in bq_format, element (r, c) of the stored matrix being stream
+    // element bq_offset + r * ldb + c (ldb = the stored row length, a multiple of kQuantBlock;
+    // B and B16 are ignored). Each value is decoded to fp32 while the GEMM packs its B panels, so C
+    // equals, bit for bit, what the same table computes from the dequantized fp32 weight.
+    const void* Bq = nullptr;
+    QuantFormat bq_format = QuantFormat::q8_0;
+    int64_t bq_offset = 0;
 };
 
 // A GemmArgs for C[M, N] = alpha op(A) op(B) + beta C (bias and fused GELU unset: set them on
@@ -211,7 +221,8 @@ const char* active_arch_name();
 // kernels/arm_cores.hpp); "MIDR unknown" where there is none (x86, or no way to read it).
 const char* cpu_core();
 // The CPU features dispatch detected, space-separated (static storage). x86_64: "sse2 avx2
-// fma f16c avx512f avx512dq avx512cd avx512bw avx512_bf16" as far as the CPU and the OS allow;
+// fma f16c avx512f avx512dq avx512cd avx512bw avx512_bf16 avx512_vnni avx_vnni" as far as the CPU
+// and the OS allow;
 // aarch64, from HWCAP:
 // "asimd fphp asimdhp(fp16) asimddp(dotprod) sve i8mm bf16" as present. Benchmarks print
 // it so a figure can be matched to the hardware.

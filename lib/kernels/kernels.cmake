@@ -27,6 +27,16 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
   target_sources(phonegpt_objects PRIVATE ${CMAKE_CURRENT_LIST_DIR}/x86/bf16_gemm.cpp)
   set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/x86/bf16_gemm.cpp PROPERTIES
     COMPILE_OPTIONS "-mavx512f;-mavx512cd;-mavx512dq;-mavx512bw;-mavx512vl;-mavx512bf16;-mavx2;-mfma;-mf16c;${PG_AVX512_NO_FALSE_WARNINGS}")
+  # The int8 tiles of quant_linear (kernels/int8_tile.hpp): each file gets its instruction set,
+  # and dispatch takes one only where CPUID reports it.
+  set(PG_INT8_X86 ${CMAKE_CURRENT_LIST_DIR}/x86)
+  target_sources(phonegpt_objects PRIVATE ${PG_INT8_X86}/int8_tile_avx2.cpp
+    ${PG_INT8_X86}/int8_tile_avx_vnni.cpp ${PG_INT8_X86}/int8_tile_avx512_vnni.cpp)
+  set_source_files_properties(${PG_INT8_X86}/int8_tile_avx2.cpp PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma")
+  set_source_files_properties(${PG_INT8_X86}/int8_tile_avx_vnni.cpp PROPERTIES
+    COMPILE_OPTIONS "-mavx2;-mfma;-mavxvnni")
+  set_source_files_properties(${PG_INT8_X86}/int8_tile_avx512_vnni.cpp PROPERTIES
+    COMPILE_OPTIONS "-mavx512f;-mavx512bw;-mavx512vnni;-mavx2;-mfma;${PG_AVX512_NO_FALSE_WARNINGS}")
   # F16C: the fp16 weight conversions (dispatch requires it for both AVX tables; every AVX2 CPU
   # has it).
   set_source_files_properties(${PG_KERNEL_SIMD_DIR}/table_avx2.cpp PROPERTIES
@@ -42,6 +52,14 @@ elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64|ARM64")
   # ARMv8.0.
   set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/neon/fp16_gemm.cpp PROPERTIES
     COMPILE_OPTIONS "-march=armv8.2-a+fp16")
+  # The int8 tiles of quant_linear: ARMv8.0 NEON (SMULL), ARMv8.2 dotprod (SDOT) and ARMv8.6 i8mm
+  # (SMMLA), each file with only its extension; dispatch takes them from HWCAP.
+  target_sources(phonegpt_objects PRIVATE ${CMAKE_CURRENT_LIST_DIR}/neon/int8_tile_neon.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/neon/int8_tile_dotprod.cpp ${CMAKE_CURRENT_LIST_DIR}/neon/int8_tile_i8mm.cpp)
+  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/neon/int8_tile_dotprod.cpp PROPERTIES
+    COMPILE_OPTIONS "-march=armv8.2-a+dotprod")
+  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/neon/int8_tile_i8mm.cpp PROPERTIES
+    COMPILE_OPTIONS "-march=armv8.2-a+i8mm")
 else()
   message(FATAL_ERROR "libphonegpt kernels: no SIMD table for ${CMAKE_SYSTEM_PROCESSOR} (x86_64 or aarch64)")
 endif()

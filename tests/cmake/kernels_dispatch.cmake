@@ -9,7 +9,7 @@
 # PG_KERNELS picks a named table natively (here the scalar reference).
 add_test(NAME kernels_env_reference COMMAND phonegpt_unit_tests "[kernels]")
 set_tests_properties(kernels_env_reference PROPERTIES
-  ENVIRONMENT "PG_KERNELS=reference;PG_EXPECT_ARCH=reference;PG_EXPECT_BF16_GEMM=none")
+  ENVIRONMENT "PG_KERNELS=reference;PG_EXPECT_ARCH=reference;PG_EXPECT_BF16_GEMM=none;PG_EXPECT_INT8_GEMM=generic")
 
 find_program(PG_QEMU_X86_64 qemu-x86_64)
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64" AND NOT CMAKE_CROSSCOMPILING AND NOT PG_SANITIZE)
@@ -23,7 +23,7 @@ if(PG_QEMU_X86_64 AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64" AND NO
   set_tests_properties(kernels_dispatch_fma3_avx2 PROPERTIES ENVIRONMENT "PG_EXPECT_ARCH=fma3+avx2;PG_TEST_TABLES=dispatched;PG_EXPECT_BF16_GEMM=none")
   add_test(NAME kernels_dispatch_sse2
            COMMAND ${PG_QEMU_X86_64} -cpu qemu64 $<TARGET_FILE:phonegpt_unit_tests> "[kernels]")
-  set_tests_properties(kernels_dispatch_sse2 PROPERTIES ENVIRONMENT "PG_EXPECT_ARCH=sse2;PG_TEST_TABLES=dispatched;PG_EXPECT_BF16_GEMM=none")
+  set_tests_properties(kernels_dispatch_sse2 PROPERTIES ENVIRONMENT "PG_EXPECT_ARCH=sse2;PG_TEST_TABLES=dispatched;PG_EXPECT_BF16_GEMM=none;PG_EXPECT_INT8_GEMM=generic")
 endif()
 
 # In an aarch64 cross build (scripts/cross_test_aarch64.sh) the tests run under qemu-aarch64 on
@@ -49,6 +49,10 @@ if(CMAKE_CROSSCOMPILING AND CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64" AND N
     # asking for it must be the exact one (tests/unit/test_kernels_fp16.cpp).
     list(APPEND PG_AARCH64_FEATURES_cortex-a53 "PG_EXPECT_FP16_GEMM=none")
     list(APPEND PG_AARCH64_FEATURES_max "PG_EXPECT_FP16_GEMM=arm64+fp16+fmla-8h")
+    # The int8 kernel of quant_linear (kernels/quant_gemm.hpp): SMMLA where HWCAP2 has i8mm, SDOT
+    # where HWCAP has asimddp (the cortex-a76 run below checks that one), else the ARMv8.0 tile.
+    list(APPEND PG_AARCH64_FEATURES_cortex-a53 "PG_EXPECT_INT8_GEMM=arm64+neon")
+    list(APPEND PG_AARCH64_FEATURES_max "PG_EXPECT_INT8_GEMM=arm64+i8mm")
     foreach(cpu cortex-a53 max)
       add_test(NAME kernels_aarch64_${cpu}
                COMMAND ${PG_QEMU_AARCH64} -cpu ${cpu} $<TARGET_FILE:phonegpt_unit_tests> "[kernels]")
@@ -61,9 +65,9 @@ if(CMAKE_CROSSCOMPILING AND CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64" AND N
     # dispatch tests run there: the kernels themselves are the same on every CPU.
     add_test(NAME kernels_aarch64_cortex-a76
              COMMAND ${PG_QEMU_AARCH64} -cpu cortex-a76 $<TARGET_FILE:phonegpt_unit_tests>
-                     "dispatch picks a table this CPU runs*,cpu_features reports*,dispatch takes the FMLA .8h*")
+                     "dispatch picks a table this CPU runs*,cpu_features reports*,dispatch takes the FMLA .8h*,every int8 tile equals*,dispatch picks the int8 kernel*")
     set_tests_properties(kernels_aarch64_cortex-a76 PROPERTIES ENVIRONMENT
-      "PG_EXPECT_ARCH=arm64+neon+fmla-lane;PG_EXPECT_CORE=cortex-a76;PG_EXPECT_FEATURES=asimd fphp asimdhp(fp16) asimddp(dotprod);PG_EXPECT_FP16_GEMM=arm64+fp16+fmla-8h")
+      "PG_EXPECT_ARCH=arm64+neon+fmla-lane;PG_EXPECT_CORE=cortex-a76;PG_EXPECT_FEATURES=asimd fphp asimdhp(fp16) asimddp(dotprod);PG_EXPECT_FP16_GEMM=arm64+fp16+fmla-8h;PG_EXPECT_INT8_GEMM=arm64+dotprod")
     add_test(NAME kernels_aarch64_midr_cortex-a55
              COMMAND ${PG_QEMU_AARCH64} -cpu cortex-a53 $<TARGET_FILE:phonegpt_unit_tests>
                      "dispatch picks a table this CPU runs*,cpu_features reports*")

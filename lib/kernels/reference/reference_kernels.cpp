@@ -38,7 +38,10 @@ void sgemm(const GemmArgs& g) {
             for (int k = 0; k < g.K; ++k) {
                 float a = g.trans_a ? g.A[int64_t(k) * g.lda + i] : g.A[int64_t(i) * g.lda + k];
                 const int64_t at = g.trans_b ? int64_t(j) * g.ldb + k : int64_t(k) * g.ldb + j;
-                const float b = !g.B16 ? g.B[at]
+                float b_decoded = 0.0f;
+                if (g.Bq) dequantize(g.bq_format, g.Bq, g.bq_offset + at, 1, &b_decoded);
+                const float b = g.Bq ? b_decoded
+                                : !g.B16 ? g.B[at]
                                 : g.b16_format == HalfFormat::fp16 ? fp16_to_float(g.B16[at])
                                                                     : bf16_to_float(g.B16[at]);
                 acc += a * b;

@@ -299,12 +299,13 @@ struct Gemm {
     // transposed B or a partial last panel, B is packed (measured on Zen 5: packing wins for
     // M >= 384 even with a plain B).
     static bool reads_b_directly(const GemmArgs& g, int w) {
-        return !g.B16 && !g.trans_b && w % W == 0 && g.M <= MC;
+        return !g.B16 && !g.Bq && !g.trans_b && w % W == 0 && g.M <= MC;
     }
 
     // Packs op(B)[pc:pc+kc, jc:jc+nc] as panels of NR columns (the last one panel_vectors(w)
     // vectors wide); panel p0 starts at bp + p0 * kc, columns past nc are zero.
     static void pack_b(float* bp, const GemmArgs& g, int pc, int kc, int jc, int nc) {
+        if (g.Bq) return pack_bq(bp, g, pc, kc, jc, nc);
         if (g.B16) return pack_b16(bp, g, pc, kc, jc, nc);
         for (int p0 = 0; p0 < nc; p0 += NR) {
             const int w = min_of(NR, nc - p0);
@@ -433,6 +434,33 @@ struct Gemm {
         }
     }
 
+    // pack_b for a block-quantized B (GemmArgs::Bq): the same panels, each value decoded to fp32
+    // on the way (dequantize, the loader's scalar definition). A plain B (the input gradient
+    // dy W) decodes each panel row in place; a transposed one (x W^T) decodes each column's kc
+    // values, contiguous in the weight, and scatters them down the panel.
+    static void pack_bq(float* bp, const GemmArgs& g, int pc, int kc, int jc, int nc) {
+        alignas(64) float column[KC];
+        for (int p0 = 0; p0 < nc; p0 += NR) {
+            const int w = min_of(NR, nc - p0);
+            const int pw = panel_vectors(w) * W;
+            float* dst = bp + int64_t(p0) * kc;
+            if (!g.trans_b) {
+                for (int k = 0; k < kc; ++k) {
+                    float* d = dst + k * pw;
+                    dequantize(g.bq_format, g.Bq, g.bq_offset + int64_t(pc + k) * g.ldb + jc + p0, w, d);
+                    for (int j = w; j < pw; ++j) d[j] = 0.0f;
+                }
+                continue;
+            }
+            for (int j = 0; j < w; ++j) {
+                dequantize(g.bq_format, g.Bq, g.bq_offset + int64_t(jc + p0 + j) * g.ldb + pc, kc, column);
+                for (int k = 0; k < kc; ++k) dst[k * pw + j] = column[k];
+            }
+            for (int j = w; j < pw; ++j)
+                for (int k = 0; k < kc; ++k) dst[k * pw + j] = 0.0f;
+        }
+    }
+
     // Copies the row tiles of op(A)[ic+r0:ic+mc, pc:pc+kc] (r0 a multiple of MR) into packed_a:
     // tile t at packed_a + t * MR * kc as [kc, MR] (the transposed layout with lda = MR), rows
     // past mc zero.
@@ -495,7 +523,7 @@ struct Gemm {
     // splits columns at multiples of NR, which keeps N % W), so results stay bitwise the same
     // for any split.
     static int dot_columns(const GemmArgs& g) {
-        if (g.trans_a || (!g.trans_b && g.B16)) return 0;
+        if (g.trans_a || (!g.trans_b && (g.B16 || g.Bq))) return 0;
         const int r = g.trans_b ? g.N % W : (g.N < W ? g.N : 0);
         return r > 0 && int64_t(r) * (g.K / W + 8) < g.K ? r : 0;
     }
@@ -564,13 +592,15 @@ struct Gemm {
         // Each column j as K contiguous floats: a transposed fp32 B's row in place; a 16-bit B's
         // row converted, or a plain B's column gathered, into scratch.
         thread_local std::vector<float> gathered;
-        const bool gather = g.B16 || !g.trans_b;
+        const bool gather = g.B16 || g.Bq || !g.trans_b;
         std::vector<const float*> b_rows(static_cast<std::size_t>(n));
         if (gather) gathered.resize(std::size_t(n) * g.K);
         for (int c = 0; c < n; ++c) {
             const int j = first + c;
             float* row = gathered.data() + std::size_t(c) * g.K;
-            if (g.B16)
+            if (g.Bq)
+                dequantize(g.bq_format, g.Bq, g.bq_offset + int64_t(j) * g.ldb, g.K, row);
+            else if (g.B16)
                 Elementwise<Arch>::half_to_float(row, g.B16 + int64_t(j) * g.ldb, g.K, g.b16_format);
             else if (!g.trans_b)
                 for (int k = 0; k < g.K; ++k) row[k] = g.B[int64_t(k) * g.ldb + j];
@@ -595,7 +625,9 @@ struct Gemm {
     // A narrow C (N < W) with a transposed A (a LoRA factor's gradient dy^T t, N = rank):
     // computed as C^T = op(B)^T op(A)^T, N rows of M columns, whose B (A's rows) is read in
     // wide panels, then added into C transposed. Not for a 16-bit B (it would become A).
-    static bool transposes_narrow(const GemmArgs& g) { return g.trans_a && !g.B16 && g.N < W && g.M >= 2 * W; }
+    static bool transposes_narrow(const GemmArgs& g) {
+        return g.trans_a && !g.B16 && !g.Bq && g.N < W && g.M >= 2 * W;
+    }
 
     template <class Micro>
     static void run_transposed(const GemmArgs& g) {
