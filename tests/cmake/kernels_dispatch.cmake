@@ -98,3 +98,12 @@ if(NOT CMAKE_CROSSCOMPILING)
                      --cxx ${PG_AARCH64_CXX} --llvm-mca ${PG_LLVM_MCA})
   endif()
 endif()
+
+# No instruction-set-specific kernel object may define a weak function that other objects share
+# (a std::vector member built for AVX-512 would be the one the whole program runs): nm over the
+# objects of the library (tests/support/kernel_weak_symbols.cmake).
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64" AND NOT CMAKE_CROSSCOMPILING)
+  add_test(NAME kernel_objects_share_no_weak_code
+    COMMAND ${CMAKE_COMMAND} -DNM=${CMAKE_NM} "-DOBJECTS=$<TARGET_OBJECTS:phonegpt_objects>"
+            -P ${PROJECT_SOURCE_DIR}/tests/support/kernel_weak_symbols.cmake)
+endif()

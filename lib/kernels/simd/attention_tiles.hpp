@@ -23,7 +23,7 @@ struct AttentionTiles {
 
     // Per-thread zero-padded copies: a partial row tile of A, the partial last vector of B.
     struct Buffers {
-        std::vector<float> a, b;
+        ScratchFloats a, b;
     };
     static Buffers& buffers() {
         thread_local Buffers s;
@@ -35,21 +35,21 @@ struct AttentionTiles {
 
     // Columns [n_full, N) of B [K, N] (ldb) as K rows of W floats, zero-padded; returns them
     // (null when N is a multiple of W).
-    static const float* pack_tail(std::vector<float>& buf, const float* b, int64_t ldb, int K, int N) {
+    static const float* pack_tail(ScratchFloats& scratch, const float* b, int64_t ldb, int K, int N) {
         const int n_full = N - N % W, w = N - n_full;
         if (w == 0) return nullptr;
-        buf.assign(size_t(K) * W, 0.0f);
+        float* buf = scratch.zeroed(size_t(K) * W);
         for (int k = 0; k < K; ++k)
             for (int j = 0; j < w; ++j) buf[size_t(k) * W + j] = b[k * ldb + n_full + j];
-        return buf.data();
+        return buf;
     }
 
     // Rows [i0, i0 + mr) of op(A) [M, K] as a full MR-row tile with zero rows past mr: plain, an
     // [MR, K] copy (lda K); transposed, a [K, MR] copy (lda MR). Returns the tile and its lda.
     template <bool trans>
-    static const float* pack_rows(std::vector<float>& buf, const float* a, int64_t lda, int mr, int K,
+    static const float* pack_rows(ScratchFloats& scratch, const float* a, int64_t lda, int mr, int K,
                                   int64_t& lda_out) {
-        buf.assign(size_t(K) * MR, 0.0f);
+        float* buf = scratch.zeroed(size_t(K) * MR);
         for (int r = 0; r < mr; ++r)
             for (int k = 0; k < K; ++k) {
                 if (trans)
@@ -58,7 +58,7 @@ struct AttentionTiles {
                     buf[size_t(r) * K + k] = a[r * lda + k];
             }
         lda_out = trans ? MR : K;
-        return buf.data();
+        return buf;
     }
 
     // acc[r][v] = sum over k in [kb, ke) of op(A)[r, k] * (vector v of B's row k), with

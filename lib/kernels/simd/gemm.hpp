@@ -10,11 +10,11 @@
 #include <cstdlib>
 #include <new>
 #include <type_traits>
-#include <vector>
 
 #include <xsimd/xsimd.hpp>
 
 #include "kernels/kernel_table.hpp"
+#include "kernels/scratch.hpp"
 #include "kernels/simd/elementwise.hpp"
 #include "kernels/simd/tile_common.hpp"
 
@@ -591,30 +591,34 @@ struct Gemm {
         const int n = g.N - first;
         // Each column j as K contiguous floats: a transposed fp32 B's row in place; a 16-bit B's
         // row converted, or a plain B's column gathered, into scratch.
-        thread_local std::vector<float> gathered;
+        thread_local ScratchFloats scratch;
         const bool gather = g.B16 || g.Bq || !g.trans_b;
-        std::vector<const float*> b_rows(static_cast<std::size_t>(n));
-        if (gather) gathered.resize(std::size_t(n) * g.K);
+        const float** b_rows = scratch.pointers(std::size_t(n));
+        float* gathered = gather ? scratch.sized(std::size_t(n) * g.K) : nullptr;
         for (int c = 0; c < n; ++c) {
             const int j = first + c;
-            float* row = gathered.data() + std::size_t(c) * g.K;
+            if (!gather) {
+                b_rows[c] = g.B + int64_t(j) * g.ldb;
+                continue;
+            }
+            float* row = gathered + std::size_t(c) * g.K;
             if (g.Bq)
                 dequantize(g.bq_format, g.Bq, g.bq_offset + int64_t(j) * g.ldb, g.K, row);
             else if (g.B16)
                 Elementwise<Arch>::half_to_float(row, g.B16 + int64_t(j) * g.ldb, g.K, g.b16_format);
             else if (!g.trans_b)
                 for (int k = 0; k < g.K; ++k) row[k] = g.B[int64_t(k) * g.ldb + j];
-            b_rows[std::size_t(c)] = gather ? row : g.B + int64_t(j) * g.ldb;
+            b_rows[c] = row;
         }
         int c0 = 0;
         for (; c0 + kDotCols <= n; c0 += kDotCols) {
-            const float* const* rows = b_rows.data() + c0;
+            const float* const* rows = b_rows + c0;
             int i = 0;
             for (; i + kDotRows <= g.M; i += kDotRows) dot_block<kDotRows, kDotCols>(g, i, first + c0, rows);
             for (; i < g.M; ++i) dot_block<1, kDotCols>(g, i, first + c0, rows);
         }
         for (; c0 < n; ++c0) {
-            const float* const* rows = b_rows.data() + c0;
+            const float* const* rows = b_rows + c0;
             int i = 0;
             for (; i + 8 <= g.M; i += 8) dot_block<8, 1>(g, i, first + c0, rows);
             for (; i < g.M; ++i) dot_block<1, 1>(g, i, first + c0, rows);
@@ -631,10 +635,10 @@ struct Gemm {
 
     template <class Micro>
     static void run_transposed(const GemmArgs& g) {
-        thread_local std::vector<float> ct;
-        ct.resize(std::size_t(g.N) * g.M);
+        thread_local ScratchFloats scratch;
+        float* ct = scratch.sized(std::size_t(g.N) * g.M);
         // op(B)^T is B read transposed when B is plain, B itself when it is transposed.
-        GemmArgs t = gemm_args(!g.trans_b, false, g.N, g.M, g.K, g.B, g.ldb, g.A, g.lda, ct.data(), g.M,
+        GemmArgs t = gemm_args(!g.trans_b, false, g.N, g.M, g.K, g.B, g.ldb, g.A, g.lda, ct, g.M,
                                g.alpha, 0.0f);
         run_with<Micro>(t);
         for (int i = 0; i < g.M; ++i) {

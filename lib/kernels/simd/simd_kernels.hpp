@@ -16,7 +16,6 @@
 // and make_table, which puts one instruction set's kernels into its KernelTable.
 #include <cstdint>
 #include <type_traits>
-#include <vector>
 
 #include <xsimd/xsimd.hpp>
 
