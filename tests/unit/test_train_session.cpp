@@ -7,9 +7,11 @@
 
 #include <signal.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -118,15 +120,36 @@ int64_t process_cpu_us() {
     return int64_t(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
+// Reads a file's bytes into out; false when there is no such file.
+bool file_bytes(const std::string& path, std::string& out) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return false;
+    out.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    return true;
+}
+
+void put_file_bytes(const std::string& path, bool present, const std::string& bytes) {
+    if (!present) {
+        std::remove(path.c_str());
+        return;
+    }
+    std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), std::streamsize(bytes.size()));
+}
+
 // Forks runs that kill themselves with SIGKILL once they have used a random amount of CPU time
 // in [0, span_us) (so the moment is random in the run's own progress, whatever the machine's
-// load), up to kMaxKills times, then lets one finish; returns how many were killed.
+// load), kMaxKills times, then lets one finish; returns how many were killed. A run that ends
+// before its moment came is undone (the checkpoint file put back as it was) and drawn again
+// within the CPU time that run took, so the kills land however little work was left.
 int run_with_kills(bool lora, const std::string& path, uint32_t seed, int64_t span_us) {
-    constexpr int kMaxKills = 10;
+    constexpr int kMaxKills = 10, kMaxRuns = 60;
     std::mt19937 rng(seed);
     int kills = 0;
-    for (int attempt = 0; attempt <= kMaxKills; ++attempt) {
-        const int64_t kill_at = attempt < kMaxKills ? std::uniform_int_distribution<int64_t>(0, span_us)(rng) : -1;
+    for (int run = 0; run < kMaxRuns; ++run) {
+        const bool last = kills == kMaxKills;
+        const int64_t kill_at = last ? -1 : std::uniform_int_distribution<int64_t>(0, span_us)(rng);
+        std::string before;
+        const bool had_file = file_bytes(path, before);
         const pid_t pid = fork();
         REQUIRE(pid >= 0);
         if (pid == 0) {
@@ -142,15 +165,22 @@ int run_with_kills(bool lora, const std::string& path, uint32_t seed, int64_t sp
             _exit(st == PG_OK && r.stop == PG_TRAIN_STOP_STEPS ? 0 : 3);
         }
         int status = 0;
-        REQUIRE(waitpid(pid, &status, 0) == pid);
+        rusage usage{};
+        REQUIRE(wait4(pid, &status, 0, &usage) == pid);
         if (WIFEXITED(status)) {
             REQUIRE(WEXITSTATUS(status) == 0);
-            if (kill_at < 0) return kills;
-            continue;  // it finished before its moment came: the next one starts over a complete run
+            if (last) return kills;
+            // It finished before its moment: undo it, and draw within the time it took.
+            put_file_bytes(path, had_file, before);
+            const int64_t used_us = int64_t(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000000 +
+                                    usage.ru_utime.tv_usec + usage.ru_stime.tv_usec;
+            span_us = std::max<int64_t>(1, used_us * 9 / 10);
+            continue;
         }
         REQUIRE((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
         ++kills;
     }
+    FAIL("the run did not finish within " << kMaxRuns << " runs");
     return kills;
 }
 

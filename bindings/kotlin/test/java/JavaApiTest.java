@@ -68,7 +68,7 @@ public final class JavaApiTest {
 
         // The enumerations and the other option structs, by name.
         check(BpePattern.GPT2.getCode() == 1 && InteropFormat.LLMC.getCode() == 1 && TokenizerFile.HF_JSON.getCode() == 4, "enums");
-        check(LoraAverageMethod.values().length == 4 && SignaturePolicy.OFF.getCode() == 2 && BaseTrainedPolicy.OFF.getCode() == 2,
+        check(LoraAverageMethod.values().length == 6 && LoraAverageMethod.MEDIAN.getCode() == 5 && SignaturePolicy.OFF.getCode() == 2 && BaseTrainedPolicy.OFF.getCode() == 2,
               "coordinator enums");
         check(WeightStorage.FP32.getCode() == 0 && Optimizer.ADAMW.getCode() == 0, "storage, optimizer");
         CEnum schedule = LrSchedule.COSINE;
@@ -162,7 +162,16 @@ public final class JavaApiTest {
                         }
                         List<LoraAdapter> two = Arrays.asList(a, a);
                         Average avg = LoraAdapter.average(two);
-                        try (LoraAdapter mean = avg.getAdapter()) { check(mean.getNumParams() == a.getNumParams(), "average"); }
+                        try (LoraAdapter mean = avg.getAdapter()) {
+                            check(mean.getNumParams() == a.getNumParams(), "average");
+                            // the phone's differential privacy: the update from `a` clipped and noised
+                            LoraPrivacyConfig pc = LoraPrivacyConfig.defaults();
+                            LoraPrivacyReport pr = CoordinatorKt.privatize(mean, a, pc);
+                            check(pc.getClipNorm() > 0 && pr.getNoiseStddev() >= 0, "privatize");
+                            PrivacyBudget budget = CoordinatorKt.privacyEpsilon(1.0, 10, 1e-5);
+                            check(budget.getEpsilon() > 0, "privacy epsilon");
+                        }
+                        check(LoraClipMode.MEDIAN.getCode() == 1, "clip modes");
                         check(avg.getReport() instanceof LoraAverageReport, "average report");
                         check(LoraTarget.getALL().size() == 4, "targets");
                     }
@@ -191,6 +200,43 @@ public final class JavaApiTest {
                 throwsTyped(StateException.class, Status.STATE, model::getNumParams);
             }
         }
+
+        // Architectures (the Llama-family presets), the memory plan, a training session and its worker
+        ModelConfig tinyLlama = ModelConfig.preset("tiny-llama");
+        check(tinyLlama.getNorm() == NormKind.RMSNORM && tinyLlama.getPositions() == PositionKind.ROTARY
+              && tinyLlama.getMlp() == MlpKind.SWIGLU, "architecture fields");
+        ModelConfig tinyGpt = ModelConfig.preset("tiny");
+        MemoryPlan plan = MemoryPlanner.plan(tinyGpt, TrainConfig.defaults());
+        check(plan.getPeakBytes() > 0 && plan.getBatchSize() > 0, "memory plan");
+        TrainSessionConfig sd = TrainSessionConfig.defaults();
+        TrainSessionConfig sc = new TrainSessionConfig(2L, 0L, 0L, 0L, 0L, sd.getThroughputWindowMs(), sd.getThrottleThermal(),
+                                                       sd.getThrottleThreads(), sd.getThrottleSleepMs(), sd.getPauseThermal(),
+                                                       sd.getBatteryFloorPercent(), false);
+        DeviceConditions conditions = DeviceConditions.defaults();
+        check(conditions.getThermalStatus() == ThermalStatus.NONE, "thermal status");
+        File checkpoint = File.createTempFile("java_train_session", ".pgc");
+        check(checkpoint.delete(), "fresh checkpoint path");
+        try (Tokenizer tok = Tokenizer.characterLevel(text);
+             Model m = new Model(new ModelConfig(tinyGpt.getNLayer(), tinyGpt.getNHead(), tinyGpt.getNEmbd(), tinyGpt.getNCtx(),
+                                                 tok.getVocabSize(), 0, tinyGpt.getLayernormEps(), tinyGpt.getNorm(),
+                                                 tinyGpt.getQkNorm(), tinyGpt.getPositions(), tinyGpt.getRopeTheta(),
+                                                 tinyGpt.getRopeScalingFactor(), tinyGpt.getRopeLowFreqFactor(),
+                                                 tinyGpt.getRopeHighFreqFactor(), tinyGpt.getRopeOriginalMaxPositions(),
+                                                 tinyGpt.getNKvHead(), tinyGpt.getHeadDim(), tinyGpt.getQkvBias(),
+                                                 tinyGpt.getLinearBias(), tinyGpt.getMlp(), tinyGpt.getMlpHidden(),
+                                                 tinyGpt.getTiedHead()), 5);
+             TrainSession session = new TrainSession(m, checkpoint.getPath(), null, TrainConfig.defaults(), sc)) {
+            session.setData(tok.encode(text));
+            session.setConditions(conditions);
+            TrainSessionReport report = session.run();
+            check(report.getStop() == TrainStop.STEPS && report.getStep() == 2L, "training session");
+        }
+        SessionWorkerLogic worker = new SessionWorkerLogic(checkpoint.getPath(), () -> new Model(tinyGpt, 5),
+                                                           () -> new int[0], TrainConfig.defaults(), sc,
+                                                           () -> conditions, null);
+        worker.setConditions(conditions);  // no window running: nothing to tell
+        check(worker.getLastReport() == null, "worker before a window");
+        check(checkpoint.delete(), "checkpoint written");
 
         try (DataFilter f = new DataFilter(DataFilterConfig.defaults(), t -> Collections.<IntRange>emptyList())) {
             DataFilter.Result r = f.apply("mail a@example.com");
