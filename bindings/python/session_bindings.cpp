@@ -63,7 +63,7 @@ public:
     void close() { p_.reset(); }
     bool closed() const { return !p_; }
 
-    void set_data(const py::object& tokens_obj) {
+    void set_data(const TokensArg& tokens_obj) {
         const auto h = handle();
         TokenArray tokens = H.as_tokens(tokens_obj, "tokens", 1);
         const int32_t* tp = tokens.data();
@@ -176,7 +176,7 @@ void bind_train_session(py::module_& m, const Hooks& hooks) {
         "or ms and when it stops, and resumes from that file when created again over it (bit for bit\n"
         "with the same data and threads). adapter=None trains the model; an Adapter trains it over the\n"
         "frozen model. TrainSessionConfig fields as keywords.");
-    ts.def(py::init<py::object, const py::object&, py::object, const py::object&, const py::object&,
+    ts.def(py::init<const ModelArg&, const py::object&, py::object, const py::object&, const py::object&,
                     const py::kwargs&>(),
            arg("model"), arg("checkpoint"), arg("adapter") = py::none(), arg("config") = py::none(),
            arg("session_config") = py::none())
@@ -205,7 +205,7 @@ void bind_train_session(py::module_& m, const Hooks& hooks) {
                                            n_data_tokens, &p));
               return p;
           },
-          arg("model"), arg("storage") = "fp32", arg("lora") = py::none(), arg("layers") = py::none(),
+          arg("model_config"), arg("storage") = "fp32", arg("lora") = py::none(), arg("layers") = py::none(),
           arg("train") = py::none(), arg("n_data_tokens") = 0,
           "The predicted peak resident memory of training (MemoryPlan) for a ModelConfig, the base's\n"
           "storage, a LoraConfig (None: full training; layers: its layer list, None = every layer) and a\n"
@@ -220,7 +220,7 @@ void bind_train_session(py::module_& m, const Hooks& hooks) {
                                                 n_data_tokens, budget_bytes, &p));
               return p;
           },
-          arg("model"), arg("budget_bytes"), arg("storage") = "fp32", arg("lora") = py::none(),
+          arg("model_config"), arg("budget_bytes"), arg("storage") = "fp32", arg("lora") = py::none(),
           arg("layers") = py::none(), arg("train") = py::none(), arg("n_data_tokens") = 0,
           "The MemoryPlan of the largest batch_size that fits budget_bytes (OutOfMemoryError with the\n"
           "figures when batch 1 does not).");
