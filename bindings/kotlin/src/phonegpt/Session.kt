@@ -80,7 +80,11 @@ class Session private constructor(handle: Long, val model: Model) : EvaluatingHa
      * weights at the next [logits] or [generate].
      */
     fun attachAdapter(adapter: LoraAdapter) = writing { s ->
-        adapter.reading { a -> Native.sessionAttachAdapter(s, a); adapter.retain() }
+        // The check reads the model's weights: under its shared lock, so that no merge or
+        // weight write on another thread runs beneath it (the C API's rule for a const model).
+        model.reading(allowClosedByUser = true) {
+            adapter.reading { a -> Native.sessionAttachAdapter(s, a); adapter.retain() }
+        }
         attached?.releaseReference()
         attached = adapter
     }
