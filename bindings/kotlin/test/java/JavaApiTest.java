@@ -87,14 +87,7 @@ public final class JavaApiTest {
             try (Tokenizer copy = Tokenizer.fromBytes(tok.toBytes()); TokenStream stream = copy.stream()) {
                 check(stream.push(ids[0]).equals("F") && stream.finish().isEmpty(), "stream");
             }
-            // Java sees the generated data class's whole constructor: every field of pg_model_config.
-            ModelConfig tp = tinyPreset;
-            ModelConfig cfg = new ModelConfig(tp.getNLayer(), tp.getNHead(), tp.getNEmbd(), tp.getNCtx(), tok.getVocabSize(), 0,
-                                              tp.getLayernormEps(), tp.getNorm(), tp.getQkNorm(), tp.getPositions(),
-                                              tp.getRopeTheta(), tp.getRopeScalingFactor(), tp.getRopeLowFreqFactor(),
-                                              tp.getRopeHighFreqFactor(), tp.getRopeOriginalMaxPositions(), tp.getNKvHead(),
-                                              tp.getHeadDim(), tp.getQkvBias(), tp.getLinearBias(), tp.getMlp(),
-                                              tp.getMlpHidden(), tp.getTiedHead());
+            ModelConfig cfg = withVocab(tinyPreset, tok.getVocabSize());
             try (Model model = new Model(cfg, 7)) {
                 model.setTokenizer(tok);
                 check(model.getTokenizer() == model.getTokenizer(), "one tokenizer object per model");
@@ -217,14 +210,7 @@ public final class JavaApiTest {
         File checkpoint = File.createTempFile("java_train_session", ".pgc");
         check(checkpoint.delete(), "fresh checkpoint path");
         try (Tokenizer tok = Tokenizer.characterLevel(text);
-             Model m = new Model(new ModelConfig(tinyGpt.getNLayer(), tinyGpt.getNHead(), tinyGpt.getNEmbd(), tinyGpt.getNCtx(),
-                                                 tok.getVocabSize(), 0, tinyGpt.getLayernormEps(), tinyGpt.getNorm(),
-                                                 tinyGpt.getQkNorm(), tinyGpt.getPositions(), tinyGpt.getRopeTheta(),
-                                                 tinyGpt.getRopeScalingFactor(), tinyGpt.getRopeLowFreqFactor(),
-                                                 tinyGpt.getRopeHighFreqFactor(), tinyGpt.getRopeOriginalMaxPositions(),
-                                                 tinyGpt.getNKvHead(), tinyGpt.getHeadDim(), tinyGpt.getQkvBias(),
-                                                 tinyGpt.getLinearBias(), tinyGpt.getMlp(), tinyGpt.getMlpHidden(),
-                                                 tinyGpt.getTiedHead()), 5);
+             Model m = new Model(withVocab(tinyGpt, tok.getVocabSize()), 5);
              TrainSession session = new TrainSession(m, checkpoint.getPath(), null, TrainConfig.defaults(), sc)) {
             session.setData(tok.encode(text));
             session.setConditions(conditions);
@@ -245,6 +231,16 @@ public final class JavaApiTest {
             check(r.getReport() instanceof DataFilterReport, "filter report");
         }
         System.out.println("JavaApiTest: all checks passed");
+    }
+
+    // A preset with another vocabulary. Java sees the generated data class's whole constructor:
+    // every field of pg_model_config, in the header's order.
+    private static ModelConfig withVocab(ModelConfig p, int vocab) {
+        return new ModelConfig(p.getNLayer(), p.getNHead(), p.getNEmbd(), p.getNCtx(), vocab, 0, p.getLayernormEps(),
+                               p.getNorm(), p.getQkNorm(), p.getPositions(), p.getRopeTheta(), p.getRopeScalingFactor(),
+                               p.getRopeLowFreqFactor(), p.getRopeHighFreqFactor(), p.getRopeOriginalMaxPositions(),
+                               p.getNKvHead(), p.getHeadDim(), p.getQkvBias(), p.getLinearBias(), p.getMlp(),
+                               p.getMlpHidden(), p.getTiedHead());
     }
 
     private static IntBuffer directIntBuffer(int n) { return BulkKt.directIntBuffer(n); }
