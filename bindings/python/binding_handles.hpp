@@ -69,7 +69,8 @@ public:
 
     static Model create(const py::object& config, uint64_t seed);
     static Model load(const PathArg& path, const py::object& options, const py::kwargs& fields);
-    static Model import_from(const PathArg& path, const std::string& format);
+    static Model import_from(const PathArg& path, const std::string& format, const py::object& options,
+                             const py::kwargs& fields);
 
     // The native handle; raises StateError after close().
     const ModelPtr& ptr() const {

@@ -47,11 +47,13 @@ Model Model::load(const PathArg& path, const py::object& options, const py::kwar
     return Model(own_model(m));
 }
 
-Model Model::import_from(const PathArg& path, const std::string& format) {
+Model Model::import_from(const PathArg& path, const std::string& format, const py::object& options,
+                         const py::kwargs& fields) {
     std::string p = to_path(path);
     pg_interop_format f = format_from_name(format);
+    const pg_load_options o = options_from<pg_load_options>(options, fields);
     pg_model* m = nullptr;
-    call_nogil([&] { return pg_model_import(f, p.c_str(), &m); });
+    call_nogil([&] { return pg_model_import_with(f, p.c_str(), &o, &m); });
     return Model(own_model(m));
 }
 
@@ -255,7 +257,8 @@ py::array Model::flat_parameters() const {
 pg_interop_format Model::format_from_name(const std::string& f) {
     if (f == "llmc") return PG_FORMAT_LLMC;
     if (f == "safetensors") return PG_FORMAT_SAFETENSORS;
-    raise_invalid("format must be 'llmc' or 'safetensors', got '" + f + "'");
+    if (f == "hf") return PG_FORMAT_HF_FOLDER;
+    raise_invalid("format must be 'llmc', 'safetensors' or 'hf', got '" + f + "'");
 }
 
 // What coord_bindings.cpp and lora_bindings.cpp borrow (binding_hooks.hpp).
@@ -301,12 +304,16 @@ void bind_model(py::module_& m) {
                     "Loads and validates a native checkpoint; options: a LoadOptions, keyword arguments change\n"
                     "its fields (map_weights=True maps a raw file saved with the mapping layout read-only).")
         .def_static("import_from", &Model::import_from, py::arg("path"), py::arg("format"),
-                    "Imports an 'llmc' model file or a 'safetensors' file (config.json beside it).")
+                    py::arg("options") = py::none(),
+                    "Imports an 'llmc' model file, a 'safetensors' file (config.json beside it) or an 'hf'\n"
+                    "model folder (Llama, Qwen2, Qwen3, GPT-2; its tokenizer.json too); options: a LoadOptions,\n"
+                    "keyword arguments change its fields (weight_storage=PG_WEIGHTS_BF16 reads a 16-bit base\n"
+                    "without an fp32 copy; default: as the file stores its matrices).")
         .def("save", &Model::save, py::arg("path"), py::arg("options") = py::none(),
              "Saves atomically; options: a SaveOptions, keyword arguments change its fields\n"
              "(compression_level: 0 = raw, 1..19 = zstd level).")
         .def("export", &Model::export_to, py::arg("path"), py::arg("format"),
-             "Exports the weights as 'llmc' or 'safetensors' (+ config.json).")
+             "Exports the weights as 'llmc', 'safetensors' (+ config.json) or an 'hf' model folder.")
         .def_property_readonly("config", &Model::config)
         .def_property_readonly("num_params", &Model::num_params)
         .def_property_readonly("mapped", &Model::mapped, "True when the weights are a read-only file mapping.")

@@ -5,24 +5,27 @@
 namespace cli {
 
 pg_interop_format interop_format(const Options& opt) {
-    if (!opt.has("format")) throw UsageError{"--format llmc|safetensors is required"};
+    if (!opt.has("format")) throw UsageError{"--format llmc|safetensors|hf is required"};
     const std::string f = opt.text("format", "");
     if (f == "llmc") return PG_FORMAT_LLMC;
     if (f == "safetensors") return PG_FORMAT_SAFETENSORS;
-    throw UsageError{"--format must be llmc or safetensors, got \"" + f + "\""};
+    if (f == "hf") return PG_FORMAT_HF_FOLDER;
+    throw UsageError{"--format must be llmc, safetensors or hf, got \"" + f + "\""};
 }
 
 int cmd_export(int argc, char** argv) {
     Options opt("export",
                 {
                     {"checkpoint", "PATH", "the native model to export (a model.bin or trainer.bin)"},
-                    {"format", "KIND", "llmc (llm.c model file) or safetensors (Hugging Face GPT-2)"},
-                    {"out", "PATH", "the file to write (safetensors: config.json is written beside it)"},
+                    {"format", "KIND",
+                     "llmc (llm.c model file), safetensors (Hugging Face GPT-2) or hf (a Hugging Face model "
+                     "folder: config.json + model.safetensors, any family)"},
+                    {"out", "PATH", "the file to write (safetensors: config.json is written beside it; hf: the folder)"},
                     {"json", nullptr, "print one JSON object of results on stdout"},
                     {"help", nullptr, "this help"},
                 },
                 argc, argv);
-    if (opt.handle_help_and_output("--checkpoint PATH --format llmc|safetensors --out PATH",
+    if (opt.handle_help_and_output("--checkpoint PATH --format llmc|safetensors|hf --out PATH",
                                    "Writes a checkpoint's weights in llm.c's or Hugging Face's format. llm.c's\n"
                                    "file has no room for the tokenizer; safetensors keeps it in its metadata."))
         return 0;

@@ -9,20 +9,25 @@ int cmd_import(int argc, char** argv) {
     Options opt("import",
                 {
                     {"format", "KIND",
-                     "llmc (llm.c model file), safetensors (Hugging Face GPT-2) or native (a checkpoint, re-saved)"},
-                    {"in", "PATH", "the file to read (safetensors: with its config.json beside it)"},
+                     "llmc (llm.c model file), safetensors (Hugging Face GPT-2), hf (a Hugging Face model folder: "
+                     "Llama, Qwen2, Qwen3 or GPT-2) or native (a checkpoint, re-saved)"},
+                    {"in", "PATH",
+                     "the file to read (safetensors: with its config.json beside it; hf: the folder, whose "
+                     "tokenizer.json is carried when present)"},
                     {"out", "PATH", "the native checkpoint to write (e.g. model.bin)"},
                     {"tokenizer-from", "PATH", "copy the tokenizer of this native checkpoint"},
                     {"vocab-text", "PATH", "build the character tokenizer from this text (as train does)"},
                     {"weights", "KIND",
-                     "fp32 (default), fp16 or bf16: the frozen base's storage in the file (16-bit files are mappable)"},
+                     "fp32 (default; hf: as the folder stores its matrices), fp16 or bf16: the frozen base's storage "
+                     "in the file (16-bit files are mappable; hf reads 16-bit weights without an fp32 copy)"},
                     {"align-for-mapping", nullptr, "write the mapping layout (lora train --map-base maps such a file)"},
                     {"json", nullptr, "print one JSON object of results on stdout"},
                     {"help", nullptr, "this help"},
                 },
                 argc, argv);
-    if (opt.handle_help_and_output("--format llmc|safetensors|native --in PATH --out PATH [options]",
-                                   "Reads an llm.c or safetensors model into a native checkpoint. llm.c files\n"
+    if (opt.handle_help_and_output("--format llmc|safetensors|hf|native --in PATH --out PATH [options]",
+                                   "Reads an llm.c, safetensors or Hugging Face model into a native checkpoint.\n"
+                                   "llm.c files\n"
                                    "hold no tokenizer (safetensors files written by phonegpt do): give one with\n"
                                    "--tokenizer-from or --vocab-text, or the checkpoint has none (eval and\n"
                                    "sample then refuse it)."))
@@ -40,15 +45,22 @@ int cmd_import(int argc, char** argv) {
         throw UsageError{"--vocab-text: no file at \"" + opt.text("vocab-text", "") + "\""};
 
     pg_model* m = nullptr;
-    if (native)
+    // A Hugging Face folder is read straight into the storage asked for, then saved as held.
+    const bool hf = !native && format == PG_FORMAT_HF_FOLDER;
+    if (native) {
         check(pg_model_load(in.c_str(), &m), "pg_model_load");
-    else
-        check(pg_model_import(format, in.c_str(), &m), "pg_model_import");
+    } else {
+        pg_load_options lo;
+        pg_load_options_default(&lo);
+        if (hf) lo.weight_storage = weights;
+        check(pg_model_import_with(format, in.c_str(), &lo, &m), "pg_model_import");
+    }
+    if (hf) weights = -1;
     ModelPtr model(m);
     // This library's safetensors files carry the tokenizer in their metadata; llm.c files never do.
     pg_tokenizer* carried = nullptr;
     check(pg_model_get_tokenizer(model.get(), &carried), "pg_model_get_tokenizer");
-    std::string tokenizer_source = carried ? "the imported file" : "none";
+    std::string tokenizer_source = carried ? (hf ? "the folder's tokenizer" : "the imported file") : "none";
     if (opt.has("tokenizer-from")) {
         const std::string donor_path = opt.text("tokenizer-from", "");
         ModelPtr donor = load_model(donor_path);

@@ -676,6 +676,11 @@ typedef struct pg_load_options {
      * file with the mapping layout (pg_save_options.align_for_mapping, or a 16-bit
      * weight_storage); any other file is PG_ERR_UNSUPPORTED, naming how to save a mappable one. */
     int32_t map_weights;
+    /* The model's storage: -1 (default) as the file holds the weights; else a pg_weight_storage.
+     * pg_model_import_with fills a 16-bit storage straight from the file (no fp32 copy of the
+     * model ever exists); pg_model_load_with reads the file, then converts as
+     * pg_model_set_weight_storage would (its refusals included). */
+    int32_t weight_storage;
 } pg_load_options;
 PG_API void pg_load_options_default(pg_load_options* options);
 /* pg_model_load with options (NULL = defaults). A 16-bit file loads as a 16-bit frozen base
@@ -704,7 +709,16 @@ PG_API pg_status pg_trainer_resume(const char* path, pg_model** model, pg_traine
 
 typedef enum pg_interop_format {
     PG_FORMAT_LLMC = 1,           /* llm.c model file: 256 x int32 header, fp32 params */
-    PG_FORMAT_SAFETENSORS = 2     /* Hugging Face GPT-2 names; config.json beside it */
+    PG_FORMAT_SAFETENSORS = 2,    /* Hugging Face GPT-2 names; config.json beside it */
+    /* A Hugging Face model folder: config.json (LlamaForCausalLM, Qwen2ForCausalLM,
+     * Qwen3ForCausalLM or GPT2LMHeadModel), model.safetensors or model.safetensors.index.json
+     * and its shards (F32, F16 or BF16 tensors under transformers' names), and tokenizer.json
+     * when present (its vocabulary may be smaller than the embedding: the rows past it become
+     * padding rows, never predicted). What the engine does not compute (sliding windows,
+     * experts, other rope types, ...) is refused naming the config.json key. Export writes
+     * config.json and model.safetensors into the folder (created if absent): matrices in the
+     * model's storage, norms and biases in F32; an existing tokenizer.json is left as it is. */
+    PG_FORMAT_HF_FOLDER = 3
 } pg_interop_format;
 /* Exports the weights. llm.c: `path` is the model file (padding rows kept, as llm.c expects).
  * safetensors: `path` is the .safetensors file and a Hugging Face GPT-2 config.json is written
@@ -714,6 +728,10 @@ typedef enum pg_interop_format {
 PG_API pg_status pg_model_export(const pg_model* model, pg_interop_format format,
                                  const char* path);
 PG_API pg_status pg_model_import(pg_interop_format format, const char* path, pg_model** out);
+/* pg_model_import with options (NULL = defaults): weight_storage chooses the model's storage
+ * (map_weights must be 0: imports are read, not mapped). */
+PG_API pg_status pg_model_import_with(pg_interop_format format, const char* path, const pg_load_options* options,
+                                      pg_model** out);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Evaluation                                                                                 */

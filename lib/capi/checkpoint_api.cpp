@@ -8,6 +8,7 @@
 #include "capi/boundary.hpp"
 #include "capi/handles.hpp"
 #include "io/checkpoint.hpp"
+#include "io/hf_model.hpp"
 #include "io/llmc.hpp"
 #include "io/safetensors.hpp"
 #include "train/trainer.hpp"
@@ -48,6 +49,18 @@ pg::io::CheckpointOptions checkpoint_options(const pg_save_options* options, con
 pg_load_options full_default_load_options() {
     pg_load_options o = pg::blank_c_struct<pg_load_options>();
     o.map_weights = 0;
+    o.weight_storage = -1;
+    return o;
+}
+
+pg_load_options checked_load_options(const pg_load_options* options, const char* fn) {
+    pg_load_options o = full_default_load_options();
+    pg::read_options(options, &o, fn);
+    pg::require_arg(o.map_weights == 0 || o.map_weights == 1, fn,
+                    ("options->map_weights must be 0 or 1, not " + std::to_string(o.map_weights)).c_str());
+    pg::require_arg(o.weight_storage >= -1 && o.weight_storage <= PG_WEIGHTS_BF16_ARITHMETIC, fn,
+                    ("options->weight_storage " + std::to_string(o.weight_storage) +
+                     " is not -1 (as the file holds them) or a pg_weight_storage").c_str());
     return o;
 }
 
@@ -113,11 +126,10 @@ pg_status pg_model_load_with(const char* path, const pg_load_options* options, p
         PG_REQUIRE_NOT_NULL("pg_model_load_with", out);
         *out = nullptr;
         PG_REQUIRE_NOT_NULL("pg_model_load_with", path);
-        pg_load_options o = full_default_load_options();
-        pg::read_options(options, &o, "pg_model_load_with");
-        pg::require_arg(o.map_weights == 0 || o.map_weights == 1, "pg_model_load_with",
-                        ("options->map_weights must be 0 or 1, not " + std::to_string(o.map_weights)).c_str());
-        *out = load_model(path, o.map_weights == 1).release();
+        const pg_load_options o = checked_load_options(options, "pg_model_load_with");
+        std::unique_ptr<pg_model> model = load_model(path, o.map_weights == 1);
+        if (o.weight_storage >= 0) model->impl.hold_frozen_in(pg::WeightStorage(o.weight_storage));
+        *out = model.release();
     });
 }
 
@@ -173,6 +185,8 @@ pg_status pg_model_export(const pg_model* model, pg_interop_format format, const
             pg::io::AtomicFileWriter file(path);
             pg::io::write_llmc(model->impl, file);
             file.commit();
+        } else if (code == PG_FORMAT_HF_FOLDER) {
+            pg::io::export_hf_folder(model->impl, path);
         } else if (code == PG_FORMAT_SAFETENSORS) {
             // config.json first: if the weights then fail to save, an old pair is only
             // inconsistent when the geometry changed, and the import checks that it agrees.
@@ -183,19 +197,32 @@ pg_status pg_model_export(const pg_model* model, pg_interop_format format, const
             file.commit();
         } else {
             throw pg::Error(PG_ERR_INVALID_ARGUMENT, "pg_model_export: unknown format " + std::to_string(code) +
-                                                         " (PG_FORMAT_LLMC = 1, PG_FORMAT_SAFETENSORS = 2)");
+                                                         " (PG_FORMAT_LLMC = 1, PG_FORMAT_SAFETENSORS = 2, PG_FORMAT_HF_FOLDER = 3)");
         }
     });
 }
 
 pg_status pg_model_import(pg_interop_format format, const char* path, pg_model** out) {
+    return pg_model_import_with(format, path, nullptr, out);
+}
+
+pg_status pg_model_import_with(pg_interop_format format, const char* path, const pg_load_options* options,
+                               pg_model** out) {
     return pg::guarded(nullptr, [&] {
         PG_REQUIRE_NOT_NULL("pg_model_import", out);
         *out = nullptr;
         PG_REQUIRE_NOT_NULL("pg_model_import", path);
+        const pg_load_options o = checked_load_options(options, "pg_model_import");
+        pg::require_arg(o.map_weights == 0, "pg_model_import",
+                        "options->map_weights must be 0: an import is read into memory the model owns (save it "
+                        "as a native checkpoint with a 16-bit storage or align_for_mapping to map it)");
         std::unique_ptr<pg_model> model;
         const int code = pg::enum_code(format);
-        if (code == PG_FORMAT_LLMC) {
+        if (code == PG_FORMAT_HF_FOLDER) {
+            std::unique_ptr<pg::Tokenizer> tokenizer;
+            model = std::make_unique<pg_model>(pg::io::import_hf_folder(path, o.weight_storage, &tokenizer));
+            attach_tokenizer(*model, std::move(tokenizer), path);
+        } else if (code == PG_FORMAT_LLMC) {
             pg::io::FileSource src(path);
             const pg::io::LlmcHeader header = pg::io::read_llmc_header(src);
             model = new_model(header.config);
@@ -214,8 +241,10 @@ pg_status pg_model_import(pg_interop_format format, const char* path, pg_model**
                                  path);
         } else {
             throw pg::Error(PG_ERR_INVALID_ARGUMENT, "pg_model_import: unknown format " + std::to_string(code) +
-                                                         " (PG_FORMAT_LLMC = 1, PG_FORMAT_SAFETENSORS = 2)");
+                                                         " (PG_FORMAT_LLMC = 1, PG_FORMAT_SAFETENSORS = 2, PG_FORMAT_HF_FOLDER = 3)");
         }
+        if (code != PG_FORMAT_HF_FOLDER && o.weight_storage >= 0)
+            model->impl.hold_frozen_in(pg::WeightStorage(o.weight_storage));
         *out = model.release();
     });
 }

@@ -164,9 +164,8 @@ void HfWeightFiles::read_16(const Entry& e, uint64_t first, uint16_t* dst, std::
     }
 }
 
-void write_hf_safetensors(const std::string& path, const std::vector<HfTensorOut>& tensors, HfDtype dtype,
+void write_hf_safetensors(const std::string& path, const std::vector<HfTensorOut>& tensors,
                           const std::vector<std::pair<std::string, std::string>>& metadata, const HfFill& fill) {
-    const int b = dtype_bytes(dtype);
     JsonObject meta;
     meta.str("format", "pt");
     for (const auto& [key, value] : metadata) meta.str(key, value);
@@ -175,13 +174,14 @@ void write_hf_safetensors(const std::string& path, const std::vector<HfTensorOut
     for (const HfTensorOut& t : tensors) {
         uint64_t numel = 1;
         for (uint64_t d : t.shape) numel *= d;
-        header.push_back({t.name, hf_dtype_name(dtype), t.shape, offset, offset + numel * uint64_t(b)});
+        header.push_back({t.name, hf_dtype_name(t.dtype), t.shape, offset, offset + numel * uint64_t(dtype_bytes(t.dtype))});
         offset = header.back().end;
     }
     AtomicFileWriter out(path);
     write_safetensors_header(out, meta, header);
-    std::vector<uint8_t> piece(kPiece * std::size_t(b));
+    std::vector<uint8_t> piece(kPiece * 4);
     for (std::size_t i = 0; i < tensors.size(); ++i) {
+        const int b = dtype_bytes(tensors[i].dtype);
         const uint64_t numel = (header[i].end - header[i].begin) / uint64_t(b);
         for (uint64_t first = 0; first < numel;) {
             const std::size_t m = std::size_t(std::min<uint64_t>(kPiece, numel - first));

@@ -62,16 +62,17 @@ private:
     std::vector<Entry> entries_;  // sorted by name
 };
 
-// Writes one safetensors file atomically at `path`: the tensors in order, all `dtype` (4 or 2
-// bytes an element), each produced in bounded pieces by fill(i, first, dst, n) (elements
+// Writes one safetensors file atomically at `path`: the tensors in order, each of its dtype (4
+// or 2 bytes an element), produced in bounded pieces by fill(i, first, dst, n) (elements
 // [first, first + n) of tensor i), so an export never holds a second copy of the model.
 // `metadata` (string pairs) follows format "pt" in "__metadata__".
 struct HfTensorOut {
     std::string name;
     std::vector<uint64_t> shape;
+    HfDtype dtype;
 };
 using HfFill = std::function<void(std::size_t tensor, uint64_t first, void* dst, std::size_t n)>;
-void write_hf_safetensors(const std::string& path, const std::vector<HfTensorOut>& tensors, HfDtype dtype,
+void write_hf_safetensors(const std::string& path, const std::vector<HfTensorOut>& tensors,
                           const std::vector<std::pair<std::string, std::string>>& metadata, const HfFill& fill);
 
 }  // namespace pg::io

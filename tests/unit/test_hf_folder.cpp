@@ -36,8 +36,8 @@ float value_of(std::size_t tensor, uint64_t i) { return float(tensor + 1) * 0.12
 void write_file(const std::string& path, const std::vector<std::pair<std::string, std::vector<uint64_t>>>& tensors,
                 HfDtype dtype, float big = 0.0f) {
     std::vector<pg::io::HfTensorOut> out;
-    for (const auto& [name, shape] : tensors) out.push_back({name, shape});
-    pg::io::write_hf_safetensors(path, out, dtype, {{"note", "test"}},
+    for (const auto& [name, shape] : tensors) out.push_back({name, shape, dtype});
+    pg::io::write_hf_safetensors(path, out, {{"note", "test"}},
                                  [&](std::size_t t, uint64_t first, void* dst, std::size_t n) {
                                      for (std::size_t i = 0; i < n; ++i) {
                                          float v = value_of(t, first + i);

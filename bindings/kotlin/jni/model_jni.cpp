@@ -180,11 +180,12 @@ void n_model_export(JNIEnv* env, jclass, jlong h, jint format, jstring jpath) {
     model_failed(env, pg_model_export(m, pg_interop_format(format), path.c_str()), m);
 }
 
-jlong n_model_import(JNIEnv* env, jclass, jint format, jstring jpath) {
+jlong n_model_import(JNIEnv* env, jclass, jint format, jstring jpath, jlongArray joptions) {
     std::string path;
-    if (!get_string(env, jpath, "path", &path)) return 0;
+    pg_load_options o;
+    if (!get_string(env, jpath, "path", &path) || !options_from(env, joptions, &o)) return 0;
     pg_model* m = nullptr;
-    if (failed(env, pg_model_import(pg_interop_format(format), path.c_str(), &m))) return 0;
+    if (failed(env, pg_model_import_with(pg_interop_format(format), path.c_str(), &o, &m))) return 0;
     return to_handle(m);
 }
 
@@ -263,7 +264,7 @@ const JNINativeMethod kModelNatives[] = {
     PG_NATIVE("modelLoadWith", "(Ljava/lang/String;[J)J", n_model_load_with),
     PG_NATIVE("modelWeightsMapped", "(J)Z", n_model_weights_mapped),
     PG_NATIVE("modelExport", "(JILjava/lang/String;)V", n_model_export),
-    PG_NATIVE("modelImport", "(ILjava/lang/String;)J", n_model_import),
+    PG_NATIVE("modelImport", "(ILjava/lang/String;[J)J", n_model_import),
     PG_NATIVE("evaluate", "(J" PG_SIG_INTS "[JLphonegpt/ProgressBridge;)[J", n_evaluate),
     PG_NATIVE("evaluateSampled", "(J" PG_SIG_INTS "IIJI)[J", n_evaluate_sampled),
     PG_NATIVE("generate", "(J" PG_SIG_INTS "[J[Ljava/lang/String;Lphonegpt/TokenBridge;" PG_SIG_INTS ")I", n_generate),

@@ -52,7 +52,7 @@ enum class PositionKind(override val code: Int) : CEnum { LEARNED(0), ROTARY(1) 
 enum class MlpKind(override val code: Int) : CEnum { GELU(0), SWIGLU(1) }
 
 /** pg_interop_format. */
-enum class InteropFormat(val code: Int) { LLMC(1), SAFETENSORS(2) }
+enum class InteropFormat(val code: Int) { LLMC(1), SAFETENSORS(2), HF_FOLDER(3) }
 
 /** Throws [InvalidArgumentException] naming the first bad field. */
 fun ModelConfig.validate() = Native.modelConfigValidate(fields())

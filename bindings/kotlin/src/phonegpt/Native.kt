@@ -88,7 +88,7 @@ internal object Native {
     @JvmStatic external fun modelLoadWith(path: String?, options: LongArray?): Long
     @JvmStatic external fun modelWeightsMapped(handle: Long): Boolean
     @JvmStatic external fun modelExport(handle: Long, format: Int, path: String?)
-    @JvmStatic external fun modelImport(format: Int, path: String?): Long
+    @JvmStatic external fun modelImport(format: Int, path: String?, options: LongArray?): Long
 
     @JvmStatic external fun evaluate(handle: Long, tokens: IntArray?, tokensBuffer: IntBuffer?, offset: Int,
                                      length: Int, config: LongArray?, progress: ProgressBridge?): LongArray
