@@ -54,22 +54,40 @@ pg_load_options full_default_load_options() {
 // A model handle for a validated geometry (the weights are filled by the caller).
 std::unique_ptr<pg_model> new_model(const pg::ModelConfig& cfg) { return std::make_unique<pg_model>(cfg); }
 
-// pg_model_load and pg_model_load_with: copied into the model, or mapped.
-std::unique_ptr<pg_model> load_model(const char* path, bool map) {
-    std::unique_ptr<pg_model> model;
-    pg::io::CheckpointHeader header;
-    if (map) {
-        auto file = std::make_shared<const pg::io::MappedFile>(path);
-        header = pg::io::read_checkpoint_header(*file);
-        model = std::make_unique<pg_model>(pg::io::map_checkpoint(file, header));
-    } else {
-        pg::io::FileSource src(path);
-        header = pg::io::read_checkpoint_header(src);
-        model = std::make_unique<pg_model>(pg::io::make_model_for(header));
-        pg::io::read_checkpoint_data(src, header, model->impl, nullptr);
-    }
+// A model holding a copy of the checkpoint in `src` (every loader that does not map).
+std::unique_ptr<pg_model> copy_model(const pg::io::ByteSource& src) {
+    pg::io::CheckpointHeader header = pg::io::read_checkpoint_header(src);
+    auto model = std::make_unique<pg_model>(pg::io::make_model_for(header));
+    pg::io::read_checkpoint_data(src, header, model->impl, nullptr);
     model->set_tokenizer(std::move(header.tokenizer));  // the reader checked its vocabulary
     return model;
+}
+
+// pg_model_load and pg_model_load_with: copied into the model, or mapped.
+std::unique_ptr<pg_model> load_model(const char* path, bool map) {
+    if (!map) return copy_model(pg::io::FileSource(path));
+    auto file = std::make_shared<const pg::io::MappedFile>(path);
+    pg::io::CheckpointHeader header = pg::io::read_checkpoint_header(*file);
+    auto model = std::make_unique<pg_model>(pg::io::map_checkpoint(file, header));
+    model->set_tokenizer(std::move(header.tokenizer));
+    return model;
+}
+
+// The checked pg_load_options of a loader: true when it asks to map the weights.
+bool map_requested(const pg_load_options* options, const char* fn) {
+    pg_load_options o = full_default_load_options();
+    pg::read_options(options, &o, fn);
+    pg::require_arg(o.map_weights == 0 || o.map_weights == 1, fn,
+                    ("options->map_weights must be 0 or 1, not " + std::to_string(o.map_weights)).c_str());
+    return o.map_weights == 1;
+}
+
+// The loaders of bytes the caller holds (memory, a descriptor's range) copy them: a mapping
+// would outlive the caller's buffer or descriptor.
+void refuse_mapping(const pg_load_options* options, const char* fn) {
+    if (map_requested(options, fn))
+        throw pg::Error(PG_ERR_UNSUPPORTED, std::string(fn) + ": options->map_weights = 1 maps a file by its path "
+                                            "(pg_model_load_with); bytes in memory or a descriptor's range are copied");
 }
 
 // A tokenizer the caller passed beside an imported file: checked at the boundary, then installed.
@@ -113,11 +131,28 @@ pg_status pg_model_load_with(const char* path, const pg_load_options* options, p
         PG_REQUIRE_NOT_NULL("pg_model_load_with", out);
         *out = nullptr;
         PG_REQUIRE_NOT_NULL("pg_model_load_with", path);
-        pg_load_options o = full_default_load_options();
-        pg::read_options(options, &o, "pg_model_load_with");
-        pg::require_arg(o.map_weights == 0 || o.map_weights == 1, "pg_model_load_with",
-                        ("options->map_weights must be 0 or 1, not " + std::to_string(o.map_weights)).c_str());
-        *out = load_model(path, o.map_weights == 1).release();
+        *out = load_model(path, map_requested(options, "pg_model_load_with")).release();
+    });
+}
+
+pg_status pg_model_load_from_memory(const void* data, size_t size, const pg_load_options* options, pg_model** out) {
+    return pg::guarded(nullptr, [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_load_from_memory", out);
+        *out = nullptr;
+        PG_REQUIRE_NOT_NULL("pg_model_load_from_memory", data);
+        refuse_mapping(options, "pg_model_load_from_memory");
+        *out = copy_model(pg::io::MemorySource(data, size)).release();
+    });
+}
+
+pg_status pg_model_load_from_fd(int fd, int64_t offset, int64_t length, const pg_load_options* options,
+                                pg_model** out) {
+    return pg::guarded(nullptr, [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_load_from_fd", out);
+        *out = nullptr;
+        pg::require_arg(fd >= 0, "pg_model_load_from_fd", ("fd " + std::to_string(fd) + " is negative").c_str());
+        refuse_mapping(options, "pg_model_load_from_fd");
+        *out = copy_model(pg::io::DescriptorSource(fd, offset, length)).release();
     });
 }
 
