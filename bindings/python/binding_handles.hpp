@@ -71,6 +71,8 @@ public:
     static Model load(const PathArg& path, const py::object& options, const py::kwargs& fields);
     static Model import_from(const PathArg& path, const std::string& format, const py::object& options,
                              const py::kwargs& fields);
+    static Model from_bytes(const py::buffer& data, const py::object& options, const py::kwargs& fields);
+    static Model from_fd(int fd, int64_t offset, int64_t length, const py::object& options, const py::kwargs& fields);
 
     // The native handle; raises StateError after close().
     const ModelPtr& ptr() const {

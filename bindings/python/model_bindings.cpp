@@ -47,6 +47,23 @@ Model Model::load(const PathArg& path, const py::object& options, const py::kwar
     return Model(own_model(m));
 }
 
+Model Model::from_bytes(const py::buffer& data, const py::object& options, const py::kwargs& fields) {
+    const py::buffer_info b = data.request();  // bytes, bytearray, memoryview, numpy: read in place
+    if (!PyBuffer_IsContiguous(b.view(), 'C')) throw py::value_error("Model.from_bytes: data must be contiguous");
+    const pg_load_options o = options_from<pg_load_options>(options, fields);
+    const auto size = std::size_t(b.size * b.itemsize);
+    pg_model* m = nullptr;
+    call_nogil([&] { return pg_model_load_from_memory(b.ptr, size, &o, &m); });
+    return Model(own_model(m));
+}
+
+Model Model::from_fd(int fd, int64_t offset, int64_t length, const py::object& options, const py::kwargs& fields) {
+    const pg_load_options o = options_from<pg_load_options>(options, fields);
+    pg_model* m = nullptr;
+    call_nogil([&] { return pg_model_load_from_fd(fd, offset, length, &o, &m); });
+    return Model(own_model(m));
+}
+
 Model Model::import_from(const PathArg& path, const std::string& format, const py::object& options,
                          const py::kwargs& fields) {
     std::string p = to_path(path);
@@ -303,6 +320,12 @@ void bind_model(py::module_& m) {
         .def_static("load", &Model::load, py::arg("path"), py::arg("options") = py::none(),
                     "Loads and validates a native checkpoint; options: a LoadOptions, keyword arguments change\n"
                     "its fields (map_weights=True maps a raw file saved with the mapping layout read-only).")
+        .def_static("from_bytes", &Model::from_bytes, py::arg("data"), py::arg("options") = py::none(),
+                    "Loads a native checkpoint from a bytes-like object (read in place, checked as a file is).")
+        .def_static("from_fd", &Model::from_fd, py::arg("fd"), py::arg("offset") = 0, py::arg("length") = -1,
+                    py::arg("options") = py::none(),
+                    "Loads the checkpoint in length bytes at offset of an open file descriptor (length -1: to\n"
+                    "the end), read with pread: the descriptor is neither moved nor closed.")
         .def_static("import_from", &Model::import_from, py::arg("path"), py::arg("format"),
                     py::arg("options") = py::none(),
                     "Imports an 'llmc' model file, a 'safetensors' file (config.json beside it) or an 'hf'\n"

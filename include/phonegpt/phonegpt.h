@@ -697,6 +697,19 @@ PG_API void pg_load_options_default(pg_load_options* options);
  * or rewriting it in place changes the weights under the model or kills the process with SIGBUS
  * (docs/formats.md 1.8). */
 PG_API pg_status pg_model_load_with(const char* path, const pg_load_options* options, pg_model** out);
+/* pg_model_load_with of a checkpoint's `size` bytes at `data` (downloaded, decrypted, bundled),
+ * copied into the model and checked exactly as a file is (sizes, checksums, finiteness); the
+ * buffer may be freed on return. options->map_weights = 1 is PG_ERR_UNSUPPORTED (load the file
+ * by its path to map it). */
+PG_API pg_status pg_model_load_from_memory(const void* data, size_t size, const pg_load_options* options,
+                                           pg_model** out);
+/* The same for the `length` bytes at `offset` of an open regular file `fd` (length < 0: to its
+ * end), as Android hands out an asset (AssetFileDescriptor: descriptor, start offset, length).
+ * Read with pread: the descriptor's position is unchanged and it is not closed. A range outside
+ * the file is PG_ERR_INVALID_ARGUMENT naming offset or length; a descriptor that is not a
+ * readable regular file is PG_ERR_IO. */
+PG_API pg_status pg_model_load_from_fd(int fd, int64_t offset, int64_t length, const pg_load_options* options,
+                                       pg_model** out);
 /* *mapped = 1 when the model's weights are a file mapping (pg_load_options.map_weights). */
 PG_API pg_status pg_model_weights_mapped(const pg_model* model, int32_t* mapped);
 /* Saves the model plus the trainer's state (step, AdamW moments, RNG and sampler state,

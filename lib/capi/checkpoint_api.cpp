@@ -67,21 +67,39 @@ pg_load_options checked_load_options(const pg_load_options* options, const char*
 // A model handle for a validated geometry (the weights are filled by the caller).
 std::unique_ptr<pg_model> new_model(const pg::ModelConfig& cfg) { return std::make_unique<pg_model>(cfg); }
 
+// A model holding a copy of the checkpoint in `src` (every loader that does not map).
+std::unique_ptr<pg_model> copy_model(const pg::io::ByteSource& src) {
+    pg::io::CheckpointHeader header = pg::io::read_checkpoint_header(src);
+    auto model = std::make_unique<pg_model>(pg::io::make_model_for(header));
+    pg::io::read_checkpoint_data(src, header, model->impl, nullptr);
+    model->set_tokenizer(std::move(header.tokenizer));  // the reader checked its vocabulary
+    return model;
+}
+
 // pg_model_load and pg_model_load_with: copied into the model, or mapped.
 std::unique_ptr<pg_model> load_model(const char* path, bool map) {
-    std::unique_ptr<pg_model> model;
-    pg::io::CheckpointHeader header;
-    if (map) {
-        auto file = std::make_shared<const pg::io::MappedFile>(path);
-        header = pg::io::read_checkpoint_header(*file);
-        model = std::make_unique<pg_model>(pg::io::map_checkpoint(file, header));
-    } else {
-        pg::io::FileSource src(path);
-        header = pg::io::read_checkpoint_header(src);
-        model = std::make_unique<pg_model>(pg::io::make_model_for(header));
-        pg::io::read_checkpoint_data(src, header, model->impl, nullptr);
-    }
-    model->set_tokenizer(std::move(header.tokenizer));  // the reader checked its vocabulary
+    if (!map) return copy_model(pg::io::FileSource(path));
+    auto file = std::make_shared<const pg::io::MappedFile>(path);
+    pg::io::CheckpointHeader header = pg::io::read_checkpoint_header(*file);
+    auto model = std::make_unique<pg_model>(pg::io::map_checkpoint(file, header));
+    model->set_tokenizer(std::move(header.tokenizer));
+    return model;
+}
+
+// The checked pg_load_options of a loader: true when it asks to map the weights.
+// The loaders of bytes the caller holds (memory, a descriptor's range) copy them: a mapping
+// would outlive the caller's buffer or descriptor.
+pg_load_options copying_load_options(const pg_load_options* options, const char* fn) {
+    const pg_load_options o = checked_load_options(options, fn);
+    if (o.map_weights == 1)
+        throw pg::Error(PG_ERR_UNSUPPORTED, std::string(fn) + ": options->map_weights = 1 maps a file by its path "
+                                            "(pg_model_load_with); bytes in memory or a descriptor's range are copied");
+    return o;
+}
+
+// The storage options->weight_storage asks of a loaded model (-1: as the file holds it).
+std::unique_ptr<pg_model> with_storage(std::unique_ptr<pg_model> model, const pg_load_options& o) {
+    if (o.weight_storage >= 0) model->impl.hold_frozen_in(pg::WeightStorage(o.weight_storage));
     return model;
 }
 
@@ -127,9 +145,28 @@ pg_status pg_model_load_with(const char* path, const pg_load_options* options, p
         *out = nullptr;
         PG_REQUIRE_NOT_NULL("pg_model_load_with", path);
         const pg_load_options o = checked_load_options(options, "pg_model_load_with");
-        std::unique_ptr<pg_model> model = load_model(path, o.map_weights == 1);
-        if (o.weight_storage >= 0) model->impl.hold_frozen_in(pg::WeightStorage(o.weight_storage));
-        *out = model.release();
+        *out = with_storage(load_model(path, o.map_weights == 1), o).release();
+    });
+}
+
+pg_status pg_model_load_from_memory(const void* data, size_t size, const pg_load_options* options, pg_model** out) {
+    return pg::guarded(nullptr, [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_load_from_memory", out);
+        *out = nullptr;
+        PG_REQUIRE_NOT_NULL("pg_model_load_from_memory", data);
+        const pg_load_options o = copying_load_options(options, "pg_model_load_from_memory");
+        *out = with_storage(copy_model(pg::io::MemorySource(data, size)), o).release();
+    });
+}
+
+pg_status pg_model_load_from_fd(int fd, int64_t offset, int64_t length, const pg_load_options* options,
+                                pg_model** out) {
+    return pg::guarded(nullptr, [&] {
+        PG_REQUIRE_NOT_NULL("pg_model_load_from_fd", out);
+        *out = nullptr;
+        pg::require_arg(fd >= 0, "pg_model_load_from_fd", ("fd " + std::to_string(fd) + " is negative").c_str());
+        const pg_load_options o = copying_load_options(options, "pg_model_load_from_fd");
+        *out = with_storage(copy_model(pg::io::DescriptorSource(fd, offset, length)), o).release();
     });
 }
 

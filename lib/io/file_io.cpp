@@ -170,17 +170,47 @@ FileSource::~FileSource() {
     if (fd_ >= 0) ::close(fd_);
 }
 
-void FileSource::read_raw(uint64_t offset, void* dst, std::size_t n) const {
+namespace {
+
+// n bytes at `offset` of fd (the file named `name`), whatever pread returns in pieces.
+void pread_fully(int fd, uint64_t offset, void* dst, std::size_t n, const std::string& name) {
     auto* p = static_cast<uint8_t*>(dst);
     while (n > 0) {
-        ssize_t got = ::pread(fd_, p, n, off_t(offset));
+        ssize_t got = ::pread(fd, p, n, off_t(offset));
         if (got < 0 && errno == EINTR) continue;
-        if (got < 0) throw Error(PG_ERR_IO, "cannot read \"" + path_ + "\": " + errno_text(errno));
-        if (got == 0) throw Error(PG_ERR_IO, "\"" + path_ + "\" shrank while being read");
+        if (got < 0) throw Error(PG_ERR_IO, "cannot read \"" + name + "\": " + errno_text(errno));
+        if (got == 0) throw Error(PG_ERR_IO, "\"" + name + "\" shrank while being read");
         p += got;
         offset += uint64_t(got);
         n -= std::size_t(got);
     }
+}
+
+}  // namespace
+
+void FileSource::read_raw(uint64_t offset, void* dst, std::size_t n) const { pread_fully(fd_, offset, dst, n, path_); }
+
+DescriptorSource::DescriptorSource(int fd, int64_t offset, int64_t length) : fd_(fd) {
+    name_ = "file descriptor " + std::to_string(fd);
+    struct stat st;
+    if (fd < 0 || ::fstat(fd, &st) != 0) throw Error(PG_ERR_IO, "cannot stat " + name_ + ": " + errno_text(fd < 0 ? EBADF : errno));
+    if (const std::string why = not_regular(name_, st.st_mode); !why.empty()) throw Error(PG_ERR_IO, why);
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || (flags & O_ACCMODE) == O_WRONLY) throw Error(PG_ERR_IO, name_ + " is not open for reading");
+    const auto file_size = uint64_t(st.st_size);
+    if (offset < 0 || uint64_t(offset) > file_size)
+        throw Error(PG_ERR_INVALID_ARGUMENT, "offset " + std::to_string(offset) + " is outside " + name_ + "'s " +
+                                                 std::to_string(file_size) + " bytes");
+    offset_ = uint64_t(offset);
+    size_ = length < 0 ? file_size - offset_ : uint64_t(length);
+    if (size_ > file_size - offset_)
+        throw Error(PG_ERR_INVALID_ARGUMENT, "length " + std::to_string(length) + " at offset " + std::to_string(offset) +
+                                                 " runs past the end of " + name_ + " (" + std::to_string(file_size) + " bytes)");
+    name_ += " [" + std::to_string(offset_) + ", +" + std::to_string(size_) + ")";
+}
+
+void DescriptorSource::read_raw(uint64_t offset, void* dst, std::size_t n) const {
+    pread_fully(fd_, offset_ + offset, dst, n, name_);
 }
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {

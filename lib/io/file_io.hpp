@@ -46,6 +46,26 @@ private:
     uint64_t size_ = 0;
 };
 
+// A range of a regular file the caller opened (Android hands an asset out as a descriptor, an
+// offset and a length): read with pread, so the descriptor's position never moves, and never
+// closed here. Throws PG_ERR_IO for a descriptor that is not a readable regular file and
+// PG_ERR_INVALID_ARGUMENT naming offset or length when the range is not inside the file
+// (length < 0: to the file's end).
+class DescriptorSource : public ByteSource {
+public:
+    DescriptorSource(int fd, int64_t offset, int64_t length);
+    uint64_t size() const override { return size_; }
+    const std::string& name() const override { return name_; }
+
+protected:
+    void read_raw(uint64_t offset, void* dst, std::size_t n) const override;
+
+private:
+    int fd_;
+    uint64_t offset_ = 0, size_ = 0;
+    std::string name_;
+};
+
 class MemorySource : public ByteSource {
 public:
     MemorySource(const void* data, std::size_t size, std::string name = "<memory>")

@@ -105,7 +105,8 @@ if(TARGET phonegpt_jni AND NOT CMAKE_CROSSCOMPILING)
             -P ${PROJECT_SOURCE_DIR}/bindings/kotlin/jni/check_api_coverage.cmake)
 
   # The binding from Java: JavaApiTest.java compiled with javac against phonegpt.jar and run
-  # (kotlin_java_api), and every public class of the jar used by it (kotlin_java_api_coverage).
+  # (kotlin_java_api), and every public class of the jar used by it and every public method of
+  # the hand-written ones called (kotlin_java_api_coverage).
   set(PG_JAVA_TEST_SRC ${PROJECT_SOURCE_DIR}/bindings/kotlin/test/java/JavaApiTest.java)
   set(PG_JAVA_TEST_DIR ${PG_KT_TEST_DIR}/java)
   add_custom_command(OUTPUT ${PG_JAVA_TEST_DIR}/JavaApiTest.class
@@ -119,7 +120,35 @@ if(TARGET phonegpt_jni AND NOT CMAKE_CROSSCOMPILING)
   find_program(PG_JAR_TOOL jar HINTS ${_pg_jdk_bin} REQUIRED)
   add_test(NAME kotlin_java_api_coverage
     COMMAND ${CMAKE_COMMAND} -DPG_JAR=${PG_KT_JAR} -DPG_JAVA_TEST=${PG_JAVA_TEST_SRC} -DPG_JAR_TOOL=${PG_JAR_TOOL}
+            -DPG_JAVAP=${PG_JAVAP} -DPG_STRUCTS_KT=${PG_KT_STRUCTS}
             -P ${PROJECT_SOURCE_DIR}/bindings/kotlin/test/java/check_java_coverage.cmake)
+
+  # Binary compatibility of the option and result classes (bindings/kotlin/gen/kotlin_structs.cpp):
+  # a client compiled against the classes as they were one field ago (every struct without its
+  # last field) runs against the current classes, generated as if that list had been released,
+  # with the real binding and shim. Compiled at build time (kotlinc takes 5-30 s a call); the
+  # test only runs the client.
+  set(compat ${PG_KT_TEST_DIR}/compat)
+  add_custom_command(OUTPUT ${compat}/previous/CStructs.kt ${compat}/PreviousClient.kt ${compat}/current/CStructs.kt
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${compat}/previous ${compat}/current
+    COMMAND pg_kotlin_structs ${compat}/previous/CStructs.kt ${PG_KT_RELEASED_FIELDS} --previous ${compat}/PreviousClient.kt
+    COMMAND pg_kotlin_structs ${compat}/current/CStructs.kt ${PG_KT_RELEASED_FIELDS} --released-previous
+    DEPENDS pg_kotlin_structs ${PG_KT_RELEASED_FIELDS} ${PROJECT_SOURCE_DIR}/lib/core/c_struct_fields.def VERBATIM)
+  set(compat_kotlinc ${PG_KOTLINC} ${PG_KOTLINC_FLAGS} -module-name phonegpt -Xfriend-paths=${PG_KT_JAR}
+                     -cp ${PG_KT_JAR}:${PG_KT_COROUTINES})
+  add_custom_command(OUTPUT ${compat}/previous.jar ${compat}/current.jar ${compat}/client.jar
+    COMMAND ${compat_kotlinc} -d ${compat}/previous.jar ${compat}/previous/CStructs.kt
+    COMMAND ${compat_kotlinc} -d ${compat}/current.jar ${compat}/current/CStructs.kt
+    COMMAND ${PG_KOTLINC} ${PG_KOTLINC_FLAGS} -cp ${compat}/previous.jar:${PG_KT_JAR} -d ${compat}/client.jar
+            ${compat}/PreviousClient.kt
+    DEPENDS ${compat}/previous/CStructs.kt ${compat}/PreviousClient.kt ${compat}/current/CStructs.kt ${PG_KT_JAR}
+    COMMENT "kotlinc: the classes one field ago, the current ones, a client of the former" VERBATIM)
+  add_custom_target(phonegpt_kotlin_compat ALL DEPENDS ${compat}/client.jar)
+  add_dependencies(phonegpt_kotlin_compat phonegpt_kotlin_jar)
+  add_test(NAME kotlin_config_binary_compat
+    COMMAND ${PG_KT_JAVA} -cp ${compat}/client.jar:${compat}/current.jar:${PG_KT_RUNTIME_CP} PreviousClientKt)
+  set_tests_properties(kotlin_config_binary_compat PROPERTIES TIMEOUT 60
+    PASS_REGULAR_EXPRESSION "classes: an app compiled one field ago links and runs")
 
   # The example on a generated text (no data file needed), a few steps of the tiny preset.
   if(TARGET phonegpt_kotlin_example)

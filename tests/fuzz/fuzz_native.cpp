@@ -1,11 +1,18 @@
 // libFuzzer target: the native checkpoint reader (header, then data into a model and a training
-// state), exactly as pg_model_load / pg_trainer_resume run it. Any input must give a clean
-// pg::Error or a model; a crash, a sanitizer report or any other exception is a bug. A model
-// that loads must survive write -> read unchanged (weights, geometry, tokenizer, training
-// state) and write the same bytes twice (fuzz_property.hpp).
+// state), exactly as pg_model_load / pg_trainer_resume run it, and the C API's loaders of bytes
+// (pg_model_load_from_memory, pg_model_load_from_fd at an offset inside a bigger file). Any
+// input must give a clean pg::Error (a status) or a model; a crash, a sanitizer report or any
+// other exception is a bug. A model that loads must load the same through the C API, survive
+// write -> read unchanged (weights, geometry, tokenizer, training state) and write the same
+// bytes twice (fuzz_property.hpp).
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+
+#include "capi/handles.hpp"
 
 #include "core/error.hpp"
 #include "fuzz_property.hpp"
@@ -48,6 +55,36 @@ bool same_state(const pg::TrainerState& a, const pg::TrainerState& b) {
            a.config.n_threads == b.config.n_threads;
 }
 
+// The input at offset 3 of an in-memory file, with a byte after it (an asset inside an APK).
+int descriptor_holding(const uint8_t* data, std::size_t size) {
+    const int fd = ::memfd_create("fuzz_native", MFD_CLOEXEC);
+    if (fd < 0) fuzz::property_failed("native: memfd_create failed");
+    const uint8_t pad[3] = {0xA5, 0xA5, 0xA5};
+    const bool written = ::pwrite(fd, pad, 3, 0) == 3 && (size == 0 || ::pwrite(fd, data, size, 3) == ssize_t(size)) &&
+                         ::pwrite(fd, pad, 1, off_t(3 + size)) == 1;
+    if (!written) fuzz::property_failed("native: writing the memfd failed");
+    return fd;
+}
+
+// The C API's loaders of bytes: a status for every input, and the reader's model when it loads.
+void check_byte_loaders(const uint8_t* data, std::size_t size, const pg::Model* expected) {
+    const uint8_t none = 0;
+    pg_model* from_memory = nullptr;
+    const pg_status sm = pg_model_load_from_memory(size ? data : &none, size, nullptr, &from_memory);
+    const int fd = descriptor_holding(data, size);
+    pg_model* from_fd = nullptr;
+    const pg_status sf = pg_model_load_from_fd(fd, 3, int64_t(size), nullptr, &from_fd);
+    ::close(fd);
+    if (sm != sf) fuzz::property_failed("native: memory and descriptor loads gave different statuses");
+    if (expected) {
+        if (sm != PG_OK) fuzz::property_failed("native: the reader loads a model the C API's byte loaders refuse");
+        fuzz::require_same_model(*expected, from_memory->impl, "native: pg_model_load_from_memory changed the model");
+        fuzz::require_same_model(*expected, from_fd->impl, "native: pg_model_load_from_fd changed the model");
+    }
+    pg_model_free(from_memory);
+    pg_model_free(from_fd);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
@@ -55,8 +92,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     try {
         first = load(data, size);
     } catch (const pg::Error&) {
+        check_byte_loaders(data, size, nullptr);
         return 0;
     }
+    check_byte_loaders(data, size, first.model.get());
     // Outside the try: an error from here on is a broken property, not a rejected input.
     const std::vector<uint8_t> once = encode(first);
     const Loaded again = load(once.data(), once.size());

@@ -371,6 +371,39 @@ def test_save_load_roundtrip(tmp_path, tok):
                 assert back.evaluate(x).mean_loss == m.evaluate(x).mean_loss
 
 
+def test_load_from_bytes_and_fd(tmp_path, tok):
+    with tiny_with(tok) as m:
+        randomize(m, seed=2)
+        p = tmp_path / "m.pgm"
+        m.save(p, compression_level=3)
+        data = p.read_bytes()
+        bundle = tmp_path / "bundle.bin"  # the checkpoint at an odd offset inside a bigger file
+        bundle.write_bytes(b"\x11" * 4097 + data + b"\x22" * 55)
+        fd = os.open(bundle, os.O_RDONLY)
+        try:
+            os.lseek(fd, 9, os.SEEK_SET)
+            loaded = [phonegpt.Model.from_bytes(data), phonegpt.Model.from_bytes(memoryview(bytearray(data))),
+                      phonegpt.Model.from_bytes(np.frombuffer(data, dtype=np.uint8)),
+                      phonegpt.Model.from_fd(fd, 4097, len(data))]
+            assert os.lseek(fd, 0, os.SEEK_CUR) == 9  # pread: not moved, and still open
+            for back in loaded:
+                with back:
+                    assert np.array_equal(back.flat_parameters(), m.flat_parameters())
+                    assert np.array_equal(back.tokenizer.encode(TEXT), tok.encode(TEXT))
+            with pytest.raises(phonegpt.FormatError):
+                phonegpt.Model.from_fd(fd, 4097, len(data) - 1)  # a truncated length
+            with pytest.raises(phonegpt.InvalidArgument, match="length"):
+                phonegpt.Model.from_fd(fd, 4097, len(data) + 56)  # past the file's end
+            with pytest.raises(phonegpt.Unsupported, match="by its path"):
+                phonegpt.Model.from_fd(fd, 4097, len(data), map_weights=True)
+        finally:
+            os.close(fd)
+        with pytest.raises(phonegpt.FormatError):
+            phonegpt.Model.from_bytes(data[:-1])
+        with pytest.raises(phonegpt.IOError, match="file descriptor"):
+            phonegpt.Model.from_fd(fd)  # closed
+
+
 def test_load_errors(tmp_path, tiny_model):
     with pytest.raises(phonegpt.IOError):
         phonegpt.Model.load(tmp_path / "missing.pgm")
@@ -411,7 +444,7 @@ def test_save_failure_keeps_previous_file(tmp_path, tiny_model):
     assert p.read_bytes() == before
 
 
-@pytest.mark.parametrize("fmt,name", [("llmc", "model.bin"), ("safetensors", "model.safetensors")])
+@pytest.mark.parametrize("fmt,name", [("llmc", "model.bin"), ("safetensors", "model.safetensors"), ("hf", "hf_folder")])
 def test_export_import_roundtrip(tmp_path, tiny_model, fmt, name):
     randomize(tiny_model, seed=5)
     # padding rows are not part of safetensors exports: keep them 0 so the round trip is exact
@@ -422,6 +455,15 @@ def test_export_import_roundtrip(tmp_path, tiny_model, fmt, name):
         assert back.config == tiny_model.config
         for (n, a), (n2, b) in zip(tiny_model.parameters().items(), back.parameters().items()):
             assert n == n2 and np.array_equal(a, b), n
+
+
+def test_hf_folder_imports_into_the_storage_asked_for(tmp_path, tiny_model):
+    tiny_model.export(tmp_path / "hf", "hf")  # the folder is created
+    assert (tmp_path / "hf" / "config.json").is_file() and (tmp_path / "hf" / "model.safetensors").is_file()
+    with phonegpt.Model.import_from(tmp_path / "hf", "hf", weight_storage=2) as half:
+        assert half.weight_storage == "bf16"
+    with pytest.raises(phonegpt.InvalidArgument, match="map_weights"):
+        phonegpt.Model.import_from(tmp_path / "hf", "hf", map_weights=True)
 
 
 def test_export_import_errors(tmp_path, tiny_model):

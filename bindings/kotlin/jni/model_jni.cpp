@@ -166,6 +166,40 @@ jlong n_model_load_with(JNIEnv* env, jclass, jstring jpath, jlongArray joptions)
     return to_handle(m);
 }
 
+// A Java array's bytes in place where the VM allows it (ART and HotSpot may copy), released
+// without writing back.
+jlong n_model_load_from_bytes(JNIEnv* env, jclass, jbyteArray jdata, jint offset, jint length) {
+    if (!jdata) return throw_invalid(env, "data is null"), 0;
+    if (offset < 0 || length < 0 || int64_t(offset) + length > env->GetArrayLength(jdata))
+        return throw_invalid(env, "offset " + std::to_string(offset) + " and length " + std::to_string(length) +
+                                      " are outside the array"), 0;
+    jbyte* bytes = env->GetByteArrayElements(jdata, nullptr);
+    if (!bytes) return 0;  // OutOfMemoryError pending
+    pg_model* m = nullptr;
+    const pg_status s = pg_model_load_from_memory(bytes + offset, std::size_t(length), nullptr, &m);
+    env->ReleaseByteArrayElements(jdata, bytes, JNI_ABORT);
+    return failed(env, s) ? 0 : to_handle(m);
+}
+
+// A direct ByteBuffer's bytes [position, position + length), read in place.
+jlong n_model_load_from_direct(JNIEnv* env, jclass, jobject jbuffer, jlong position, jlong length) {
+    auto* base = jbuffer ? static_cast<const uint8_t*>(env->GetDirectBufferAddress(jbuffer)) : nullptr;
+    if (!base) return throw_invalid(env, "data is not a direct ByteBuffer"), 0;
+    const jlong capacity = env->GetDirectBufferCapacity(jbuffer);
+    if (position < 0 || length < 0 || position + length > capacity)
+        return throw_invalid(env, "position " + std::to_string(position) + " and length " + std::to_string(length) +
+                                      " are outside the buffer's " + std::to_string(capacity) + " bytes"), 0;
+    pg_model* m = nullptr;
+    if (failed(env, pg_model_load_from_memory(base + position, std::size_t(length), nullptr, &m))) return 0;
+    return to_handle(m);
+}
+
+jlong n_model_load_from_fd(JNIEnv* env, jclass, jint fd, jlong offset, jlong length) {
+    pg_model* m = nullptr;
+    if (failed(env, pg_model_load_from_fd(fd, offset, length, nullptr, &m))) return 0;
+    return to_handle(m);
+}
+
 jboolean n_model_weights_mapped(JNIEnv* env, jclass, jlong h) {
     auto* m = model_of(env, h);
     int32_t mapped = 0;
@@ -262,6 +296,9 @@ const JNINativeMethod kModelNatives[] = {
     PG_NATIVE("modelSave", "(JLjava/lang/String;[J)V", n_model_save),
     PG_NATIVE("modelLoad", "(Ljava/lang/String;)J", n_model_load),
     PG_NATIVE("modelLoadWith", "(Ljava/lang/String;[J)J", n_model_load_with),
+    PG_NATIVE("modelLoadFromBytes", "([BII)J", n_model_load_from_bytes),
+    PG_NATIVE("modelLoadFromDirect", "(Ljava/nio/ByteBuffer;JJ)J", n_model_load_from_direct),
+    PG_NATIVE("modelLoadFromFd", "(IJJ)J", n_model_load_from_fd),
     PG_NATIVE("modelWeightsMapped", "(J)Z", n_model_weights_mapped),
     PG_NATIVE("modelExport", "(JILjava/lang/String;)V", n_model_export),
     PG_NATIVE("modelImport", "(ILjava/lang/String;[J)J", n_model_import),

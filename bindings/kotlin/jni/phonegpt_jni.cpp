@@ -51,6 +51,20 @@ jlong n_split_index(JNIEnv* env, jclass, jlong n, jdouble fraction) {
     return jlong(n_train);
 }
 
+// The int behind a java.io.FileDescriptor: a private field, "fd" in OpenJDK, "descriptor" in
+// Android's libcore (what Android's own jniGetFDFromFileDescriptor reads); -1 once closed.
+jint n_file_descriptor_int(JNIEnv* env, jclass, jobject jfd) {
+    if (!jfd) return throw_invalid(env, "fd is null"), -1;
+    jclass cls = env->GetObjectClass(jfd);
+    for (const char* name : {"descriptor", "fd"}) {
+        jfieldID field = env->GetFieldID(cls, name, "I");
+        if (field) return env->GetIntField(jfd, field);
+        env->ExceptionClear();  // NoSuchFieldError: try the other runtime's name
+    }
+    throw_status(env, PG_ERR_UNSUPPORTED, "this runtime's FileDescriptor has neither an \"fd\" nor a \"descriptor\" field");
+    return -1;
+}
+
 jbyteArray n_read_file(JNIEnv* env, jclass, jstring jpath) {
     std::string path;
     if (!get_string(env, jpath, "path", &path)) return nullptr;
@@ -97,6 +111,7 @@ const JNINativeMethod kNatives[] = {
     PG_NATIVE("structDefault", "(Ljava/lang/String;)[J", n_struct_default),
     PG_NATIVE("piiKindName", "(I)Ljava/lang/String;", n_pii_kind_name),
     PG_NATIVE("splitIndex", "(JD)J", n_split_index),
+    PG_NATIVE("fileDescriptorInt", "(Ljava/io/FileDescriptor;)I", n_file_descriptor_int),
     PG_NATIVE("readFile", "(Ljava/lang/String;)[B", n_read_file),
 };
 

@@ -1,6 +1,8 @@
 package phonegpt
 
 import java.io.File
+import java.io.FileDescriptor
+import java.nio.ByteBuffer
 import java.nio.FloatBuffer
 import java.nio.IntBuffer
 
@@ -35,6 +37,31 @@ class Model internal constructor(handle: Long) : EvaluatingHandle(handle, "Model
          *  16-bit base (pg_model_import_with). */
         @JvmStatic fun importFrom(path: String, format: InteropFormat, options: LoadOptions): Model =
             Model(Native.modelImport(format.code, path, options.fields()))
+        /**
+         * Loads a native checkpoint from its bytes (pg_model_load_from_memory: checked exactly as a
+         * file is). The VM may copy the array while the library reads it; a direct [ByteBuffer]
+         * is read in place.
+         */
+        @JvmStatic fun load(data: ByteArray): Model = Model(Native.modelLoadFromBytes(data, 0, data.size))
+        /**
+         * [load] of a buffer's remaining bytes (its position is left unchanged): a direct buffer,
+         * a mapped file's included, is read in place, a heap buffer through its array.
+         */
+        @JvmStatic fun load(data: ByteBuffer): Model = when {
+            data.isDirect -> Model(Native.modelLoadFromDirect(data, data.position().toLong(), data.remaining().toLong()))
+            data.hasArray() -> Model(Native.modelLoadFromBytes(data.array(), data.arrayOffset() + data.position(), data.remaining()))
+            else -> load(ByteArray(data.remaining()).also { data.duplicate().get(it) })  // a read-only heap buffer
+        }
+        /**
+         * Loads the checkpoint in [length] bytes at [offset] of an open file descriptor
+         * (pg_model_load_from_fd; [length] < 0: to the end), as Android hands out an asset
+         * (AssetFileDescriptor's parcelFileDescriptor.fd, startOffset, length). Read with pread:
+         * the descriptor is neither moved nor closed.
+         */
+        @JvmStatic fun load(fd: Int, offset: Long, length: Long): Model = Model(Native.modelLoadFromFd(fd, offset, length))
+        /** [load] of a [FileDescriptor] (AssetFileDescriptor.fileDescriptor, FileInputStream.fd). */
+        @JvmStatic fun load(fd: FileDescriptor, offset: Long, length: Long): Model =
+            load(Native.fileDescriptorInt(fd), offset, length)
     }
 
     override fun free(handle: Long) {

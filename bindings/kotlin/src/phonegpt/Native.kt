@@ -1,5 +1,7 @@
 package phonegpt
 
+import java.io.FileDescriptor
+import java.nio.ByteBuffer
 import java.nio.FloatBuffer
 import java.nio.IntBuffer
 
@@ -27,6 +29,7 @@ internal object Native {
     @JvmStatic external fun structDefault(struct: String?): LongArray
     @JvmStatic external fun piiKindName(kind: Int): String
     @JvmStatic external fun splitIndex(n: Long, trainFraction: Double): Long
+    @JvmStatic external fun fileDescriptorInt(fd: FileDescriptor?): Int
     @JvmStatic external fun readFile(path: String?): ByteArray
 
     // Tokenizer.kt (bindings/kotlin/jni/tokenizer_jni.cpp)
@@ -86,6 +89,9 @@ internal object Native {
     @JvmStatic external fun modelSave(handle: Long, path: String?, options: LongArray?)
     @JvmStatic external fun modelLoad(path: String?): Long
     @JvmStatic external fun modelLoadWith(path: String?, options: LongArray?): Long
+    @JvmStatic external fun modelLoadFromBytes(data: ByteArray?, offset: Int, length: Int): Long
+    @JvmStatic external fun modelLoadFromDirect(data: ByteBuffer?, position: Long, length: Long): Long
+    @JvmStatic external fun modelLoadFromFd(fd: Int, offset: Long, length: Long): Long
     @JvmStatic external fun modelWeightsMapped(handle: Long): Boolean
     @JvmStatic external fun modelExport(handle: Long, format: Int, path: String?)
     @JvmStatic external fun modelImport(format: Int, path: String?, options: LongArray?): Long

@@ -28,7 +28,8 @@ object PhoneGpt {
 
     /**
      * [length] bytes at [offset] of an open file descriptor ([length] < 0: to the end), read
-     * without moving or closing it; a short or failed read is an [IoException].
+     * without moving or closing it; a range past the file's end is an [InvalidArgumentException],
+     * a short or failed read an [IoException].
      */
     @JvmStatic fun readFileDescriptor(fd: FileDescriptor, offset: Long, length: Long): ByteArray {
         if (offset < 0) throw InvalidArgumentException("readFileDescriptor: offset $offset is negative")
@@ -36,8 +37,8 @@ object PhoneGpt {
         val channel = FileInputStream(fd).channel
         val size = try { channel.size() } catch (e: IOException) { throw IoException("readFileDescriptor: ${e.message}") }
         val n = if (length < 0) size - offset else length
-        if (n < 0 || offset + n > size)
-            throw IoException("readFileDescriptor: $n bytes at $offset exceed the file's $size bytes")
+        if (n < 0 || offset + n > size)  // as pg_model_load_from_fd words it
+            throw InvalidArgumentException("readFileDescriptor: length $n at offset $offset runs past the file's $size bytes")
         if (n > Int.MAX_VALUE - 8) throw UnsupportedException("readFileDescriptor: $n bytes do not fit a Java array")
         val out = ByteBuffer.allocate(n.toInt())
         try {

@@ -1,10 +1,15 @@
 // The Kotlin binding as a Java app sees it: compiled with javac against phonegpt.jar (ctest
-// kotlin_java_api) and run. Every public class of the binding is used here at least once
-// (check_java_coverage.cmake checks the class names against the jar), with the Java names of what
-// Kotlin spells with keywords: Tokenizer.characterLevel, XxxConfig.defaults(), ModelConfig.preset.
+// kotlin_java_api) and run. Every public class of the binding is used here at least once and every
+// public method of the hand-written classes called (check_java_coverage.cmake checks both against
+// the jar), with the Java names of what Kotlin spells with keywords: Tokenizer.characterLevel,
+// XxxConfig.defaults(), ModelConfig.preset.
 // Exits 1 with the failed check's message.
 import java.io.File;
+import java.io.FileInputStream;
+import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.IntBuffer;
 import java.util.Arrays;
 import java.util.Collections;
@@ -77,8 +82,52 @@ public final class JavaApiTest {
         check(EvalSampledConfig.defaults() != null && LoadOptions.defaults() != null && LoraAverageConfig.defaults() != null
               && BpeTrainOptions.defaults() != null, "defaults()");
 
+        // Byte-level BPE: trained here, written as each file format and loaded back from it.
+        List<String> lines = Arrays.asList(text.split("\n"));
+        BpeTrainOptions bo = BpeTrainOptions.defaults();
+        BpeTrainOptions withEot = new BpeTrainOptions(bo.getMinFrequency(), bo.getPattern(),
+                                                      Collections.singletonList("<|endoftext|>"), bo.getNThreads());
+        String gpt2Regex = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+        try (Tokenizer bpe = Tokenizer.trainBpe(lines, 300, withEot);
+             Tokenizer plain = Tokenizer.trainBpe(lines, 290);
+             Tokenizer fromBytes = Tokenizer.trainBpeBytes(Collections.singletonList(text.getBytes(StandardCharsets.UTF_8)), 280)) {
+            check(bpe.specialId("<|endoftext|>") == 0 && fromBytes.getVocabSize() <= 280, "trainBpe, specialId");
+            check(new String(bpe.decodeBytes(bpe.encode("First Citizen")), StandardCharsets.UTF_8).equals("First Citizen"), "decodeBytes");
+            byte[] hf = bpe.writeFile(TokenizerFile.HF_JSON);
+            File hfFile = new File(tmp, "tokenizer.json");
+            Files.write(hfFile.toPath(), hf);
+            File enc = new File(tmp, "encoder.json"), merges = new File(tmp, "vocab.bpe"), ranks = new File(tmp, "t.tiktoken");
+            Files.write(enc.toPath(), plain.writeFile(TokenizerFile.GPT2_ENCODER));
+            Files.write(merges.toPath(), plain.writeFile(TokenizerFile.GPT2_MERGES));
+            // A tiktoken rank file: the 256 bytes, then "Fi" (a trained tokenizer merges by a list,
+            // which tiktoken's ranks cannot express).
+            StringBuilder rankText = new StringBuilder();
+            for (int b = 0; b < 256; ++b)
+                rankText.append(java.util.Base64.getEncoder().encodeToString(new byte[] {(byte) b})).append(' ').append(b).append('\n');
+            rankText.append(java.util.Base64.getEncoder().encodeToString("Fi".getBytes(StandardCharsets.UTF_8))).append(" 256\n");
+            Files.write(ranks.toPath(), rankText.toString().getBytes(StandardCharsets.UTF_8));
+            int[] want = plain.encode(text);
+            try (Tokenizer a = Tokenizer.huggingFace(hf); Tokenizer b = Tokenizer.huggingFaceFile(hfFile.getPath());
+                 Tokenizer c = Tokenizer.gpt2(Files.readAllBytes(enc.toPath()), Files.readAllBytes(merges.toPath()));
+                 Tokenizer e = Tokenizer.gpt2Files(enc.getPath(), merges.getPath());
+                 Tokenizer f = Tokenizer.tiktoken(Files.readAllBytes(ranks.toPath()), gpt2Regex);
+                 Tokenizer g = Tokenizer.tiktokenFile(ranks.getPath(), gpt2Regex)) {
+                check(Arrays.equals(a.encode(text), bpe.encode(text)) && Arrays.equals(b.encode(text), bpe.encode(text)), "HF files");
+                check(Arrays.equals(c.encode(text), want) && Arrays.equals(e.encode(text), want), "GPT-2 files");
+                int[] first = {256, 'r', 's', 't'};
+                check(Arrays.equals(f.encode("First"), first) && Arrays.equals(g.encode("First"), first), "tiktoken files");
+            }
+        }
+
         try (Tokenizer tok = Tokenizer.characterLevel(text)) {
             check(tok.getKind() == TokenizerKind.CHAR, "kind");
+            File packed = new File(tmp, "packed.bin");
+            Files.write(packed.toPath(), tok.toBytes());
+            try (Tokenizer t1 = Tokenizer.fromFile(packed); FileInputStream in = new FileInputStream(packed);
+                 Tokenizer t2 = Tokenizer.fromFileDescriptor(in.getFD(), 0, -1)) {
+                check(t1.getVocabSize() == tok.getVocabSize() && t2.getVocabSize() == tok.getVocabSize(), "tokenizer files");
+                check(PhoneGpt.readFileDescriptor(in.getFD(), 1, 2).length == 2, "readFileDescriptor");
+            }
             int[] ids = tok.encode(text);
             check(tok.decode(ids).equals(text), "round trip");
             check(tok.encodedLength("First") == 5L, "encodedLength");
@@ -112,6 +161,8 @@ public final class JavaApiTest {
                 CancellationToken cancel = new CancellationToken();
                 int[] gen = model.generate(Arrays.copyOf(ids, 3), greedy, cancel, t -> Unit.INSTANCE);
                 check(gen.length == 5 && !cancel.isCancelled(), "generate");
+                cancel.cancel();
+                check(cancel.isCancelled(), "cancel");
                 check(model.generate("First", greedy).length() > 0, "generate text");
                 throwsTyped(InvalidArgumentException.class, Status.INVALID_ARGUMENT, () -> model.generate(new int[0]));
                 // a call from inside the model's own callback is refused, naming the model
@@ -125,6 +176,28 @@ public final class JavaApiTest {
                 String path = new File(tmp, "m.bin").getPath();
                 model.save(path, SaveOptions.defaults());
                 try (Model loaded = Model.load(new File(path))) { check(loaded.getNumParams() == model.getNumParams(), "load"); }
+                byte[] file = Files.readAllBytes(new File(path).toPath());
+                ByteBuffer direct = ByteBuffer.allocateDirect(file.length).put(file);
+                direct.flip();
+                try (Model a = Model.load(file); Model b = Model.load(direct); FileInputStream in = new FileInputStream(path);
+                     Model c = Model.load(in.getFD(), 0, file.length)) {
+                    check(a.getNumParams() == b.getNumParams() && c.getNumParams() == model.getNumParams(), "load from memory, fd");
+                }
+                check(model.getConfig().getVocabSize() == cfg.getVocabSize() && !model.getWeightsMapped(), "config, mapped");
+                float[] flat = model.flatParameters();
+                FloatBuffer flatOut = directFloatBuffer(flat.length);
+                model.readFlatParameters(flatOut);
+                check(flatOut.get(flat.length - 1) == flat[flat.length - 1], "flat parameters");
+                check(model.evaluateSampled(ids, 2, 2).getNScored() > 0, "evaluateSampled");
+                String llmc = new File(tmp, "m.llmc").getPath();
+                model.export(llmc, InteropFormat.LLMC);
+                try (Model imported = Model.importFrom(llmc, InteropFormat.LLMC)) { check(imported.getNumParams() == model.getNumParams(), "import"); }
+                String hfFolder = new File(tmp, "hf").getPath();
+                model.export(hfFolder, InteropFormat.HF_FOLDER);
+                try (Model imported = Model.importFrom(hfFolder, InteropFormat.HF_FOLDER, LoadOptions.defaults())) {
+                    check(imported.getNumParams() == model.getNumParams(), "import an HF folder");
+                }
+                check(provenance.getInitSeed() == 7L && provenance.getTokens() == 0L, "provenance fields");
 
                 try (Session s = new Session(model, new SessionConfig(1, SessionConfig.defaults().getSlideKeep()))) {
                     s.append("First");
@@ -132,16 +205,34 @@ public final class JavaApiTest {
                     check(s.logits().length == tok.getVocabSize(), "logits");
                     s.reset();
                     check(s.getNThreads() == 1 && s.getAdapter() == null && s.getLastError().isEmpty(), "session state");
+                    s.append("First");
+                    check(s.getModel() == model && !s.generateText(greedy).isEmpty(), "session text");
+                    check(s.evaluateSampled(ids).getNScored() > 0, "session evaluateSampled");
                     try (LoraAdapter a = new LoraAdapter(model, LoraConfig.defaults())) {
                         s.attachAdapter(a);
                         check(s.getAdapter() == a, "attached");
                         s.detachAdapter();
+                        String loraCheckpoint = new File(tmp, "lora_trainer.bin").getPath();
                         try (LoraTrainer lt = new LoraTrainer(model, a, tc)) {
                             lt.setData(ids);
-                            check(lt.train(2).size() == 2, "LoRA steps");
+                            check(lt.train(2).size() == 2 && lt.getBase() == model, "LoRA steps");
                             TrainingRecord record = a.getTrainingRecord();
-                            check(record.getSteps() == 2, "record");
+                            check(record.getSteps() == 2 && record.getLosses().length == 2 && record.getLearningRates().length == 2
+                                  && record.getTokens() > 0, "record");
+                            lt.save(loraCheckpoint);
                         }
+                        try (LoraTrainer resumed = LoraTrainer.resume(loraCheckpoint, model)) { check(resumed.getBase() == model, "LoRA resume"); }
+                        check(a.getConfig().equals(LoraConfig.defaults()) && a.getScale() > 0 && a.getBaseJson().startsWith("{"), "adapter");
+                        File peftFolder = new File(tmp, "peft");
+                        check(peftFolder.isDirectory() || peftFolder.mkdirs(), "PEFT folder");
+                        String peft = peftFolder.getPath();
+                        a.exportPeft(peft);
+                        try (LoraAdapter back = LoraAdapter.importPeft(peft, model)) { check(back.getNumParams() == a.getNumParams(), "PEFT"); }
+                        try (Model copy = Model.load(path)) {  // in place on a copy: unmerging rounds
+                            a.mergeInto(copy);
+                            a.unmergeFrom(copy);
+                        }
+                        check(LoraTarget.ATTN_C_ATTN.getModuleName().length() > 0, "module name");
                         a.checkBase(model);
                         try (Model merged = a.merge(model)) { check(merged.getNumParams() == model.getNumParams(), "merge"); }
                         try (SigningKey key = SigningKey.fromSeed(new byte[32]); TrustedKeys keys = new TrustedKeys()) {
@@ -162,7 +253,7 @@ public final class JavaApiTest {
                             LoraPrivacyReport pr = CoordinatorKt.privatize(mean, a, pc);
                             check(pc.getClipNorm() > 0 && pr.getNoiseStddev() >= 0, "privatize");
                             PrivacyBudget budget = CoordinatorKt.privacyEpsilon(1.0, 10, 1e-5);
-                            check(budget.getEpsilon() > 0, "privacy epsilon");
+                            check(budget.getEpsilon() > 0 && budget.getOrder() > 1, "privacy epsilon");
                         }
                         check(LoraClipMode.MEDIAN.getCode() == 1, "clip modes");
                         check(avg.getReport() instanceof LoraAverageReport, "average report");
@@ -175,11 +266,29 @@ public final class JavaApiTest {
                     StepResult r = t.step();
                     check(r.getStep() == 1L && t.getStepCount() == 1L, "step");
                     check(t.grad("wte").length > 0 && t.getThreads() == 1 && t.lrAt(0) >= 0f, "trainer");
+                    int[] in8 = Arrays.copyOf(ids, 8), out8 = Arrays.copyOfRange(ids, 1, 9);
+                    check(base.computeGradients(in8, out8, 1, 8) > 0f, "computeGradients");
+                    FloatBuffer grad = directFloatBuffer(t.grad("wte").length);
+                    t.readGrad("wte", grad);
+                    check(base.stepBatch(in8, out8, 1, 8).getStep() == 2L, "stepBatch");
+                    t.setThreads(2);
+                    check(t.getModel() == model && t.getConfig().getBatchSize() == tc.getBatchSize() && t.getThreads() == 2, "trainer state");
+                    String trainerCheckpoint = new File(tmp, "trainer.bin").getPath();
+                    t.save(trainerCheckpoint);
+                    try (Trainer resumed = Trainer.resume(trainerCheckpoint)) { check(resumed.getStepCount() == 2L, "resume"); }
                 }
                 try (Validator v = new Validator(model, ValidationPolicy.defaults())) {
                     v.setHeldout(Arrays.copyOf(ids, 200));
                     v.setReference(Arrays.copyOf(ids, 200));
                     try (TrustedKeys none = new TrustedKeys()) { v.setTrustedKeys(none); }
+                    check(v.getBase() == model, "validator base");
+                    File garbage = new File(tmp, "garbage_adapter.bin");
+                    Files.write(garbage.toPath(), new byte[8]);
+                    try (ValidationReport fromFile = v.validateFile(garbage.getPath())) {
+                        check(!fromFile.getAccepted(), "validateFile");
+                        throwsTyped(StateException.class, Status.STATE, fromFile::adapter);
+                        v.compareRound(Collections.singletonList(fromFile));
+                    }
                     try (ValidationReport report = v.validate(new byte[8])) {
                         check(!report.getAccepted() && !report.getChecks().isEmpty(), "validation");
                         ValidationSummary summary = report.getSummary();
@@ -201,6 +310,11 @@ public final class JavaApiTest {
         ModelConfig tinyGpt = ModelConfig.preset("tiny");
         MemoryPlan plan = MemoryPlanner.plan(tinyGpt, TrainConfig.defaults());
         check(plan.getPeakBytes() > 0 && plan.getBatchSize() > 0, "memory plan");
+        check(MemoryPlanner.maxBatch(tinyGpt, TrainConfig.defaults(), 1L << 30).getBatchSize() > 0, "maxBatch");
+        try (Model frozen = new Model(tinyGpt, 3)) {
+            frozen.setWeightStorage(WeightStorage.FP16);
+            check(frozen.getWeightStorage().getFirst() == WeightStorage.FP16, "weight storage");
+        }
         TrainSessionConfig sd = TrainSessionConfig.defaults();
         TrainSessionConfig sc = new TrainSessionConfig(2L, 0L, 0L, 0L, 0L, sd.getThroughputWindowMs(), sd.getThrottleThermal(),
                                                        sd.getThrottleThreads(), sd.getThrottleSleepMs(), sd.getPauseThermal(),
@@ -216,6 +330,9 @@ public final class JavaApiTest {
             session.setConditions(conditions);
             TrainSessionReport report = session.run();
             check(report.getStop() == TrainStop.STEPS && report.getStep() == 2L, "training session");
+            check(session.report().getStep() == 2L && session.coreRates() != null && session.getModel() == m
+                  && session.getCheckpoint().equals(checkpoint.getPath()), "training session state");
+            session.cancel();
         }
         SessionWorkerLogic worker = new SessionWorkerLogic(checkpoint.getPath(), () -> new Model(tinyGpt, 5),
                                                            () -> new int[0], TrainConfig.defaults(), sc,
@@ -228,6 +345,7 @@ public final class JavaApiTest {
             DataFilter.Result r = f.apply("mail a@example.com");
             PiiSpan span = r.getSpans().get(0);
             check(!r.getText().contains("a@example.com") && span.getKind() == PiiKind.EMAIL, "filter");
+            check(span.getEnd() - span.getBegin() == 13 && !PiiKind.EMAIL.getCName().isEmpty(), "span");
             check(r.getReport() instanceof DataFilterReport, "filter report");
         }
         System.out.println("JavaApiTest: all checks passed");

@@ -217,6 +217,12 @@ class ModelTest {
             Model.importFrom(File(st, "model.safetensors").path, InteropFormat.SAFETENSORS).use { l ->
                 assertEquals(want, l.evaluate(ids).meanLoss, 1e-6)
             }
+            val hf = File(tmp, "hf").path  // a Hugging Face folder, created by the export
+            m.export(hf, InteropFormat.HF_FOLDER)
+            Model.importFrom(hf, InteropFormat.HF_FOLDER).use { l -> assertEquals(want, l.evaluate(ids).meanLoss, 1e-6) }
+            Model.importFrom(hf, InteropFormat.HF_FOLDER, LoadOptions.default().copy(weightStorage = WeightStorage.BF16.code)).use { l ->
+                assertEquals(WeightStorage.BF16, l.weightStorage.first)
+            }
             assertThrows<IoException>(Status.IO) { Model.load(File(tmp, "nope.bin").path) }
             assertThrows<IoException>(Status.IO) { m.save(File(tmp, "no/such/dir/m.bin").path) }
             assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { m.save(raw, SaveOptions.default().copy(compressionLevel = 99)) }
@@ -429,13 +435,43 @@ class ModelTest {
         }
     }
 
+    @Test fun modelsLoadFromBytesBuffersAndFileDescriptors() {
+        tinyModel().use { m ->
+            val want = m.flatParameters()
+            val path = File(tmp, "bytes_model.bin")
+            m.save(path.path, SaveOptions.default().copy(compressionLevel = 3))
+            val bytes = path.readBytes()
+            val direct = ByteBuffer.allocateDirect(bytes.size + 8).apply { position(8); put(bytes); position(8) }
+            val heap = ByteBuffer.wrap(ByteArray(3) + bytes).apply { position(3) }
+            val readOnly = ByteBuffer.wrap(bytes).asReadOnlyBuffer()
+            val bundle = File(tmp, "bytes_bundle.bin").apply { writeBytes(ByteArray(4097) { 7 } + bytes + ByteArray(33)) }
+            java.io.RandomAccessFile(bundle, "r").use { f ->
+                f.seek(11)
+                val loaded = listOf(Model.load(bytes), Model.load(direct), Model.load(heap), Model.load(readOnly),
+                                    Model.load(f.fd, 4097, bytes.size.toLong()))
+                assertEquals(11L, f.filePointer)  // pread: the descriptor did not move, and is still open
+                assertEquals(8, direct.position())
+                assertEquals(3, heap.position())
+                for (l in loaded) l.use {
+                    assertArrayEquals(want, it.flatParameters(), 0f)
+                    assertEquals(tokenizer.vocabSize, it.tokenizer!!.vocabSize)
+                }
+                assertThrows<PhoneGptException>(Status.FORMAT) { Model.load(f.fd, 4097, bytes.size - 1L) }  // truncated
+                val past = assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { Model.load(f.fd, 4097, bytes.size + 34L) }
+                assertTrue(past.message, past.message!!.contains("length"))
+            }
+            assertThrows<PhoneGptException>(Status.FORMAT) { Model.load(bytes.copyOf(bytes.size - 1)) }
+            assertThrows<IoException>(Status.IO) { Model.load(Int.MAX_VALUE, 0, -1) }  // no open descriptor has this number
+        }
+    }
+
     @Test fun tokenizersLoadFromBytesFilesAndFileDescriptors() {
         val bytes = tokenizer.toBytes()
         val file = File(tmp, "packed.bin")
         file.writeBytes("HEAD!".toByteArray() + bytes + "TAIL".toByteArray())   // as in an APK's assets
         java.io.FileInputStream(file).use { input ->
             Tokenizer.fromFileDescriptor(input.fd, 5, bytes.size.toLong()).use { assertArrayEquals(ids, it.encode(text)) }
-            assertThrows<IoException>(Status.IO) { Tokenizer.fromFileDescriptor(input.fd, 5, file.length()) }
+            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { Tokenizer.fromFileDescriptor(input.fd, 5, file.length()) }
             // the descriptor stays open and unmoved
             assertEquals('H'.toInt(), input.read())
         }
