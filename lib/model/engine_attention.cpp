@@ -225,7 +225,10 @@ void Engine::Impl::attention_cached(float* y, const float* q, int rows, int firs
     const int Q = dims.Q, S3 = dims.QKV, H = dims.NH, hs = dims.hd, n_ctx = cfg.n_ctx, group = H / dims.NKV;
     const float scale = 1.0f / std::sqrt(float(hs));
     const int len = first + rows;  // keys 0..len-1; row r sees keys 0..first+r
-    if (cached_scores.size() < size_t(rows) * len) cached_scores.resize(size_t(n_ctx) * n_ctx);
+    // Grown geometrically up to what the pass needs: n_ctx^2 floats would be gigabytes at the
+    // published Llama-family contexts (Qwen3's 40,960 positions: 6.7 GB).
+    if (cached_scores.size() < size_t(rows) * len)
+        cached_scores.resize(std::min(size_t(n_ctx) * n_ctx, std::max(size_t(rows) * len, 2 * cached_scores.size())));
     float* scores = cached_scores.data();
     const float* keys_l = cache.keys.data() + int64_t(l) * n_ctx * dims.KV;
     const float* values_l = cache.values.data() + int64_t(l) * n_ctx * dims.KV;

@@ -121,7 +121,7 @@ struct Engine::Impl {
     float* row_loss = nullptr;    // [N]
     std::vector<AttnScratch> attn_scratch;
     std::vector<HeadScratch> head_scratch;
-    AlignedBuffer<float> cached_scores;  // [n_ctx, n_ctx] one head's scores in a cached pass
+    AlignedBuffer<float> cached_scores;  // [rows, len] one head's scores in a cached pass
     // Rotary angles [max_T, head_dim / 2] of positions 0.., and of a cached pass's positions.
     AlignedBuffer<float> rope_cos, rope_sin, cached_cos, cached_sin;
     int first_position = 0;              // of the current pass (non-zero only in a cached one)
