@@ -376,7 +376,16 @@ PG_API pg_status pg_model_get_tokenizer(const pg_model* model, pg_tokenizer** to
  * "h.{i}.attn.c_proj.weight" [C, C], "h.{i}.attn.c_proj.bias", "h.{i}.ln_2.*",
  * "h.{i}.mlp.c_fc.weight" [4C, C], "h.{i}.mlp.c_fc.bias" [4C], "h.{i}.mlp.c_proj.weight"
  * [C, 4C], "h.{i}.mlp.c_proj.bias" [C], "ln_f.weight", "ln_f.bias". Linear weights are
- * [out, in] (Hugging Face's Conv1D stores the transpose). */
+ * [out, in] (Hugging Face's Conv1D stores the transpose).
+ * A Llama-family model's tensors are Hugging Face transformers' own, in its order, only those
+ * the configuration has: "model.embed_tokens.weight", per layer "model.layers.{i}." +
+ * "input_layernorm.weight", "self_attn.q_proj.weight" [n_head*head_dim, C] (and ".bias" with
+ * qkv_bias), "self_attn.k_proj.*" and "self_attn.v_proj.*" [n_kv_head*head_dim, C],
+ * "self_attn.q_norm.weight" and "self_attn.k_norm.weight" [head_dim] (qk_norm),
+ * "self_attn.o_proj.weight" [C, n_head*head_dim], "post_attention_layernorm.weight",
+ * "mlp.gate_proj.weight" and "mlp.up_proj.weight" [mlp_hidden, C], "mlp.down_proj.weight"
+ * [C, mlp_hidden] (o/gate/up/down ".bias" with linear_bias), then "model.norm.weight" and,
+ * untied, "lm_head.weight" [padded_vocab, C] (docs/models.md). */
 #define PG_MAX_DIMS 4
 typedef struct pg_tensor_info {
     uint32_t struct_size;

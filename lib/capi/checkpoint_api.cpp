@@ -218,6 +218,11 @@ pg_status pg_model_export(const pg_model* model, pg_interop_format format, const
         PG_REQUIRE_NOT_NULL("pg_model_export", model);
         PG_REQUIRE_NOT_NULL("pg_model_export", path);
         const int code = pg::enum_code(format);
+        // Both formats hold GPT-2's block only (nothing is written for another architecture).
+        pg::require((code != PG_FORMAT_LLMC && code != PG_FORMAT_SAFETENSORS) || model->impl.config().is_gpt2(),
+                    PG_ERR_UNSUPPORTED,
+                    "pg_model_export: llm.c and GPT-2 safetensors files hold GPT-2's block; this model is a "
+                    "Llama-family decoder (save it as a native checkpoint)");
         if (code == PG_FORMAT_LLMC) {
             pg::io::AtomicFileWriter file(path);
             pg::io::write_llmc(model->impl, file);

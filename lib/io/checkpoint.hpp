@@ -39,8 +39,11 @@ constexpr uint16_t kCheckpointMinorMappable = 3;
 // 1.4 added the required DRMP section (a training state whose dropout ramps up,
 // pg_train_config.dropout_ramp_steps > 0); only such files are written as 1.4.
 constexpr uint16_t kCheckpointMinorDropoutRamp = 4;
+// 1.5 added the architecture fields to the GEOM section (after GPT-2's seven: a model that is
+// not GPT-2's block, such as the Llama family); only such files are written as 1.5.
+constexpr uint16_t kCheckpointMinorArchitecture = 5;
 // The newest minor this library reads and writes (named in the message for an unknown section).
-constexpr uint16_t kCheckpointMinorNewest = kCheckpointMinorDropoutRamp;
+constexpr uint16_t kCheckpointMinorNewest = kCheckpointMinorArchitecture;
 constexpr uint64_t kCheckpointAlignment = 64;
 
 constexpr uint64_t kCheckpointPreludeBytes = 32;

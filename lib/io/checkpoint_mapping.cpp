@@ -32,9 +32,11 @@ Model map_checkpoint(std::shared_ptr<const MappedFile> file, const CheckpointHea
         const TensorEntry& e = table[std::size_t(at)];
         if (e.offset == layout.offset[std::size_t(e.kind)]) kinds[std::size_t(e.kind)] = region + t.offset;
     }
-    for (const uint8_t* p : kinds)
-        require(p && reinterpret_cast<uintptr_t>(p) % kCheckpointAlignment == 0, PG_ERR_INTERNAL,
-                name + ": a mapped kind is missing or misaligned");
+    for (int k = 0; k < kNumParamKinds; ++k) {  // (a kind the configuration lacks is empty)
+        const uint8_t* p = kinds[std::size_t(k)];
+        require(layout.size[std::size_t(k)] == 0 || (p && reinterpret_cast<uintptr_t>(p) % kCheckpointAlignment == 0),
+                PG_ERR_INTERNAL, name + ": a mapped kind is missing or misaligned");
+    }
     if (h.storage == WeightStorage::fp32) {
         Xxh64 hash;  // llm.c's order, each kind contiguous: the hash of the fp32 parameters
         for (int k = 0; k < kNumParamKinds; ++k) hash.update(kinds[std::size_t(k)], std::size_t(layout.size[std::size_t(k)]) * 4);

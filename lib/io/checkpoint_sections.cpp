@@ -43,6 +43,23 @@ void encode_geometry(ByteWriter& w, const ModelConfig& c) {
     w.put<int32_t>(c.vocab_size);
     w.put<int32_t>(c.padded_vocab_size);
     w.put<float>(c.layernorm_eps);
+    if (c.is_gpt2()) return;  // GPT-2's block: the seven fields every version wrote
+    // Format 1.5: the architecture, in pg_model_config's order.
+    w.put<int32_t>(int32_t(c.norm));
+    w.put<int32_t>(c.qk_norm ? 1 : 0);
+    w.put<int32_t>(int32_t(c.positions));
+    w.put<float>(c.rope_theta);
+    w.put<float>(c.rope_scaling_factor);
+    w.put<float>(c.rope_low_freq_factor);
+    w.put<float>(c.rope_high_freq_factor);
+    w.put<int32_t>(c.rope_original_max_positions);
+    w.put<int32_t>(c.n_kv_head);
+    w.put<int32_t>(c.head_size);
+    w.put<int32_t>(c.qkv_bias ? 1 : 0);
+    w.put<int32_t>(c.linear_bias ? 1 : 0);
+    w.put<int32_t>(int32_t(c.mlp));
+    w.put<int32_t>(c.mlp_hidden);
+    w.put<int32_t>(c.tied_head ? 1 : 0);
 }
 
 ModelConfig decode_geometry(ByteReader& r) {
@@ -54,8 +71,34 @@ ModelConfig decode_geometry(ByteReader& r) {
     c.vocab_size = r.get<int32_t>("vocab_size");
     c.padded_vocab_size = r.get<int32_t>("padded_vocab_size");
     c.layernorm_eps = r.get<float>("layernorm_eps");
+    // Format 1.5: the 15 architecture fields follow when the block is not GPT-2's (any other
+    // length is trailing bytes, refused below).
+    const bool has_architecture = r.remaining() == 15 * 4;
+    pg_model_config arch = model_config_to_c(c);
+    if (has_architecture) {
+        arch.norm = pg_norm_kind(r.get<int32_t>("norm"));
+        arch.qk_norm = r.get<int32_t>("qk_norm");
+        arch.positions = pg_position_kind(r.get<int32_t>("positions"));
+        arch.rope_theta = r.get<float>("rope_theta");
+        arch.rope_scaling_factor = r.get<float>("rope_scaling_factor");
+        arch.rope_low_freq_factor = r.get<float>("rope_low_freq_factor");
+        arch.rope_high_freq_factor = r.get<float>("rope_high_freq_factor");
+        arch.rope_original_max_positions = r.get<int32_t>("rope_original_max_positions");
+        arch.n_kv_head = r.get<int32_t>("n_kv_head");
+        arch.head_dim = r.get<int32_t>("head_dim");
+        arch.qkv_bias = r.get<int32_t>("qkv_bias");
+        arch.linear_bias = r.get<int32_t>("linear_bias");
+        arch.mlp = pg_mlp_kind(r.get<int32_t>("mlp"));
+        arch.mlp_hidden = r.get<int32_t>("mlp_hidden");
+        arch.tied_head = r.get<int32_t>("tied_head");
+    }
     r.expect_end();
     try {
+        if (has_architecture) {
+            const int32_t padded = c.padded_vocab_size;
+            c = model_config_from_c(arch);  // checks each enumeration and flag
+            c.padded_vocab_size = padded;   // as stored (0 is not "round up" in a file)
+        }
         validate_model_config(c);
     } catch (const Error& e) {
         throw Error(PG_ERR_GEOMETRY, r.context() + ": " + e.what());

@@ -202,7 +202,8 @@ void write_checkpoint(const Model& model, const TrainerState* state, const Check
     }
     // 1.2 / 1.3 / 1.4 only where they add something: an AdamW (or no) training state without a
     // dropout ramp, in the table's order, is written as 1.1.
-    const uint16_t minor = state && state->config.dropout_ramp_steps > 0        ? kCheckpointMinorDropoutRamp
+    const uint16_t minor = !model.config().is_gpt2()                           ? kCheckpointMinorArchitecture
+                           : state && state->config.dropout_ramp_steps > 0        ? kCheckpointMinorDropoutRamp
                            : mappable                                            ? kCheckpointMinorMappable
                            : state && state->config.optimizer != PG_OPTIMIZER_ADAMW ? kCheckpointMinorOptimizer
                                                                                     : kCheckpointMinor;

@@ -63,7 +63,7 @@ Adapter::Adapter(const LoraConfig& cfg, const BaseIdentity& base) : config_(cfg)
     validate_model_config(base_.config);
     check_lora_config_against(config_, base_.config);
     const int L = base_.config.n_layer;
-    const int64_t C = base_.config.n_embd, r = config_.rank;
+    const int64_t r = config_.rank;
     by_layer_target_.assign(static_cast<std::size_t>(L) * kNumLinearKinds, -1);
     int64_t offset = 0;
     for (int32_t layer : adapted_layers(config_, L)) {
@@ -73,8 +73,8 @@ Adapter::Adapter(const LoraConfig& cfg, const BaseIdentity& base) : config_(cfg)
             AdaptedLinear m;
             m.layer = layer;
             m.target = target;
-            m.in = target_in(target, C);
-            m.out = target_out(target, C);
+            m.in = target_in(target, base_.config);
+            m.out = target_out(target, base_.config);
             m.a_offset = offset;
             m.b_offset = offset + r * m.in;
             offset = m.b_offset + m.out * r;

@@ -22,13 +22,19 @@ void int_range(const char* field, long long v, long long lo, long long hi) {
 
 }  // namespace
 
-int64_t target_in(LinearKind t, int64_t C) { return t == LinearKind::mlp_proj ? 4 * C : C; }
-
-int64_t target_out(LinearKind t, int64_t C) {
+int64_t target_in(LinearKind t, const ModelConfig& base) {
     switch (t) {
-        case LinearKind::attn_qkv: return 3 * C;
-        case LinearKind::mlp_fc: return 4 * C;
-        default: return C;
+        case LinearKind::attn_proj: return base.q_width();
+        case LinearKind::mlp_proj: return base.mlp_width();
+        default: return base.n_embd;
+    }
+}
+
+int64_t target_out(LinearKind t, const ModelConfig& base) {
+    switch (t) {
+        case LinearKind::attn_qkv: return int64_t(base.q_width()) + 2 * int64_t(base.kv_width());
+        case LinearKind::mlp_fc: return base.mlp == MlpKind::swiglu ? 2 * int64_t(base.mlp_width()) : base.mlp_width();
+        default: return base.n_embd;
     }
 }
 
@@ -105,7 +111,7 @@ void check_lora_config_against(const LoraConfig& cfg, const ModelConfig& base) {
     for (int t = 0; t < kNumLinearKinds; ++t) {
         const LinearKind target = static_cast<LinearKind>(t);
         if (!cfg.targets(target)) continue;
-        const int64_t in = target_in(target, base.n_embd), out = target_out(target, base.n_embd);
+        const int64_t in = target_in(target, base), out = target_out(target, base);
         require(cfg.rank <= std::min(in, out), PG_ERR_GEOMETRY,
                 "lora config: rank = " + std::to_string(cfg.rank) + " is above " +
                     linear_kind_name(target) + "'s smaller side (in " + std::to_string(in) +

@@ -22,9 +22,10 @@ static_assert(PG_LORA_ATTN_C_ATTN == 1 << int(LinearKind::attn_qkv) &&
                   PG_LORA_MLP_C_FC == 1 << int(LinearKind::mlp_fc) &&
                   PG_LORA_MLP_C_PROJ == 1 << int(LinearKind::mlp_proj),
               "pg_lora_target bits follow LinearKind");
-// Input and output widths of a target in a base of width C.
-int64_t target_in(LinearKind t, int64_t n_embd);
-int64_t target_out(LinearKind t, int64_t n_embd);
+// Input and output widths of a target in a base of this configuration (GPT-2: C, 3C, 4C; the
+// Llama family: q/k/v fused as attn_qkv, gate/up fused as mlp_fc).
+int64_t target_in(LinearKind t, const ModelConfig& base);
+int64_t target_out(LinearKind t, const ModelConfig& base);
 
 struct LoraConfig {
     int rank = 8;

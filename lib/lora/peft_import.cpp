@@ -308,7 +308,7 @@ Adapter import_peft_from(const std::string& config_json, const std::string& conf
 
     // Shapes: A [r, in], B [out, r], r from the configuration, in and out from the base.
     for (const auto& [site, ab] : factors) {
-        const int64_t in = target_in(site.second, mc.n_embd), out = target_out(site.second, mc.n_embd);
+        const int64_t in = target_in(site.second, mc), out = target_out(site.second, mc);
         for (const io::SafetensorsTensor* t : {ab.first, ab.second}) {
             const bool is_a = t == ab.first;
             const uint64_t want_r = uint64_t(cfg.rank), want_side = uint64_t(is_a ? in : out);

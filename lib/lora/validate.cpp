@@ -156,11 +156,10 @@ Validator::Validator(const Model& base, const ValidationPolicy& policy)
     nonneg(policy.max_update_ratio, "max_update_ratio");
     nonneg(policy.max_round_ratio, "max_round_ratio");
     if (base.storage() == WeightStorage::fp32 && !base.mapped()) {
-        const int64_t C = base.config().n_embd;
         for (int layer = 0; layer < base.config().n_layer; ++layer)
             for (LinearKind kind : {LinearKind::attn_qkv, LinearKind::attn_proj, LinearKind::mlp_fc, LinearKind::mlp_proj}) {
                 AdaptedLinear m;
-                m.layer = layer, m.target = kind, m.in = target_in(kind, C), m.out = target_out(kind, C);
+                m.layer = layer, m.target = kind, m.in = target_in(kind, base.config()), m.out = target_out(kind, base.config());
                 const float* w = base.params() + base_weight_offset(base, m);
                 double sum2 = 0.0;
                 for (int64_t i = 0; i < m.in * m.out; ++i) sum2 += double(w[i]) * double(w[i]);

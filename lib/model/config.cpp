@@ -132,20 +132,17 @@ void validate_model_config(const ModelConfig& m) {
 void require_engine_supports(const ModelConfig& m) {
     validate_model_config(m);
     if (m.is_gpt2()) return;
-    // The first field, in pg_model_config's order, that leaves GPT-2's block.
-    const char* field = m.norm != NormKind::layernorm                 ? "norm = PG_NORM_RMSNORM"
-                        : m.qk_norm                                   ? "qk_norm"
-                        : m.positions != PositionKind::learned        ? "positions = PG_POSITIONS_ROTARY"
-                        : m.kv_heads() != m.n_head                    ? "n_kv_head"
-                        : m.head_dim() * m.n_head != m.n_embd         ? "head_dim"
-                        : !m.qkv_bias                                 ? "qkv_bias = 0"
-                        : !m.linear_bias                              ? "linear_bias = 0"
-                        : m.mlp != MlpKind::gelu                      ? "mlp = PG_MLP_SWIGLU"
-                        : m.mlp_width() != 4 * m.n_embd               ? "mlp_hidden"
-                                                                      : "tied_head = 0";
+    // Outside GPT-2's block the engine runs the Llama family's: RMSNorm, rotary positions and
+    // SwiGLU together (grouped-query attention, head_dim, biases, q/k norms and the head are free).
+    const char* field = m.norm != NormKind::rmsnorm           ? "norm = PG_NORM_LAYERNORM"
+                        : m.positions != PositionKind::rotary ? "positions = PG_POSITIONS_LEARNED"
+                        : m.mlp != MlpKind::swiglu            ? "mlp = PG_MLP_GELU"
+                                                              : nullptr;
+    if (!field) return;
     throw Error(PG_ERR_UNSUPPORTED, std::string("model config: ") + field +
-                                        " describes a valid architecture that the engine does not run yet "
-                                        "(it runs GPT-2's block)");
+                                        " in a block that is not GPT-2's: the engine runs GPT-2's block or the Llama "
+                                        "family's (norm = PG_NORM_RMSNORM, positions = PG_POSITIONS_ROTARY, "
+                                        "mlp = PG_MLP_SWIGLU), not a mix of the two");
 }
 
 int64_t count_params(const ModelConfig& m) {

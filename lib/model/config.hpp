@@ -65,8 +65,8 @@ pg_model_config model_config_to_c(const ModelConfig& m);
 // Throws pg::Error naming the first bad field.
 void validate_model_config(const ModelConfig& m);
 // validate_model_config, then throws pg::Error(PG_ERR_UNSUPPORTED) naming the first field of a
-// valid configuration that the engine does not implement yet: models and engines are only
-// made for what it runs.
+// valid configuration that the engine does not run (a mix of GPT-2's block and the Llama
+// family's): models and engines are only made for what it runs.
 void require_engine_supports(const ModelConfig& m);
 // Number of parameters (including padding rows) of a valid configuration.
 int64_t count_params(const ModelConfig& m);

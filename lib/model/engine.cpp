@@ -30,11 +30,13 @@
 // logits and the cross-entropy).
 #include "model/engine.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <string>
 #include <vector>
 
 #include "model/engine_impl.hpp"
+#include "model/rope.hpp"
 
 namespace pg {
 
@@ -61,15 +63,17 @@ struct Engine::Impl::Carver {
     }
 };
 void Engine::Impl::plan_layer_of(Carver& c, const ModelConfig& cfg, int64_t N) {
-    const int64_t C = cfg.n_embd;
-    c.plan(N).plan(N).plan(N * 3 * C).plan(N * C).plan(N * cfg.n_head).plan(N * C).plan(N).plan(N).plan(N * 4 * C);
+    const Dims d(cfg);
+    c.plan(N).plan(N).plan(N * d.QKV).plan(N * d.Q).plan(N * d.NH).plan(N * d.C).plan(N).plan(N).plan(N * d.F);
+    c.plan(cfg.qk_norm ? N * (d.Q + d.KV) : 0).plan(cfg.qk_norm ? N * (d.NH + d.NKV) : 0);
 }
 // What the constructor carves: the residual stream's two buffers, one layer, the shared buffers.
 void Engine::Impl::plan_forward(Carver& c, const ModelConfig& cfg, int64_t N) {
+    const Dims d(cfg);
     const int64_t C = cfg.n_embd;
     c.plan(N * C).plan(N * C);  // the residual stream, ping-ponged between two buffers
     plan_layer_of(c, cfg, N);
-    c.plan(N * C).plan(N * 4 * C).plan(N * C).plan(N).plan(N).plan(N);
+    c.plan(N * C).plan(N * d.big_width()).plan(N * C).plan(N).plan(N).plan(N);
 }
 // What ensure_backward_memory carves.
 void Engine::Impl::plan_backward(Carver& c, const ModelConfig& cfg, int64_t N, bool recompute) {
@@ -77,7 +81,7 @@ void Engine::Impl::plan_backward(Carver& c, const ModelConfig& cfg, int64_t N, b
     const int extra_layers = recompute ? 0 : cfg.n_layer - 1;
     for (int l = 2; l <= cfg.n_layer; ++l) c.plan(N * C);  // the rest of the residual stream
     for (int l = 0; l < extra_layers; ++l) plan_layer_of(c, cfg, N);
-    c.plan(N * C).plan(N * C);
+    c.plan(N * cfg.q_width()).plan(N * C);
 }
 
 int64_t Engine::Impl::forward_floats(const ModelConfig& cfg, int64_t N) {
@@ -107,17 +111,26 @@ Engine::Impl::LayerActs Engine::Impl::take_layer(Carver& c) {
     a.ln2_mean = c.take();
     a.ln2_rstd = c.take();
     a.fch = c.take();
+    a.qk_raw = c.take();
+    a.qk_rstd = c.take();
     return a;
 }
 
 Engine::Impl::Impl(const ModelConfig& config, int B, int T, EngineOptions opt)
-    : cfg(config), layout(config), max_B(B), max_T(T), options(opt) {
-    require_engine_supports(cfg);
-    require(B >= 1 && T >= 1 && T <= cfg.n_ctx && int64_t(B) * T <= (int64_t(1) << 30) / (4 * cfg.n_embd),
+    : cfg((require_engine_supports(config), config)), dims(config), layout(config), max_B(B), max_T(T), options(opt) {
+    // The widest activation row (GPT-2: the MLP's 4 * n_embd).
+    const int64_t widest = std::max<int64_t>({int64_t(4) * dims.C, dims.F, dims.QKV, dims.H});
+    require(B >= 1 && T >= 1 && T <= cfg.n_ctx && int64_t(B) * T <= (int64_t(1) << 30) / widest,
             PG_ERR_INVALID_ARGUMENT,
             "Engine: need 1 <= max_B, 1 <= max_T <= n_ctx = " + std::to_string(cfg.n_ctx) +
-                " and max_B * max_T * 4 * n_embd < 2^30 (got max_B = " + std::to_string(B) +
-                ", max_T = " + std::to_string(T) + ")");
+                " and max_B * max_T * " + std::to_string(widest) + " (the widest activation row) < 2^30 (got max_B = " +
+                std::to_string(B) + ", max_T = " + std::to_string(T) + ")");
+    if (dims.rotary) {
+        const size_t half = size_t(dims.hd / 2);
+        rope_cos.resize(size_t(T) * half);
+        rope_sin.resize(size_t(T) * half);
+        rope_angles(cfg, 0, T, rope_cos.data(), rope_sin.data());
+    }
     // What a forward pass needs; the backward pass's extra buffers come with the first
     // forward_backward, so an engine used only for evaluation never holds them.
     Carver c;
@@ -255,7 +268,7 @@ LossSum Engine::forward_backward(const WeightsView& weights, float* grads, const
 }
 
 KvCache::KvCache(const ModelConfig& cfg)
-    : keys(size_t(cfg.n_layer) * cfg.n_ctx * cfg.n_embd), values(size_t(cfg.n_layer) * cfg.n_ctx * cfg.n_embd) {}
+    : keys(size_t(cfg.n_layer) * cfg.n_ctx * cfg.kv_width()), values(size_t(cfg.n_layer) * cfg.n_ctx * cfg.kv_width()) {}
 
 void Engine::forward_cached(const WeightsView& w, const int32_t* tokens, int first, int n, KvCache& cache,
                             float* logits, ThreadPool& pool) {
@@ -264,6 +277,14 @@ void Engine::forward_cached(const WeightsView& w, const int32_t* tokens, int fir
     assert(n >= 1 && int64_t(n) <= m.rows() && first >= 0 && first + n <= m.cfg.n_ctx);
     const Dropout none;
     m.first_position = first;
+    if (m.dims.rotary) {  // the angles of this pass's positions, the same values the batch table holds
+        const size_t half = size_t(m.dims.hd / 2);
+        if (m.cached_cos.size() < size_t(n) * half) {
+            m.cached_cos.resize(size_t(n) * half);
+            m.cached_sin.resize(size_t(n) * half);
+        }
+        rope_angles(m.cfg, first, n, m.cached_cos.data(), m.cached_sin.data());
+    }
     m.encoder_forward(w, tokens, 1, n, none, pool, first);
     const int L = m.cfg.n_layer;
     for (int l = 0; l < L; ++l) {

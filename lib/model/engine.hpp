@@ -51,8 +51,9 @@ struct EngineOptions {
     bool recompute = false;
 };
 
-// Keys and values of one sequence's positions for every layer and head, [n_layer][n_head]
-// [n_ctx][head_dim] each (one head's keys contiguous): the state of incremental generation.
+// Keys and values of one sequence's positions for every layer and KV head, [n_layer][n_kv_head]
+// [n_ctx][head_dim] each (one head's keys contiguous; rotated, for rotary positions): the state
+// of incremental generation.
 struct KvCache {
     explicit KvCache(const ModelConfig& cfg);
     AlignedBuffer<float> keys, values;

@@ -73,7 +73,9 @@ LossSum Engine::Impl::head(const WeightsView& v, bool backward, const GptTensors
                            ThreadPool& pool) {
     const int C = cfg.n_embd, V = cfg.vocab_size, nt = pool.size();
     const GptTensors<const float> w = v.fp32_tensors();
-    const WeightMatrix wte = v.matrix(kWte);
+    // The output projection: the tied embedding, or the separate head.
+    const WeightMatrix wte = v.matrix(cfg.tied_head ? kWte : kLmHead);
+    const bool rms = dims.rms;
     assert(!(backward && user_logits));  // the gradient overwrites the logits in place
     if (!targets && !user_logits) {  // nothing asked for
         if (losses) std::memset(losses, 0, sizeof(float) * size_t(N));
@@ -111,8 +113,11 @@ LossSum Engine::Impl::head(const WeightsView& v, bool backward, const GptTensors
     ln2_layer = -1;        // ln_out is ln_f's output from here on
     for_rows(pool, N, [&](int t, int64_t r0, int64_t r1) {
         HeadScratch& h = head_scratch[size_t(t)];
-        k::layernorm_forward(ln_out + r0 * C, lnf_mean + r0, lnf_rstd + r0, x + r0 * C, w.lnfw, w.lnfb,
-                             r1 - r0, C, cfg.layernorm_eps);
+        if (rms)
+            k::rmsnorm_forward(ln_out + r0 * C, lnf_rstd + r0, x + r0 * C, w.lnfw, r1 - r0, C, cfg.layernorm_eps);
+        else
+            k::layernorm_forward(ln_out + r0 * C, lnf_mean + r0, lnf_rstd + r0, x + r0 * C, w.lnfw, w.lnfb,
+                                 r1 - r0, C, cfg.layernorm_eps);
         const int my_chunk = chunk_of(r1 - r0);
         for (int64_t c0 = r0; c0 < r1; c0 += my_chunk) {
             const int n = int(std::min<int64_t>(my_chunk, r1 - c0));
@@ -150,18 +155,23 @@ LossSum Engine::Impl::head(const WeightsView& v, bool backward, const GptTensors
         }
         if (!backward) return;
         std::memset(dresid + r0 * C, 0, sizeof(float) * size_t((r1 - r0) * C));
-        k::layernorm_backward(dresid + r0 * C, h.dlnf.data(), h.dlnf.data() + C, dlnf + r0 * C, x + r0 * C,
-                              w.lnfw, lnf_mean + r0, lnf_rstd + r0, r1 - r0, C);
+        if (rms)
+            k::rmsnorm_backward(dresid + r0 * C, h.dlnf.data(), dlnf + r0 * C, x + r0 * C, w.lnfw, lnf_rstd + r0,
+                                r1 - r0, C);
+        else
+            k::layernorm_backward(dresid + r0 * C, h.dlnf.data(), h.dlnf.data() + C, dlnf + r0 * C, x + r0 * C,
+                                  w.lnfw, lnf_mean + r0, lnf_rstd + r0, r1 - r0, C);
     });
     if (g) {
         ++weight_gradient_gemms;  // the dwte products above, one per chunk of rows
         StepProfile::Scope reduction(profile, kReductionPhase);
         traffic(int64_t(nt + 1) * V * C, int64_t(V) * C, int64_t(nt - 1) * V * C);
+        float* dhead = cfg.tied_head ? g->wte : g->lmhead;
         for (int t = 0; t < nt; ++t) {
             const HeadScratch& h = head_scratch[size_t(t)];
-            k::axpy(g->wte, 1.0f, h.dwte.data(), int64_t(V) * C);
+            k::axpy(dhead, 1.0f, h.dwte.data(), int64_t(V) * C);
             k::axpy(g->lnfw, 1.0f, h.dlnf.data(), C);
-            k::axpy(g->lnfb, 1.0f, h.dlnf.data() + C, C);
+            if (!rms) k::axpy(g->lnfb, 1.0f, h.dlnf.data() + C, C);
         }
     }
     LossSum result;

@@ -3,6 +3,7 @@
 // names and row loop that several of its files use.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -52,14 +53,30 @@ inline void for_rows(ThreadPool& pool, int64_t n, const std::function<void(int, 
 
 struct Engine::Impl {
     // What one layer keeps from forward to backward.
+    // Widths (Dims): QKV = q_width + 2 * kv_width (3C for GPT-2), Q = q_width (C), F = the
+    // MLP's first linear's outputs (4C, or gate and up: 2 * mlp_hidden).
     struct LayerActs {
-        float *ln1_mean, *ln1_rstd;  // [N]
-        float* qkv;                  // [N, 3C]
-        float* atty;                 // [N, C]   attention output (before c_proj)
+        float *ln1_mean, *ln1_rstd;  // [N]     (RMSNorm: the mean is unused)
+        float* qkv;                  // [N, QKV] q, k, v as attention reads them (normed, rotated)
+        float* atty;                 // [N, Q]   attention output (before c_proj)
         float* lse;                  // [B, NH, T] log-sum-exp of each attention row
         float* res2;                 // [N, C]   residual after the attention block
         float *ln2_mean, *ln2_rstd;  // [N]
-        float* fch;                  // [N, 4C]  MLP pre-activation
+        float* fch;                  // [N, F]   MLP pre-activation
+        float* qk_raw;               // [N, Q + kv_width] q and k before their norms (qk_norm only)
+        float* qk_rstd;              // [N, NH + NKV] the per-head norms' rstd (qk_norm only)
+    };
+    // The configuration's widths, computed once.
+    struct Dims {
+        int C, Q, KV, QKV, H, F, NH, NKV, hd;
+        bool swiglu, rms, rotary;
+        explicit Dims(const ModelConfig& c)
+            : C(c.n_embd), Q(c.q_width()), KV(c.kv_width()), QKV(c.q_width() + 2 * c.kv_width()), H(c.mlp_width()),
+              F(c.mlp == MlpKind::swiglu ? 2 * c.mlp_width() : c.mlp_width()), NH(c.n_head), NKV(c.kv_heads()),
+              hd(c.head_dim()), swiglu(c.mlp == MlpKind::swiglu), rms(c.norm == NormKind::rmsnorm),
+              rotary(c.positions == PositionKind::rotary) {}
+        // big_a's width: the MLP activation's output, d(fc output) (GELU) and d(qkv).
+        int64_t big_width() const { return std::max<int64_t>(std::max(H, swiglu ? 0 : F), QKV); }
     };
     // Per-thread attention tiles.
     struct AttnScratch {
@@ -83,6 +100,7 @@ struct Engine::Impl {
     };
 
     ModelConfig cfg;
+    Dims dims;
     ParamLayout layout;
     int max_B, max_T;
     EngineOptions options;
@@ -94,8 +112,8 @@ struct Engine::Impl {
     std::vector<float*> resid;
     std::vector<LayerActs> layers;  // 1 for forward passes; L for forward_backward without recompute
     float* ln_out = nullptr;      // [N, C]  a LayerNorm output (forward, and recomputed in backward)
-    float* big_a = nullptr;       // [N, 4C] GELU output; in backward dfch, then dqkv
-    float* datty = nullptr;       // [N, C]  in backward d(attention output)
+    float* big_a = nullptr;       // [N, big_width] GELU/SwiGLU output; in backward dfch (GELU), then dqkv
+    float* datty = nullptr;       // [N, Q]  in backward d(attention output)
     float* branch = nullptr;      // [N, C]  a block's output before dropout; in backward d(ln input)
     float* dresid = nullptr;      // [N, C]  gradient of the residual stream
     float* lnf_mean = nullptr;    // [N]
@@ -103,7 +121,9 @@ struct Engine::Impl {
     float* row_loss = nullptr;    // [N]
     std::vector<AttnScratch> attn_scratch;
     std::vector<HeadScratch> head_scratch;
-    AlignedBuffer<float> cached_scores;  // [n_ctx, n_ctx] one head's scores in a cached pass
+    AlignedBuffer<float> cached_scores;  // [rows, len] one head's scores in a cached pass
+    // Rotary angles [max_T, head_dim / 2] of positions 0.., and of a cached pass's positions.
+    AlignedBuffer<float> rope_cos, rope_sin, cached_cos, cached_sin;
     int first_position = 0;              // of the current pass (non-zero only in a cached one)
     LinearHook* hook = nullptr;      // borrowed; null = the plain model
     AlignedBuffer<float> widened;    // one row of a 16-bit matrix, in one-position passes
@@ -117,7 +137,7 @@ struct Engine::Impl {
     int backward_floor = 0;
     StepProfile* profile = nullptr;     // borrowed; null: not profiled
     bool recomputing = false;           // block_forward is rebuilding a layer for its backward
-    // The layer whose GELU output big_a holds, and whose ln_2 output ln_out holds (-1: none):
+    // The layer whose GELU (or SwiGLU) output big_a holds, and whose ln_2 output ln_out holds (-1: none):
     // the last layer's GELU after a forward pass, and both after a layer is recomputed, so
     // block_backward does not compute them a second time.
     int gelu_layer = -1, ln2_layer = -1;
@@ -184,11 +204,23 @@ struct Engine::Impl {
                          const float* bias, int N, int C, int OC, const Dropout& d, DropoutPlace place,
                          bool training, ThreadPool& pool);
     static void gelu_rows(float* out, const float* x, int N, int width, ThreadPool& pool);
+    // out[N, H] = silu(gate) * up of fch [N, 2H] (gate columns, then up columns).
+    static void swiglu_rows(float* out, const float* fch, int N, int H, ThreadPool& pool);
+
+    // The Llama family's q/k steps between the qkv linear and attention (engine_attention.cpp):
+    // per-head RMSNorm (qk_norm: the layer's weights, raw values kept in a.qk_raw) and the
+    // rotation of each of B sequences of T rows by the angles cos/sin [T, head_dim / 2]; and
+    // their backward on dqkv [N, QKV] in place (dqnorm, dknorm: weight gradients, or null).
+    void qk_forward(LayerActs& a, const float* w_qnorm, const float* w_knorm, int B, int T, const float* cos,
+                    const float* sin, ThreadPool& pool);
+    void qk_backward(float* dqkv, const LayerActs& a, const float* w_qnorm, const float* w_knorm, float* dqnorm,
+                     float* dknorm, int B, int T, ThreadPool& pool);
 
     // Attention, over a batch and against a KV cache (engine_attention.cpp).
     // fn(scratch, pair, b, h) for every (sequence b, head h) of a batch of B sequences, pair =
     // b * n_head + h, split over the pool's threads, each with its own scratch.
-    void for_each_head(int B, ThreadPool& pool,
+    // heads: per sequence, n_head (one query head each) or kv_heads() (one KV head's group).
+    void for_each_head(int B, int heads, ThreadPool& pool,
                        const std::function<void(AttnScratch&, int64_t pair, int b, int h)>& fn);
     void attention_forward(LayerActs& a, int layer, int B, int T, const Dropout& d, ThreadPool& pool);
     void attention_backward(float* dqkv, const float* datty, const LayerActs& a, int layer, int B, int T,

@@ -50,7 +50,7 @@ void Engine::Impl::linear(int layer, LinearKind kind, float* out, const float* i
     if (N == 1) {  // the cached generation step: a matrix-vector product on this thread
         float* widened = row_scratch(C);
         for (int o = 0; o < OC; ++o) {
-            const float y = k::dot(w.row(o, C, widened), inp, C) + bias[o];
+            const float y = bias ? k::dot(w.row(o, C, widened), inp, C) + bias[o] : k::dot(w.row(o, C, widened), inp, C);
             out[o] = accumulate ? out[o] + y : y;
         }
         if (term) term->forward(layer, kind, inp, N, C, out, OC, hook_context(d, pool, training));
@@ -129,8 +129,8 @@ void Engine::Impl::linear_backward(int layer, LinearKind kind, float* dinp, floa
 
 int64_t Engine::Impl::weight_gradient_scratch_floats(const ModelConfig& cfg, int64_t N, int nt) {
     // The largest dw_partials any block linear's linear_backward_weights asks for.
-    const int C = cfg.n_embd;
-    const int shapes[4][2] = {{3 * C, C}, {C, C}, {4 * C, C}, {C, 4 * C}};  // {OC, C} of each kind
+    const Dims d(cfg);
+    const int shapes[4][2] = {{d.QKV, d.C}, {d.C, d.Q}, {d.F, d.C}, {d.C, d.H}};  // {OC, C} of each kind
     int64_t most = 0;
     for (const auto& sh : shapes) {
         const int OC = sh[0], IC = sh[1];
@@ -234,6 +234,12 @@ void Engine::Impl::linear_residual(int layer, LinearKind kind, float* out, const
 void Engine::Impl::gelu_rows(float* out, const float* x, int N, int width, ThreadPool& pool) {
     for_rows(pool, N, [&](int, int64_t r0, int64_t r1) {
         k::gelu_forward(out + r0 * width, x + r0 * width, (r1 - r0) * width);
+    });
+}
+
+void Engine::Impl::swiglu_rows(float* out, const float* fch, int N, int H, ThreadPool& pool) {
+    for_rows(pool, N, [&](int, int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) k::swiglu_forward(out + r * H, fch + r * 2 * H, fch + r * 2 * H + H, H);
     });
 }
 

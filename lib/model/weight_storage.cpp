@@ -109,6 +109,7 @@ WeightsView Model::weights() const {
     v.half_max_abs = half_max_abs_;
     for (int k = 0; k < kNumParamKinds; ++k) {
         const ParamKind kind = ParamKind(k);
+        if (layout_.size[size_t(k)] == 0) continue;  // a kind the configuration lacks: null
         if (mapping_) {
             if (element_bytes(kind) == 2)
                 v.half[size_t(k)] = reinterpret_cast<const uint16_t*>(mapped_[size_t(k)]);

@@ -15,9 +15,9 @@
 
 namespace pg {
 
-// The tensors a 16-bit base holds in 16 bits: wte and the four linear weights.
+// The tensors a 16-bit base holds in 16 bits: wte, the four linear weights and an untied head.
 inline bool held_in_16_bits(ParamKind kind) {
-    return kind == kWte || kind == kQkvw || kind == kAttprojw || kind == kFcw || kind == kFcprojw;
+    return kind == kWte || kind == kQkvw || kind == kAttprojw || kind == kFcw || kind == kFcprojw || kind == kLmHead;
 }
 
 // One weight matrix (or a layer's slice of one), in one of the two representations.
@@ -81,8 +81,8 @@ struct WeightsView {
     // The fp32 tensors (the 16-bit ones null), for the code that reads LayerNorms and biases.
     GptTensors<const float> fp32_tensors() const {
         const auto& p = f32;
-        return GptTensors<const float>{p[0], p[1], p[2],  p[3],  p[4],  p[5],  p[6],  p[7],
-                                       p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15]};
+        return GptTensors<const float>{p[0],  p[1],  p[2],  p[3],  p[4],  p[5],  p[6],  p[7],  p[8], p[9],
+                                       p[10], p[11], p[12], p[13], p[14], p[15], p[16], p[17], p[18]};
     }
 };
 

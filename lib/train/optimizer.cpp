@@ -26,7 +26,7 @@ std::vector<ParamPiece> optimizer_pieces(const std::vector<TensorEntry>& tensors
         require(e->offset == expected, PG_ERR_INTERNAL,
                 "optimizer: tensor table does not tile the parameters at " + e->name);
         bool decay = e->is_linear_weight ||
-                     (decay_embeddings && (e->kind == kWte || e->kind == kWpe));
+                     (decay_embeddings && (e->kind == kWte || e->kind == kWpe || e->kind == kLmHead));
         const bool skip = e->is_linear_weight;
         if (!runs.empty() && runs.back().piece.decay == decay && runs.back().skip == skip)
             runs.back().piece.count += e->numel;

@@ -36,7 +36,7 @@ std::vector<Real> random_model_params(const pg::ModelConfig& cfg, uint64_t seed,
 inline const char* param_kind_name(int kind) {
     static const char* const names[pg::kNumParamKinds] = {
         "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
-        "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
+        "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb", "qnorm", "knorm", "lmhead"};
     return names[kind];
 }
 
