@@ -131,3 +131,83 @@ TEST_CASE("the loaded storage of pg_model_load_with follows options.weight_stora
     pg_model_free(m);
     ::unlink(path.c_str());
 }
+
+TEST_CASE("Llama-family models go through a Hugging Face folder bit for bit", "[io][hf]") {
+    for (const char* preset : {"tiny-llama", "tiny-qwen2", "tiny-qwen3"}) {
+        INFO(preset);
+        pg_model* m = model_of(preset, 9);
+        const std::string dir = folder_named(preset);
+        REQUIRE(pg_model_export(m, PG_FORMAT_HF_FOLDER, dir.c_str()) == PG_OK);
+        pg_model* back = import_folder(dir);
+        const float *a, *b;
+        int64_t na, nb;
+        REQUIRE(pg_model_params(m, &a, &na) == PG_OK);
+        REQUIRE(pg_model_params(back, &b, &nb) == PG_OK);
+        REQUIRE(na == nb);
+        CHECK(std::memcmp(a, b, std::size_t(na) * 4) == 0);
+        // Without a tokenizer.json the vocabulary is the embedding's rows (config.json's vocab_size).
+        pg_model_config c;
+        pg_model_config_default(&c);
+        REQUIRE(pg_model_get_config(back, &c) == PG_OK);
+        CHECK(c.vocab_size == c.padded_vocab_size);
+        pg_model_free(back);
+        pg_model_free(m);
+    }
+}
+
+TEST_CASE("a folder's tokenizer.json comes with the model, the embedding's further rows padding", "[io][hf]") {
+    // A byte-level BPE of 300 tokens and a model whose embedding has 320 rows, as Qwen pads its own.
+    std::string text;
+    for (int i = 0; i < 200; ++i) text += "the quick brown fox jumps over the lazy dog " + std::to_string(i) + "\n";
+    const char* texts[] = {text.c_str()};
+    const size_t lens[] = {text.size()};
+    pg_tokenizer* tok = nullptr;
+    REQUIRE(pg_bpe_train(texts, lens, 1, 300, nullptr, &tok) == PG_OK);
+    int32_t n_tokens = 0;
+    REQUIRE(pg_tokenizer_vocab_size(tok, &n_tokens) == PG_OK);
+    std::vector<char> json(1 << 20);
+    size_t len = 0;
+    REQUIRE(pg_tokenizer_write_file(tok, PG_TOKENIZER_FILE_HF_JSON, json.data(), json.size(), &len) == PG_OK);
+    pg_tokenizer_free(tok);
+
+    pg_model_config cfg;
+    pg_model_config_default(&cfg);
+    REQUIRE(pg_model_config_preset("tiny-llama", &cfg) == PG_OK);
+    cfg.vocab_size = cfg.padded_vocab_size = 320;
+    pg_model* m = nullptr;
+    REQUIRE(pg_model_create(&cfg, 4, &m) == PG_OK);
+    const std::string dir = folder_named("tokenizer");
+    REQUIRE(pg_model_export(m, PG_FORMAT_HF_FOLDER, dir.c_str()) == PG_OK);
+    pg::io::write_file_atomically(dir + "/tokenizer.json", json.data(), len);
+    pg_model* back = import_folder(dir);
+    pg_model_config c;
+    pg_model_config_default(&c);
+    REQUIRE(pg_model_get_config(back, &c) == PG_OK);
+    CHECK(c.vocab_size == n_tokens);
+    CHECK(c.padded_vocab_size == 320);
+    pg_tokenizer* carried = nullptr;
+    REQUIRE(pg_model_get_tokenizer(back, &carried) == PG_OK);
+    REQUIRE(carried != nullptr);
+    const float *a, *b;
+    int64_t na, nb;
+    REQUIRE(pg_model_params(m, &a, &na) == PG_OK);
+    REQUIRE(pg_model_params(back, &b, &nb) == PG_OK);
+    REQUIRE(na == nb);
+    CHECK(std::memcmp(a, b, std::size_t(na) * 4) == 0);
+    // Exported again, config.json keeps the embedding's 320 rows.
+    const std::string again = folder_named("tokenizer_again");
+    REQUIRE(pg_model_export(back, PG_FORMAT_HF_FOLDER, again.c_str()) == PG_OK);
+    const std::vector<uint8_t> config = pg::io::read_small_file(again + "/config.json", 1 << 20);
+    CHECK_THAT(std::string(config.begin(), config.end()), Catch::Contains("\"vocab_size\": 320"));
+    pg_model_free(back);
+    pg_model_free(m);
+
+    // A tokenizer larger than the embedding is refused.
+    cfg.vocab_size = cfg.padded_vocab_size = 280;
+    REQUIRE(pg_model_create(&cfg, 4, &m) == PG_OK);
+    REQUIRE(pg_model_export(m, PG_FORMAT_HF_FOLDER, dir.c_str()) == PG_OK);
+    pg_model* refused = nullptr;
+    CHECK(pg_model_import(PG_FORMAT_HF_FOLDER, dir.c_str(), &refused) == PG_ERR_GEOMETRY);
+    CHECK_THAT(pg_last_error(), Catch::Contains("tokenizer.json"));
+    pg_model_free(m);
+}

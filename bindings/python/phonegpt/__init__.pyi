@@ -160,6 +160,7 @@ class SaveOptions:
 
 class LoadOptions:
     map_weights: bool
+    weight_storage: int  # -1 = as the file holds the weights; else a pg_weight_storage value
     def __init__(self, **fields: object) -> None: ...
     def replace(self, **fields: object) -> LoadOptions: ...
 

@@ -32,7 +32,7 @@ class Model internal constructor(handle: Long) : EvaluatingHandle(handle, "Model
         @JvmStatic fun load(file: File): Model = load(file.path)
         @JvmStatic fun load(file: File, options: LoadOptions): Model = load(file.path, options)
         /** Imports an llm.c or safetensors file, or a Hugging Face model folder (pg_model_import). */
-        @JvmStatic fun importFrom(path: String, format: InteropFormat): Model = Model(Native.modelImport(format.code, path, null))
+        @JvmStatic fun importFrom(path: String, format: InteropFormat): Model = importFrom(path, format, LoadOptions.defaults())
         /** [importFrom] with options: [LoadOptions.weightStorage] reads a Hugging Face folder straight into a
          *  16-bit base (pg_model_import_with). */
         @JvmStatic fun importFrom(path: String, format: InteropFormat, options: LoadOptions): Model =
