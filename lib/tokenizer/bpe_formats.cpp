@@ -522,6 +522,7 @@ std::unique_ptr<BpeTokenizer> load_hf(std::string_view json) {
     // The pre-tokenizer: which pattern, and ByteLevel's prefix space.
     Pattern pattern = Pattern::kGpt2;
     std::string regex_text;
+    auto digits = BpeTokenizer::DigitSplit::kNone;
     bool add_prefix_space = false;
     const io::JsonValue* pre_found = root.find("pre_tokenizer");
     if (!pre_found || pre_found->is_null()) unsupported("has no pre_tokenizer");
@@ -531,11 +532,22 @@ std::unique_ptr<BpeTokenizer> load_hf(std::string_view json) {
         if (!read_byte_level(pre, "pre_tokenizer", &add_prefix_space)) unsupported("ByteLevel without use_regex has no pattern");
     } else if (pre_type == "Sequence") {
         const auto& list = member(pre, "pretokenizers", "pre_tokenizer").as_array("tokenizer.json: pre_tokenizer.pretokenizers");
-        if (list.size() != 2 || type_of(list[0], "pre_tokenizer.pretokenizers[0]") != "Split" ||
-            type_of(list[1], "pre_tokenizer.pretokenizers[1]") != "ByteLevel")
-            unsupported("pre_tokenizer Sequence is not [Split, ByteLevel]");
-        read_split(list[0], &pattern, &regex_text);
-        if (read_byte_level(list[1], "pre_tokenizer.pretokenizers[1]", &add_prefix_space)) unsupported("ByteLevel after a Split splits again (use_regex true)");
+        const std::string first = list.size() == 2 ? type_of(list[0], "pre_tokenizer.pretokenizers[0]") : "";
+        if ((first != "Split" && first != "Digits") || type_of(list[1], "pre_tokenizer.pretokenizers[1]") != "ByteLevel")
+            unsupported("pre_tokenizer Sequence is not [Split, ByteLevel] or [Digits, ByteLevel]");
+        const bool use_regex = read_byte_level(list[1], "pre_tokenizer.pretokenizers[1]", &add_prefix_space);
+        if (first == "Split") {
+            read_split(list[0], &pattern, &regex_text);
+            if (use_regex) unsupported("ByteLevel after a Split splits again (use_regex true)");
+        } else {
+            // SmolLM2's: digits split off, then GPT-2's regex on the rest.
+            digits = required_bool(list[0], "individual_digits", "pre_tokenizer.pretokenizers[0]")
+                         ? BpeTokenizer::DigitSplit::kIndividual
+                         : BpeTokenizer::DigitSplit::kRuns;
+            if (!use_regex) unsupported("ByteLevel after Digits without use_regex (no pattern for the rest)");
+            // HF's ByteLevel puts its prefix space before every piece Digits made.
+            if (add_prefix_space) unsupported("ByteLevel after Digits with add_prefix_space");
+        }
     } else {
         unsupported("pre_tokenizer type " + quote_line(pre_type));
     }
@@ -601,6 +613,7 @@ std::unique_ptr<BpeTokenizer> load_hf(std::string_view json) {
     auto t = BpeTokenizer::from_merges(pattern, std::move(vocab), merges, std::move(specials), ignore_merges, add_prefix_space);
     t->set_text_rules(nfc, std::move(always_matched));
     if (pattern == Pattern::kRegex) t->set_split_regex(regex_text, "tokenizer.json: pre_tokenizer.pretokenizers[0].pattern.Regex");
+    t->set_digit_split(digits);
     return t;
 }
 
@@ -621,7 +634,13 @@ std::string write_hf(const BpeTokenizer& t) {
         return o;
     };
     JsonObject pre;
-    if (t.pattern() == Pattern::kGpt2) {
+    if (t.digit_split() != BpeTokenizer::DigitSplit::kNone) {
+        require(t.pattern() == Pattern::kGpt2 && !aps, PG_ERR_UNSUPPORTED,
+                "tokenizer.json has Digits before a ByteLevel only with GPT-2's regex and no prefix space");
+        JsonObject split_digits;
+        split_digits.str("type", "Digits").boolean("individual_digits", t.digit_split() == BpeTokenizer::DigitSplit::kIndividual);
+        pre.str("type", "Sequence").array("pretokenizers", {split_digits, byte_level(false, true)});
+    } else if (t.pattern() == Pattern::kGpt2) {
         pre = byte_level(aps, true);
     } else {
         JsonObject regex, split;

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "tokenizer/tokenizer_format.hpp"
+#include "tokenizer/bpe_unicode.hpp"
 #include "tokenizer/unicode_nfc.hpp"
 
 namespace pg {
@@ -24,6 +25,8 @@ constexpr std::size_t kSmallPiece = 64;
 // Serialised flags beyond the first three.
 constexpr uint32_t kFlagNfc = 8;
 constexpr uint32_t kFlagAlwaysMatched = 16;
+constexpr uint32_t kFlagDigitsEach = 32;  // HF Digits, individual_digits true
+constexpr uint32_t kFlagDigitRuns = 64;   // HF Digits, individual_digits false
 
 uint64_t mix(uint64_t h) {
     h ^= h >> 31;
@@ -551,19 +554,42 @@ void BpeTokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& 
         shift = 1;
     }
     const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+    if (digits_ == DigitSplit::kNone) return encode_pattern_pieces(p, text.size(), 0, shift, out);
+    const std::size_t n = text.size();
+    std::size_t from = 0;  // the start of the stretch the pattern splits
+    for (std::size_t i = 0; i < n;) {
+        const bpe::Char c = bpe::decode_char(p + i, p + n);
+        if (!bpe::is_number(c.cls)) {
+            i += c.len;
+            continue;
+        }
+        encode_pattern_pieces(p + from, i - from, from, shift, out);
+        std::size_t end = i + c.len;
+        while (digits_ == DigitSplit::kRuns && end < n) {
+            const bpe::Char d = bpe::decode_char(p + end, p + n);
+            if (!bpe::is_number(d.cls)) break;
+            end += d.len;
+        }
+        encode_piece(p + i, end - i, i >= shift ? i - shift : 0, out);
+        from = i = end;
+    }
+    encode_pattern_pieces(p + from, n - from, from, shift, out);
+}
+
+void BpeTokenizer::encode_pattern_pieces(const unsigned char* p, std::size_t n, std::size_t base, std::size_t shift,
+                                         std::vector<int32_t>& out) const {
+    const auto offset = [&](std::size_t b) { return base + b >= shift ? base + b - shift : 0; };
     if (regex_) {
         std::vector<std::size_t> ends;
-        regex_->piece_ends(p, text.size(), ends);
+        regex_->piece_ends(p, n, ends);
         std::size_t b = 0;
         for (std::size_t e : ends) {
-            encode_piece(p + b, e - b, b >= shift ? b - shift : 0, out);
+            encode_piece(p + b, e - b, offset(b), out);
             b = e;
         }
         return;
     }
-    bpe::for_each_piece(pattern_, p, text.size(), [&](std::size_t b, std::size_t e) {
-        encode_piece(p + b, e - b, b >= shift ? b - shift : 0, out);
-    });
+    bpe::for_each_piece(pattern_, p, n, [&](std::size_t b, std::size_t e) { encode_piece(p + b, e - b, offset(b), out); });
 }
 
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {
@@ -671,7 +697,8 @@ std::vector<uint8_t> BpeTokenizer::serialize() const {
     fmt::Writer body;
     body.u32(uint32_t(pattern_));
     body.u32((tiktoken_rule_ ? 1u : 0u) | (ignore_merges_ ? 2u : 0u) | (add_prefix_space_ ? 4u : 0u) |
-             (nfc_ ? kFlagNfc : 0u) | (always_matched_.empty() ? 0u : kFlagAlwaysMatched));
+             (nfc_ ? kFlagNfc : 0u) | (always_matched_.empty() ? 0u : kFlagAlwaysMatched) |
+             (digits_ == DigitSplit::kIndividual ? kFlagDigitsEach : 0u) | (digits_ == DigitSplit::kRuns ? kFlagDigitRuns : 0u));
     const auto put_tokens = [&](const std::vector<Token>& v) {
         body.u32(uint32_t(v.size()));
         for (const auto& t : v) {
@@ -708,7 +735,7 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::from_payload(const uint8_t* payload,
     require(pattern >= 1 && pattern <= 5, PG_ERR_FORMAT,
             "serialised BPE tokenizer has unknown pattern " + std::to_string(pattern) + " at byte 16 (1..5)");
     const uint32_t flags = r.u32("BPE flags");
-    require(flags < 32, PG_ERR_FORMAT, "serialised BPE tokenizer has unknown flags " + std::to_string(flags) + " at byte 20");
+    require(flags < 128 && (flags & (kFlagDigitsEach | kFlagDigitRuns)) != (kFlagDigitsEach | kFlagDigitRuns), PG_ERR_FORMAT, "serialised BPE tokenizer has unknown flags " + std::to_string(flags) + " at byte 20");
     const auto get_tokens = [&](const char* what) {
         const std::size_t at = r.offset();
         const uint32_t count = r.u32(what);
@@ -770,6 +797,8 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::from_payload(const uint8_t* payload,
     }
     t->set_text_rules((flags & kFlagNfc) != 0, std::move(always_matched));
     if (bpe::Pattern(pattern) == bpe::Pattern::kRegex) t->set_split_regex(regex, "serialised BPE tokenizer's Split regex");
+    if (flags & kFlagDigitsEach) t->set_digit_split(DigitSplit::kIndividual);
+    if (flags & kFlagDigitRuns) t->set_digit_split(DigitSplit::kRuns);
     return t;
 }
 

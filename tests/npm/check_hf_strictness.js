@@ -52,6 +52,12 @@ const splitThenByteLevel = (split) => ({
                   { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false }],
 });
 
+const digitsThenByteLevel = (digits, byteLevel) => ({
+  type: 'Sequence',
+  pretokenizers: [Object.assign({ type: 'Digits' }, digits),
+                  Object.assign({ type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true }, byteLevel)],
+});
+
 // [name, edit, HF's verdict, libphonegpt's status]
 const A = 'accept', R = 'refuse';
 const cases = [
@@ -102,6 +108,13 @@ const cases = [
   ['Split of an unknown behavior', (j) => { j.pre_tokenizer = splitThenByteLevel({ behavior: 'Nope' }); }, R, 'PG_ERR_FORMAT'],
   ['Split behavior Removed', (j) => { j.pre_tokenizer = splitThenByteLevel({ behavior: 'Removed' }); }, A, 'PG_ERR_UNSUPPORTED'],
   ["Split on Qwen's regex (single digits)", (j) => { j.pre_tokenizer = splitThenByteLevel({ pattern: { Regex: qwenRegex } }); }, A, 'PG_OK'],
+  // Digits then ByteLevel with its regex (SmolLM2's layout).
+  ['Digits + ByteLevel', (j) => { j.pre_tokenizer = digitsThenByteLevel({ individual_digits: true }, {}); }, A, 'PG_OK'],
+  ['Digits in runs + ByteLevel', (j) => { j.pre_tokenizer = digitsThenByteLevel({ individual_digits: false }, {}); }, A, 'PG_OK'],
+  ['Digits without individual_digits', (j) => { j.pre_tokenizer = digitsThenByteLevel({}, {}); }, R, 'PG_ERR_FORMAT'],
+  ['Digits individual_digits "yes"', (j) => { j.pre_tokenizer = digitsThenByteLevel({ individual_digits: 'yes' }, {}); }, R, 'PG_ERR_FORMAT'],
+  ['Digits + ByteLevel without regex', (j) => { j.pre_tokenizer = digitsThenByteLevel({ individual_digits: true }, { use_regex: false }); }, A, 'PG_ERR_UNSUPPORTED'],
+  ['Digits + ByteLevel with a prefix space', (j) => { j.pre_tokenizer = digitsThenByteLevel({ individual_digits: true }, { add_prefix_space: true }); }, A, 'PG_ERR_UNSUPPORTED'],
   // Any other regex runs in PCRE2.
   ['Split on another regex', (j) => { j.pre_tokenizer = splitThenByteLevel({ pattern: { Regex: "\\p{L}+|\\p{N}|'|\\s+(?!\\S)|[^\\s\\p{L}]+" } }); }, A, 'PG_OK'],
   ['Split on a regex with empty matches', (j) => { j.pre_tokenizer = splitThenByteLevel({ pattern: { Regex: 'l*' } }); }, A, 'PG_OK'],
@@ -144,7 +157,7 @@ const cases = [
 const textPath = path.join(work, 'text.txt');
 // It starts with a space: with add_prefix_space none is added, so bpe_tool's decode(encode(x))
 // == x check holds for every case.
-const text = ' hello world, hell<|endoftext|> he  well\n\tw';
+const text = ' hello world, hell<|endoftext|> he  well\n\tw 12 345x';
 fs.writeFileSync(textPath, text);
 const idsPath = path.join(work, 'ids.bin');
 

@@ -632,3 +632,28 @@ TEST_CASE("NFC, always-matched added tokens and a Split regex survive tokenizer.
         CHECK(e.status() == PG_ERR_FORMAT);
     }
 }
+
+TEST_CASE("HF's Digits before GPT-2's regex: digits one by one or in runs, kept by both formats", "[bpe]") {
+    std::vector<BpeTokenizer::Token> vocab;
+    for (int b = 0; b < 256; ++b) vocab.push_back({b, std::string(1, char(b))});
+    vocab.push_back({256, "12"});
+    vocab.push_back({257, " 1"});
+    auto t = BpeTokenizer::from_merges(Pattern::kGpt2, vocab, {{'1', '2'}, {' ', '1'}}, {}, false, false);
+    const std::string text = "a 12 \xD9\xA1" "1";  // an Arabic-Indic digit beside an ASCII one
+    using Ids = std::vector<int32_t>;
+    CHECK(t->encode(text) == Ids{'a', ' ', 256, ' ', 0xD9, 0xA1, '1'});
+    t->set_digit_split(BpeTokenizer::DigitSplit::kIndividual);
+    const Ids each = {'a', ' ', '1', '2', ' ', 0xD9, 0xA1, '1'};
+    CHECK(t->encode(text) == each);
+    CHECK(t->encode("a 1") == Ids{'a', ' ', '1'});  // " 1" is no longer one piece
+    CHECK(t->decode(each.data(), each.size()) == text);
+    auto hf = pg::bpe::load_hf(pg::bpe::write_hf(*t));
+    CHECK(hf->digit_split() == BpeTokenizer::DigitSplit::kIndividual);
+    CHECK(hf->encode(text) == each);
+    t->set_digit_split(BpeTokenizer::DigitSplit::kRuns);
+    CHECK(t->encode(text) == Ids{'a', ' ', 256, ' ', 0xD9, 0xA1, '1'});  // the run \u0661 1 has no merge
+    const auto blob = t->serialize();
+    auto back = pg::deserialize_tokenizer(blob.data(), blob.size());
+    CHECK(back->encode(text) == t->encode(text));
+    CHECK(back->serialize() == blob);
+}
