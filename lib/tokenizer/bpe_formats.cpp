@@ -509,6 +509,79 @@ void read_split(const io::JsonValue& split, Pattern* pattern, std::string* regex
     if (required_bool(split, "invert", where) || behavior != "Isolated") unsupported("Split is not Isolated and uninverted");
 }
 
+// One item of a TemplateProcessing list: a special token (its index in `names`) or a text (-1
+// for A, -2 for B), with its type_id.
+struct TemplateItem {
+    int32_t what;
+    uint64_t type_id;
+    bool operator==(const TemplateItem& o) const { return what == o.what && type_id == o.type_id; }
+};
+
+std::vector<TemplateItem> read_template_items(const io::JsonValue& list, const std::string& where,
+                                              const std::vector<std::string>& names) {
+    std::vector<TemplateItem> items;
+    const auto& entries = list.as_array("tokenizer.json: " + where);
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        const std::string w = where + "[" + std::to_string(i) + "]";
+        const auto& fields = entries[i].as_object("tokenizer.json: " + w);
+        require(fields.size() == 1, PG_ERR_FORMAT, "tokenizer.json: " + w + " is not one {\"SpecialToken\"} or {\"Sequence\"}");
+        const std::string& kind = fields.begin()->first;
+        const io::JsonValue& body = fields.begin()->second;
+        const std::string id = member(body, "id", w + "." + kind).as_string("tokenizer.json: " + w + "." + kind + ".id");
+        const uint64_t type_id = member(body, "type_id", w + "." + kind).as_u64("tokenizer.json: " + w + "." + kind + ".type_id");
+        if (kind == "Sequence") {
+            require(id == "A" || id == "B", PG_ERR_FORMAT, "tokenizer.json: " + w + ".Sequence.id " + quote_line(id) + " is not A or B");
+            items.push_back({id == "A" ? -1 : -2, type_id});
+        } else if (kind == "SpecialToken") {
+            const auto it = std::find(names.begin(), names.end(), id);
+            require(it != names.end(), PG_ERR_FORMAT, "tokenizer.json: " + w + " names " + quote_line(id) + ", which is not in special_tokens");
+            items.push_back({int32_t(it - names.begin()), type_id});
+        } else {
+            throw Error(PG_ERR_FORMAT, "tokenizer.json: " + w + " is " + quote_line(kind) + ", not SpecialToken or Sequence");
+        }
+    }
+    return items;
+}
+
+// A TemplateProcessing post-processor: sets the special-token ids its single template puts
+// before and after the text. Read where libphonegpt writes the same file back: each special
+// token one added token named by its text, the single template type 0 around A, the pair
+// template the single one around A and then, type 1, around B (Llama 3's, BERT's is not).
+void read_template(const io::JsonValue& tp, const std::string& where, const std::vector<Token>& specials,
+                   std::vector<int32_t>* before, std::vector<int32_t>* after) {
+    std::vector<std::string> names;
+    std::vector<int32_t> ids;
+    for (const auto& [name, entry] : member(tp, "special_tokens", where).as_object("tokenizer.json: " + where + ".special_tokens")) {
+        const std::string w = where + ".special_tokens." + name;
+        const std::string& id = member(entry, "id", w).as_string("tokenizer.json: " + w + ".id");
+        const auto& id_list = member(entry, "ids", w).as_array("tokenizer.json: " + w + ".ids");
+        const auto& tokens = member(entry, "tokens", w).as_array("tokenizer.json: " + w + ".tokens");
+        require(id_list.size() == tokens.size(), PG_ERR_FORMAT, "tokenizer.json: " + w + " has " + std::to_string(id_list.size()) +
+                                                                    " ids and " + std::to_string(tokens.size()) + " tokens");
+        if (id_list.size() != 1 || id != name || tokens[0].as_string("tokenizer.json: " + w + ".tokens[0]") != name)
+            unsupported(w + " is not one token named by its text");
+        const uint64_t value = id_list[0].as_u64("tokenizer.json: " + w + ".ids[0]");
+        const auto s = std::find_if(specials.begin(), specials.end(), [&](const Token& t) { return t.bytes == name; });
+        if (s == specials.end() || uint64_t(s->id) != value) unsupported(w + " is not an added token with that id");
+        names.push_back(name);
+        ids.push_back(s->id);
+    }
+    const std::vector<TemplateItem> single = read_template_items(member(tp, "single", where), where + ".single", names);
+    const std::vector<TemplateItem> pair = read_template_items(member(tp, "pair", where), where + ".pair", names);
+    std::vector<TemplateItem> want_pair;
+    bool seen_text = false;
+    for (const auto& item : single) {
+        if (item.type_id != 0 || item.what == -2 || (item.what == -1 && seen_text))
+            unsupported(where + ".single is not special tokens of type 0 around one Sequence A");
+        want_pair.push_back(item);
+        if (item.what == -1) seen_text = true;
+        else (seen_text ? after : before)->push_back(ids[std::size_t(item.what)]);
+    }
+    if (!seen_text) unsupported(where + ".single has no Sequence A");
+    for (const auto& item : single) want_pair.push_back({item.what == -1 ? -2 : item.what, 1});
+    if (!(pair == want_pair)) unsupported(where + ".pair is not the single template around A, then around B with type_id 1");
+}
+
 }  // namespace
 
 std::unique_ptr<BpeTokenizer> load_hf(std::string_view json) {
@@ -556,9 +629,30 @@ std::unique_ptr<BpeTokenizer> load_hf(std::string_view json) {
         if (type_of(*d, "decoder") != "ByteLevel") unsupported("decoder is not ByteLevel");
         read_byte_level(*d, "decoder", &ignored);
     }
+    // Post-processors: ByteLevel (offsets only), TemplateProcessing (read once the added
+    // tokens are), or a Sequence of them.
+    std::vector<std::pair<const io::JsonValue*, std::string>> processors;
+    const io::JsonValue* template_processing = nullptr;
+    std::string template_where;
     if (const auto* p = root.find("post_processor"); p && !p->is_null()) {
-        if (type_of(*p, "post_processor") != "ByteLevel") unsupported("post_processor " + quote_line(type_of(*p, "post_processor")) + " adds tokens");
-        read_byte_level(*p, "post_processor", &ignored);
+        if (type_of(*p, "post_processor") == "Sequence") {
+            const auto& list = member(*p, "processors", "post_processor").as_array("tokenizer.json: post_processor.processors");
+            for (std::size_t i = 0; i < list.size(); ++i)
+                processors.emplace_back(&list[i], "post_processor.processors[" + std::to_string(i) + "]");
+        } else {
+            processors.emplace_back(p, "post_processor");
+        }
+    }
+    for (const auto& [proc, where] : processors) {
+        const std::string type = type_of(*proc, where);
+        if (type == "ByteLevel") {
+            read_byte_level(*proc, where, &ignored);
+        } else if (type == "TemplateProcessing" && !template_processing) {
+            template_processing = proc;
+            template_where = where;
+        } else {
+            unsupported(where + " " + quote_line(type) + " (post-processors read: ByteLevel, one TemplateProcessing, Sequence)");
+        }
     }
 
     const io::JsonValue& model = member(root, "model", "the root");
@@ -614,6 +708,11 @@ std::unique_ptr<BpeTokenizer> load_hf(std::string_view json) {
     t->set_text_rules(nfc, std::move(always_matched));
     if (pattern == Pattern::kRegex) t->set_split_regex(regex_text, "tokenizer.json: pre_tokenizer.pretokenizers[0].pattern.Regex");
     t->set_digit_split(digits);
+    if (template_processing) {
+        std::vector<int32_t> before, after;
+        read_template(*template_processing, template_where, t->specials(), &before, &after);
+        t->set_template(std::move(before), std::move(after));
+    }
     return t;
 }
 
@@ -661,7 +760,38 @@ std::string write_hf(const BpeTokenizer& t) {
     file.str("version", "1.0").null("truncation").null("padding").array("added_tokens", added);
     if (t.nfc()) file.object("normalizer", JsonObject().str("type", "NFC"));
     else file.null("normalizer");
-    file.object("pre_tokenizer", pre).null("post_processor").object("decoder", byte_level(true, true))
+    file.object("pre_tokenizer", pre);
+    if (t.template_before().empty() && t.template_after().empty()) {
+        file.null("post_processor");
+    } else {
+        // read_template's form: the single template around A; the pair one around A, then B.
+        JsonObject table;
+        std::vector<JsonObject> single, pair;
+        std::vector<int32_t> listed;
+        const auto special = [&](int32_t id, int type_id) {
+            const std::string& name = *t.token_bytes(id);
+            if (std::find(listed.begin(), listed.end(), id) == listed.end()) {
+                listed.push_back(id);
+                JsonObject entry;
+                entry.str("id", name).integers("ids", {id}).strings("tokens", {name});
+                table.object(name, entry);
+            }
+            JsonObject ref;
+            ref.str("id", name).integer("type_id", type_id);
+            return JsonObject().object("SpecialToken", ref);
+        };
+        for (int type_id : {0, 1}) {
+            auto& list = type_id == 0 ? single : pair;
+            for (int32_t id : t.template_before()) list.push_back(special(id, type_id));
+            list.push_back(JsonObject().object("Sequence", JsonObject().str("id", type_id ? "B" : "A").integer("type_id", type_id)));
+            for (int32_t id : t.template_after()) list.push_back(special(id, type_id));
+            if (type_id == 0) pair = single;
+        }
+        JsonObject post;
+        post.str("type", "TemplateProcessing").array("single", single).array("pair", pair).object("special_tokens", table);
+        file.object("post_processor", post);
+    }
+    file.object("decoder", byte_level(true, true))
         .object("model", model);
     return file.indented_text() + "\n";
 }

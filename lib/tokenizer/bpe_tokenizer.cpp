@@ -1,6 +1,6 @@
 // Byte-level BPE: tables, the merge loop (a flat array for short pieces, a heap over a linked
-// list for long ones so that one huge piece stays O(n log n)), special tokens, the serialised
-// payload (docs/tokenizer-format.md, kind 2).
+// list for long ones so that one huge piece stays O(n log n)), special tokens (the serialised
+// payload is bpe_payload.cpp).
 #include "tokenizer/bpe_tokenizer.hpp"
 
 #include <algorithm>
@@ -9,7 +9,6 @@
 #include <functional>
 
 #include "core/error.hpp"
-#include "tokenizer/tokenizer_format.hpp"
 #include "tokenizer/bpe_unicode.hpp"
 #include "tokenizer/unicode_nfc.hpp"
 
@@ -22,11 +21,6 @@ constexpr uint32_t kNoOffset = std::numeric_limits<uint32_t>::max();
 constexpr uint64_t kEmptyPair = std::numeric_limits<uint64_t>::max();
 // Pieces shorter than this merge in a flat array (quadratic but tiny); longer ones use a heap.
 constexpr std::size_t kSmallPiece = 64;
-// Serialised flags beyond the first three.
-constexpr uint32_t kFlagNfc = 8;
-constexpr uint32_t kFlagAlwaysMatched = 16;
-constexpr uint32_t kFlagDigitsEach = 32;  // HF Digits, individual_digits true
-constexpr uint32_t kFlagDigitRuns = 64;   // HF Digits, individual_digits false
 
 uint64_t mix(uint64_t h) {
     h ^= h >> 31;
@@ -534,6 +528,14 @@ void BpeTokenizer::set_split_regex(const std::string& regex, const std::string& 
     pattern_ = bpe::Pattern::kRegex;
 }
 
+void BpeTokenizer::set_template(std::vector<int32_t> before, std::vector<int32_t> after) {
+    for (const auto* ids : {&before, &after})
+        for (int32_t id : *ids)
+            require(is_special(id), PG_ERR_FORMAT, "template token id " + std::to_string(id) + " is not a special token");
+    template_before_ = std::move(before);
+    template_after_ = std::move(after);
+}
+
 bool BpeTokenizer::is_always_matched(int32_t id) const {
     return std::binary_search(always_matched_.begin(), always_matched_.end(), id);
 }
@@ -688,118 +690,6 @@ std::vector<BpeTokenizer::Merge> BpeTokenizer::merge_list() const {
         out.push_back(Merge{ids[0], ids[1]});
     }
     return out;
-}
-
-// Payload of kind 2, minor 0 (docs/tokenizer-format.md). Flags 8 (NFC) and 16 (always-matched
-// ids follow) are unknown to older readers, which refuse them rather than encode differently.
-std::vector<uint8_t> BpeTokenizer::serialize() const {
-    namespace fmt = tokenizer_format;
-    fmt::Writer body;
-    body.u32(uint32_t(pattern_));
-    body.u32((tiktoken_rule_ ? 1u : 0u) | (ignore_merges_ ? 2u : 0u) | (add_prefix_space_ ? 4u : 0u) |
-             (nfc_ ? kFlagNfc : 0u) | (always_matched_.empty() ? 0u : kFlagAlwaysMatched) |
-             (digits_ == DigitSplit::kIndividual ? kFlagDigitsEach : 0u) | (digits_ == DigitSplit::kRuns ? kFlagDigitRuns : 0u));
-    const auto put_tokens = [&](const std::vector<Token>& v) {
-        body.u32(uint32_t(v.size()));
-        for (const auto& t : v) {
-            body.u32(uint32_t(t.id));
-            body.u32(uint32_t(t.bytes.size()));
-            body.bytes(reinterpret_cast<const uint8_t*>(t.bytes.data()), t.bytes.size());
-        }
-    };
-    put_tokens(tokens_);
-    body.u32(uint32_t(merges_.size()));
-    for (const auto& m : merges_) {
-        body.u32(uint32_t(m.left));
-        body.u32(uint32_t(m.right));
-    }
-    put_tokens(specials_);
-    if (!always_matched_.empty()) {
-        body.u32(uint32_t(always_matched_.size()));
-        for (int32_t id : always_matched_) body.u32(uint32_t(id));
-    }
-    if (regex_) {
-        body.u32(uint32_t(regex_->pattern().size()));
-        body.bytes(reinterpret_cast<const uint8_t*>(regex_->pattern().data()), regex_->pattern().size());
-    }
-    fmt::Writer w;
-    fmt::write_header(w, PG_TOKENIZER_BPE, body.data().size());
-    w.bytes(body.data().data(), body.data().size());
-    return std::move(w.data());
-}
-
-std::unique_ptr<BpeTokenizer> BpeTokenizer::from_payload(const uint8_t* payload, std::size_t len, uint16_t minor) {
-    namespace fmt = tokenizer_format;
-    fmt::Reader r(payload, len, fmt::kHeaderBytes);
-    const uint32_t pattern = r.u32("BPE pattern");
-    require(pattern >= 1 && pattern <= 5, PG_ERR_FORMAT,
-            "serialised BPE tokenizer has unknown pattern " + std::to_string(pattern) + " at byte 16 (1..5)");
-    const uint32_t flags = r.u32("BPE flags");
-    require(flags < 128 && (flags & (kFlagDigitsEach | kFlagDigitRuns)) != (kFlagDigitsEach | kFlagDigitRuns), PG_ERR_FORMAT, "serialised BPE tokenizer has unknown flags " + std::to_string(flags) + " at byte 20");
-    const auto get_tokens = [&](const char* what) {
-        const std::size_t at = r.offset();
-        const uint32_t count = r.u32(what);
-        // Every entry takes at least 9 bytes: refuse a count the payload cannot hold before allocating.
-        require(count <= r.remaining() / 9, PG_ERR_FORMAT,
-                std::string("serialised BPE tokenizer declares ") + std::to_string(count) + " " + what + " at byte " +
-                    std::to_string(at) + " but only " + std::to_string(r.remaining()) + " bytes follow");
-        std::vector<Token> v(count);
-        for (auto& t : v) {
-            const uint32_t id = r.u32("token id");
-            const uint32_t n = r.u32("token length");
-            const uint8_t* b = r.bytes(n, "token bytes");
-            if (id >= kMaxVocab)
-                throw Error(PG_ERR_FORMAT,
-                            "serialised BPE tokenizer has token id " + std::to_string(id) + " outside the id range");
-            t.id = int32_t(id);
-            t.bytes.assign(reinterpret_cast<const char*>(b), n);
-        }
-        return v;
-    };
-    std::vector<Token> tokens = get_tokens("tokens");
-    const std::size_t at = r.offset();
-    const uint32_t n_merges = r.u32("merge count");
-    require(n_merges <= r.remaining() / 8, PG_ERR_FORMAT,
-            "serialised BPE tokenizer declares " + std::to_string(n_merges) + " merges at byte " + std::to_string(at) +
-                " but only " + std::to_string(r.remaining()) + " bytes follow");
-    std::vector<Merge> merges(n_merges);
-    for (auto& m : merges) {
-        m.left = int32_t(r.u32("merge left id") & 0x7FFFFFFFu);
-        m.right = int32_t(r.u32("merge right id") & 0x7FFFFFFFu);
-    }
-    std::vector<Token> specials = get_tokens("special tokens");
-    std::vector<int32_t> always_matched;
-    if (flags & kFlagAlwaysMatched) {
-        const std::size_t count_at = r.offset();
-        const uint32_t count = r.u32("always-matched count");
-        require(count >= 1 && count <= r.remaining() / 4, PG_ERR_FORMAT,
-                "serialised BPE tokenizer declares " + std::to_string(count) + " always-matched tokens at byte " +
-                    std::to_string(count_at) + " (1.., with " + std::to_string(r.remaining()) + " bytes following)");
-        always_matched.resize(count);
-        for (auto& id : always_matched) id = int32_t(r.u32("always-matched id") & 0x7FFFFFFFu);
-    }
-    std::string regex;
-    if (bpe::Pattern(pattern) == bpe::Pattern::kRegex) {
-        const uint32_t length = r.u32("Split regex length");
-        const uint8_t* text = r.bytes(length, "Split regex");
-        regex.assign(reinterpret_cast<const char*>(text), length);
-    }
-    require(minor > tokenizer_format::kMinor || r.remaining() == 0, PG_ERR_FORMAT,
-            "serialised BPE tokenizer has " + std::to_string(r.remaining()) + " unexpected bytes after its fields");
-    const bpe::Pattern pat = bpe::Pattern(pattern);
-    std::unique_ptr<BpeTokenizer> t;
-    if (flags & 1u) {
-        require(n_merges == 0 && (flags & 6u) == 0, PG_ERR_FORMAT,
-                "serialised BPE tokenizer with tiktoken's rule carries merges or merge-list flags");
-        t = from_ranks(pat, std::move(tokens), std::move(specials));
-    } else {
-        t = from_merges(pat, std::move(tokens), merges, std::move(specials), (flags & 2u) != 0, (flags & 4u) != 0);
-    }
-    t->set_text_rules((flags & kFlagNfc) != 0, std::move(always_matched));
-    if (bpe::Pattern(pattern) == bpe::Pattern::kRegex) t->set_split_regex(regex, "serialised BPE tokenizer's Split regex");
-    if (flags & kFlagDigitsEach) t->set_digit_split(DigitSplit::kIndividual);
-    if (flags & kFlagDigitRuns) t->set_digit_split(DigitSplit::kRuns);
-    return t;
 }
 
 std::unique_ptr<Tokenizer> BpeTokenizer::clone() const { return std::make_unique<BpeTokenizer>(*this); }

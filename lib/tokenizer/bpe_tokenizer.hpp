@@ -59,6 +59,12 @@ public:
     // `always_matched` are special-token ids matched in every encode (HF's non-special added
     // tokens). PG_ERR_FORMAT for an id that is not a special token.
     void set_text_rules(bool nfc, std::vector<int32_t> always_matched);
+    // The tokens HF's TemplateProcessing puts around one text (Llama 3's <|begin_of_text|>
+    // before it): special-token ids. encode never adds them; callers ask for them
+    // (pg_encode_options.add_special_tokens). PG_ERR_FORMAT for an id that is no special token.
+    void set_template(std::vector<int32_t> before, std::vector<int32_t> after);
+    const std::vector<int32_t>& template_before() const { return template_before_; }
+    const std::vector<int32_t>& template_after() const { return template_after_; }
     // HF's Digits pre-tokenizer before the pattern (SmolLM2): every \p{N} character a piece of
     // its own (kIndividual) or every run of them (kRuns), the pattern splitting the rest.
     enum class DigitSplit : uint8_t { kNone = 0, kIndividual = 1, kRuns = 2 };
@@ -155,6 +161,7 @@ private:
     std::vector<int32_t> always_matched_;  // sorted special-token ids
     std::shared_ptr<const bpe::SplitRegex> regex_;  // kRegex only; immutable, shared by clones
     DigitSplit digits_ = DigitSplit::kNone;
+    std::vector<int32_t> template_before_, template_after_;
     int32_t vocab_size_ = 0;
     std::vector<Token> tokens_;    // ordinary tokens, by increasing id
     std::vector<Token> specials_;  // by increasing id

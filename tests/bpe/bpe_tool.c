@@ -2,7 +2,7 @@
  * beside the npm peers) and the tokenizer benchmark. Plain C, public header only.
  *   bpe_tool encode tiktoken RANKS ENCODING   INPUT OUT_IDS [special]
  *   bpe_tool encode gpt2     ENCODER VOCAB    INPUT OUT_IDS [special]
- *   bpe_tool encode hf       TOKENIZER_JSON - INPUT OUT_IDS [special|-] [OUT_TEXT]
+ *   bpe_tool encode hf       TOKENIZER_JSON - INPUT OUT_IDS [MODE] [OUT_TEXT]
  *   bpe_tool write-hf  tiktoken|gpt2|hf A B OUT_FILE       (a tokenizer.json)
  *   bpe_tool write-gpt2 tiktoken|gpt2|hf A B OUT_ENCODER OUT_VOCAB
  *   bpe_tool train gpt2|cl100k|o200k VOCAB_SIZE MIN_FREQUENCY THREADS INPUT OUT_TOKENIZER_JSON [lines]
@@ -75,7 +75,10 @@ int main(int argc, char** argv) {
         char* text = slurp(argv[5], &len);
         pg_encode_options opts;
         pg_encode_options_default(&opts);
-        opts.allow_all_special = argc >= 8 && strcmp(argv[7], "special") == 0;
+        /* MODE: "special" recognises the special tokens, "template" adds the post-processor's
+         * tokens (add_special_tokens), "special+template" both, "-" neither */
+        opts.allow_all_special = argc >= 8 && strncmp(argv[7], "special", 7) == 0;
+        opts.add_special_tokens = argc >= 8 && strstr(argv[7], "template") != NULL;
         /* sized first: a normalizer (NFC) may lengthen the text */
         pg_status sized = pg_tokenizer_encode_with(tok, text, len, &opts, NULL, 0, &n);
         if (sized != PG_ERR_BUFFER_TOO_SMALL) check(sized, "pg_tokenizer_encode_with");

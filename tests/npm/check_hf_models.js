@@ -27,6 +27,21 @@ const models = ['qwen3', 'qwen2_5', 'llama3'].map((name) => ({
   fs.writeFileSync(file, JSON.stringify(j));
   models.push({ name: 'smollm2-layout', file });
 }
+// Meta's own Llama 3 file has this post-processor: <|begin_of_text|> before the text when
+// asked for (HF's add_special_tokens, libphonegpt's pg_encode_options.add_special_tokens).
+{
+  const j = JSON.parse(fs.readFileSync(models[2].file, 'utf8'));
+  const bos = (typeId) => ({ SpecialToken: { id: '<|begin_of_text|>', type_id: typeId } });
+  j.post_processor = { type: 'Sequence', processors: [
+    { type: 'ByteLevel', add_prefix_space: true, trim_offsets: false, use_regex: true },
+    { type: 'TemplateProcessing',
+      single: [bos(0), { Sequence: { id: 'A', type_id: 0 } }],
+      pair: [bos(0), { Sequence: { id: 'A', type_id: 0 } }, bos(1), { Sequence: { id: 'B', type_id: 1 } }],
+      special_tokens: { '<|begin_of_text|>': { id: '<|begin_of_text|>', ids: [128000], tokens: ['<|begin_of_text|>'] } } }] };
+  const file = path.join(work, 'llama3_template.tokenizer.json');
+  fs.writeFileSync(file, JSON.stringify(j));
+  models.push({ name: 'llama3-template', file, template: true });
+}
 
 // Edge cases: scripts, emoji ZWJ sequences, combining marks that NFC composes (e + U+0301,
 // Hangul jamo), composition exclusions, digit runs (Llama 3 splits 1-3, Qwen one by one),
@@ -50,9 +65,9 @@ const specials = {
   llama: '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>',
 };
 
-function ours(file, textPath, special, outText) {
+function ours(file, textPath, mode, outText) {
   const idsPath = path.join(work, 'ids.bin');
-  execFileSync(tool, ['encode', 'hf', file, '-', textPath, idsPath, special ? 'special' : '-', outText],
+  execFileSync(tool, ['encode', 'hf', file, '-', textPath, idsPath, mode, outText],
                { stdio: ['ignore', 'ignore', 'inherit'] });
   const b = fs.readFileSync(idsPath);
   return Array.from(new Int32Array(b.buffer, b.byteOffset, b.length / 4));
@@ -76,20 +91,21 @@ async function main() {
       ['Tiny Shakespeare (60,000 characters) and edge cases', shakespeare + edge.join('\n') +
         (qwen ? '\n<think>\nreasoning</think><tool_call>{"x": 1}</tool_call>' : ''), false],
       ['special tokens in the text', specials[qwen ? 'qwen' : 'llama'] + edge[0], true],
-    ].slice(0, m.name === 'smollm2-layout' ? 1 : 2);  // its added tokens are Llama 3's
+    ].slice(0, m.name === 'smollm2-layout' || m.template ? 1 : 2);  // their added tokens are Llama 3's
     for (const [label, text, special] of texts) {
       const textPath = path.join(work, 'text.txt');
       const outText = path.join(work, 'decoded.txt');
       fs.writeFileSync(textPath, text);
-      const want = Array.from((await peer.encode(text, null, { addSpecialTokens: false })).getIds());
-      const got = ours(m.file, textPath, special, outText);
+      const want = Array.from((await peer.encode(text, null, { addSpecialTokens: !!m.template })).getIds());
+      const mode = (special ? 'special' : '') + (m.template ? 'template' : '');
+      const got = ours(m.file, textPath, mode || '-', outText);
       const problems = [];
       const at = firstDifference(want, got);
       if (at >= 0) problems.push(`ids differ at ${at}: HF ${want.slice(at, at + 6)} vs ours ${got.slice(at, at + 6)}`);
       const decoded = fs.readFileSync(outText, 'utf8');
       const hfDecoded = await peer.decode(want, false);
       if (decoded !== hfDecoded) problems.push('decode differs from HF decode of the same ids');
-      const normalized = qwen ? text.normalize('NFC') : text;
+      const normalized = (m.template ? '<|begin_of_text|>' : '') + (qwen ? text.normalize('NFC') : text);
       if (decoded !== normalized) problems.push('decode(encode(x)) is not x (NFC-normalized for Qwen)');
       console.log(`${problems.length ? 'FAIL' : 'ok  '} ${m.name} ${label}: ${want.length} ids`);
       for (const p of problems) console.log(`       ${p}`);

@@ -58,6 +58,14 @@ const digitsThenByteLevel = (digits, byteLevel) => ({
                   Object.assign({ type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true }, byteLevel)],
 });
 
+const template = () => {
+  const eot = (typeId) => ({ SpecialToken: { id: '<|endoftext|>', type_id: typeId } });
+  return { type: 'TemplateProcessing',
+           single: [eot(0), { Sequence: { id: 'A', type_id: 0 } }],
+           pair: [eot(0), { Sequence: { id: 'A', type_id: 0 } }, eot(1), { Sequence: { id: 'B', type_id: 1 } }],
+           special_tokens: { '<|endoftext|>': { id: '<|endoftext|>', ids: [260], tokens: ['<|endoftext|>'] } } };
+};
+
 // [name, edit, HF's verdict, libphonegpt's status]
 const A = 'accept', R = 'refuse';
 const cases = [
@@ -99,6 +107,23 @@ const cases = [
   ['decoder with an unknown key', (j) => { j.decoder.bogus = 1; }, A, 'PG_OK'],
   ['decoder of an unknown type', (j) => { j.decoder.type = 'Bogus'; }, R, 'PG_ERR_UNSUPPORTED'],
   ['ByteLevel post-processor', (j) => { j.post_processor = { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true }; }, A, 'PG_OK'],
+  // TemplateProcessing (Meta's Llama 3 form) alone or in a Sequence; others refused by name.
+  ['TemplateProcessing', (j) => { j.post_processor = template(); }, A, 'PG_OK'],
+  ['Sequence of ByteLevel and TemplateProcessing', (j) => {
+    j.post_processor = { type: 'Sequence', processors: [{ type: 'ByteLevel', add_prefix_space: true, trim_offsets: false, use_regex: true }, template()] };
+  }, A, 'PG_OK'],
+  ['TemplateProcessing with a pair of its own form', (j) => { j.post_processor = template(); j.post_processor.pair.splice(2, 1); }, A, 'PG_ERR_UNSUPPORTED'],
+  // HF's reader takes these two; their template cannot be applied as written.
+  ['TemplateProcessing naming a missing special token', (j) => { j.post_processor = template(); j.post_processor.special_tokens = {}; }, A, 'PG_ERR_FORMAT'],
+  ['TemplateProcessing with ids and tokens of different lengths', (j) => {
+    j.post_processor = template(); j.post_processor.special_tokens['<|endoftext|>'].ids.push(5);
+  }, A, 'PG_ERR_FORMAT'],
+  ['TemplateProcessing without pair', (j) => { j.post_processor = template(); delete j.post_processor.pair; }, R, 'PG_ERR_FORMAT'],
+  ['TemplateProcessing on a token that is not added', (j) => {
+    j.post_processor = template(); j.post_processor.special_tokens['<|endoftext|>'].ids = [7];
+  }, A, 'PG_ERR_UNSUPPORTED'],
+  ['TemplateProcessing item of an unknown kind', (j) => { j.post_processor = template(); j.post_processor.single[0] = { Bogus: { id: 'A', type_id: 0 } }; }, R, 'PG_ERR_FORMAT'],
+  ['RobertaProcessing', (j) => { j.post_processor = { type: 'RobertaProcessing', sep: ['</s>', 2], cls: ['<s>', 0], trim_offsets: true, add_prefix_space: false }; }, A, 'PG_ERR_UNSUPPORTED'],
   ['post-processor without add_prefix_space', (j) => { j.post_processor = { type: 'ByteLevel', trim_offsets: true, use_regex: true }; }, R, 'PG_ERR_FORMAT'],
   // Split + ByteLevel (the cl100k layout).
   ['Split + ByteLevel', (j) => { j.pre_tokenizer = splitThenByteLevel({}); }, A, 'PG_OK'],

@@ -589,7 +589,7 @@ TEST_CASE("a Split regex in PCRE2: matches and the stretches between them are pi
     }
 }
 
-TEST_CASE("NFC, always-matched added tokens and a Split regex survive tokenizer.json and the blob", "[bpe]") {
+TEST_CASE("NFC, always-matched added tokens, a Split regex and a template survive tokenizer.json and the blob", "[bpe]") {
     auto t = small_bpe(Pattern::kQwen);
     const int32_t eot = t->special_id("<|endoftext|>");
     t->set_text_rules(true, {eot});
@@ -603,6 +603,7 @@ TEST_CASE("NFC, always-matched added tokens and a Split regex survive tokenizer.
     CHECK(std::count(ids.begin(), ids.end(), eot) == 1);
     CHECK(t->decode(ids.data(), ids.size()) == "\xC3\xA9<|endoftext|>\xCC\x81");
     t->set_split_regex("\\p{L}+|\\p{N}|\\s+|[^\\s\\p{L}\\p{N}]+", "test regex");
+    t->set_template({eot}, {eot});
     const std::string text = "the aaaaabc, e\xCC\x81 \xF0\x9F\x91\x8D 123<|endoftext|>\n\n x";
     const std::vector<int32_t> want = t->encode(text);
     auto hf = pg::bpe::load_hf(pg::bpe::write_hf(*t));
@@ -611,6 +612,23 @@ TEST_CASE("NFC, always-matched added tokens and a Split regex survive tokenizer.
     CHECK(hf->always_matched() == std::vector<int32_t>{eot});
     REQUIRE(hf->split_regex() != nullptr);
     CHECK(*hf->split_regex() == *t->split_regex());
+    CHECK(hf->template_before() == std::vector<int32_t>{eot});
+    CHECK(hf->template_after() == std::vector<int32_t>{eot});
+    // The C API adds the template's tokens only when asked.
+    pg_tokenizer* handle = nullptr;
+    const std::string json = pg::bpe::write_hf(*t);
+    REQUIRE(pg_tokenizer_create_hf(json.data(), json.size(), &handle) == PG_OK);
+    pg_encode_options o;
+    pg_encode_options_default(&o);
+    o.add_special_tokens = 1;
+    std::vector<int32_t> with(want.size() + 2);
+    std::size_t n = 0;
+    REQUIRE(pg_tokenizer_encode_with(handle, text.data(), text.size(), &o, with.data(), with.size(), &n) == PG_OK);
+    CHECK(n == want.size() + 2);
+    CHECK(with.front() == eot);
+    CHECK(with.back() == eot);
+    CHECK(std::equal(want.begin(), want.end(), with.begin() + 1));
+    pg_tokenizer_free(handle);
     const auto blob = t->serialize();
     auto back = pg::deserialize_tokenizer(blob.data(), blob.size());
     CHECK(back->encode(text) == want);
