@@ -138,3 +138,20 @@ def test_from_hf_loads_qwen3s_own_tokenizer_json():
     assert tok.encode("<|im_start|>").tolist() != [151644]                # special: text unless allowed
     assert tok.encode_special("<|im_start|>").tolist() == [151644]
     assert tok.decode(tok.encode("cafe\u0301")) == "caf\u00e9"
+
+
+LLAMA3_JSON = QWEN3_JSON.parents[2] / "tokenizer-llama3" / "models" / "tokenizer.json"
+
+
+@pytest.mark.skipif(not LLAMA3_JSON.exists(), reason="the npm peers (scripts/setup.sh) are not installed")
+def test_add_special_tokens_puts_the_templates_tokens_around_the_text(tmp_path):
+    # Meta's own Llama 3 file prepends <|begin_of_text|> (128000) when asked, as HF does.
+    j = json.loads(LLAMA3_JSON.read_text(encoding="utf-8"))
+    bos = lambda type_id: {"SpecialToken": {"id": "<|begin_of_text|>", "type_id": type_id}}
+    j["post_processor"] = {"type": "TemplateProcessing", "single": [bos(0), {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [bos(0), {"Sequence": {"id": "A", "type_id": 0}}, bos(1), {"Sequence": {"id": "B", "type_id": 1}}],
+                           "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [128000],
+                                                                    "tokens": ["<|begin_of_text|>"]}}}
+    tok = phonegpt.Tokenizer.from_hf(json.dumps(j).encode())
+    plain = tok.encode("Hello world").tolist()
+    assert tok.encode_special("Hello world", [], phonegpt.EncodeOptions(add_special_tokens=True)).tolist() == [128000] + plain
