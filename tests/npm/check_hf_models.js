@@ -91,7 +91,7 @@ async function main() {
       ['Tiny Shakespeare (60,000 characters) and edge cases', shakespeare + edge.join('\n') +
         (qwen ? '\n<think>\nreasoning</think><tool_call>{"x": 1}</tool_call>' : ''), false],
       ['special tokens in the text', specials[qwen ? 'qwen' : 'llama'] + edge[0], true],
-    ].slice(0, m.name === 'smollm2-layout' || m.template ? 1 : 2);  // their added tokens are Llama 3's
+    ].slice(0, ['smollm2-layout', 'llama3-template', 'qwen2_5'].includes(m.name) ? 1 : 2);  // their added tokens are Llama 3's or Qwen3's
     for (const [label, text, special] of texts) {
       const textPath = path.join(work, 'text.txt');
       const outText = path.join(work, 'decoded.txt');
