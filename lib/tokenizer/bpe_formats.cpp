@@ -551,7 +551,8 @@ void read_template(const io::JsonValue& tp, const std::string& where, const std:
                    std::vector<int32_t>* before, std::vector<int32_t>* after) {
     std::vector<std::string> names;
     std::vector<int32_t> ids;
-    for (const auto& [name, entry] : member(tp, "special_tokens", where).as_object("tokenizer.json: " + where + ".special_tokens")) {
+    for (const auto& [key, entry] : member(tp, "special_tokens", where).as_object("tokenizer.json: " + where + ".special_tokens")) {
+        const std::string& name = key;  // C++17 lambdas cannot capture a structured binding
         const std::string w = where + ".special_tokens." + name;
         const std::string& id = member(entry, "id", w).as_string("tokenizer.json: " + w + ".id");
         const auto& id_list = member(entry, "ids", w).as_array("tokenizer.json: " + w + ".ids");
@@ -563,8 +564,7 @@ void read_template(const io::JsonValue& tp, const std::string& where, const std:
         const uint64_t value = id_list[0].as_u64("tokenizer.json: " + w + ".ids[0]");
         const auto s = std::find_if(specials.begin(), specials.end(), [&](const Token& t) { return t.bytes == name; });
         if (s == specials.end() || uint64_t(s->id) != value) unsupported(w + " is not an added token with that id");
-        names.push_back(name);
-        ids.push_back(s->id);
+        names.push_back(name), ids.push_back(s->id);
     }
     const std::vector<TemplateItem> single = read_template_items(member(tp, "single", where), where + ".single", names);
     const std::vector<TemplateItem> pair = read_template_items(member(tp, "pair", where), where + ".pair", names);
