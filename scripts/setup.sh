@@ -10,6 +10,8 @@ packages=(
   libeigen3-dev libxsimd-dev libzstd-dev
   # Ed25519 signatures and SHA-256 of adapters: an audited library, not hand-written crypto
   libsodium-dev
+  # tokenizer.json's NFC normalizer and Split regexes (docs/tokenizers.md)
+  libutf8proc-dev libpcre2-dev
   # tests
   catch2 pybind11-dev python3-pybind11 python3-dev python3-numpy python3-pytest
   # the PyTorch twin used by the cross-check test and the benchmark, and plots; OpenBLAS
@@ -32,7 +34,7 @@ packages=(
   # FindJNI needs; Debian's coroutines jar needs atomicfu at run time)
   kotlin junit4 openjdk-17-jdk-headless default-jdk-headless libkotlinx-coroutines-java libkotlinx-atomicfu-java
 )
-arm64_packages=(libzstd-dev:arm64 libxsimd-dev:arm64 libstdc++6:arm64 libsodium-dev:arm64)
+arm64_packages=(libzstd-dev:arm64 libxsimd-dev:arm64 libstdc++6:arm64 libsodium-dev:arm64 libutf8proc-dev:arm64 libpcre2-dev:arm64)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

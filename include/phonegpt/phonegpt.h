@@ -200,6 +200,11 @@ typedef struct pg_encode_options {
                                             "<|endoftext|>" (one that is no special token of the
                                             tokenizer is PG_ERR_INVALID_ARGUMENT) */
     int32_t n_allowed_special;
+    int32_t add_special_tokens;          /* 1: also the tokens the file's post-processor puts
+                                            around the text (a tokenizer.json TemplateProcessing:
+                                            Llama 3's <|begin_of_text|> before it), as Hugging
+                                            Face's add_special_tokens; default 0: the text's ids
+                                            alone */
 } pg_encode_options;
 PG_API void pg_encode_options_default(pg_encode_options* opts);
 /* pg_tokenizer_encode with options (NULL = defaults = pg_tokenizer_encode). Recognised special

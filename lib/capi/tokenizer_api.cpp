@@ -246,6 +246,11 @@ pg_status pg_tokenizer_encode_with(const pg_tokenizer* tok, const char* text, si
         } else {
             encoded = tok->impl->encode(std::string_view(text, len));
         }
+        if (o.add_special_tokens != 0)
+            if (const auto* bpe = dynamic_cast<const pg::BpeTokenizer*>(tok->impl.get())) {
+                encoded.insert(encoded.begin(), bpe->template_before().begin(), bpe->template_before().end());
+                encoded.insert(encoded.end(), bpe->template_after().begin(), bpe->template_after().end());
+            }
         *n_ids = encoded.size();
         require_capacity(encoded.size(), capacity, fn, "ids");
         if (!encoded.empty()) std::memcpy(ids, encoded.data(), encoded.size() * sizeof(int32_t));

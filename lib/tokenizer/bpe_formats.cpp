@@ -450,23 +450,43 @@ void require_known_root_keys(const io::JsonValue& root) {
     throw Error(PG_ERR_UNSUPPORTED, "tokenizer.json: " + what + " (this library reads byte-level BPE only)");
 }
 
-// An added token: HF requires every field; returns it as a special token.
-Token read_added_token(const io::JsonValue& item, const std::string& where) {
+// An added token: HF requires every field; returns it as a special token, and whether HF
+// matches it in every encode (special false) rather than as a special token. `normalizer`: the
+// file has one.
+Token read_added_token(const io::JsonValue& item, const std::string& where, bool normalizer, bool* always) {
     const uint64_t id = member(item, "id", where).as_u64("tokenizer.json: " + where + ".id");
     require(id < BpeTokenizer::kMaxVocab, PG_ERR_FORMAT,
             "tokenizer.json: " + where + " has id " + std::to_string(id) + ", over the largest id");
     Token t{int32_t(id), member(item, "content", where).as_string("tokenizer.json: " + where + ".content")};
     for (const char* flag : {"single_word", "lstrip", "rstrip"})
         if (required_bool(item, flag, where)) unsupported(where + "." + flag + " is set");
-    required_bool(item, "normalized", where);
-    if (!required_bool(item, "special", where))
-        unsupported(where + " " + quote_line(t.bytes) +
-                    " is not special (Hugging Face matches it in every encode, this library special tokens on request)");
+    // HF matches a normalized token in the normalized text; this library matches in the text.
+    if (required_bool(item, "normalized", where) && normalizer)
+        unsupported(where + ".normalized is set with a normalizer");
+    *always = !required_bool(item, "special", where);
     return t;
 }
 
-// The Split before a ByteLevel: sets the pattern; UNSUPPORTED for what the library cannot run.
-void read_split(const io::JsonValue& split, Pattern* pattern) {
+// The normalizer: null, NFC, or a Sequence of them (NFC twice is NFC once). Returns whether
+// the text is put in NFC.
+bool read_normalizer(const io::JsonValue& n, const std::string& where) {
+    if (n.is_null()) return false;
+    const std::string type = type_of(n, where);
+    if (type == "NFC") return true;
+    if (type != "Sequence") unsupported(where + " type " + quote_line(type) + " (normalizers read: NFC, Sequence)");
+    const auto& list = member(n, "normalizers", where).as_array("tokenizer.json: " + where + ".normalizers");
+    bool nfc = false;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        const std::string item = where + ".normalizers[" + std::to_string(i) + "]";
+        require(!list[i].is_null(), PG_ERR_FORMAT, "tokenizer.json: " + item + " is null");
+        nfc = read_normalizer(list[i], item) || nfc;
+    }
+    return nfc;
+}
+
+// The Split before a ByteLevel: sets the pattern (kRegex and *regex for one that is not
+// built in); UNSUPPORTED for what the library cannot run.
+void read_split(const io::JsonValue& split, Pattern* pattern, std::string* regex_text) {
     const std::string where = "pre_tokenizer.pretokenizers[0]";
     const io::JsonValue& pat = member(split, "pattern", where);
     const auto& pat_fields = pat.as_object("tokenizer.json: Split pattern");
@@ -478,7 +498,10 @@ void read_split(const io::JsonValue& split, Pattern* pattern) {
         unsupported("Split pattern is not a Regex");
     }
     const std::string& text = regex->as_string("tokenizer.json: Split pattern Regex");
-    if (!pattern_from_regex(text, pattern)) unsupported("Split regex " + quote_line(text) + " is not the gpt2, cl100k or o200k pattern");
+    if (!pattern_from_regex(text, pattern)) {
+        *pattern = Pattern::kRegex;
+        *regex_text = text;
+    }
     const std::string behavior = member(split, "behavior", where).as_string("tokenizer.json: Split.behavior");
     static const char* const behaviors[] = {"Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"};
     require(std::any_of(std::begin(behaviors), std::end(behaviors), [&](const char* b) { return behavior == b; }),
@@ -486,17 +509,93 @@ void read_split(const io::JsonValue& split, Pattern* pattern) {
     if (required_bool(split, "invert", where) || behavior != "Isolated") unsupported("Split is not Isolated and uninverted");
 }
 
+// One item of a TemplateProcessing list: a special token (its index in `names`) or a text (-1
+// for A, -2 for B), with its type_id.
+struct TemplateItem {
+    int32_t what;
+    uint64_t type_id;
+    bool operator==(const TemplateItem& o) const { return what == o.what && type_id == o.type_id; }
+};
+
+std::vector<TemplateItem> read_template_items(const io::JsonValue& list, const std::string& where,
+                                              const std::vector<std::string>& names) {
+    std::vector<TemplateItem> items;
+    const auto& entries = list.as_array("tokenizer.json: " + where);
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        const std::string w = where + "[" + std::to_string(i) + "]";
+        const auto& fields = entries[i].as_object("tokenizer.json: " + w);
+        require(fields.size() == 1, PG_ERR_FORMAT, "tokenizer.json: " + w + " is not one {\"SpecialToken\"} or {\"Sequence\"}");
+        const std::string& kind = fields.begin()->first;
+        const io::JsonValue& body = fields.begin()->second;
+        const std::string id = member(body, "id", w + "." + kind).as_string("tokenizer.json: " + w + "." + kind + ".id");
+        const uint64_t type_id = member(body, "type_id", w + "." + kind).as_u64("tokenizer.json: " + w + "." + kind + ".type_id");
+        if (kind == "Sequence") {
+            require(id == "A" || id == "B", PG_ERR_FORMAT, "tokenizer.json: " + w + ".Sequence.id " + quote_line(id) + " is not A or B");
+            items.push_back({id == "A" ? -1 : -2, type_id});
+        } else if (kind == "SpecialToken") {
+            const auto it = std::find(names.begin(), names.end(), id);
+            require(it != names.end(), PG_ERR_FORMAT, "tokenizer.json: " + w + " names " + quote_line(id) + ", which is not in special_tokens");
+            items.push_back({int32_t(it - names.begin()), type_id});
+        } else {
+            throw Error(PG_ERR_FORMAT, "tokenizer.json: " + w + " is " + quote_line(kind) + ", not SpecialToken or Sequence");
+        }
+    }
+    return items;
+}
+
+// A TemplateProcessing post-processor: sets the special-token ids its single template puts
+// before and after the text. Read where libphonegpt writes the same file back: each special
+// token one added token named by its text, the single template type 0 around A, the pair
+// template the single one around A and then, type 1, around B (Llama 3's, BERT's is not).
+void read_template(const io::JsonValue& tp, const std::string& where, const std::vector<Token>& specials,
+                   std::vector<int32_t>* before, std::vector<int32_t>* after) {
+    std::vector<std::string> names;
+    std::vector<int32_t> ids;
+    for (const auto& [key, entry] : member(tp, "special_tokens", where).as_object("tokenizer.json: " + where + ".special_tokens")) {
+        const std::string& name = key;  // C++17 lambdas cannot capture a structured binding
+        const std::string w = where + ".special_tokens." + name;
+        const std::string& id = member(entry, "id", w).as_string("tokenizer.json: " + w + ".id");
+        const auto& id_list = member(entry, "ids", w).as_array("tokenizer.json: " + w + ".ids");
+        const auto& tokens = member(entry, "tokens", w).as_array("tokenizer.json: " + w + ".tokens");
+        require(id_list.size() == tokens.size(), PG_ERR_FORMAT, "tokenizer.json: " + w + " has " + std::to_string(id_list.size()) +
+                                                                    " ids and " + std::to_string(tokens.size()) + " tokens");
+        if (id_list.size() != 1 || id != name || tokens[0].as_string("tokenizer.json: " + w + ".tokens[0]") != name)
+            unsupported(w + " is not one token named by its text");
+        const uint64_t value = id_list[0].as_u64("tokenizer.json: " + w + ".ids[0]");
+        const auto s = std::find_if(specials.begin(), specials.end(), [&](const Token& t) { return t.bytes == name; });
+        if (s == specials.end() || uint64_t(s->id) != value) unsupported(w + " is not an added token with that id");
+        names.push_back(name), ids.push_back(s->id);
+    }
+    const std::vector<TemplateItem> single = read_template_items(member(tp, "single", where), where + ".single", names);
+    const std::vector<TemplateItem> pair = read_template_items(member(tp, "pair", where), where + ".pair", names);
+    std::vector<TemplateItem> want_pair;
+    bool seen_text = false;
+    for (const auto& item : single) {
+        if (item.type_id != 0 || item.what == -2 || (item.what == -1 && seen_text))
+            unsupported(where + ".single is not special tokens of type 0 around one Sequence A");
+        want_pair.push_back(item);
+        if (item.what == -1) seen_text = true;
+        else (seen_text ? after : before)->push_back(ids[std::size_t(item.what)]);
+    }
+    if (!seen_text) unsupported(where + ".single has no Sequence A");
+    for (const auto& item : single) want_pair.push_back({item.what == -1 ? -2 : item.what, 1});
+    if (!(pair == want_pair)) unsupported(where + ".pair is not the single template around A, then around B with type_id 1");
+}
+
 }  // namespace
 
 std::unique_ptr<BpeTokenizer> load_hf(std::string_view json) {
     const io::JsonValue root = io::parse_json(json.data(), json.size(), "tokenizer.json");
     require_known_root_keys(root);
-    if (const auto* n = root.find("normalizer"); n && !n->is_null()) unsupported("has a normalizer");
+    const io::JsonValue* normalizer = root.find("normalizer");
+    const bool nfc = normalizer && read_normalizer(*normalizer, "normalizer");
     // Both change what encode returns (cut or padded ids).
     for (const char* key : {"truncation", "padding"})
         if (const auto* v = root.find(key); v && !v->is_null()) unsupported(std::string(key) + " is set");
     // The pre-tokenizer: which pattern, and ByteLevel's prefix space.
     Pattern pattern = Pattern::kGpt2;
+    std::string regex_text;
+    auto digits = BpeTokenizer::DigitSplit::kNone;
     bool add_prefix_space = false;
     const io::JsonValue* pre_found = root.find("pre_tokenizer");
     if (!pre_found || pre_found->is_null()) unsupported("has no pre_tokenizer");
@@ -506,11 +605,22 @@ std::unique_ptr<BpeTokenizer> load_hf(std::string_view json) {
         if (!read_byte_level(pre, "pre_tokenizer", &add_prefix_space)) unsupported("ByteLevel without use_regex has no pattern");
     } else if (pre_type == "Sequence") {
         const auto& list = member(pre, "pretokenizers", "pre_tokenizer").as_array("tokenizer.json: pre_tokenizer.pretokenizers");
-        if (list.size() != 2 || type_of(list[0], "pre_tokenizer.pretokenizers[0]") != "Split" ||
-            type_of(list[1], "pre_tokenizer.pretokenizers[1]") != "ByteLevel")
-            unsupported("pre_tokenizer Sequence is not [Split, ByteLevel]");
-        read_split(list[0], &pattern);
-        if (read_byte_level(list[1], "pre_tokenizer.pretokenizers[1]", &add_prefix_space)) unsupported("ByteLevel after a Split splits again (use_regex true)");
+        const std::string first = list.size() == 2 ? type_of(list[0], "pre_tokenizer.pretokenizers[0]") : "";
+        if ((first != "Split" && first != "Digits") || type_of(list[1], "pre_tokenizer.pretokenizers[1]") != "ByteLevel")
+            unsupported("pre_tokenizer Sequence is not [Split, ByteLevel] or [Digits, ByteLevel]");
+        const bool use_regex = read_byte_level(list[1], "pre_tokenizer.pretokenizers[1]", &add_prefix_space);
+        if (first == "Split") {
+            read_split(list[0], &pattern, &regex_text);
+            if (use_regex) unsupported("ByteLevel after a Split splits again (use_regex true)");
+        } else {
+            // SmolLM2's: digits split off, then GPT-2's regex on the rest.
+            digits = required_bool(list[0], "individual_digits", "pre_tokenizer.pretokenizers[0]")
+                         ? BpeTokenizer::DigitSplit::kIndividual
+                         : BpeTokenizer::DigitSplit::kRuns;
+            if (!use_regex) unsupported("ByteLevel after Digits without use_regex (no pattern for the rest)");
+            // HF's ByteLevel puts its prefix space before every piece Digits made.
+            if (add_prefix_space) unsupported("ByteLevel after Digits with add_prefix_space");
+        }
     } else {
         unsupported("pre_tokenizer type " + quote_line(pre_type));
     }
@@ -519,9 +629,30 @@ std::unique_ptr<BpeTokenizer> load_hf(std::string_view json) {
         if (type_of(*d, "decoder") != "ByteLevel") unsupported("decoder is not ByteLevel");
         read_byte_level(*d, "decoder", &ignored);
     }
+    // Post-processors: ByteLevel (offsets only), TemplateProcessing (read once the added
+    // tokens are), or a Sequence of them.
+    std::vector<std::pair<const io::JsonValue*, std::string>> processors;
+    const io::JsonValue* template_processing = nullptr;
+    std::string template_where;
     if (const auto* p = root.find("post_processor"); p && !p->is_null()) {
-        if (type_of(*p, "post_processor") != "ByteLevel") unsupported("post_processor " + quote_line(type_of(*p, "post_processor")) + " adds tokens");
-        read_byte_level(*p, "post_processor", &ignored);
+        if (type_of(*p, "post_processor") == "Sequence") {
+            const auto& list = member(*p, "processors", "post_processor").as_array("tokenizer.json: post_processor.processors");
+            for (std::size_t i = 0; i < list.size(); ++i)
+                processors.emplace_back(&list[i], "post_processor.processors[" + std::to_string(i) + "]");
+        } else {
+            processors.emplace_back(p, "post_processor");
+        }
+    }
+    for (const auto& [proc, where] : processors) {
+        const std::string type = type_of(*proc, where);
+        if (type == "ByteLevel") {
+            read_byte_level(*proc, where, &ignored);
+        } else if (type == "TemplateProcessing" && !template_processing) {
+            template_processing = proc;
+            template_where = where;
+        } else {
+            unsupported(where + " " + quote_line(type) + " (post-processors read: ByteLevel, one TemplateProcessing, Sequence)");
+        }
     }
 
     const io::JsonValue& model = member(root, "model", "the root");
@@ -563,12 +694,26 @@ std::unique_ptr<BpeTokenizer> load_hf(std::string_view json) {
         merges.push_back(Merge{l->second, r->second});
     }
     std::vector<Token> specials;
+    std::vector<int32_t> always_matched;
+    const bool has_normalizer = normalizer && !normalizer->is_null();
     if (const auto* added = root.find("added_tokens"); added && !added->is_null()) {
         const auto& items = added->as_array("tokenizer.json: added_tokens");
-        for (std::size_t i = 0; i < items.size(); ++i)
-            specials.push_back(read_added_token(items[i], "added_tokens[" + std::to_string(i) + "]"));
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            bool always = false;
+            specials.push_back(read_added_token(items[i], "added_tokens[" + std::to_string(i) + "]", has_normalizer, &always));
+            if (always) always_matched.push_back(specials.back().id);
+        }
     }
-    return BpeTokenizer::from_merges(pattern, std::move(vocab), merges, std::move(specials), ignore_merges, add_prefix_space);
+    auto t = BpeTokenizer::from_merges(pattern, std::move(vocab), merges, std::move(specials), ignore_merges, add_prefix_space);
+    t->set_text_rules(nfc, std::move(always_matched));
+    if (pattern == Pattern::kRegex) t->set_split_regex(regex_text, "tokenizer.json: pre_tokenizer.pretokenizers[0].pattern.Regex");
+    t->set_digit_split(digits);
+    if (template_processing) {
+        std::vector<int32_t> before, after;
+        read_template(*template_processing, template_where, t->specials(), &before, &after);
+        t->set_template(std::move(before), std::move(after));
+    }
+    return t;
 }
 
 std::string write_hf(const BpeTokenizer& t) {
@@ -578,7 +723,7 @@ std::string write_hf(const BpeTokenizer& t) {
         added.emplace_back();
         added.back().integer("id", s.id).str("content", s.bytes);
         for (const char* flag : {"single_word", "lstrip", "rstrip", "normalized"}) added.back().boolean(flag, false);
-        added.back().boolean("special", true);
+        added.back().boolean("special", !t.is_always_matched(s.id));
     }
     const bool aps = t.add_prefix_space();
     auto byte_level = [&](bool prefix_space, bool use_regex) {
@@ -588,11 +733,17 @@ std::string write_hf(const BpeTokenizer& t) {
         return o;
     };
     JsonObject pre;
-    if (t.pattern() == Pattern::kGpt2) {
+    if (t.digit_split() != BpeTokenizer::DigitSplit::kNone) {
+        require(t.pattern() == Pattern::kGpt2 && !aps, PG_ERR_UNSUPPORTED,
+                "tokenizer.json has Digits before a ByteLevel only with GPT-2's regex and no prefix space");
+        JsonObject split_digits;
+        split_digits.str("type", "Digits").boolean("individual_digits", t.digit_split() == BpeTokenizer::DigitSplit::kIndividual);
+        pre.str("type", "Sequence").array("pretokenizers", {split_digits, byte_level(false, true)});
+    } else if (t.pattern() == Pattern::kGpt2) {
         pre = byte_level(aps, true);
     } else {
         JsonObject regex, split;
-        regex.str("Regex", pattern_regex(t.pattern()));
+        regex.str("Regex", t.split_regex() ? *t.split_regex() : std::string(pattern_regex(t.pattern())));
         split.str("type", "Split").object("pattern", regex).str("behavior", "Isolated").boolean("invert", false);
         pre.str("type", "Sequence").array("pretokenizers", {split, byte_level(aps, false)});
     }
@@ -606,8 +757,41 @@ std::string write_hf(const BpeTokenizer& t) {
         .object("vocab", alphabet_vocab_json(t))
         .string_pairs("merges", merges);
     JsonObject file;
-    file.str("version", "1.0").null("truncation").null("padding").array("added_tokens", added).null("normalizer")
-        .object("pre_tokenizer", pre).null("post_processor").object("decoder", byte_level(true, true))
+    file.str("version", "1.0").null("truncation").null("padding").array("added_tokens", added);
+    if (t.nfc()) file.object("normalizer", JsonObject().str("type", "NFC"));
+    else file.null("normalizer");
+    file.object("pre_tokenizer", pre);
+    if (t.template_before().empty() && t.template_after().empty()) {
+        file.null("post_processor");
+    } else {
+        // read_template's form: the single template around A; the pair one around A, then B.
+        JsonObject table;
+        std::vector<JsonObject> single, pair;
+        std::vector<int32_t> listed;
+        const auto special = [&](int32_t id, int type_id) {
+            const std::string& name = *t.token_bytes(id);
+            if (std::find(listed.begin(), listed.end(), id) == listed.end()) {
+                listed.push_back(id);
+                JsonObject entry;
+                entry.str("id", name).integers("ids", {id}).strings("tokens", {name});
+                table.object(name, entry);
+            }
+            JsonObject ref;
+            ref.str("id", name).integer("type_id", type_id);
+            return JsonObject().object("SpecialToken", ref);
+        };
+        for (int type_id : {0, 1}) {
+            auto& list = type_id == 0 ? single : pair;
+            for (int32_t id : t.template_before()) list.push_back(special(id, type_id));
+            list.push_back(JsonObject().object("Sequence", JsonObject().str("id", type_id ? "B" : "A").integer("type_id", type_id)));
+            for (int32_t id : t.template_after()) list.push_back(special(id, type_id));
+            if (type_id == 0) pair = single;
+        }
+        JsonObject post;
+        post.str("type", "TemplateProcessing").array("single", single).array("pair", pair).object("special_tokens", table);
+        file.object("post_processor", post);
+    }
+    file.object("decoder", byte_level(true, true))
         .object("model", model);
     return file.indented_text() + "\n";
 }

@@ -7,9 +7,11 @@
 //    GPT-2's. Vocabulary entries that no merge or single byte makes (<|endoftext|>) are the
 //    special tokens.
 //  - Hugging Face tokenizer.json: model BPE (vocab, merges as "a b" strings or [a, b] pairs,
-//    ignore_merges), pre_tokenizer ByteLevel (use_regex, add_prefix_space) or a Sequence of a
-//    Split on one of the three patterns (Isolated) and a ByteLevel without regex, decoder
-//    ByteLevel, added_tokens (special tokens here: matched only when allowed).
+//    ignore_merges), pre_tokenizer ByteLevel (use_regex, add_prefix_space), a Sequence of a
+//    Split (Isolated; built-in patterns or PCRE2) and a ByteLevel without regex, or of Digits
+//    and a ByteLevel with GPT-2's regex (SmolLM2), decoder
+//    ByteLevel, normalizer NFC (or a Sequence of NFC), added_tokens (HF's special ones are
+//    special tokens here, matched only when allowed; its non-special ones are matched always).
 // Every reader validates everything and throws PG_ERR_FORMAT (malformed) or
 // PG_ERR_UNSUPPORTED (valid but asks for something this library does not do) naming the
 // field, line or entry.

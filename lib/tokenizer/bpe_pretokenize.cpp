@@ -1,9 +1,12 @@
-// The three pre-tokenizer scanners. Each function is the regex of bpe_pretokenize.hpp tried at
+// The four pre-tokenizer scanners. Each function is the regex of bpe_pretokenize.hpp tried at
 // one position: alternatives in order, the first that matches wins, and within one the
 // longest match that backtracking would find first.
 #include "tokenizer/bpe_pretokenize.hpp"
 
 #include <cstring>
+#include <string>
+
+#include "core/error.hpp"
 
 #include "tokenizer/bpe_unicode.hpp"
 
@@ -15,6 +18,9 @@ const char* const kGpt2Regex =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 const char* const kCl100kRegex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// Qwen2.5's and Qwen3's: cl100k's with one digit a piece.
+const char* const kQwenRegex =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 const char* const kO200kRegex =
     R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
@@ -162,10 +168,11 @@ inline std::size_t with_contraction(const Text& t, std::size_t end) {
     return c ? c : end;
 }
 
-// \p{N}{1,3} at the number character i.
-std::size_t up_to_three_numbers(const Text& t, std::size_t i) {
+// \p{N}{1,MaxDigits} at the number character i.
+template <int MaxDigits = 3>
+std::size_t numbers_up_to(const Text& t, std::size_t i) {
     std::size_t j = i;
-    for (int k = 0; k < 3 && j < t.n; ++k) {
+    for (int k = 0; k < MaxDigits && j < t.n; ++k) {
         const Char d = t.at(j);
         if (!is_number(d.cls)) break;
         j += d.len;
@@ -209,6 +216,8 @@ std::size_t other_run(const Text& t, std::size_t i, const Char& c, Tail tail) {
     return gpt2_space(t, i);
 }
 
+// cl100k (MaxDigits 3) and Qwen (1).
+template <int MaxDigits>
 [[gnu::always_inline]] inline std::size_t cl100k_piece(const unsigned char* text, std::size_t n, std::size_t i) {
     const Text t{text, n};
     if (text[i] == '\'')
@@ -218,7 +227,7 @@ std::size_t other_run(const Text& t, std::size_t i, const Char& c, Tail tail) {
     // [^\r\n\p{L}\p{N}]?\p{L}+ with the optional character present
     if (!is_newline(c.cp) && !is_number(c.cls) && i + c.len < n && is_letter(t.at(i + c.len).cls))
         return letter_run(t, i + c.len);
-    if (is_number(c.cls)) return up_to_three_numbers(t, i);
+    if (is_number(c.cls)) return numbers_up_to<MaxDigits>(t, i);
     if (const std::size_t e = other_run(t, i, c, [](const Char& x) { return is_newline(x.cp); })) return e;
     return newline_space(t, i);
 }
@@ -235,7 +244,7 @@ std::size_t other_run(const Text& t, std::size_t i, const Char& c, Tail tail) {
     if (optional_prefix && after_prefix < n)
         if (const std::size_t e = o200k_upper_word(t, after_prefix)) return with_contraction(t, e);
     if (const std::size_t e = o200k_upper_word(t, i)) return with_contraction(t, e);
-    if (is_number(c.cls)) return up_to_three_numbers(t, i);
+    if (is_number(c.cls)) return numbers_up_to(t, i);
     if (const std::size_t e = other_run(t, i, c, [](const Char& x) { return is_newline(x.cp) || x.cp == '/'; }))
         return e;
     return newline_space(t, i);
@@ -256,6 +265,8 @@ const char* pattern_regex(Pattern p) {
         case Pattern::kGpt2: return kGpt2Regex;
         case Pattern::kCl100k: return kCl100kRegex;
         case Pattern::kO200k: return kO200kRegex;
+        case Pattern::kQwen: return kQwenRegex;
+        case Pattern::kRegex: break;
     }
     return "";
 }
@@ -265,12 +276,14 @@ const char* pattern_name(Pattern p) {
         case Pattern::kGpt2: return "gpt2";
         case Pattern::kCl100k: return "cl100k";
         case Pattern::kO200k: return "o200k";
+        case Pattern::kQwen: return "qwen";
+        case Pattern::kRegex: return "regex";
     }
     return "";
 }
 
 bool pattern_from_regex(const std::string& regex, Pattern* out) {
-    for (Pattern p : {Pattern::kGpt2, Pattern::kCl100k, Pattern::kO200k}) {
+    for (Pattern p : {Pattern::kGpt2, Pattern::kCl100k, Pattern::kO200k, Pattern::kQwen}) {
         if (regex == pattern_regex(p)) {
             *out = p;
             return true;
@@ -283,10 +296,12 @@ std::size_t split_pieces(Pattern p, const unsigned char* text, std::size_t n, st
                          std::size_t max) {
     switch (p) {
         case Pattern::kGpt2: return split_with<gpt2_piece>(text, n, pos, ends, max);
-        case Pattern::kCl100k: return split_with<cl100k_piece>(text, n, pos, ends, max);
+        case Pattern::kCl100k: return split_with<cl100k_piece<3>>(text, n, pos, ends, max);
         case Pattern::kO200k: return split_with<o200k_piece>(text, n, pos, ends, max);
+        case Pattern::kQwen: return split_with<cl100k_piece<1>>(text, n, pos, ends, max);
+        case Pattern::kRegex: break;
     }
-    return 0;
+    throw Error(PG_ERR_INTERNAL, std::string("split_pieces has no scanner for pattern ") + pattern_name(p));
 }
 
 }  // namespace pg::bpe

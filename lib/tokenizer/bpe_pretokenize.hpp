@@ -10,6 +10,7 @@
 //     [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
 //     [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
 //     \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//   qwen (Qwen2.5, Qwen3): cl100k's with \p{N} in place of \p{N}{1,3}
 // (?i) follows Unicode simple case folding, so 's also matches U+017F LATIN SMALL LETTER LONG S.
 // Bytes that are not valid UTF-8 count as one character each in the class [^\s\p{L}\p{N}].
 #pragma once
@@ -20,10 +21,12 @@
 
 namespace pg::bpe {
 
-enum class Pattern : uint32_t { kGpt2 = 1, kCl100k = 2, kO200k = 3 };
+// kRegex: none of these; the tokenizer runs its file's own regex (bpe_regex.hpp) and never
+// calls split_pieces with it.
+enum class Pattern : uint32_t { kGpt2 = 1, kCl100k = 2, kO200k = 3, kQwen = 4, kRegex = 5 };
 
 // The pattern's regular expression text (as above) and its short name ("gpt2", "cl100k",
-// "o200k").
+// "o200k", "qwen").
 const char* pattern_regex(Pattern p);
 const char* pattern_name(Pattern p);
 // The pattern whose regex text is `regex` exactly (the strings above), or false.

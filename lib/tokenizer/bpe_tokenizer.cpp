@@ -1,6 +1,6 @@
 // Byte-level BPE: tables, the merge loop (a flat array for short pieces, a heap over a linked
-// list for long ones so that one huge piece stays O(n log n)), special tokens, the serialised
-// payload (docs/tokenizer-format.md, kind 2).
+// list for long ones so that one huge piece stays O(n log n)), special tokens (the serialised
+// payload is bpe_payload.cpp).
 #include "tokenizer/bpe_tokenizer.hpp"
 
 #include <algorithm>
@@ -9,7 +9,8 @@
 #include <functional>
 
 #include "core/error.hpp"
-#include "tokenizer/tokenizer_format.hpp"
+#include "tokenizer/bpe_unicode.hpp"
+#include "tokenizer/unicode_nfc.hpp"
 
 namespace pg {
 
@@ -510,7 +511,41 @@ void BpeTokenizer::encode_merged(const unsigned char* p, std::size_t n, std::siz
     else merge_large(p, n, out);
 }
 
+void BpeTokenizer::set_text_rules(bool nfc, std::vector<int32_t> always_matched) {
+    std::sort(always_matched.begin(), always_matched.end());
+    for (std::size_t i = 0; i < always_matched.size(); ++i) {
+        require(is_special(always_matched[i]), PG_ERR_FORMAT,
+                "always-matched token id " + std::to_string(always_matched[i]) + " is not a special token");
+        require(i == 0 || always_matched[i] != always_matched[i - 1], PG_ERR_FORMAT,
+                "always-matched token id " + std::to_string(always_matched[i]) + " is given twice");
+    }
+    nfc_ = nfc;
+    always_matched_ = std::move(always_matched);
+}
+
+void BpeTokenizer::set_split_regex(const std::string& regex, const std::string& where) {
+    regex_ = std::make_shared<const bpe::SplitRegex>(regex, where);
+    pattern_ = bpe::Pattern::kRegex;
+}
+
+void BpeTokenizer::set_template(std::vector<int32_t> before, std::vector<int32_t> after) {
+    for (const auto* ids : {&before, &after})
+        for (int32_t id : *ids)
+            require(is_special(id), PG_ERR_FORMAT, "template token id " + std::to_string(id) + " is not a special token");
+    template_before_ = std::move(before);
+    template_after_ = std::move(after);
+}
+
+bool BpeTokenizer::is_always_matched(int32_t id) const {
+    return std::binary_search(always_matched_.begin(), always_matched_.end(), id);
+}
+
 void BpeTokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& out) const {
+    std::string normalized;
+    if (nfc_ && unicode::nfc_may_change(text)) {  // byte offsets in messages are the normalized text's
+        normalized = unicode::nfc(text);
+        text = normalized;
+    }
     std::string prefixed;
     std::size_t shift = 0;  // offsets in messages refer to the caller's text
     if (add_prefix_space_ && !text.empty() && text[0] != ' ') {
@@ -521,12 +556,46 @@ void BpeTokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& 
         shift = 1;
     }
     const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-    bpe::for_each_piece(pattern_, p, text.size(), [&](std::size_t b, std::size_t e) {
-        encode_piece(p + b, e - b, b >= shift ? b - shift : 0, out);
-    });
+    if (digits_ == DigitSplit::kNone) return encode_pattern_pieces(p, text.size(), 0, shift, out);
+    const std::size_t n = text.size();
+    std::size_t from = 0;  // the start of the stretch the pattern splits
+    for (std::size_t i = 0; i < n;) {
+        const bpe::Char c = bpe::decode_char(p + i, p + n);
+        if (!bpe::is_number(c.cls)) {
+            i += c.len;
+            continue;
+        }
+        encode_pattern_pieces(p + from, i - from, from, shift, out);
+        std::size_t end = i + c.len;
+        while (digits_ == DigitSplit::kRuns && end < n) {
+            const bpe::Char d = bpe::decode_char(p + end, p + n);
+            if (!bpe::is_number(d.cls)) break;
+            end += d.len;
+        }
+        encode_piece(p + i, end - i, i >= shift ? i - shift : 0, out);
+        from = i = end;
+    }
+    encode_pattern_pieces(p + from, n - from, from, shift, out);
+}
+
+void BpeTokenizer::encode_pattern_pieces(const unsigned char* p, std::size_t n, std::size_t base, std::size_t shift,
+                                         std::vector<int32_t>& out) const {
+    const auto offset = [&](std::size_t b) { return base + b >= shift ? base + b - shift : 0; };
+    if (regex_) {
+        std::vector<std::size_t> ends;
+        regex_->piece_ends(p, n, ends);
+        std::size_t b = 0;
+        for (std::size_t e : ends) {
+            encode_piece(p + b, e - b, offset(b), out);
+            b = e;
+        }
+        return;
+    }
+    bpe::for_each_piece(pattern_, p, n, [&](std::size_t b, std::size_t e) { encode_piece(p + b, e - b, offset(b), out); });
 }
 
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {
+    if (!always_matched_.empty()) return encode_with_special(text, {}, false);
     std::vector<int32_t> out;
     out.reserve(text.size() / 3 + 4);
     encode_ordinary(text, out);
@@ -537,7 +606,8 @@ std::vector<int32_t> BpeTokenizer::encode_with_special(std::string_view text, co
                                                        bool allow_all) const {
     std::vector<const Token*> active;
     for (const auto& s : specials_)
-        if (allow_all || std::find(allowed.begin(), allowed.end(), s.id) != allowed.end()) active.push_back(&s);
+        if (allow_all || is_always_matched(s.id) || std::find(allowed.begin(), allowed.end(), s.id) != allowed.end())
+            active.push_back(&s);
     for (int32_t id : allowed)
         require(is_special(id), PG_ERR_INVALID_ARGUMENT,
                 "allowed special token id " + std::to_string(id) + " is not a special token of this tokenizer");
@@ -557,11 +627,7 @@ std::vector<int32_t> BpeTokenizer::encode_with_special(std::string_view text, co
             if (at < best || (at == best && active[k]->bytes.size() > active[best_k]->bytes.size())) best = at, best_k = k;
         }
         if (best == std::string_view::npos) break;
-        if (best > pos) {
-            const std::size_t before = out.size();
-            encode_ordinary(text.substr(pos, best - pos), out);
-            (void)before;
-        }
+        if (best > pos) encode_ordinary(text.substr(pos, best - pos), out);
         out.push_back(active[best_k]->id);
         pos = best + active[best_k]->bytes.size();
     }
@@ -624,84 +690,6 @@ std::vector<BpeTokenizer::Merge> BpeTokenizer::merge_list() const {
         out.push_back(Merge{ids[0], ids[1]});
     }
     return out;
-}
-
-// Payload of kind 2, minor 0 (docs/tokenizer-format.md).
-std::vector<uint8_t> BpeTokenizer::serialize() const {
-    namespace fmt = tokenizer_format;
-    fmt::Writer body;
-    body.u32(uint32_t(pattern_));
-    body.u32((tiktoken_rule_ ? 1u : 0u) | (ignore_merges_ ? 2u : 0u) | (add_prefix_space_ ? 4u : 0u));
-    const auto put_tokens = [&](const std::vector<Token>& v) {
-        body.u32(uint32_t(v.size()));
-        for (const auto& t : v) {
-            body.u32(uint32_t(t.id));
-            body.u32(uint32_t(t.bytes.size()));
-            body.bytes(reinterpret_cast<const uint8_t*>(t.bytes.data()), t.bytes.size());
-        }
-    };
-    put_tokens(tokens_);
-    body.u32(uint32_t(merges_.size()));
-    for (const auto& m : merges_) {
-        body.u32(uint32_t(m.left));
-        body.u32(uint32_t(m.right));
-    }
-    put_tokens(specials_);
-    fmt::Writer w;
-    fmt::write_header(w, PG_TOKENIZER_BPE, body.data().size());
-    w.bytes(body.data().data(), body.data().size());
-    return std::move(w.data());
-}
-
-std::unique_ptr<BpeTokenizer> BpeTokenizer::from_payload(const uint8_t* payload, std::size_t len, uint16_t minor) {
-    namespace fmt = tokenizer_format;
-    fmt::Reader r(payload, len, fmt::kHeaderBytes);
-    const uint32_t pattern = r.u32("BPE pattern");
-    require(pattern >= 1 && pattern <= 3, PG_ERR_FORMAT,
-            "serialised BPE tokenizer has unknown pattern " + std::to_string(pattern) + " at byte 16 (1..3)");
-    const uint32_t flags = r.u32("BPE flags");
-    require(flags < 8, PG_ERR_FORMAT, "serialised BPE tokenizer has unknown flags " + std::to_string(flags) + " at byte 20");
-    const auto get_tokens = [&](const char* what) {
-        const std::size_t at = r.offset();
-        const uint32_t count = r.u32(what);
-        // Every entry takes at least 9 bytes: refuse a count the payload cannot hold before allocating.
-        require(count <= r.remaining() / 9, PG_ERR_FORMAT,
-                std::string("serialised BPE tokenizer declares ") + std::to_string(count) + " " + what + " at byte " +
-                    std::to_string(at) + " but only " + std::to_string(r.remaining()) + " bytes follow");
-        std::vector<Token> v(count);
-        for (auto& t : v) {
-            const uint32_t id = r.u32("token id");
-            const uint32_t n = r.u32("token length");
-            const uint8_t* b = r.bytes(n, "token bytes");
-            if (id >= kMaxVocab)
-                throw Error(PG_ERR_FORMAT,
-                            "serialised BPE tokenizer has token id " + std::to_string(id) + " outside the id range");
-            t.id = int32_t(id);
-            t.bytes.assign(reinterpret_cast<const char*>(b), n);
-        }
-        return v;
-    };
-    std::vector<Token> tokens = get_tokens("tokens");
-    const std::size_t at = r.offset();
-    const uint32_t n_merges = r.u32("merge count");
-    require(n_merges <= r.remaining() / 8, PG_ERR_FORMAT,
-            "serialised BPE tokenizer declares " + std::to_string(n_merges) + " merges at byte " + std::to_string(at) +
-                " but only " + std::to_string(r.remaining()) + " bytes follow");
-    std::vector<Merge> merges(n_merges);
-    for (auto& m : merges) {
-        m.left = int32_t(r.u32("merge left id") & 0x7FFFFFFFu);
-        m.right = int32_t(r.u32("merge right id") & 0x7FFFFFFFu);
-    }
-    std::vector<Token> specials = get_tokens("special tokens");
-    require(minor > tokenizer_format::kMinor || r.remaining() == 0, PG_ERR_FORMAT,
-            "serialised BPE tokenizer has " + std::to_string(r.remaining()) + " unexpected bytes after its fields");
-    const bpe::Pattern pat = bpe::Pattern(pattern);
-    if (flags & 1u) {
-        require(n_merges == 0 && (flags & 6u) == 0, PG_ERR_FORMAT,
-                "serialised BPE tokenizer with tiktoken's rule carries merges or merge-list flags");
-        return from_ranks(pat, std::move(tokens), std::move(specials));
-    }
-    return from_merges(pat, std::move(tokens), merges, std::move(specials), (flags & 2u) != 0, (flags & 4u) != 0);
 }
 
 std::unique_ptr<Tokenizer> BpeTokenizer::clone() const { return std::make_unique<BpeTokenizer>(*this); }

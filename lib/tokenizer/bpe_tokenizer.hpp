@@ -10,8 +10,10 @@
 //    its own bytes yields) or when the file says so (HF's ignore_merges).
 // Both are "the lowest-priority adjacent pair merges first, the leftmost among equals", kept in
 // one pair table (priority, result). Special tokens are matched in the text only when the
-// caller allows them; by default they are ordinary text. encode/decode are const and
-// thread-safe.
+// caller allows them; by default they are ordinary text. Some files (Hugging Face's non-special
+// added tokens, Qwen's <think>) have tokens of the special kind matched in every encode, and
+// an NFC normalizer applied to the text between such tokens before the pre-split. encode/decode
+// are const and thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "tokenizer/bpe_pretokenize.hpp"
+#include "tokenizer/bpe_regex.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace pg {
@@ -52,6 +55,24 @@ public:
                                                      bool add_prefix_space);
     static std::unique_ptr<BpeTokenizer> from_payload(const uint8_t* payload, std::size_t len,
                                                       uint16_t minor_version);
+    // Hugging Face's text rules: `nfc` normalizes the text (NFC) between matched tokens;
+    // `always_matched` are special-token ids matched in every encode (HF's non-special added
+    // tokens). PG_ERR_FORMAT for an id that is not a special token.
+    void set_text_rules(bool nfc, std::vector<int32_t> always_matched);
+    // The tokens HF's TemplateProcessing puts around one text (Llama 3's <|begin_of_text|>
+    // before it): special-token ids. encode never adds them; callers ask for them
+    // (pg_encode_options.add_special_tokens). PG_ERR_FORMAT for an id that is no special token.
+    void set_template(std::vector<int32_t> before, std::vector<int32_t> after);
+    const std::vector<int32_t>& template_before() const { return template_before_; }
+    const std::vector<int32_t>& template_after() const { return template_after_; }
+    // HF's Digits pre-tokenizer before the pattern (SmolLM2): every \p{N} character a piece of
+    // its own (kIndividual) or every run of them (kRuns), the pattern splitting the rest.
+    enum class DigitSplit : uint8_t { kNone = 0, kIndividual = 1, kRuns = 2 };
+    void set_digit_split(DigitSplit d) { digits_ = d; }
+    DigitSplit digit_split() const { return digits_; }
+    // Pre-split with this regex (bpe_regex.hpp) instead of a built-in pattern: the pattern
+    // becomes kRegex. PG_ERR_FORMAT naming `where` for a regex that does not compile.
+    void set_split_regex(const std::string& regex, const std::string& where);
 
     pg_tokenizer_kind kind() const override { return PG_TOKENIZER_BPE; }
     int32_t vocab_size() const override { return vocab_size_; }
@@ -72,6 +93,11 @@ public:
     bool tiktoken_rule() const { return tiktoken_rule_; }
     bool ignore_merges() const { return ignore_merges_; }
     bool add_prefix_space() const { return add_prefix_space_; }
+    bool nfc() const { return nfc_; }
+    // The Split regex of a kRegex tokenizer, or nullptr.
+    const std::string* split_regex() const { return regex_ ? &regex_->pattern() : nullptr; }
+    const std::vector<int32_t>& always_matched() const { return always_matched_; }
+    bool is_always_matched(int32_t id) const;
     // The bytes of an ordinary or special token, or nullptr for an id that is neither.
     const std::string* token_bytes(int32_t id) const;
     bool is_special(int32_t id) const;
@@ -112,6 +138,10 @@ private:
     BpeTokenizer() = default;
     void build(bool derive_pairs_from_ranks, const std::vector<Merge>* merges);
     void encode_piece(const unsigned char* p, std::size_t n, std::size_t offset, std::vector<int32_t>& out) const;
+    // The pieces of p[0, n) by the pattern (or the Split regex), encoded; `base` is p's offset
+    // in the text for messages.
+    void encode_pattern_pieces(const unsigned char* p, std::size_t n, std::size_t base, std::size_t shift,
+                               std::vector<int32_t>& out) const;
     // A piece that is no whole token: its bytes checked, then merged.
     void encode_merged(const unsigned char* p, std::size_t n, std::size_t offset, std::vector<int32_t>& out) const;
     void merge_small(const unsigned char* p, std::size_t n, std::vector<int32_t>& out) const;
@@ -127,6 +157,11 @@ private:
     bool tiktoken_rule_ = true;
     bool ignore_merges_ = false;
     bool add_prefix_space_ = false;
+    bool nfc_ = false;
+    std::vector<int32_t> always_matched_;  // sorted special-token ids
+    std::shared_ptr<const bpe::SplitRegex> regex_;  // kRegex only; immutable, shared by clones
+    DigitSplit digits_ = DigitSplit::kNone;
+    std::vector<int32_t> template_before_, template_after_;
     int32_t vocab_size_ = 0;
     std::vector<Token> tokens_;    // ordinary tokens, by increasing id
     std::vector<Token> specials_;  // by increasing id

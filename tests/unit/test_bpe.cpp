@@ -15,6 +15,7 @@
 #include "phonegpt/phonegpt.h"
 #include "test_support.hpp"
 #include "tokenizer/bpe_formats.hpp"
+#include "tokenizer/bpe_regex.hpp"
 #include "tokenizer/bpe_tokenizer.hpp"
 #include "tokenizer/bpe_unicode.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -108,6 +109,12 @@ TEST_CASE("gpt2 pre-tokenizer: contractions, optional space, whitespace lookahea
     CHECK(split(Pattern::kGpt2, "x   ") == Pieces{"x", "   "});
     CHECK(split(Pattern::kGpt2, "\n\nab") == Pieces{"\n", "\n", "ab"});
     CHECK(split(Pattern::kGpt2, "\xFF\xFE a") == Pieces{"\xFF\xFE", " a"});  // invalid bytes: "other"
+}
+
+TEST_CASE("qwen pre-tokenizer: cl100k's with one digit a piece", "[bpe]") {
+    CHECK(split(Pattern::kQwen, "IT'S 12345") == Pieces{"IT", "'S", " ", "1", "2", "3", "4", "5"});
+    CHECK(split(Pattern::kQwen, "a\xD9\xA1\xD9\xA2" "b") == Pieces{"a", "\xD9\xA1", "\xD9\xA2", "b"});  // Arabic-Indic digits
+    CHECK(split(Pattern::kQwen, "today\n \n") == Pieces{"today", "\n \n"});
 }
 
 TEST_CASE("cl100k pre-tokenizer: case-insensitive contractions, digit triples, newlines", "[bpe]") {
@@ -437,7 +444,7 @@ TEST_CASE("GPT-2 files and tokenizer.json corruption matrix", "[bpe][corruption]
     for (std::size_t cut = 0; cut < hf.size(); cut += 1 + cut / 16)
         CHECK(status_of([&] { pg::bpe::load_hf(hf.substr(0, cut)); }) == PG_ERR_FORMAT);
     std::string norm = hf;
-    norm.replace(norm.find("\"normalizer\": null"), 18, "\"normalizer\": {\"type\": \"NFC\"}");
+    norm.replace(norm.find("\"normalizer\": null"), 18, "\"normalizer\": {\"type\": \"NFKC\"}");
     CHECK(status_of([&] { pg::bpe::load_hf(norm); }) == PG_ERR_UNSUPPORTED);
     std::string bad_merge = hf;
     bad_merge.replace(bad_merge.find("\"merges\":["), 10, "\"merges\":[[\"zz\",\"a\"],");
@@ -549,3 +556,122 @@ TEST_CASE("GPT-2's encoder.json + vocab.bpe encode like tiktoken's gpt2 and writ
     CHECK(bpe2 == bpe);
 }
 #endif
+
+namespace {
+
+std::vector<std::string> regex_split(const std::string& regex, const std::string& text) {
+    std::vector<std::size_t> ends;
+    pg::bpe::SplitRegex(regex, "test regex").piece_ends(reinterpret_cast<const unsigned char*>(text.data()),
+                                                        text.size(), ends);
+    std::vector<std::string> out;
+    std::size_t b = 0;
+    for (std::size_t e : ends) out.push_back(text.substr(b, e - b)), b = e;
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("a Split regex in PCRE2: matches and the stretches between them are pieces", "[bpe]") {
+    // The cl100k regex in PCRE2 splits as the built-in scanner does.
+    const std::string text = "IT'S 12345 today\n \n caf\xC3\xA9, \xE4\xB8\xAD\xE6\x96\x87!!\n\n  x";
+    CHECK(regex_split(pg::bpe::pattern_regex(Pattern::kCl100k), text) == split(Pattern::kCl100k, text));
+    CHECK(regex_split(pg::bpe::pattern_regex(Pattern::kQwen), text) == split(Pattern::kQwen, text));
+    CHECK(regex_split("\\d+", "ab12cd3") == Pieces{"ab", "12", "cd", "3"});
+    CHECK(regex_split("b*", "abba") == Pieces{"a", "bb", "a"});  // empty matches make no piece
+    CHECK(regex_split("\\p{L}+", "a\xFF\xFE" "b") == Pieces{"a", "\xFF\xFE", "b"});  // bytes that are not UTF-8
+    CHECK(regex_split("x", "").empty());
+    try {
+        pg::bpe::SplitRegex("(\\p{L}+", "tokenizer.json: pre_tokenizer.pretokenizers[0].pattern.Regex");
+        FAIL("a broken regex compiled");
+    } catch (const pg::Error& e) {
+        CHECK(e.status() == PG_ERR_FORMAT);
+        CHECK(contains(e.what(), "pretokenizers[0].pattern.Regex does not compile"));
+    }
+}
+
+TEST_CASE("NFC, always-matched added tokens, a Split regex and a template survive tokenizer.json and the blob", "[bpe]") {
+    auto t = small_bpe(Pattern::kQwen);
+    const int32_t eot = t->special_id("<|endoftext|>");
+    t->set_text_rules(true, {eot});
+    const std::string composed = "caf\xC3\xA9 12", decomposed = "cafe\xCC\x81 12";
+    CHECK(t->encode(decomposed) == t->encode(composed));
+    const std::vector<int32_t> nfc_ids = t->encode(decomposed);
+    CHECK(t->decode(nfc_ids.data(), nfc_ids.size()) == composed);
+    CHECK(t->encode("\xFF" + decomposed) == t->encode("\xFF" + composed));  // invalid bytes pass through
+    // Matched without being allowed; the text on either side normalized on its own.
+    const std::vector<int32_t> ids = t->encode("e\xCC\x81<|endoftext|>\xCC\x81");
+    CHECK(std::count(ids.begin(), ids.end(), eot) == 1);
+    CHECK(t->decode(ids.data(), ids.size()) == "\xC3\xA9<|endoftext|>\xCC\x81");
+    t->set_split_regex("\\p{L}+|\\p{N}|\\s+|[^\\s\\p{L}\\p{N}]+", "test regex");
+    t->set_template({eot}, {eot});
+    const std::string text = "the aaaaabc, e\xCC\x81 \xF0\x9F\x91\x8D 123<|endoftext|>\n\n x";
+    const std::vector<int32_t> want = t->encode(text);
+    auto hf = pg::bpe::load_hf(pg::bpe::write_hf(*t));
+    CHECK(hf->encode(text) == want);
+    CHECK(hf->nfc());
+    CHECK(hf->always_matched() == std::vector<int32_t>{eot});
+    REQUIRE(hf->split_regex() != nullptr);
+    CHECK(*hf->split_regex() == *t->split_regex());
+    CHECK(hf->template_before() == std::vector<int32_t>{eot});
+    CHECK(hf->template_after() == std::vector<int32_t>{eot});
+    // The C API adds the template's tokens only when asked.
+    pg_tokenizer* handle = nullptr;
+    const std::string json = pg::bpe::write_hf(*t);
+    REQUIRE(pg_tokenizer_create_hf(json.data(), json.size(), &handle) == PG_OK);
+    pg_encode_options o;
+    pg_encode_options_default(&o);
+    o.add_special_tokens = 1;
+    std::vector<int32_t> with(want.size() + 2);
+    std::size_t n = 0;
+    REQUIRE(pg_tokenizer_encode_with(handle, text.data(), text.size(), &o, with.data(), with.size(), &n) == PG_OK);
+    CHECK(n == want.size() + 2);
+    CHECK(with.front() == eot);
+    CHECK(with.back() == eot);
+    CHECK(std::equal(want.begin(), want.end(), with.begin() + 1));
+    pg_tokenizer_free(handle);
+    const auto blob = t->serialize();
+    auto back = pg::deserialize_tokenizer(blob.data(), blob.size());
+    CHECK(back->encode(text) == want);
+    CHECK(back->serialize() == blob);
+    for (std::size_t cut = blob.size() - 80; cut < blob.size(); ++cut) {
+        std::vector<uint8_t> b(blob.begin(), blob.begin() + std::ptrdiff_t(cut));
+        try {
+            pg::deserialize_tokenizer(b.data(), b.size());
+            FAIL("truncated at " << cut << " loaded");
+        } catch (const pg::Error& e) {
+            CHECK(e.status() == PG_ERR_FORMAT);
+        }
+    }
+    // An always-matched id that is no special token is refused.
+    try {
+        t->set_text_rules(false, {0});
+        FAIL("an ordinary id became always-matched");
+    } catch (const pg::Error& e) {
+        CHECK(e.status() == PG_ERR_FORMAT);
+    }
+}
+
+TEST_CASE("HF's Digits before GPT-2's regex: digits one by one or in runs, kept by both formats", "[bpe]") {
+    std::vector<BpeTokenizer::Token> vocab;
+    for (int b = 0; b < 256; ++b) vocab.push_back({b, std::string(1, char(b))});
+    vocab.push_back({256, "12"});
+    vocab.push_back({257, " 1"});
+    auto t = BpeTokenizer::from_merges(Pattern::kGpt2, vocab, {{'1', '2'}, {' ', '1'}}, {}, false, false);
+    const std::string text = "a 12 \xD9\xA1" "1";  // an Arabic-Indic digit beside an ASCII one
+    using Ids = std::vector<int32_t>;
+    CHECK(t->encode(text) == Ids{'a', ' ', 256, ' ', 0xD9, 0xA1, '1'});
+    t->set_digit_split(BpeTokenizer::DigitSplit::kIndividual);
+    const Ids each = {'a', ' ', '1', '2', ' ', 0xD9, 0xA1, '1'};
+    CHECK(t->encode(text) == each);
+    CHECK(t->encode("a 1") == Ids{'a', ' ', '1'});  // " 1" is no longer one piece
+    CHECK(t->decode(each.data(), each.size()) == text);
+    auto hf = pg::bpe::load_hf(pg::bpe::write_hf(*t));
+    CHECK(hf->digit_split() == BpeTokenizer::DigitSplit::kIndividual);
+    CHECK(hf->encode(text) == each);
+    t->set_digit_split(BpeTokenizer::DigitSplit::kRuns);
+    CHECK(t->encode(text) == Ids{'a', ' ', 256, ' ', 0xD9, 0xA1, '1'});  // the run \u0661 1 has no merge
+    const auto blob = t->serialize();
+    auto back = pg::deserialize_tokenizer(blob.data(), blob.size());
+    CHECK(back->encode(text) == t->encode(text));
+    CHECK(back->serialize() == blob);
+}

@@ -174,6 +174,7 @@ class EvalConfig:
 
 class EncodeOptions:
     allow_all_special: bool
+    add_special_tokens: bool
     def __init__(self, **fields: object) -> None: ...
     def replace(self, **fields: object) -> EncodeOptions: ...
 
