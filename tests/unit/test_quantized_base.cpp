@@ -120,6 +120,20 @@ TEST_CASE("a quantized base holds its blocks, keeps the fp32 fingerprint and ref
     // real one (where q8_0 keeps 27% of the bytes).
     CHECK(bytes8 < bytes32 * 0.45);
     CHECK(pg_model_set_weight_storage(m, PG_WEIGHTS_Q8_0) == PG_OK);  // the same again: no-op
+    // The memory plan counts the blocks as the model holds them (within its 64-byte alignment).
+    pg_model_config mc;
+    pg_model_config_default(&mc);
+    REQUIRE(pg_model_get_config(m, &mc) == PG_OK);
+    pg_lora_config lc;
+    pg_lora_config_default(&lc);
+    pg_train_config plan_cfg;
+    pg_train_config_default(&plan_cfg);
+    plan_cfg.batch_size = 2;
+    pg_memory_plan plan;
+    plan.struct_size = sizeof plan;
+    REQUIRE(pg_train_memory_plan(&mc, PG_WEIGHTS_Q8_0, &lc, &plan_cfg, 0, &plan) == PG_OK);
+    CHECK(plan.weights_bytes <= bytes8);
+    CHECK(plan.weights_bytes > bytes8 - 1024);
     CHECK(pg_lora_adapter_check_base(a, m) == PG_OK);
 
     const std::string path = pg_test::tmp_dir() + "/quantized_base_model.pgck";
