@@ -45,7 +45,7 @@ class SessionTest {
     }
 
     @Test fun configsComeFromTheLibrary() {
-        assertEquals(SessionConfig(0, 0), SessionConfig.default())
+        assertEquals(SessionConfig(0, 0, Arithmetic.EXACT), SessionConfig.default())
         assertEquals(EvalSampledConfig(20, 8, 1337), EvalSampledConfig.default())
         session(2).use { assertEquals(2, it.nThreads) }
     }
