@@ -6,7 +6,11 @@
 // (phones from ARMv8.2 on; qemu-aarch64 -cpu max): elsewhere both runs are the same bits, and
 // "fp16_gemm" says "none".
 //
+// --storage q8_0 | q4_0 (with --arithmetic exact | int8) measures a quantized base instead,
+// against the fp32 model (docs/quantization.md).
+//
 //   bench_fp16_error --checkpoint model.bin --data tinyshakespeare.txt [--windows 8]
+//       [--storage fp16-arithmetic | q8_0 | q4_0] [--arithmetic exact | int8]
 //   bench_fp16_error --preset phonegpt --data ... [--layers L --embd C --heads H] [--seed S]
 //       (a model at GPT-2's initialisation, of the preset's shape or the one given)
 #include <cmath>
@@ -18,6 +22,7 @@
 
 #include "io/json.hpp"
 #include "kernels/dispatch.hpp"
+#include "kernels/quant_gemm.hpp"
 #include "phonegpt/phonegpt.h"
 
 namespace {
@@ -94,14 +99,30 @@ int main(int argc, char** argv) {
             inputs[size_t(w) * T + t] = ids[first + size_t(w) * T + t];
             targets[size_t(w) * T + t] = ids[first + size_t(w) * T + t + 1];
         }
-    check(pg_model_set_weight_storage(half, PG_WEIGHTS_FP16), "pg_model_set_weight_storage", half);
-    check(pg_model_set_weight_storage(fast, PG_WEIGHTS_FP16_ARITHMETIC), "pg_model_set_weight_storage", fast);
+    const std::string storage = arg(argc, argv, "--storage", "fp16-arithmetic");
+    const std::string arithmetic = arg(argc, argv, "--arithmetic", "exact");
+    const bool quantized = storage == "q8_0" || storage == "q4_0";
+    if (!quantized && storage != "fp16-arithmetic") {
+        std::fprintf(stderr, "bench_fp16_error: --storage must be fp16-arithmetic, q8_0 or q4_0\n");
+        return 2;
+    }
+    // The reference: the fp16 model for fp16 arithmetic, the fp32 one for a quantized base.
+    if (!quantized) check(pg_model_set_weight_storage(half, PG_WEIGHTS_FP16), "pg_model_set_weight_storage", half);
+    check(pg_model_set_weight_storage(fast, !quantized ? PG_WEIGHTS_FP16_ARITHMETIC
+                                            : storage == "q8_0" ? PG_WEIGHTS_Q8_0 : PG_WEIGHTS_Q4_0),
+          "pg_model_set_weight_storage", fast);
     std::vector<float> exact(inputs.size() * V), got(inputs.size() * V);
     float loss_exact = 0, loss_fast = 0;
     check(pg_model_forward(half, inputs.data(), windows, T, targets.data(), exact.data(), &loss_exact, 0),
           "pg_model_forward", half);
-    check(pg_model_forward(fast, inputs.data(), windows, T, targets.data(), got.data(), &loss_fast, 0),
-          "pg_model_forward", fast);
+    pg_session_config sc;
+    pg_session_config_default(&sc);
+    sc.arithmetic = arithmetic == "int8" ? PG_ARITHMETIC_INT8 : PG_ARITHMETIC_EXACT;
+    pg_session* session = nullptr;
+    check(pg_session_create(fast, &sc, &session), "pg_session_create");
+    check(pg_session_forward(session, inputs.data(), windows, T, targets.data(), got.data(), &loss_fast),
+          "pg_session_forward");
+    pg_session_free(session);
     double num = 0, den = 0, max_diff = 0, max_logit = 0;
     for (size_t i = 0; i < exact.size(); ++i) {
         const double d = double(got[i]) - exact[i];
@@ -113,10 +134,11 @@ int main(int argc, char** argv) {
     int64_t params = 0;
     pg_model_num_params(half, &params);
     pg::io::JsonObject out;
-    out.str("fp16_gemm", pg::kernels::fp16_arithmetic_gemm()).integer("params", params).integer("n_layer", mc.n_layer)
+    out.str("storage", storage).str("arithmetic", arithmetic).str("int8_gemm", pg::kernels::int8_gemm_name())
+        .str("fp16_gemm", pg::kernels::fp16_arithmetic_gemm()).integer("params", params).integer("n_layer", mc.n_layer)
         .integer("n_embd", mc.n_embd).integer("windows", windows).integer("T", T)
         .num("logits_relative_rms", std::sqrt(num / den)).num("logits_max_diff_over_max", max_diff / max_logit)
-        .num("loss_fp16", loss_exact).num("loss_fp16_arithmetic", loss_fast);
+        .num("loss_reference", loss_exact).num("loss", loss_fast);
     std::printf("%s\n", out.text().c_str());
     pg_tokenizer_free(own);
     pg_model_free(half);

@@ -1,6 +1,7 @@
 // bench_lora (and `phonegpt-bench lora`): one training configuration per process, so its peak
-// RSS is its own: a LoRA step over a frozen base held in fp32, fp16 or bf16 (bf16-arith: bf16
-// multiplied in bf16 where the CPU has AVX512_BF16, PG_WEIGHTS_BF16_ARITHMETIC), or a full
+// RSS is its own: a LoRA step over a frozen base held in fp32, fp16, bf16, q8_0 or q4_0
+// (--base-storage, also spelt --base), multiplied in --arithmetic exact|bf16|int8 (bf16-arith:
+// bf16 storage with bf16 arithmetic, where the CPU has AVX512_BF16), or a full
 // fine-tuning step, at the Ailoos shape (vocab 50,257, 12 layers, width 512, 8 heads, context
 // 256: 63.7M weights) or GPT-2 small (124M, context 1024 or less). Prints one JSON line: the
 // median and every timed step's wall ms and CPU ms, and the memory:
@@ -55,7 +56,8 @@ struct Options {
     int top_layers = 0;            // > 0: adapt only the top N layers (layers_to_transform)
     std::string mode = "lora";     // lora | full
     std::string targets = "all";   // all | c_attn
-    std::string base = "fp16";     // fp32 | fp16 | bf16 | bf16-arith
+    std::string base = "fp16";     // fp32 | fp16 | bf16 | q8_0 | q4_0 | bf16-arith
+    std::string arithmetic = "exact";  // exact | fp16 | bf16 | int8
     std::string write_base;        // set: save the base there (mapping layout) and exit
     std::string base_file;         // set: read the base from this checkpoint
     bool map_base = false;         // with base_file: map it instead of copying
@@ -67,7 +69,8 @@ struct Options {
     std::fprintf(stderr,
                  "usage: %s [--shape ailoos|gpt2] [--ctx N] [--batch 4] [--seq 256] [--threads 2]\n"
                  "          [--mode lora|full] [--targets all|c_attn] [--top-layers N]\n"
-                 "          [--base fp32|fp16|bf16|bf16-arith] [--rank 8]\n"
+                 "          [--base-storage fp32|fp16|bf16|q8_0|q4_0|bf16-arith] [--rank 8]\n"
+                 "          [--arithmetic exact|fp16|bf16|int8]\n"
                  "          [--recompute] [--steps 3] [--warmup 1] [--profile STEPS]\n"
                  "          [--write-base PATH | --base-file PATH [--map-base]]\n",
                  argv0);
@@ -93,7 +96,8 @@ Options parse(int argc, char** argv) {
         else if (a == "--mode") o.mode = value();
         else if (a == "--targets") o.targets = value();
         else if (a == "--top-layers") o.top_layers = std::atoi(value().c_str());
-        else if (a == "--base") o.base = value();
+        else if (a == "--base" || a == "--base-storage") o.base = value();
+        else if (a == "--arithmetic") o.arithmetic = value();
         else if (a == "--recompute") o.recompute = true;
         else if (a == "--write-base") o.write_base = value();
         else if (a == "--base-file") o.base_file = value();
@@ -103,7 +107,12 @@ Options parse(int argc, char** argv) {
     }
     const bool ok = (o.shape == "ailoos" || o.shape == "gpt2") && (o.mode == "lora" || o.mode == "full") &&
                     (o.targets == "all" || o.targets == "c_attn") && o.top_layers >= 0 && o.top_layers <= 12 &&
-                    (o.base == "fp32" || o.base == "fp16" || o.base == "bf16" || o.base == "bf16-arith") && o.steps >= 1 && o.warmup >= 0 &&
+                    (o.base == "fp32" || o.base == "fp16" || o.base == "bf16" || o.base == "q8_0" || o.base == "q4_0" ||
+                     o.base == "bf16-arith") &&
+                    (o.arithmetic == "exact" || o.arithmetic == "fp16" || o.arithmetic == "bf16" ||
+                     o.arithmetic == "int8") &&
+                    (o.base != "bf16-arith" || o.arithmetic == "exact") &&
+                    (o.write_base.empty() || !(o.base == "q8_0" || o.base == "q4_0")) && o.steps >= 1 && o.warmup >= 0 &&
                     (!o.map_base || !o.base_file.empty()) && (o.write_base.empty() || o.base_file.empty()) &&
                     (o.mode == "lora" || o.base == "fp32");
     if (!ok) usage(argv[0]);
@@ -144,10 +153,16 @@ pg::io::JsonObject smaps_rollup() {
 }
 
 pg::WeightStorage storage_of(const std::string& base) {
-    return base == "fp16"         ? pg::WeightStorage::fp16
-           : base == "bf16"       ? pg::WeightStorage::bf16
-           : base == "bf16-arith" ? pg::WeightStorage::bf16_arithmetic
-                                  : pg::WeightStorage::fp32;
+    return base == "fp16"                            ? pg::WeightStorage::fp16
+           : base == "bf16" || base == "bf16-arith" ? pg::WeightStorage::bf16
+           : base == "q8_0"                          ? pg::WeightStorage::q8_0
+           : base == "q4_0"                          ? pg::WeightStorage::q4_0
+                                                     : pg::WeightStorage::fp32;
+}
+
+pg_arithmetic arithmetic_of(const Options& o) {
+    if (o.base == "bf16-arith" || o.arithmetic == "bf16") return PG_ARITHMETIC_BF16;
+    return o.arithmetic == "int8" ? PG_ARITHMETIC_INT8 : o.arithmetic == "fp16" ? PG_ARITHMETIC_FP16 : PG_ARITHMETIC_EXACT;
 }
 
 // The shape's base with random weights, or the checkpoint's (copied or mapped).
@@ -180,7 +195,7 @@ int main(int argc, char** argv) {
         pg::Model model = make_base(o);
         if (!o.write_base.empty()) {
             pg::io::CheckpointOptions co;
-            co.storage = pg::stored_values(storage_of(o.base));
+            co.storage = storage_of(o.base);
             co.mappable = true;
             pg::io::save_checkpoint(model, nullptr, co, o.write_base);
             std::printf("%s\n", pg::io::JsonObject().str("wrote", o.write_base).text().c_str());
@@ -195,6 +210,7 @@ int main(int argc, char** argv) {
         tc.seq_len = o.seq;
         tc.n_threads = o.threads;
         tc.recompute_activations = o.recompute;
+        tc.arithmetic = o.mode == "lora" ? arithmetic_of(o) : PG_ARITHMETIC_EXACT;
         tc.warmup_steps = 0;
         tc.lr_max = 1e-4f;
 
@@ -210,16 +226,8 @@ int main(int argc, char** argv) {
             const int n_layer = model.config().n_layer;
             for (int l = n_layer - o.top_layers; o.top_layers > 0 && l < n_layer; ++l) lc.layers.push_back(l);
             adapter = std::make_unique<pg::lora::Adapter>(pg::lora::Adapter::create(model, lc));
-            if (o.base_file.empty()) {
-                model.hold_frozen_in(storage_of(o.base));
-            } else if (o.base == "bf16-arith") {  // a file's base is as stored, bf16 arithmetic aside
-                if (pg::stored_values(model.storage()) != pg::WeightStorage::bf16)
-                    throw pg::Error(PG_ERR_INVALID_ARGUMENT,
-                                    std::string("--base bf16-arith: ") + o.base_file + " holds " +
-                                        pg::weight_storage_name(model.storage()) +
-                                        ", not bf16 (write it with --write-base and --base bf16)");
-                model.hold_frozen_in(pg::WeightStorage::bf16_arithmetic);
-            }
+            // A file's base is as stored, unless it is to be quantized (from the values it holds).
+            if (o.base_file.empty() || pg::is_quantized(storage_of(o.base))) model.hold_frozen_in(storage_of(o.base));
             lora = std::make_unique<pg::lora::LoraTrainer>(model, *adapter, tc, true);
             lora->set_data(data.data(), data.size());
             trained = adapter->num_params();
@@ -253,6 +261,7 @@ int main(int argc, char** argv) {
             .str("targets", o.mode == "lora" ? o.targets : "-")
             .integer("top_layers", o.mode == "lora" && o.top_layers > 0 ? o.top_layers : model.config().n_layer)
             .str("base", pg::weight_storage_name(model.storage()))
+            .str("arithmetic", pg::arithmetic_name(pg::Arithmetic(tc.arithmetic)))
             .str("base_source", o.base_file.empty() ? "memory" : o.map_base ? "mapped" : "copied")
             .boolean("recompute", o.recompute).integer("batch", o.batch).integer("seq", o.seq)
             .integer("threads", o.threads).integer("trained_params", trained)

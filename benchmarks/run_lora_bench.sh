@@ -7,7 +7,8 @@
 # Environment: STEPS (3) and WARMUP (1) per process; SEQ (256) tokens per sequence (at most the
 # context: GPT-2 small at 1024 takes SEQ=1024); CONFIGS to run a subset (names below). The
 # bf16 ones (not in the default set): lora_*_bf16 a bf16 base multiplied exactly, lora_*_bf16x
-# bf16 arithmetic (--base bf16-arith), torch_*_bf16 the twin under PyTorch's bf16 autocast.
+# bf16 arithmetic (--base bf16-arith), torch_*_bf16 the twin under PyTorch's bf16 autocast;
+# lora_all_q8_0 / _q4_0 a quantized base multiplied exactly, *_int8 in int8 arithmetic.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shape=${1:?shape: ailoos or gpt2}
@@ -34,6 +35,10 @@ declare -A run=(
   [lora_c_attn_bf16]="pg --mode lora --targets c_attn --base bf16"
   [lora_all_bf16x]="pg --mode lora --targets all --base bf16-arith"
   [lora_c_attn_bf16x]="pg --mode lora --targets c_attn --base bf16-arith"
+  [lora_all_q8_0]="pg --mode lora --targets all --base-storage q8_0"
+  [lora_all_q8_0_int8]="pg --mode lora --targets all --base-storage q8_0 --arithmetic int8"
+  [lora_all_q4_0]="pg --mode lora --targets all --base-storage q4_0"
+  [lora_all_q4_0_int8]="pg --mode lora --targets all --base-storage q4_0 --arithmetic int8"
   [full_fp32]="pg --mode full --base fp32"
   [torch_all_top4]="torch --targets all --top-layers 4"
   [lora_all_top4_fp16]="pg --mode lora --targets all --top-layers 4 --base fp16"

@@ -345,15 +345,18 @@ void bind_model(py::module_& m) {
                                "'init_seed': int or None, 'steps': int, 'tokens': int} (saved with the model).")
         .def_property_readonly("weight_storage", &Model::weight_storage,
                                "How the weights are held: 'fp32', or for a frozen base 'fp16', 'bf16',\n"
-                               "'fp16_arithmetic' or 'bf16_arithmetic' (set_weight_storage).")
+                               "'q8_0', 'q4_0' (or the deprecated 'fp16_arithmetic', 'bf16_arithmetic';\n"
+                               "set_weight_storage).")
         .def_property_readonly("weight_bytes", &Model::weight_bytes, "The bytes the weights take.")
         .def("set_weight_storage", &Model::set_weight_storage, py::arg("storage"),
-             "Holds the token embedding and the block linears in 16 bits, in place: half their bytes,\n"
-             "for a frozen base (sessions, evaluation, LoRA training), with the fp32 model's results over\n"
-             "the rounded values ('fp16', 'bf16'; the *_arithmetic forms may also multiply in 16 bits\n"
-             "where the CPU can). One way: the fp32 weights are freed, so training, merging, fp32 views\n"
+             "Holds the token embedding and the block linears in 16 bits ('fp16', 'bf16': half their\n"
+             "bytes) or in quantized blocks of 32 ('q8_0': int8, 'q4_0': 4-bit), in place, for a frozen\n"
+             "base (sessions, evaluation, LoRA training), with the fp32 model's results over the stored\n"
+             "values unless a SessionConfig / TrainConfig chooses another arithmetic ('fp16_arithmetic'\n"
+             "and 'bf16_arithmetic' are deprecated spellings of 'fp16' / 'bf16' with that arithmetic as\n"
+             "the default). One way: the fp32 weights are freed, so training, merging, fp32 views\n"
              "and saving as fp32 then raise StateError, and so does going back (load the model again).\n"
-             "fp16 <-> fp16_arithmetic and bf16 <-> bf16_arithmetic switch freely. Refused while numpy\n"
+             "A 16-bit model may still be quantized. Refused while numpy\n"
              "views of the fp32 weights or a Trainer of the model are alive; NotFinite when a weight\n"
              "overflows fp16. Not while another thread uses the model.")
         .def("allow_untrained_base", &Model::allow_untrained_base, py::arg("allow") = true,

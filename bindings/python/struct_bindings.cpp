@@ -72,6 +72,13 @@ struct EnumNames<pg_optimizer> {
         {PG_OPTIMIZER_ADAMW, "adamw"}, {PG_OPTIMIZER_MUON, "muon"}};
 };
 template <>
+struct EnumNames<pg_arithmetic> {
+    static constexpr std::pair<pg_arithmetic, const char*> items[] = {{PG_ARITHMETIC_EXACT, "exact"},
+                                                                       {PG_ARITHMETIC_FP16, "fp16"},
+                                                                       {PG_ARITHMETIC_BF16, "bf16"},
+                                                                       {PG_ARITHMETIC_INT8, "int8"}};
+};
+template <>
 struct EnumNames<pg_lora_average_method> {  // the names lib/lora/average.cpp gives them
     static constexpr std::pair<pg_lora_average_method, const char*> items[] = {
         {PG_LORA_AVERAGE_FEDAVG_FACTORS, "fedavg_factors"}, {PG_LORA_AVERAGE_CAT, "cat"},
@@ -129,7 +136,8 @@ template <>
 struct EnumNames<pg_weight_storage> {  // Model.weight_storage (no struct field)
     static constexpr std::pair<pg_weight_storage, const char*> items[] = {
         {PG_WEIGHTS_FP32, "fp32"}, {PG_WEIGHTS_FP16, "fp16"}, {PG_WEIGHTS_BF16, "bf16"},
-        {PG_WEIGHTS_FP16_ARITHMETIC, "fp16_arithmetic"}, {PG_WEIGHTS_BF16_ARITHMETIC, "bf16_arithmetic"}};
+        {PG_WEIGHTS_FP16_ARITHMETIC, "fp16_arithmetic"}, {PG_WEIGHTS_BF16_ARITHMETIC, "bf16_arithmetic"},
+        {PG_WEIGHTS_Q8_0, "q8_0"}, {PG_WEIGHTS_Q4_0, "q4_0"}};
 };
 template <class E>
 std::string enum_choices() {

@@ -109,9 +109,17 @@ using TokenizerPtr = std::unique_ptr<pg_tokenizer, TokenizerDeleter>;
 ModelPtr load_model(const std::string& path);
 // pg_model_load_with map_weights: the weights stay in the file's read-only mapping.
 ModelPtr map_model(const std::string& path);
-// A --weights KIND: fp32, fp16, bf16 and, with arithmetic, fp16-arithmetic and bf16-arithmetic
-// (a UsageError naming the kinds allowed otherwise).
-pg_weight_storage weight_storage_named(const std::string& kind, bool arithmetic);
+// A --weights KIND: fp32, fp16, bf16 and, for a frozen base (--base-storage), q8_0, q4_0 and the
+// deprecated fp16-arithmetic and bf16-arithmetic (a UsageError naming the kinds allowed otherwise).
+// `flag` names the option in the message.
+pg_weight_storage weight_storage_named(const std::string& kind, bool frozen, const char* flag);
+// The options of a frozen base's storage and arithmetic (eval, sample, lora train).
+extern const OptionSpec kBaseStorage, kWeightsSpelling, kArithmetic;
+// pg_model_set_weight_storage as --base-storage (or its old spelling --weights) asks; nothing
+// without either.
+void hold_base_as_asked(const Options& opt, pg_model* model);
+// --arithmetic's pg_arithmetic (exact without it).
+pg_arithmetic arithmetic_named(const Options& opt);
 // The --weights KIND of a storage ("fp32", ..., "bf16-arithmetic").
 const char* weight_storage_kind(pg_weight_storage storage);
 // The model's tokenizer (borrowed); a runtime failure naming `needed_for` when it has none.
@@ -174,8 +182,9 @@ std::string duration(double seconds);  // "42s", "3m05s", "1h02m"
 pg_model_config config_of(pg_model* model);
 Json model_json(pg_model* model);
 
-// One pg_evaluate call, timed (with `adapter`: pg_session_evaluate on a session of the model with
-// the adapter attached, for a base that cannot be merged into, such as a mapped or 16-bit one). A
+// One pg_evaluate call, timed (with `adapter` or an arithmetic other than exact:
+// pg_session_evaluate on a session of the model in that arithmetic, with the adapter attached,
+// for a base that cannot be merged into, such as a mapped, 16-bit or quantized one). A
 // loss that is not finite is never a score: the library refuses it (PG_ERR_NOT_FINITE), and
 // evaluate() throws a RuntimeError with that status, its message prefixed with `what`
 // ("scoring x.bin on the val split").
@@ -186,7 +195,8 @@ struct EvalFigures {
     int64_t bytes = 0;         // 0: the model has no tokenizer, so no bits per byte
 };
 EvalFigures evaluate(pg_model* model, const int32_t* tokens, size_t n, const pg_eval_config& config,
-                     const std::string& what, const pg_lora_adapter* adapter = nullptr);
+                     const std::string& what, const pg_lora_adapter* adapter = nullptr,
+                     pg_arithmetic arithmetic = PG_ARITHMETIC_EXACT);
 // loss, bits_per_char (per token, the name from the character-only days), the two below,
 // scored, windows, seconds.
 Json eval_json(const EvalFigures& f);

@@ -59,14 +59,45 @@ ModelPtr map_model(const std::string& path) {
     return ModelPtr(m);
 }
 
-pg_weight_storage weight_storage_named(const std::string& kind, bool arithmetic) {
+pg_weight_storage weight_storage_named(const std::string& kind, bool frozen, const char* flag) {
     if (kind == "fp32") return PG_WEIGHTS_FP32;
     if (kind == "fp16") return PG_WEIGHTS_FP16;
     if (kind == "bf16") return PG_WEIGHTS_BF16;
-    if (arithmetic && kind == "fp16-arithmetic") return PG_WEIGHTS_FP16_ARITHMETIC;
-    if (arithmetic && kind == "bf16-arithmetic") return PG_WEIGHTS_BF16_ARITHMETIC;
-    throw UsageError{std::string("--weights must be fp32, fp16") +
-                     (arithmetic ? ", bf16, fp16-arithmetic or bf16-arithmetic" : " or bf16") + ", got \"" + kind + "\""};
+    if (frozen && kind == "q8_0") return PG_WEIGHTS_Q8_0;
+    if (frozen && kind == "q4_0") return PG_WEIGHTS_Q4_0;
+    if (frozen && kind == "fp16-arithmetic") return PG_WEIGHTS_FP16_ARITHMETIC;
+    if (frozen && kind == "bf16-arithmetic") return PG_WEIGHTS_BF16_ARITHMETIC;
+    throw UsageError{std::string("--") + flag + " must be fp32, fp16" +
+                     (frozen ? ", bf16, q8_0 or q4_0" : " or bf16") + ", got \"" + kind + "\""};
+}
+
+const OptionSpec kBaseStorage = {
+    "base-storage", "KIND",
+    "hold the frozen base as fp32, fp16, bf16, q8_0 or q4_0 (blocks of 32 int8 / 4-bit codes with an fp16 "
+    "scale; docs/quantization.md); default: as the file holds it. --weights is its old spelling"};
+const OptionSpec kWeightsSpelling = {"weights", "KIND", "the old spelling of --base-storage (fp16-arithmetic and "
+                                                        "bf16-arithmetic: --base-storage fp16/bf16 --arithmetic fp16/bf16)"};
+const OptionSpec kArithmetic = {
+    "arithmetic", "KIND",
+    "multiply the frozen base exactly (exact, the default), in fp16 over an fp16 base (ARMv8.2 FP16 CPUs, "
+    "inference), in bf16 over a bf16 base (AVX512_BF16 CPUs) or in int8 over a q8_0 / q4_0 base"};
+
+void hold_base_as_asked(const Options& opt, pg_model* model) {
+    if (opt.has("base-storage") && opt.has("weights"))
+        throw UsageError{"--weights is the old spelling of --base-storage: give one of them"};
+    const char* name = opt.has("base-storage") ? "base-storage" : opt.has("weights") ? "weights" : nullptr;
+    if (name)
+        check(pg_model_set_weight_storage(model, weight_storage_named(opt.text(name, ""), true, name)),
+              "pg_model_set_weight_storage");
+}
+
+pg_arithmetic arithmetic_named(const Options& opt) {
+    const std::string kind = opt.text("arithmetic", "exact");
+    if (kind == "exact") return PG_ARITHMETIC_EXACT;
+    if (kind == "fp16") return PG_ARITHMETIC_FP16;
+    if (kind == "bf16") return PG_ARITHMETIC_BF16;
+    if (kind == "int8") return PG_ARITHMETIC_INT8;
+    throw UsageError{"--arithmetic must be exact, fp16, bf16 or int8, got \"" + kind + "\""};
 }
 
 const char* weight_storage_kind(pg_weight_storage storage) {
@@ -76,6 +107,8 @@ const char* weight_storage_kind(pg_weight_storage storage) {
         case PG_WEIGHTS_BF16: return "bf16";
         case PG_WEIGHTS_FP16_ARITHMETIC: return "fp16-arithmetic";
         case PG_WEIGHTS_BF16_ARITHMETIC: return "bf16-arithmetic";
+        case PG_WEIGHTS_Q8_0: return "q8_0";
+        case PG_WEIGHTS_Q4_0: return "q4_0";
     }
     return "?";
 }

@@ -9,10 +9,8 @@ CheckpointScore score_checkpoint(const std::string& path, const Options& opt, co
     CheckpointScore s;
     s.path = path;
     ModelPtr model = load_model(path);
-    // Without --weights the model is scored as the file holds it (a 16-bit file as 16-bit).
-    if (opt.has("weights"))
-        check(pg_model_set_weight_storage(model.get(), weight_storage_named(opt.text("weights", ""), true)),
-              "pg_model_set_weight_storage");
+    // Without --base-storage the model is scored as the file holds it (a 16-bit file as 16-bit).
+    hold_base_as_asked(opt, model.get());
     pg_tokenizer* tok = tokenizer_of(model.get(), "encode --data with");
     const Corpus corpus = load_corpus(request.data_path, tok, request.train_fraction);
     const size_t begin = request.split == "val" ? corpus.n_train : 0;
@@ -30,7 +28,7 @@ CheckpointScore score_checkpoint(const std::string& path, const Options& opt, co
     s.window = ec.window ? ec.window : config.n_ctx;
     s.stride = ec.stride ? ec.stride : s.window;
     s.figures = evaluate(model.get(), corpus.tokens.data() + begin, end - begin, ec,
-                         "scoring " + path + " on the " + request.split + " split");
+                         "scoring " + path + " on the " + request.split + " split", nullptr, arithmetic_named(opt));
     return s;
 }
 
@@ -45,10 +43,9 @@ int cmd_eval(int argc, char** argv) {
                     {"split", "NAME", "val (default), train or all"},
                     {"window", "W", "window length (default: the model's context)"},
                     {"stride", "S", "window stride (default: the window, non-overlapping)"},
-                    {"weights", "KIND",
-                     "score the model held as fp32, fp16, bf16, fp16-arithmetic (fp16 weights, multiplied "
-                     "in fp16 where the CPU has ARMv8.2 FP16 arithmetic) or bf16-arithmetic (bf16 weights, "
-                     "multiplied in bf16 where the CPU has AVX512_BF16); default: as the checkpoint holds it"},
+                    kBaseStorage,
+                    kWeightsSpelling,
+                    kArithmetic,
                     {"threads", "N", "threads (default: all cores)"},
                     {"json", nullptr, "print one JSON object of results on stdout"},
                     {"help", nullptr, "this help"},

@@ -35,7 +35,7 @@ int cmd_import(int argc, char** argv) {
     const bool native = opt.text("format", "") == "native";
     const pg_interop_format format = native ? PG_FORMAT_LLMC : interop_format(opt);
     int32_t weights = -1;
-    if (opt.has("weights")) weights = weight_storage_named(opt.text("weights", ""), false);
+    if (opt.has("weights")) weights = weight_storage_named(opt.text("weights", ""), false, "weights");
     if (!opt.has("in")) throw UsageError{"--in PATH is required"};
     if (!opt.has("out")) throw UsageError{"--out PATH is required"};
     if (opt.has("tokenizer-from") && opt.has("vocab-text"))

@@ -175,9 +175,9 @@ int lora_train(int argc, char** argv) {
         {"threads", "N", "threads (default: all cores)"},
         {"log-interval", "N", "steps between progress lines (default 10)"},
         kAllowUntrainedBase,
-        {"weights", "KIND",
-         "hold the frozen base as fp32, fp16, bf16 or bf16-arithmetic (bf16 weights multiplied in bf16 where the "
-         "CPU has AVX512_BF16, training passes included: about 1.7x faster; default: as the file holds it)"},
+        kBaseStorage,
+        kWeightsSpelling,
+        kArithmetic,
         {"map-base", nullptr,
          "map the base's weights read-only from its file instead of copying them (a raw checkpoint saved with "
          "the mapping layout: phonegpt import --weights fp16, or --align-for-mapping)"},
@@ -191,13 +191,14 @@ int lora_train(int argc, char** argv) {
     const bool map_base = opt.has("map-base");
     ModelPtr base = map_base ? map_model(base_path) : load_model(base_path);
     accept_base(opt, base.get(), base_path);
-    if (opt.has("weights"))
-        check(pg_model_set_weight_storage(base.get(), weight_storage_named(opt.text("weights", ""), true)),
-              "pg_model_set_weight_storage");
+    hold_base_as_asked(opt, base.get());
+    const pg_arithmetic arithmetic = arithmetic_named(opt);
+    if (opt.has("resume") && arithmetic != PG_ARITHMETIC_EXACT)
+        throw UsageError{"--arithmetic chooses how a new run multiplies; a resumed run (--resume) multiplies exactly"};
     pg_tokenizer* tok = tokenizer_of(base.get(), "lora train");
     pg_weight_storage storage = PG_WEIGHTS_FP32;
     check(pg_model_weight_storage(base.get(), &storage, nullptr), "pg_model_weight_storage");
-    // A mapped or 16-bit base cannot be merged into a new fp32 model: score base + adapter on a
+    // A mapped, 16-bit or quantized base cannot be merged into a new fp32 model: score base + adapter on a
     // session with the adapter attached instead (the same figures within the merge bound).
     const bool score_on_session = map_base || storage != PG_WEIGHTS_FP32;
     const Corpus corpus = load_corpus(resolve_data_path(opt), tok, 0.9);
@@ -236,6 +237,7 @@ int lora_train(int argc, char** argv) {
         tc.total_steps = steps;
         tc.seed = uint64_t(opt.integer("seed", 1337, 0, INT64_MAX));
         tc.n_threads = int32_t(opt.integer("threads", 0, 0, 1024));
+        tc.arithmetic = arithmetic;
         clamp_warmup(tc, opt.has("warmup"), "lora train");
         pg_lora_trainer* t = nullptr;
         check_flags(pg_lora_trainer_create(base.get(), adapter.get(), &tc, &t), "pg_lora_trainer_create");
@@ -250,7 +252,7 @@ int lora_train(int argc, char** argv) {
     const int32_t* val = corpus.tokens.data() + corpus.n_train;
     const size_t n_val = corpus.tokens.size() - corpus.n_train;
     auto val_loss = [&](const char* what) {
-        if (score_on_session) return evaluate(base.get(), val, n_val, ec, what, adapter.get());
+        if (score_on_session) return evaluate(base.get(), val, n_val, ec, what, adapter.get(), arithmetic);
         pg_model* merged = nullptr;
         check(pg_lora_merge(base.get(), adapter.get(), 0, &merged), "pg_lora_merge");
         ModelPtr m(merged);
@@ -277,6 +279,7 @@ int lora_train(int argc, char** argv) {
         Json j;
         j.boolean("ok", true).str("command", "lora train").str("base", base_path).boolean("base_mapped", map_base)
             .str("base_weights", weight_storage_kind(storage))
+            .str("arithmetic", opt.text("arithmetic", "exact"))
             .str("out", out)
             .object("config", config_json(adapter.get())).integer("steps", steps).integer("step", done + steps)
             .integer("tokens", progress.tokens()).num("val_loss_before", before.loss).num("val_loss_after", after.loss)

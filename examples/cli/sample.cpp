@@ -63,6 +63,8 @@ int cmd_sample(int argc, char** argv) {
                     {"stop", "TEXT", "stop after the token that completes TEXT in the generated text; nothing "
                                      "after TEXT is printed (a newline from the shell: $'\\n')"},
                     {"threads", "N", "threads (default: all cores)"},
+                    kBaseStorage,
+                    kArithmetic,
                     {"json", nullptr, "print one JSON object (with the text) on stdout instead of streaming"},
                     {"help", nullptr, "this help"},
                 },
@@ -84,6 +86,14 @@ int cmd_sample(int argc, char** argv) {
     sc.n_threads = int32_t(opt.integer("threads", 0, 0, 1024));
 
     ModelPtr model = load_model(ckpt);
+    hold_base_as_asked(opt, model.get());
+    pg_session_config session_config;
+    pg_session_config_default(&session_config);
+    session_config.n_threads = sc.n_threads;
+    session_config.arithmetic = arithmetic_named(opt);
+    pg_session* session = nullptr;
+    check(pg_session_create(model.get(), &session_config, &session), "pg_session_create");
+    std::unique_ptr<pg_session, void (*)(pg_session*)> owned(session, pg_session_free);
     pg_tokenizer* tok = tokenizer_of(model.get(), "encode --prompt with");
     const std::vector<int32_t> prompt_ids = encode(tok, prompt);
 
@@ -103,8 +113,8 @@ int cmd_sample(int argc, char** argv) {
         std::fflush(stdout);
     }
     const double t0 = now_seconds();
-    check(pg_generate(model.get(), prompt_ids.data(), prompt_ids.size(), &sc, out.data(), out.size(), &n_out),
-          "pg_generate");
+    check(pg_session_append(session, prompt_ids.data(), prompt_ids.size()), "pg_session_append");
+    check(pg_session_generate(session, &sc, out.data(), out.size(), &n_out), "pg_session_generate");
     const double seconds = now_seconds() - t0;
     stream.add(stream.stream.finish());
     if (g_output.json) {

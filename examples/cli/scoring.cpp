@@ -24,20 +24,22 @@ Json model_json(pg_model* model) {
 }
 
 EvalFigures evaluate(pg_model* model, const int32_t* tokens, size_t n, const pg_eval_config& config,
-                     const std::string& what, const pg_lora_adapter* adapter) {
+                     const std::string& what, const pg_lora_adapter* adapter, pg_arithmetic arithmetic) {
     pg_eval_result r{};
     r.struct_size = sizeof r;
     const double t0 = now_seconds();
-    const char* call = adapter ? "pg_session_evaluate" : "pg_evaluate";
+    const bool on_session = adapter || arithmetic != PG_ARITHMETIC_EXACT;
+    const char* call = on_session ? "pg_session_evaluate" : "pg_evaluate";
     pg_status s;
-    if (adapter) {
+    if (on_session) {
         pg_session_config sc;
         pg_session_config_default(&sc);
         sc.n_threads = config.n_threads;
+        sc.arithmetic = arithmetic;
         pg_session* session = nullptr;
         check(pg_session_create(model, &sc, &session), "pg_session_create");
         std::unique_ptr<pg_session, void (*)(pg_session*)> owned(session, pg_session_free);
-        check(pg_session_attach_adapter(session, adapter), "pg_session_attach_adapter");
+        if (adapter) check(pg_session_attach_adapter(session, adapter), "pg_session_attach_adapter");
         s = pg_session_evaluate(session, tokens, n, &config, &r);
     } else {
         s = pg_evaluate(model, tokens, n, &config, &r);

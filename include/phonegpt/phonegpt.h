@@ -435,51 +435,78 @@ PG_API pg_status pg_model_provenance(const pg_model* model, pg_provenance_kind* 
  * governed by its own policy (pg_validation_policy.base_trained), not by this permission. */
 PG_API pg_status pg_model_allow_untrained_base(pg_model* model, int32_t allow);
 
-/* How a model holds its weights. A frozen base (LoRA training, sessions with or without an
- * adapter, evaluation) may hold its token embedding (also the tied head) and its four block
- * linears in IEEE fp16 or bfloat16: half their bytes (about 49% of the whole model's fp32 size),
- * widened to fp32 exactly while the GEMMs pack their panels, so every result equals the fp32
- * model's over the same 16-bit values bit for bit. LayerNorms, biases and positions stay fp32. */
+/* How a model holds its weights (storage only: how passes multiply by them is a pg_arithmetic,
+ * chosen where the work is done, pg_session_config.arithmetic and pg_train_config.arithmetic).
+ * A frozen base (LoRA training, sessions with or without an adapter, evaluation) may hold its
+ * token embedding (also the tied head) and its four block linears in IEEE fp16 or bfloat16 (half
+ * their bytes, about 49% of the whole model's fp32 size) or in blocks of 32 values with an fp16
+ * scale (docs/quantization.md): PG_WEIGHTS_Q8_0, int8 codes, 34 bytes per 32 values (27% of
+ * fp32); PG_WEIGHTS_Q4_0, 4-bit codes, 18 bytes per 32 values, with the token embedding and tied
+ * head in q8_0 (they hit every logit). With PG_ARITHMETIC_EXACT every stored value is widened or
+ * decoded to fp32 exactly while the GEMMs pack their panels, so every result equals the fp32
+ * model's over the same stored values bit for bit. LayerNorms, biases and positions stay fp32. */
 typedef enum pg_weight_storage {
     PG_WEIGHTS_FP32 = 0,
     PG_WEIGHTS_FP16 = 1,  /* round to nearest, ties to even; |w| beyond 65504 is refused */
     PG_WEIGHTS_BF16 = 2,  /* the top half of the fp32 value, rounded to nearest even */
-    /* The fp16 values of PG_WEIGHTS_FP16, and inference passes (pg_model_forward, evaluation,
-     * sessions' prompt passes) multiply in fp16 where the CPU has ARMv8.2 FP16 arithmetic
-     * (HWCAP asimdhp: FMLA .8h, twice the lanes of fp32): activations rounded to fp16, partial
-     * sums of 16 products in fp16 added into fp32. Not exact: the logits differ from
-     * PG_WEIGHTS_FP16's by a relative RMS error of about 6e-4 (docs/phone.md). Training passes
-     * (LoRA gradients) always use the exact fp32 products, and so does every CPU without FP16
-     * arithmetic (x86, ARMv8.0 cores): there it gives PG_WEIGHTS_FP16's results bit for bit.
-     * A GEMM whose partial sums could overflow fp16 is computed exactly too. */
+    /* Deprecated spellings, kept for one release with the same results bit for bit: the fp16
+     * (bf16) storage, and passes that choose no arithmetic (PG_ARITHMETIC_EXACT, and the calls
+     * without a config: pg_model_forward, pg_evaluate) multiply in fp16 (bf16) as
+     * PG_ARITHMETIC_FP16 (_BF16) says. pg_model_weight_storage reports them back while they are
+     * in effect. Migration: pg_model_set_weight_storage(m, PG_WEIGHTS_FP16) and
+     * pg_session_config.arithmetic = PG_ARITHMETIC_FP16 (bf16: PG_WEIGHTS_BF16 and
+     * pg_train_config.arithmetic / pg_session_config.arithmetic = PG_ARITHMETIC_BF16). */
     PG_WEIGHTS_FP16_ARITHMETIC = 3,
-    /* The bf16 values of PG_WEIGHTS_BF16, and every pass over the frozen base (pg_model_forward,
-     * evaluation, sessions, and the training passes of a LoRA adapter too) may multiply in
-     * bfloat16 where the CPU has AVX512_BF16 (VDPBF16PS, twice the multiply-adds of an fp32
-     * FMA): activations (and, in a training pass, their gradients) rounded to bf16, products of
-     * bf16 pairs added into fp32. PyTorch's bf16 autocast makes the same trade; bf16 has fp32's
-     * range, so nothing overflows that fp32 would not. Not exact: results differ from
-     * PG_WEIGHTS_BF16's by the bf16 rounding of the activations (relative error about 1e-3 to
-     * 1e-2). Adapter weights, their gradients and the optimizer stay fp32. On every CPU without
-     * AVX512_BF16 (and the reference kernels) it gives PG_WEIGHTS_BF16's results bit for bit. */
-    PG_WEIGHTS_BF16_ARITHMETIC = 4
+    PG_WEIGHTS_BF16_ARITHMETIC = 4,
+    PG_WEIGHTS_Q8_0 = 5,  /* scale = max |w| of the block / 127, codes rounded to nearest */
+    PG_WEIGHTS_Q4_0 = 6   /* scale = the block's value of largest magnitude / -8, codes -8..7 */
 } pg_weight_storage;
+
+/* How the passes of a session or a trainer multiply by a frozen base. Each arithmetic other than
+ * EXACT applies to one kind of storage, and pg_session_create / pg_lora_trainer_create /
+ * pg_trainer_create refuse it over any other (PG_ERR_INVALID_ARGUMENT naming the field); if the
+ * model's storage changes later, passes over a storage the arithmetic does not fit are exact.
+ * Adapter weights, their gradients and the optimizer always stay fp32. */
+typedef enum pg_arithmetic {
+    /* The fp32 products of the stored values (bit for bit the fp32 model's over them). */
+    PG_ARITHMETIC_EXACT = 0,
+    /* Over an fp16 base, inference passes (sessions' forward, evaluation, generation) multiply in
+     * fp16 where the CPU has ARMv8.2 FP16 arithmetic (HWCAP asimdhp: FMLA .8h, twice the lanes
+     * of fp32): activations rounded to fp16, partial sums of 16 products in fp16 added into fp32.
+     * Logits' relative RMS error about 6e-4 (docs/phone.md). Training passes (LoRA gradients),
+     * every CPU without FP16 arithmetic (x86, ARMv8.0 cores) and a GEMM whose partial sums could
+     * overflow fp16 use the exact products. */
+    PG_ARITHMETIC_FP16 = 1,
+    /* Over a bf16 base, every pass (training ones too) multiplies in bfloat16 where the CPU has
+     * AVX512_BF16 (VDPBF16PS): activations (and, in a training pass, their gradients) rounded to
+     * bf16, products added into fp32 (PyTorch's bf16 autocast trade; relative error about 1e-3
+     * to 1e-2). Exact on every CPU without AVX512_BF16 and on the reference kernels. */
+    PG_ARITHMETIC_BF16 = 2,
+    /* Over a q8_0 or q4_0 base, the forward products of the block linears (every pass,
+     * generation included) run as int8 x int8 dot products (AVX512-VNNI, AVX-VNNI, AVX2, SMMLA,
+     * SDOT, NEON; PG_INT8_KERNEL names one): activations quantized per row and block of 32 to
+     * int8, block scales applied in fp32 (docs/quantization.md has the error). The input
+     * gradients of training and the tied head's products stay exact (dequantized while packing):
+     * an int8 input gradient would need a second, transposed copy of every weight. */
+    PG_ARITHMETIC_INT8 = 3
+} pg_arithmetic;
+
 /* Converts the model's weights to `storage`, in place, and frees the fp32 copy. The base's
  * fingerprint stays the one of the fp32 weights it came from, so adapters made for the fp32
- * model load against its 16-bit copy and the other way round (their outputs differ by the
- * rounding of the weights). Afterwards everything that needs the fp32 weights (pg_trainer_create,
- * pg_model_export, saving as fp32, merging, pg_model_tensor_data_mutable, pg_model_params) is
- * refused with PG_ERR_STATE (pg_model_save writes it in its own storage: a 16-bit checkpoint,
- * pg_save_options.weight_storage; PG_WEIGHTS_FP16_ARITHMETIC saves as fp16,
- * PG_WEIGHTS_BF16_ARITHMETIC as bf16); a 16-bit model cannot go back (PG_ERR_STATE: load it
- * again). The same storage again is a no-op, PG_WEIGHTS_FP16 and PG_WEIGHTS_FP16_ARITHMETIC
- * switch between each other freely (the same values; a mapped or loaded fp16 base too), and so
- * do PG_WEIGHTS_BF16 and PG_WEIGHTS_BF16_ARITHMETIC; from fp32, either arithmetic converts like
- * its plain storage. Between the fp16 and the bf16 family: PG_ERR_STATE. PG_ERR_NOT_FINITE
- * (naming the tensor) when a weight overflows fp16. PG_ERR_STATE from fp32 while a pg_trainer
- * of the model lives (it trains the fp32 weights this would free). Not while another call uses
- * the model (like pg_model_tensor_data_mutable); sessions and LoRA trainers made before the call
- * read the new storage from their next pass on. */
+ * model load against its 16-bit or quantized copy and the other way round (their outputs differ
+ * by the rounding of the weights). Afterwards everything that needs the fp32 weights
+ * (pg_trainer_create, pg_model_export, saving as fp32, merging, pg_model_tensor_data_mutable,
+ * pg_model_params) is refused with PG_ERR_STATE (pg_model_save writes a 16-bit model in its own
+ * storage: a 16-bit checkpoint, pg_save_options.weight_storage); a 16-bit or quantized model
+ * cannot go back (PG_ERR_STATE: load it again). The same storage again is a no-op (it keeps the
+ * values; a deprecated _ARITHMETIC spelling and its plain storage switch between each other
+ * freely). A 16-bit model (loaded, mapped or converted) quantizes to q8_0 or q4_0 from its
+ * 16-bit values; between fp16 and bf16, between q8_0 and q4_0 and from quantized to 16 bits:
+ * PG_ERR_STATE. PG_ERR_NOT_FINITE (naming the tensor) when a weight overflows fp16;
+ * PG_ERR_UNSUPPORTED for quantized storage when a weight row's length is not a multiple of 32.
+ * PG_ERR_STATE from fp32 while a pg_trainer of the model lives (it trains the fp32 weights this
+ * would free). Not while another call uses the model (like pg_model_tensor_data_mutable);
+ * sessions and LoRA trainers made before the call read the new storage from their next pass on. */
 PG_API pg_status pg_model_set_weight_storage(pg_model* model, pg_weight_storage storage);
 /* The model's storage and the bytes its weights take (either pointer may be NULL). */
 PG_API pg_status pg_model_weight_storage(const pg_model* model, pg_weight_storage* storage,
@@ -576,6 +603,10 @@ typedef struct pg_train_config {
      * dropout. 0 = the full rate from the first step (default); in [0, 2^30]. A small model that
      * overfits learns faster without dropout early and still needs it late (docs/results.md). */
     int32_t dropout_ramp_steps;
+    /* How the passes multiply by a frozen base (pg_lora_trainer_create; see pg_arithmetic);
+     * default PG_ARITHMETIC_EXACT. Full training (pg_trainer_create) trains fp32 weights and
+     * takes only EXACT; it is not saved with the training state. */
+    pg_arithmetic arithmetic;
 } pg_train_config;
 
 PG_API void pg_train_config_default(pg_train_config* config);
@@ -889,6 +920,8 @@ typedef struct pg_session_config {
     int32_t n_threads;            /* <= 0: all cores; fixed for the session's life */
     int32_t slide_keep;           /* tokens kept when the window slides, 1..n_ctx; 0 = n_ctx
                                      (default; see pg_sample_config.slide_keep) */
+    pg_arithmetic arithmetic;     /* of every pass over the model's frozen weights; default
+                                     PG_ARITHMETIC_EXACT */
 } pg_session_config;
 PG_API void pg_session_config_default(pg_session_config* config);
 

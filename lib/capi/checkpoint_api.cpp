@@ -58,9 +58,12 @@ pg_load_options checked_load_options(const pg_load_options* options, const char*
     pg::read_options(options, &o, fn);
     pg::require_arg(o.map_weights == 0 || o.map_weights == 1, fn,
                     ("options->map_weights must be 0 or 1, not " + std::to_string(o.map_weights)).c_str());
-    pg::require_arg(o.weight_storage >= -1 && o.weight_storage <= PG_WEIGHTS_BF16_ARITHMETIC, fn,
-                    ("options->weight_storage " + std::to_string(o.weight_storage) +
-                     " is not -1 (as the file holds them) or a pg_weight_storage").c_str());
+    const int32_t w = o.weight_storage;
+    pg::require_arg(w == -1 || w == PG_WEIGHTS_FP32 || w == PG_WEIGHTS_FP16 || w == PG_WEIGHTS_BF16 ||
+                        w == PG_WEIGHTS_Q8_0 || w == PG_WEIGHTS_Q4_0,
+                    fn,
+                    ("options->weight_storage " + std::to_string(w) +
+                     " is not -1 (as the file holds them), PG_WEIGHTS_FP32, _FP16, _BF16, _Q8_0 or _Q4_0").c_str());
     return o;
 }
 

@@ -90,10 +90,9 @@ pg_status pg_model_set_weight_storage(pg_model* model, pg_weight_storage storage
     return pg::guarded(err(model), [&] {
         PG_REQUIRE_NOT_NULL("pg_model_set_weight_storage", model);
         const int code = pg::enum_code(storage);
-        pg::require_arg(code == PG_WEIGHTS_FP32 || code == PG_WEIGHTS_FP16 || code == PG_WEIGHTS_BF16 ||
-                            code == PG_WEIGHTS_FP16_ARITHMETIC || code == PG_WEIGHTS_BF16_ARITHMETIC,
-                        "pg_model_set_weight_storage",
-                        ("storage must be PG_WEIGHTS_FP32, _FP16, _BF16, _FP16_ARITHMETIC or _BF16_ARITHMETIC (got " +
+        pg::require_arg(code >= PG_WEIGHTS_FP32 && code <= PG_WEIGHTS_Q4_0, "pg_model_set_weight_storage",
+                        ("storage must be PG_WEIGHTS_FP32, _FP16, _BF16, _Q8_0 or _Q4_0 (or the deprecated "
+                         "_FP16_ARITHMETIC, _BF16_ARITHMETIC; got " +
                          std::to_string(code) + ")")
                             .c_str());
         pg::require(code == PG_WEIGHTS_FP32 || model->impl.storage() != pg::WeightStorage::fp32 ||
@@ -101,14 +100,25 @@ pg_status pg_model_set_weight_storage(pg_model* model, pg_weight_storage storage
                     PG_ERR_STATE,
                     "pg_model_set_weight_storage: a trainer (pg_trainer_create or pg_trainer_resume) trains this "
                     "model's fp32 weights, which holding it in 16 bits would free: free the trainer first");
-        model->impl.hold_frozen_in(pg::WeightStorage(code));
+        // The deprecated spellings: a 16-bit storage with its arithmetic as the model's default.
+        if (code == PG_WEIGHTS_FP16_ARITHMETIC)
+            model->impl.hold_frozen_in(pg::WeightStorage::fp16, pg::Arithmetic::fp16);
+        else if (code == PG_WEIGHTS_BF16_ARITHMETIC)
+            model->impl.hold_frozen_in(pg::WeightStorage::bf16, pg::Arithmetic::bf16);
+        else
+            model->impl.hold_frozen_in(pg::WeightStorage(code));
     });
 }
 
 pg_status pg_model_weight_storage(const pg_model* model, pg_weight_storage* storage, int64_t* weight_bytes) {
     return pg::guarded(err(model), [&] {
         PG_REQUIRE_NOT_NULL("pg_model_weight_storage", model);
-        if (storage) *storage = pg_weight_storage(model->impl.storage());
+        if (storage) {
+            const pg::Arithmetic a = model->impl.pass_default();
+            *storage = a == pg::Arithmetic::fp16   ? PG_WEIGHTS_FP16_ARITHMETIC
+                       : a == pg::Arithmetic::bf16 ? PG_WEIGHTS_BF16_ARITHMETIC
+                                                   : pg_weight_storage(model->impl.storage());
+        }
         if (weight_bytes) *weight_bytes = int64_t(model->impl.weight_bytes());
     });
 }

@@ -50,6 +50,8 @@ pg_status pg_session_create(const pg_model* model, const pg_session_config* conf
         pg::SessionOptions opt;
         opt.n_threads = c.n_threads;
         opt.slide_keep = c.slide_keep;
+        opt.arithmetic = pg::arithmetic_for(pg::enum_code(c.arithmetic), model->impl.storage(),
+                                            std::string(fn) + ": config->arithmetic");
         *out = new pg_session(model, opt);
     });
 }

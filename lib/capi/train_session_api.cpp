@@ -276,9 +276,12 @@ PlanInputs plan_inputs(const pg_model_config* model, int32_t storage, const pg_l
     PG_REQUIRE_NOT_NULL(fn, train);
     PlanInputs in;
     in.model = pg::model_config_from_c(*model);
-    pg::require_arg(storage >= PG_WEIGHTS_FP32 && storage <= PG_WEIGHTS_BF16_ARITHMETIC, fn,
-                    ("storage " + std::to_string(storage) + " is not a pg_weight_storage (0..4)").c_str());
-    in.storage = pg::WeightStorage(storage);
+    pg::require_arg(storage >= PG_WEIGHTS_FP32 && storage <= PG_WEIGHTS_Q4_0, fn,
+                    ("storage " + std::to_string(storage) + " is not a pg_weight_storage (0..6)").c_str());
+    // The deprecated _ARITHMETIC spellings hold the values of their plain storage.
+    in.storage = storage == PG_WEIGHTS_FP16_ARITHMETIC   ? pg::WeightStorage::fp16
+                 : storage == PG_WEIGHTS_BF16_ARITHMETIC ? pg::WeightStorage::bf16
+                                                         : pg::WeightStorage(storage);
     in.train = pg::train_config_from_c(*train);
     if (lora) {
         pg::lora::BaseIdentity base;

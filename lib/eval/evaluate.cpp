@@ -118,7 +118,7 @@ EvalResult evaluate(Session& session, const int32_t* tokens, std::size_t n, cons
                 targets[std::size_t(b) * T + t] = t >= w.first_scored ? tokens[w.start + t + 1] : -1;
             }
         }
-        engine.forward(model.weights(), inputs.data(), targets.data(), B, T, losses.data(), nullptr, pool);
+        engine.forward(session.weights(), inputs.data(), targets.data(), B, T, losses.data(), nullptr, pool);
         for (int b = 0; b < B; ++b) {
             const EvalWindow& w = plan[first + std::size_t(b)];
             for (int t = w.first_scored; t < T; ++t) sum += double(losses[std::size_t(b) * T + t]);
@@ -165,7 +165,7 @@ EvalResult evaluate_sampled(Session& session, const int32_t* tokens, std::size_t
                 if (tok) bytes += target_bytes(*tok, tokens, int64_t(offset) + t + 1, fn);
             }
         }
-        const LossSum s = engine.forward(model.weights(), inputs.data(), targets.data(), batch_size, T,
+        const LossSum s = engine.forward(session.weights(), inputs.data(), targets.data(), batch_size, T,
                                          nullptr, nullptr, pool);
         sum += s.sum;
         count += s.count;
@@ -182,7 +182,7 @@ LossSum forward(Session& session, const int32_t* tokens, int B, int T, const int
     for (int b0 = 0; b0 < B; b0 += chunk) {
         const int nb = std::min(chunk, B - b0);
         const int64_t offset = int64_t(b0) * T;
-        const LossSum part = engine.forward(session.model().weights(), tokens + offset, targets ? targets + offset : nullptr,
+        const LossSum part = engine.forward(session.weights(), tokens + offset, targets ? targets + offset : nullptr,
                                             nb, T, nullptr, logits ? logits + offset * V : nullptr, session.pool());
         total.sum += part.sum;
         total.count += part.count;

@@ -8,7 +8,10 @@
 namespace pg {
 
 Session::Session(const Model& model, const SessionOptions& options)
-    : model_(model), pool_(options.n_threads), slide_keep_(options.slide_keep ? options.slide_keep : model.config().n_ctx) {
+    : model_(model),
+      pool_(options.n_threads),
+      slide_keep_(options.slide_keep ? options.slide_keep : model.config().n_ctx),
+      arithmetic_(options.arithmetic) {
     assert(options.slide_keep >= 0 && options.slide_keep <= model.config().n_ctx);
 }
 
@@ -81,7 +84,7 @@ void Session::compute_pending() {
     const int rows = length_ - first;
     Engine* e = engine_.get();
     if (!e || int64_t(e->max_B()) * e->max_T() < rows) e = &engine(1, cfg.n_ctx);
-    e->forward_cached(model_.weights(), window_.data() + first, first, rows, *cache_, logits_.data(), pool_);
+    e->forward_cached(weights(), window_.data() + first, first, rows, *cache_, logits_.data(), pool_);
     computed_ += rows;
 }
 

@@ -31,6 +31,7 @@ namespace pg {
 struct SessionOptions {
     int n_threads = 0;   // <= 0: all cores
     int slide_keep = 0;  // 0 = n_ctx; else in [1, n_ctx]
+    Arithmetic arithmetic = Arithmetic::exact;  // of every pass over the model (the caller checks it fits)
 };
 
 class Session {
@@ -41,6 +42,8 @@ public:
     Session& operator=(const Session&) = delete;
 
     const Model& model() const { return model_; }
+    // What every pass of this session reads: the model's weights in the session's arithmetic.
+    WeightsView weights() const { return model_.weights(arithmetic_); }
     ThreadPool& pool() { return pool_; }
     int n_threads() const { return pool_.size(); }
 
@@ -82,6 +85,7 @@ private:
     const Model& model_;
     ThreadPool pool_;
     int slide_keep_;
+    Arithmetic arithmetic_;
     std::unique_ptr<Engine> engine_;  // scratch, (re)allocated for the largest batch asked for
     LinearHook* hook_ = nullptr;
     // The sequence's state: created with the first append.

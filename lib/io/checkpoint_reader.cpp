@@ -303,7 +303,7 @@ void read_checkpoint_data(const ByteSource& src, const CheckpointHeader& h, Mode
     const ModelConfig& mc = model.config();
     require(mc.n_layer == h.config.n_layer && mc.n_head == h.config.n_head && mc.n_embd == h.config.n_embd &&
                 mc.n_ctx == h.config.n_ctx && mc.vocab_size == h.config.vocab_size &&
-                mc.padded_vocab_size == h.config.padded_vocab_size && stored_values(model.storage()) == h.storage,
+                mc.padded_vocab_size == h.config.padded_vocab_size && model.storage() == h.storage,
             PG_ERR_INTERNAL, "read_checkpoint_data: the model's geometry or storage differs from the header's");
     if (state) {
         require(h.has_train_state, PG_ERR_STATE,

@@ -99,11 +99,14 @@ void write_checkpoint(const Model& model, const TrainerState* state, const Check
                                   " / " + std::to_string(state->adam_v.size()) + " elements, the model " +
                                   std::to_string(n_params) + " parameters");
     }
-    // fp16 arithmetic is how a model multiplies, not a file format: its values save as fp16.
-    const WeightStorage storage = stored_values(options.storage.value_or(model.storage()));
+    require(!is_quantized(model.storage()), PG_ERR_UNSUPPORTED,
+            std::string("the model's weights are held in ") + weight_storage_name(model.storage()) +
+                ", which a native checkpoint does not store: save the fp32 or 16-bit model and quantize it after "
+                "loading (pg_model_set_weight_storage; a 16-bit checkpoint quantizes without an fp32 copy)");
+    const WeightStorage storage = options.storage.value_or(model.storage());
     require(storage == WeightStorage::fp32 || storage == WeightStorage::fp16 || storage == WeightStorage::bf16,
             PG_ERR_INVALID_ARGUMENT, "weight storage must be fp32, fp16 or bf16");
-    require(model.storage() == WeightStorage::fp32 || storage == stored_values(model.storage()), PG_ERR_STATE,
+    require(model.storage() == WeightStorage::fp32 || storage == model.storage(), PG_ERR_STATE,
             std::string("the model's weights are held in ") + weight_storage_name(model.storage()) +
                 " and their fp32 values are gone: it saves in " + weight_storage_name(model.storage()) +
                 " only, not in " + weight_storage_name(storage));

@@ -20,7 +20,7 @@ void require_finite_values(const float* values, int64_t n, const std::string& so
 void require_finite_weights(const Model& model, const std::string& source) {
     // Every storage (fp32, 16-bit, owned or mapped): an fp16 / bf16 value is NaN or infinite
     // exactly when its exponent bits are all ones.
-    const uint16_t exponent = stored_values(model.storage()) == WeightStorage::bf16 ? 0x7f80 : 0x7c00;
+    const uint16_t exponent = model.storage() == WeightStorage::bf16 ? 0x7f80 : 0x7c00;
     for (const auto& t : model.tensors()) {
         const uint8_t* bytes = model.tensor_bytes(t);
         const std::string what = "tensor \"" + t.name + "\"";

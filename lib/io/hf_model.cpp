@@ -171,21 +171,22 @@ Model import_hf_folder(const std::string& folder, int storage, std::unique_ptr<T
                                        hf_architecture_name(hf_family_of(cfg)) + " with this config.json)");
     }
 
-    const WeightStorage target = storage == kHfStorageAsStored ? storage_of(matrices) : WeightStorage(storage);
+    // A quantized base is read in the file's precision first (16-bit values quantize without
+    // an fp32 copy), then quantized tensor by tensor.
+    const WeightStorage asked = storage == kHfStorageAsStored ? storage_of(matrices) : WeightStorage(storage);
+    const WeightStorage target = is_quantized(asked) ? storage_of(matrices) : asked;
     if (target == WeightStorage::fp32) {
         Model model(cfg);
         float* params = model.params();
         for (const TensorEntry& e : table) files.read_f32(*files.find(e.name), 0, params + e.offset, std::size_t(e.numel));
         require_finite_weights(model, folder);
+        model.hold_frozen_in(asked);
         *tokenizer_out = std::move(tokenizer);
         return model;
     }
-    require(stored_values(target) == WeightStorage::fp16 || stored_values(target) == WeightStorage::bf16,
-            PG_ERR_UNSUPPORTED, std::string("a Hugging Face folder is not imported into ") + weight_storage_name(target) +
-                                    " storage: import it in fp32, fp16 or bf16");
     const uint64_t hash = fingerprint_and_check(files, table, ParamLayout(cfg).total, folder);
-    Model model(cfg, stored_values(target), hash);
-    const HfDtype half = stored_values(target) == WeightStorage::fp16 ? HfDtype::f16 : HfDtype::bf16;
+    Model model(cfg, target, hash);
+    const HfDtype half = target == WeightStorage::fp16 ? HfDtype::f16 : HfDtype::bf16;
     for (const TensorEntry& e : table) {
         uint8_t* dst = model.tensor_bytes(e);
         if (model.element_bytes(e.kind) == 2)
@@ -193,7 +194,7 @@ Model import_hf_folder(const std::string& folder, int storage, std::unique_ptr<T
         else
             files.read_f32(*files.find(e.name), 0, reinterpret_cast<float*>(dst), std::size_t(e.numel));
     }
-    model.hold_frozen_in(target);  // an arithmetic over the same 16-bit values, if one was asked for
+    model.hold_frozen_in(asked);  // q8_0 / q4_0 when asked
     *tokenizer_out = std::move(tokenizer);
     return model;
 }
@@ -225,7 +226,7 @@ void export_hf_folder(const Model& model, const std::string& folder) {
     for (const TensorEntry& e : table) {
         const bool half = model.element_bytes(e.kind) == 2;
         const HfDtype dtype = !half ? HfDtype::f32
-                              : stored_values(model.storage()) == WeightStorage::fp16 ? HfDtype::f16
+                              : model.storage() == WeightStorage::fp16 ? HfDtype::f16
                                                                                       : HfDtype::bf16;
         out.push_back({e.name, shape_of(e), dtype});
     }

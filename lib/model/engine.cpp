@@ -219,11 +219,11 @@ LossSum Engine::forward_backward(const WeightsView& weights, float* grads, const
     // activation gradient to overflow it). bf16 arithmetic stays on: bf16 has fp32's range,
     // so nothing overflows that fp32 would not, the rounding of the activations is the trade
     // PyTorch's bf16 autocast makes in training, and the user opted in to it
-    // (PG_WEIGHTS_BF16_ARITHMETIC).
+    // (Arithmetic::bf16).
     WeightsView w = weights;
     w.fp16_arithmetic = false;
-    require(!(grads && w.any_half()), PG_ERR_STATE,
-            "Engine::forward_backward: a 16-bit base is frozen: it trains through a hook, without weight gradients");
+    require(!(grads && w.frozen_only()), PG_ERR_STATE,
+            "Engine::forward_backward: a 16-bit or quantized base is frozen: it trains through a hook, without weight gradients");
     require(grads != nullptr || m.hook != nullptr, PG_ERR_INVALID_ARGUMENT,
             "Engine::forward_backward: no gradient buffer and no hook: nothing to train");
     require(targets != nullptr, PG_ERR_INVALID_ARGUMENT, "Engine::forward_backward: targets is NULL");

@@ -5,6 +5,7 @@
 #include <cassert>
 #include <cstring>
 
+#include "kernels/quant_gemm.hpp"
 #include "model/engine_impl.hpp"
 
 namespace pg {
@@ -47,6 +48,27 @@ void Engine::Impl::linear(int layer, LinearKind kind, float* out, const float* i
                           ThreadPool& pool, float* gelu_out) {
     StepProfile::Scope phase(profile, kForwardLinearPhase[recomputing][int(kind)]);
     LinearHook* const term = hook_for(layer, kind);
+    if (w.int8_arithmetic) {  // int8 x int8 products of a quantized base (Arithmetic::int8)
+        k::QuantLinearArgs q;
+        q.M = N;
+        q.N = OC;
+        q.K = C;
+        q.X = inp;
+        q.ldx = C;
+        q.W = w.quant_blocks();
+        q.format = w.quant_format;
+        q.Y = out;
+        q.ldy = OC;
+        q.bias = bias;
+        q.accumulate = accumulate;
+        k::quant_linear(q, &pool);
+        if (term) term->forward(layer, kind, inp, N, C, out, OC, hook_context(d, pool, training));
+        if (gelu_out)
+            pool.parallel_for(N, [&](int, int64_t r0, int64_t r1) {
+                k::gelu_forward(gelu_out + r0 * OC, out + r0 * OC, (r1 - r0) * OC);
+            });
+        return;
+    }
     if (N == 1) {  // the cached generation step: a matrix-vector product on this thread
         float* widened = row_scratch(C);
         for (int o = 0; o < OC; ++o) {

@@ -11,6 +11,7 @@
 
 #include <cassert>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -24,20 +25,38 @@
 
 namespace pg {
 
-// How a model holds its weights: all fp32, or the frozen base's matrices (held_in_16_bits) in
-// IEEE fp16 or bfloat16; fp16_arithmetic holds the same fp16 values and lets inference passes
-// multiply in fp16 (kernels::GemmArgs::fp16_arithmetic); bf16_arithmetic holds the same bf16
-// values and lets every pass over the frozen base, training ones included, multiply in bf16
-// (kernels::GemmArgs::bf16_arithmetic). The values match pg_weight_storage.
-enum class WeightStorage : int { fp32 = 0, fp16 = 1, bf16 = 2, fp16_arithmetic = 3, bf16_arithmetic = 4 };
+// How a model holds its weights (pg_weight_storage's values): all fp32, or the frozen base's
+// matrices (held_in_16_bits) in IEEE fp16 or bfloat16, or in blocks of 32 values with an fp16
+// scale (kernels/quant_blocks.hpp): q8_0 (int8 codes) or q4_0 (4-bit codes; the token embedding,
+// also the tied head, stays q8_0: quant_format_of). Storage says only how values are held; how
+// passes multiply by them is their Arithmetic.
+enum class WeightStorage : int { fp32 = 0, fp16 = 1, bf16 = 2, q8_0 = 5, q4_0 = 6 };
 const char* weight_storage_name(WeightStorage storage);
-// The values a storage holds, as a file stores them: fp16_arithmetic holds fp16's,
-// bf16_arithmetic bf16's.
-inline WeightStorage stored_values(WeightStorage storage) {
-    if (storage == WeightStorage::fp16_arithmetic) return WeightStorage::fp16;
-    if (storage == WeightStorage::bf16_arithmetic) return WeightStorage::bf16;
-    return storage;
+inline bool is_quantized(WeightStorage storage) {
+    return storage == WeightStorage::q8_0 || storage == WeightStorage::q4_0;
 }
+// The block format a quantized storage holds `kind` in.
+inline kernels::QuantFormat quant_format_of(WeightStorage storage, ParamKind kind) {
+    return storage == WeightStorage::q4_0 && kind != kWte ? kernels::QuantFormat::q4_0 : kernels::QuantFormat::q8_0;
+}
+// How a pass multiplies by the frozen base (pg_arithmetic's values), chosen by what runs it (a
+// session, a trainer): exact = the fp32 products of the stored values; fp16 / bf16 / int8 apply
+// to a base stored in fp16 / bf16 / q8_0 or q4_0 (arithmetic_fits) and trade exactness for speed
+// (kernels::GemmArgs::fp16_arithmetic, ::bf16_arithmetic, kernels::quant_linear).
+enum class Arithmetic : int { exact = 0, fp16 = 1, bf16 = 2, int8 = 3 };
+const char* arithmetic_name(Arithmetic arithmetic);
+inline bool arithmetic_fits(Arithmetic arithmetic, WeightStorage storage) {
+    switch (arithmetic) {
+        case Arithmetic::exact: return true;
+        case Arithmetic::fp16: return storage == WeightStorage::fp16;
+        case Arithmetic::bf16: return storage == WeightStorage::bf16;
+        case Arithmetic::int8: return is_quantized(storage);
+    }
+    return false;
+}
+// Refuses (PG_ERR_INVALID_ARGUMENT, naming `field`) an arithmetic outside the enumeration or one
+// that does not fit `storage`.
+Arithmetic arithmetic_for(int code, WeightStorage storage, const std::string& field);
 // Rounds n fp32 values to `storage`'s 16-bit format (fp16 or bf16; round to nearest, ties to
 // even) into `to`. Returns the index of the first finite value beyond the format's range (the
 // conversion stops there), or -1.
@@ -80,26 +99,39 @@ public:
         require_fp32();
         return params_.data();
     }
-    // What a pass reads: the fp32 parameters, or the 16-bit matrices and the fp32 rest.
-    WeightsView weights() const;
+    // What a pass reads: the fp32 parameters, or the 16-bit or quantized matrices and the fp32
+    // rest, to be multiplied in `arithmetic` where it fits the storage (exact elsewhere); exact
+    // means the arithmetic a deprecated _ARITHMETIC storage spelling chose (pass_default()).
+    WeightsView weights(Arithmetic arithmetic = Arithmetic::exact) const;
+    // The arithmetic pg_model_set_weight_storage's deprecated PG_WEIGHTS_FP16_ARITHMETIC /
+    // _BF16_ARITHMETIC spellings chose for passes that name none (exact otherwise).
+    Arithmetic pass_default() const { return pass_default_; }
 
     WeightStorage storage() const { return storage_; }
     bool mapped() const { return mapping_ != nullptr; }
     // The bytes of one tensor of tensors() in this model's storage (2 per element when its kind
     // is held in 16 bits, else 4), owned or mapped; the writable one refuses a mapped model.
+    // Precondition: the kind is not quantized (element_bytes 0: blocks, not elements).
     const uint8_t* tensor_bytes(const TensorEntry& e) const;
     uint8_t* tensor_bytes(const TensorEntry& e);
-    int element_bytes(ParamKind kind) const { return storage_ != WeightStorage::fp32 && held_in_16_bits(kind) ? 2 : 4; }
+    int element_bytes(ParamKind kind) const {
+        if (storage_ == WeightStorage::fp32 || !held_in_16_bits(kind)) return 4;
+        return is_quantized(storage_) ? 0 : 2;
+    }
     // Makes this model a frozen base held in `storage` (model/weight_storage.cpp): fp16 / bf16
     // round every held_in_16_bits tensor to the nearest value (ties to even) and free its fp32
     // copy; fp32 on an fp32 model, or the model's own storage again, changes nothing. Refused
     // (PG_ERR_STATE) from 16 bits to another storage (the fp32 values are gone: load the model
     // again) and (PG_ERR_NOT_FINITE) when a weight is beyond the format's range. The base's
     // fingerprint stays the one of the fp32 weights it came from (fp32_weights_hash), so adapters
-    // move between the fp32 and the 16-bit copy of one base. fp16 and fp16_arithmetic hold the
-    // same values: between them only the arithmetic of inference passes changes; bf16 and
-    // bf16_arithmetic likewise, for every pass over the base.
-    void hold_frozen_in(WeightStorage storage);
+    // move between the fp32 and the 16-bit (or quantized) copy of one base. The same storage
+    // again keeps the values and only sets pass_default.
+    // q8_0 / q4_0 quantize those tensors block by block (kernels::quantize_rows) from the fp32
+    // weights or from the 16-bit values held (the fp32 values are gone there); between the two
+    // quantized storages, or from one back to 16 bits, PG_ERR_STATE. PG_ERR_UNSUPPORTED when a
+    // row length is not a multiple of the block. `pass_default` is the arithmetic of passes that
+    // name none (the deprecated _ARITHMETIC spellings; it must fit the storage).
+    void hold_frozen_in(WeightStorage storage, Arithmetic pass_default = Arithmetic::exact);
     // xxh64 of the fp32 weights (llm.c order) this model holds or was converted from.
     uint64_t fp32_weights_hash() const;
     // Bytes of weight memory held (fp32 and 16-bit parts; for a mapped model, the mapped tensors').
@@ -119,7 +151,16 @@ public:
     Provenance& provenance() { return provenance_; }
 
 private:
-    void start_fp16_arithmetic();  // storage_ = fp16_arithmetic, half_max_abs_ scanned
+    WeightsView stored_view() const;  // weights() without an arithmetic
+    void quantize_frozen(WeightStorage storage);     // hold_frozen_in: to q8_0 / q4_0 (model/quantized_base.cpp)
+    void convert_to_16_bits(WeightStorage storage);  // hold_frozen_in: fp32 to fp16 / bf16
+    // The largest |value| of each fp16 tensor (the fp16 arithmetic's overflow guard), scanned
+    // once from the values held, however they came, when a pass first asks for fp16 arithmetic.
+    struct Fp16Bounds {
+        std::once_flag scanned;
+        std::array<float, kNumParamKinds> max_abs{};
+    };
+    const std::array<float, kNumParamKinds>& fp16_max_abs() const;
     void require_fp32() const {
         require_owned();
         require(storage_ == WeightStorage::fp32, PG_ERR_STATE,
@@ -147,7 +188,10 @@ private:
     std::shared_ptr<const void> mapping_;  // set: the weights are read-only in this mapping
     std::array<const uint8_t*, kNumParamKinds> mapped_{};  // mapped: where each kind starts
     std::string origin_;                                   // mapped: the file, for messages
-    std::array<float, kNumParamKinds> half_max_abs_{};  // fp16_arithmetic: the largest |value| per tensor
+    AlignedBuffer<uint8_t> quant_;  // quantized: the held_in_16_bits kinds' block streams, at offsetq_
+    std::array<int64_t, kNumParamKinds> offsetq_{};  // bytes
+    Arithmetic pass_default_ = Arithmetic::exact;
+    mutable std::unique_ptr<Fp16Bounds> fp16_bounds_ = std::make_unique<Fp16Bounds>();
     std::unique_ptr<Tokenizer> tokenizer_;
     Provenance provenance_;
 };

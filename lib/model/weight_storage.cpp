@@ -1,6 +1,7 @@
 // A model's weight storage (model/model.hpp): the fp32 parameters, or a frozen base whose big
-// matrices are fp16 or bf16. Converting halves the bytes of those matrices (about 98% of a
-// GPT-2-vocabulary model's weights); the engine widens them while it packs GEMM panels.
+// matrices are fp16, bf16 or quantized blocks. 16 bits halve the bytes of those matrices (about
+// 98% of a GPT-2-vocabulary model's weights), q8_0 keeps 34 / 128 of them, q4_0 18 / 128 (the
+// embedding 34 / 128); the engine widens or decodes them while it packs GEMM panels.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -26,14 +27,36 @@ const char* weight_storage_name(WeightStorage storage) {
         case WeightStorage::fp32: return "fp32";
         case WeightStorage::fp16: return "fp16";
         case WeightStorage::bf16: return "bf16";
-        case WeightStorage::fp16_arithmetic: return "fp16 (fp16 inference arithmetic)";
-        case WeightStorage::bf16_arithmetic: return "bf16 (bf16 arithmetic)";
+        case WeightStorage::q8_0: return "q8_0";
+        case WeightStorage::q4_0: return "q4_0";
     }
     return "?";
 }
 
+const char* arithmetic_name(Arithmetic arithmetic) {
+    switch (arithmetic) {
+        case Arithmetic::exact: return "exact";
+        case Arithmetic::fp16: return "fp16";
+        case Arithmetic::bf16: return "bf16";
+        case Arithmetic::int8: return "int8";
+    }
+    return "?";
+}
+
+Arithmetic arithmetic_for(int code, WeightStorage storage, const std::string& field) {
+    require(code >= int(Arithmetic::exact) && code <= int(Arithmetic::int8), PG_ERR_INVALID_ARGUMENT,
+            field + " = " + std::to_string(code) +
+                " is not a pg_arithmetic (PG_ARITHMETIC_EXACT, _FP16, _BF16 or _INT8)");
+    const Arithmetic a = Arithmetic(code);
+    require(arithmetic_fits(a, storage), PG_ERR_INVALID_ARGUMENT,
+            field + " = " + arithmetic_name(a) + " does not fit the model's weight storage " +
+                weight_storage_name(storage) + ": fp16 arithmetic needs an fp16 base, bf16 a bf16 base, int8 a " +
+                "q8_0 or q4_0 base (pg_model_set_weight_storage)");
+    return a;
+}
+
 int64_t round_to_16_bits(const float* from, uint16_t* to, int64_t n, WeightStorage storage) {
-    const bool fp16 = stored_values(storage) == WeightStorage::fp16;
+    const bool fp16 = storage == WeightStorage::fp16;
     for (int64_t i = 0; i < n; ++i) {
         to[i] = fp16 ? kernels::float_to_fp16(from[i]) : kernels::float_to_bf16(from[i]);
         const float back = fp16 ? kernels::fp16_to_float(to[i]) : kernels::bf16_to_float(to[i]);
@@ -43,8 +66,8 @@ int64_t round_to_16_bits(const float* from, uint16_t* to, int64_t n, WeightStora
 }
 
 void widen_16_bits(const uint16_t* from, float* to, int64_t n, WeightStorage storage) {
-    const bool fp16 = stored_values(storage) == WeightStorage::fp16;
-    require(fp16 || stored_values(storage) == WeightStorage::bf16, PG_ERR_INTERNAL, "widen_16_bits: the storage is not 16-bit");
+    const bool fp16 = storage == WeightStorage::fp16;
+    require(fp16 || storage == WeightStorage::bf16, PG_ERR_INTERNAL, "widen_16_bits: the storage is not 16-bit");
     kernels::half_to_float(to, from, n, fp16 ? kernels::HalfFormat::fp16 : kernels::HalfFormat::bf16);
 }
 
@@ -80,6 +103,7 @@ Model::Model(const ModelConfig& cfg, WeightStorage storage, uint64_t fp32_hash)
         params_ = AlignedBuffer<float>(static_cast<std::size_t>(layout_.total));
         return;
     }
+    require(!is_quantized(storage), PG_ERR_INTERNAL, "Model: a quantized base is made by hold_frozen_in");
     const Layout16 l = layout_16_bit(layout_);
     params_ = AlignedBuffer<float>(static_cast<std::size_t>(l.n32));
     half_ = AlignedBuffer<uint16_t>(static_cast<std::size_t>(l.n16));
@@ -100,17 +124,30 @@ Model::Model(const ModelConfig& cfg, WeightStorage storage, uint64_t fp32_hash, 
       mapped_(kind_bytes),
       origin_(std::move(origin)) {}
 
-WeightsView Model::weights() const {
+WeightsView Model::weights(Arithmetic arithmetic) const {
+    WeightsView v = stored_view();
+    const Arithmetic a = arithmetic == Arithmetic::exact ? pass_default_ : arithmetic;
+    v.fp16_arithmetic = a == Arithmetic::fp16 && storage_ == WeightStorage::fp16;
+    v.bf16_arithmetic = a == Arithmetic::bf16 && storage_ == WeightStorage::bf16;
+    v.int8_arithmetic = a == Arithmetic::int8 && is_quantized(storage_);
+    if (v.fp16_arithmetic) v.half_max_abs = fp16_max_abs();
+    return v;
+}
+
+WeightsView Model::stored_view() const {
     if (storage_ == WeightStorage::fp32 && !mapping_) return WeightsView::fp32(layout_, params_.data());
     WeightsView v;
-    v.format = stored_values(storage_) == WeightStorage::bf16 ? kernels::HalfFormat::bf16 : kernels::HalfFormat::fp16;
-    v.fp16_arithmetic = storage_ == WeightStorage::fp16_arithmetic;
-    v.bf16_arithmetic = storage_ == WeightStorage::bf16_arithmetic;
-    v.half_max_abs = half_max_abs_;
+    v.format = storage_ == WeightStorage::bf16 ? kernels::HalfFormat::bf16 : kernels::HalfFormat::fp16;
     for (int k = 0; k < kNumParamKinds; ++k) {
         const ParamKind kind = ParamKind(k);
         if (layout_.size[size_t(k)] == 0) continue;  // a kind the configuration lacks: null
-        if (mapping_) {
+        if (is_quantized(storage_) && held_in_16_bits(kind)) {
+            v.quant[size_t(k)] = quant_.data() + offsetq_[size_t(k)];
+            v.quant_format[size_t(k)] = quant_format_of(storage_, kind);
+            v.f32[size_t(k)] = nullptr;
+        } else if (is_quantized(storage_)) {
+            v.f32[size_t(k)] = params_.data() + offset32_[size_t(k)];
+        } else if (mapping_) {
             if (element_bytes(kind) == 2)
                 v.half[size_t(k)] = reinterpret_cast<const uint16_t*>(mapped_[size_t(k)]);
             else
@@ -124,26 +161,25 @@ WeightsView Model::weights() const {
     return v;
 }
 
-// The fp16 arithmetic's overflow guard reads the largest |w| of each 16-bit tensor. It is
-// scanned from the values held, however they came (converted here, read from a 16-bit file or
-// mapped), whenever the model starts multiplying in fp16.
-void Model::start_fp16_arithmetic() {
-    std::array<float, kNumParamKinds> max_abs{};
-    const WeightsView v = weights();
-    for (int k = 0; k < kNumParamKinds; ++k) {
-        const uint16_t* h = v.half[size_t(k)];
-        if (!h) continue;
-        float m = 0.0f;
-        for (int64_t i = 0, n = layout_.size[size_t(k)]; i < n; ++i) m = std::max(m, std::fabs(kernels::fp16_to_float(h[i])));
-        max_abs[size_t(k)] = m;
-    }
-    half_max_abs_ = max_abs;
-    storage_ = WeightStorage::fp16_arithmetic;
+const std::array<float, kNumParamKinds>& Model::fp16_max_abs() const {
+    std::call_once(fp16_bounds_->scanned, [&] {
+        const WeightsView v = stored_view();
+        for (int k = 0; k < kNumParamKinds; ++k) {
+            const uint16_t* h = v.half[size_t(k)];
+            if (!h) continue;
+            float m = 0.0f;
+            for (int64_t i = 0, n = layout_.size[size_t(k)]; i < n; ++i)
+                m = std::max(m, std::fabs(kernels::fp16_to_float(h[i])));
+            fp16_bounds_->max_abs[size_t(k)] = m;
+        }
+    });
+    return fp16_bounds_->max_abs;
 }
 
 const uint8_t* Model::tensor_bytes(const TensorEntry& e) const {
-    const WeightsView v = weights();
+    const WeightsView v = stored_view();
     const size_t k = size_t(e.kind);
+    require(element_bytes(e.kind) != 0, PG_ERR_INTERNAL, "tensor_bytes: \"" + e.name + "\" is block-quantized");
     const int64_t within = e.offset - layout_.offset[k];  // elements into its kind
     if (v.half[k]) return reinterpret_cast<const uint8_t*>(v.half[k] + within);
     return reinterpret_cast<const uint8_t*>(v.f32[k] + within);
@@ -155,7 +191,7 @@ uint8_t* Model::tensor_bytes(const TensorEntry& e) {
 }
 
 std::size_t Model::weight_bytes() const {
-    if (!mapping_) return params_.size() * sizeof(float) + half_.size() * sizeof(uint16_t);
+    if (!mapping_) return params_.size() * sizeof(float) + half_.size() * sizeof(uint16_t) + quant_.size();
     std::size_t n = 0;
     for (int k = 0; k < kNumParamKinds; ++k)
         n += std::size_t(layout_.size[size_t(k)]) * std::size_t(element_bytes(ParamKind(k)));
@@ -167,18 +203,19 @@ uint64_t Model::fp32_weights_hash() const {
     return io::xxh64(params_.data(), size_t(layout_.total) * sizeof(float));
 }
 
-void Model::hold_frozen_in(WeightStorage storage) {
+void Model::hold_frozen_in(WeightStorage storage, Arithmetic pass_default) {
     require(storage == WeightStorage::fp32 || storage == WeightStorage::fp16 || storage == WeightStorage::bf16 ||
-                storage == WeightStorage::fp16_arithmetic || storage == WeightStorage::bf16_arithmetic,
-            PG_ERR_INVALID_ARGUMENT,
-            "weight storage must be fp32, fp16, bf16, fp16 with fp16 arithmetic or bf16 with bf16 arithmetic");
-    if (storage == storage_) return;
-    if (storage_ != WeightStorage::fp32 && stored_values(storage) == stored_values(storage_)) {
-        // the same 16-bit values: only the arithmetic
-        if (storage == WeightStorage::fp16_arithmetic) start_fp16_arithmetic();
-        else storage_ = storage;
-        return;
+                is_quantized(storage),
+            PG_ERR_INVALID_ARGUMENT, "weight storage must be fp32, fp16, bf16, q8_0 or q4_0");
+    require(arithmetic_fits(pass_default, storage), PG_ERR_INTERNAL, "hold_frozen_in: the arithmetic does not fit");
+    if (storage != storage_) {
+        if (is_quantized(storage)) quantize_frozen(storage);
+        else convert_to_16_bits(storage);
     }
+    pass_default_ = pass_default;
+}
+
+void Model::convert_to_16_bits(WeightStorage storage) {
     require(storage_ == WeightStorage::fp32, PG_ERR_STATE,
             std::string("the model's weights are already held in ") + weight_storage_name(storage_) +
                 " and their fp32 values are gone: load the model again to hold it in " + weight_storage_name(storage));
@@ -212,7 +249,7 @@ void Model::hold_frozen_in(WeightStorage storage) {
     offset32_ = l.at32;
     offset16_ = l.at16;
     storage_ = storage;
-    if (storage == WeightStorage::fp16_arithmetic) start_fp16_arithmetic();
+    fp16_bounds_ = std::make_unique<Fp16Bounds>();
 }
 
 }  // namespace pg

@@ -1,10 +1,11 @@
 // What an Engine pass reads the weights from: every tensor in fp32 (the usual case), or a frozen
 // base whose big matrices (the token embedding, which is also the tied head, and the four block
-// linears) are held in fp16 or bf16 and the rest (LayerNorms, biases, positions) in fp32
+// linears) are held in fp16, bf16 or quantized blocks (kernels/quant_blocks.hpp) and the rest (LayerNorms, biases, positions) in fp32
 // (model/weight_storage.hpp). The engine widens a 16-bit matrix only where it reads it: inside the
 // GEMM's B packing (kernels::GemmArgs::B16) or one row at a time (the embedding lookup and the
 // one-position cached step), so a pass over a 16-bit base gives, bit for bit, what it gives over
-// the fp32 copy of the same 16-bit values.
+// the fp32 copy of the same 16-bit values; a quantized matrix likewise (GemmArgs::Bq), unless
+// the pass multiplies it in int8 (int8_arithmetic: kernels::quant_linear in linear()).
 #pragma once
 
 #include <array>
@@ -15,7 +16,8 @@
 
 namespace pg {
 
-// The tensors a 16-bit base holds in 16 bits: wte, the four linear weights and an untied head.
+// The tensors a 16-bit (or quantized) base holds in 16 bits (or blocks): wte, the four linear
+// weights and an untied head.
 inline bool held_in_16_bits(ParamKind kind) {
     return kind == kWte || kind == kQkvw || kind == kAttprojw || kind == kFcw || kind == kFcprojw || kind == kLmHead;
 }
@@ -31,15 +33,30 @@ struct WeightMatrix {
     float max_abs = 0.0f;
     // A pass over a bf16 base that may multiply in bf16 (WeightsView::bf16_arithmetic).
     bool bf16_arithmetic = false;
+    // Set: the matrix is block-quantized, element e of it being element quant_first + e of the
+    // block stream quant (whose rows start blocks). int8_arithmetic: linear() may multiply it
+    // with kernels::quant_linear.
+    const uint8_t* quant = nullptr;
+    kernels::QuantFormat quant_format = kernels::QuantFormat::q8_0;
+    int64_t quant_first = 0;
+    bool int8_arithmetic = false;
 
     WeightMatrix at(int64_t offset) const {
         WeightMatrix m = *this;
         if (f32) m.f32 += offset;
         if (half) m.half += offset;
+        if (quant) m.quant_first += offset;
         return m;
     }
-    // The B operand of a GEMM: B or B16, whichever holds the matrix.
+    // The block stream from this matrix's first element (quant_first is a multiple of the block).
+    const void* quant_blocks() const {
+        return quant + quant_first / kernels::kQuantBlock * int64_t(kernels::quant_block_bytes(quant_format));
+    }
+    // The B operand of a GEMM: B, B16 or Bq, whichever holds the matrix.
     void set_gemm_b(kernels::GemmArgs& g) const {
+        g.Bq = quant;
+        g.bq_format = quant_format;
+        g.bq_offset = quant_first;
         g.B = f32;
         g.B16 = half;
         g.b16_format = format;
@@ -50,6 +67,10 @@ struct WeightMatrix {
     // Row r (n values, at r * n) as fp32: the row itself, or its widened copy in scratch[n].
     const float* row(int64_t r, int n, float* scratch) const {
         if (f32) return f32 + r * n;
+        if (quant) {
+            kernels::dequantize(quant_format, quant, quant_first + r * n, n, scratch);
+            return scratch;
+        }
         kernels::half_to_float(scratch, half + r * n, n, format);
         return scratch;
     }
@@ -59,24 +80,33 @@ struct WeightsView {
     std::array<const float*, kNumParamKinds> f32{};      // null where the tensor is 16-bit
     std::array<const uint16_t*, kNumParamKinds> half{};  // null where it is fp32
     kernels::HalfFormat format = kernels::HalfFormat::fp16;
-    // The model's storage is fp16 with fp16 inference arithmetic (pg_weight_storage
-    // PG_WEIGHTS_FP16_ARITHMETIC): its GEMMs may take kernels::GemmArgs::fp16_arithmetic. Only
+    // The pass multiplies an fp16 base in fp16 (Arithmetic::fp16): its GEMMs may take kernels::GemmArgs::fp16_arithmetic. Only
     // passes without gradients keep it (Engine::forward_backward clears it; bf16_arithmetic it keeps).
     bool fp16_arithmetic = false;
     std::array<float, kNumParamKinds> half_max_abs{};  // the largest |value| of each 16-bit tensor
-    // The model's storage is bf16 with bf16 arithmetic (PG_WEIGHTS_BF16_ARITHMETIC): its GEMMs
+    // The pass multiplies a bf16 base in bf16 (Arithmetic::bf16): its GEMMs
     // may take kernels::GemmArgs::bf16_arithmetic, in every pass (training passes keep it).
     bool bf16_arithmetic = false;
+    // Block-quantized tensors (null where the tensor is fp32 or 16-bit) and their formats; with
+    // int8_arithmetic their products in linear() may run in int8 (Arithmetic::int8).
+    std::array<const uint8_t*, kNumParamKinds> quant{};
+    std::array<kernels::QuantFormat, kNumParamKinds> quant_format{};
+    bool int8_arithmetic = false;
 
     static WeightsView fp32(const ParamLayout& layout, const float* params) {
         WeightsView v;
         for (int k = 0; k < kNumParamKinds; ++k) v.f32[size_t(k)] = params + layout.offset[size_t(k)];
         return v;
     }
-    bool any_half() const { return half[kWte] != nullptr; }
+    // Whether the big matrices are held only in a frozen format (16-bit or quantized).
+    bool frozen_only() const { return half[kWte] != nullptr || quant[kWte] != nullptr; }
     WeightMatrix matrix(ParamKind kind) const {
-        return WeightMatrix{f32[size_t(kind)], half[size_t(kind)], format, fp16_arithmetic, half_max_abs[size_t(kind)],
-                            bf16_arithmetic};
+        WeightMatrix m{f32[size_t(kind)], half[size_t(kind)], format, fp16_arithmetic, half_max_abs[size_t(kind)],
+                       bf16_arithmetic};
+        m.quant = quant[size_t(kind)];
+        m.quant_format = quant_format[size_t(kind)];
+        m.int8_arithmetic = m.quant && int8_arithmetic;
+        return m;
     }
     // The fp32 tensors (the 16-bit ones null), for the code that reads LayerNorms and biases.
     GptTensors<const float> fp32_tensors() const {

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "model/engine.hpp"
+#include "model/model.hpp"
 #include "model/params.hpp"
 #include "model/weights_view.hpp"
 #include "train/step_driver.hpp"
@@ -24,8 +25,13 @@ int64_t weight_bytes_in(const ModelConfig& model, WeightStorage storage) {
     const ParamLayout layout(model);
     int64_t n = 0;
     for (int k = 0; k < kNumParamKinds; ++k) {
-        const bool half = storage != WeightStorage::fp32 && held_in_16_bits(ParamKind(k));
-        n += layout.size[std::size_t(k)] * (half ? 2 : 4);
+        const int64_t size = layout.size[std::size_t(k)];
+        if (storage == WeightStorage::fp32 || !held_in_16_bits(ParamKind(k)))
+            n += size * 4;
+        else if (is_quantized(storage))
+            n += size / kernels::kQuantBlock * int64_t(kernels::quant_block_bytes(quant_format_of(storage, ParamKind(k))));
+        else
+            n += size * 2;
     }
     return n;
 }

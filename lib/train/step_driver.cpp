@@ -50,6 +50,10 @@ StepDriver::StepDriver(Model& model, const TrainConfig& cfg)
                                cfg_.optimizer == PG_OPTIMIZER_MUON)),
       sampler_(cfg_.seed) {
     if (cfg_.optimizer == PG_OPTIMIZER_MUON) muon_ = muon_matrices(model.tensors());
+    require(cfg_.arithmetic == PG_ARITHMETIC_EXACT, PG_ERR_INVALID_ARGUMENT,
+            "train config: arithmetic = " + std::to_string(int(cfg_.arithmetic)) +
+                " is for a frozen base (LoRA training); full training multiplies its fp32 weights exactly "
+                "(PG_ARITHMETIC_EXACT)");
 }
 
 StepDriver::StepDriver(const Model& base, const TrainConfig& cfg, FrozenBaseTarget target)
@@ -63,7 +67,8 @@ StepDriver::StepDriver(const Model& base, const TrainConfig& cfg, FrozenBaseTarg
       m_(std::size_t(n_trained_)),
       v_(std::size_t(n_trained_)),
       pieces_(std::move(target.pieces)),
-      sampler_(cfg_.seed) {
+      sampler_(cfg_.seed),
+      arithmetic_(arithmetic_for(cfg_.arithmetic, base.storage(), "train config: arithmetic")) {
     require(trained_ != nullptr && n_trained_ > 0, PG_ERR_INTERNAL, "step driver: nothing to train");
     require(cfg_.optimizer == PG_OPTIMIZER_ADAMW, PG_ERR_INVALID_ARGUMENT,
             "train config: optimizer = " + std::to_string(int(cfg_.optimizer)) +
@@ -176,9 +181,9 @@ LossSum StepDriver::micro_batch(const int32_t* inputs, const int32_t* targets, i
     Engine& engine = engine_for(B, T);
     Dropout dropout{dropout_rate(cfg_, step_), cfg_.seed, micro_batches_};
     // A frozen base gets no gradient buffer: only the hook's gradients are accumulated.
-    // (base_.weights() may be a 16-bit frozen base; full training's model is fp32: params()
-    // refused anything else when the driver was made.)
-    LossSum loss = engine.forward_backward(base_.weights(), frozen_base_ ? nullptr : grads_.data(), inputs,
+    // (base_.weights() may be a 16-bit or quantized frozen base; full training's model is fp32:
+    // params() refused anything else when the driver was made.)
+    LossSum loss = engine.forward_backward(base_.weights(arithmetic_), frozen_base_ ? nullptr : grads_.data(), inputs,
                                            targets, B, T, grad_scale, dropout, *pool_);
     ++micro_batches_;
     return loss;

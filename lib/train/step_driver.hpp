@@ -174,6 +174,7 @@ private:
     std::vector<MuonMatrix> muon_;     // what Muon updates (empty for AdamW)
     std::vector<MuonScratch> muon_scratch_;  // one per thread
     BatchSampler sampler_;
+    Arithmetic arithmetic_ = Arithmetic::exact;  // of the passes over a frozen base
     std::vector<int32_t> data_;
     std::vector<int32_t> batch_inputs_, batch_targets_;
     int64_t step_ = 0;

@@ -64,6 +64,7 @@ TrainConfig train_config_from_c(const pg_train_config& caller) {
     t.muon_momentum = c.muon_momentum;
     t.muon_lr_scale = c.muon_lr_scale;
     t.dropout_ramp_steps = c.dropout_ramp_steps;
+    t.arithmetic = c.arithmetic;
     validate_train_config(t);
     return t;
 }
@@ -92,6 +93,7 @@ pg_train_config train_config_to_c(const TrainConfig& t) {
     out.muon_momentum = t.muon_momentum;
     out.muon_lr_scale = t.muon_lr_scale;
     out.dropout_ramp_steps = t.dropout_ramp_steps;
+    out.arithmetic = t.arithmetic;
     return out;
 }
 
@@ -116,6 +118,7 @@ void validate_train_config(const TrainConfig& t) {
     int_range("dropout_ramp_steps", t.dropout_ramp_steps, 0, 1LL << 30);
     int_range("n_threads", t.n_threads, -(1LL << 31), kMaxThreads);
     int_range("optimizer", t.optimizer, PG_OPTIMIZER_ADAMW, PG_OPTIMIZER_MUON);
+    int_range("arithmetic", t.arithmetic, PG_ARITHMETIC_EXACT, PG_ARITHMETIC_INT8);
     float_range("muon_momentum", t.muon_momentum, 0.0, 1.0, true);
     if (!(std::isfinite(t.muon_lr_scale) && t.muon_lr_scale > 0.0f && t.muon_lr_scale <= 1e3f))
         bad("muon_lr_scale = " + message_number(t.muon_lr_scale) + " must be in (0, 1000]");

@@ -30,6 +30,7 @@ struct TrainConfig {
     float muon_momentum = 0.95f;
     float muon_lr_scale = 1.0f;
     int dropout_ramp_steps = 0;  // dropout rises from 0 over these steps (schedule.hpp)
+    pg_arithmetic arithmetic = PG_ARITHMETIC_EXACT;  // of passes over a frozen base (never saved)
 };
 
 // Reads the fields struct_size covers (defaults for the rest) and validates; throws pg::Error.

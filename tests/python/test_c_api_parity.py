@@ -431,3 +431,33 @@ def _is_utf8(b):
         return True
     except UnicodeDecodeError:
         return False
+
+
+@pytest.mark.parametrize("storage", ["q8_0", "q4_0"])
+def test_a_quantized_base_serves_sessions_and_lora_in_exact_and_int8_arithmetic(storage):
+    """set_weight_storage('q8_0' / 'q4_0') quantizes the embedding and block linears (rows of 32);
+    exact sessions stay close to the fp32 logits, int8 arithmetic close to the exact ones, and an
+    adapter made for the fp32 weights attaches."""
+    config = phonegpt.ModelConfig.preset("tiny").replace(n_embd=32)
+    x = np.random.default_rng(2).integers(0, 65, size=(2, 16), dtype=np.int32)
+    with phonegpt.Model(config, seed=5) as m:
+        m.allow_untrained_base()
+        adapter = random_adapter(m, 4)
+        fp32_bytes = m.weight_bytes
+        with phonegpt.Session(m, n_threads=1) as s:
+            fp32_logits = s.forward(x)[0]
+        with pytest.raises(phonegpt.InvalidArgument, match="arithmetic"):
+            phonegpt.Session(m, arithmetic="int8")                # int8 needs a quantized base
+        m.set_weight_storage(storage)
+        assert m.weight_storage == storage and m.weight_bytes < 0.45 * fp32_bytes
+        with phonegpt.Session(m, n_threads=1) as s:
+            exact = s.forward(x)[0]
+        with phonegpt.Session(m, n_threads=1, arithmetic="int8") as s:
+            int8 = s.forward(x)[0]
+            s.attach_adapter(adapter)                             # the fingerprint is the fp32 weights'
+        assert 0 < rel_err(exact, fp32_logits) < (3e-2 if storage == "q8_0" else 2e-1)
+        assert 0 < rel_err(int8, exact) < 2e-2
+        for fp32_use in (lambda: phonegpt.Trainer(m), lambda: m.set_weight_storage("fp32"),
+                         lambda: m.set_weight_storage("q4_0" if storage == "q8_0" else "q8_0")):
+            with pytest.raises(phonegpt.StateError):
+                fp32_use()

@@ -117,3 +117,26 @@ def test_lora_train_weights_option(exe, tmp_path):
     assert abs(fast["val_loss_after"] - plain["val_loss_after"]) < 1e-2 * plain["val_loss_after"]
     bad, _ = run(exe, "lora", "train", *args, "--out", tmp_path / "x.safetensors", "--weights", "int8", code=2)
     assert "--weights must be" in bad["error"]
+
+
+def test_lora_train_over_a_quantized_base(exe, tmp_path):
+    """lora train --base-storage q8_0 quantizes the frozen base (rows of 32) and trains over it,
+    exactly or with --arithmetic int8; eval and sample take the same options; an arithmetic that
+    does not fit the storage is refused by name."""
+    data = tmp_path / "text.txt"
+    data.write_text(TEXT)
+    run(exe, "train", "--preset", "tiny", "--embd", 32, "--data", data, "--steps", 5, "--out", tmp_path / "run")
+    base = tmp_path / "run" / "model.bin"
+    args = ["--base", base, "--data", data, "--rank", 4, "--steps", 6, "--batch", 4, "--threads", 1, "--lr", "1e-2"]
+    exact, _ = run(exe, "lora", "train", *args, "--out", tmp_path / "e.safetensors", "--base-storage", "q8_0")
+    fast, _ = run(exe, "lora", "train", *args, "--out", tmp_path / "f.safetensors", "--base-storage", "q8_0",
+                  "--arithmetic", "int8")
+    assert exact["base_weights"] == "q8_0" and fast["arithmetic"] == "int8"
+    assert abs(fast["val_loss_after"] - exact["val_loss_after"]) < 2e-2 * exact["val_loss_after"]
+    bad, _ = run(exe, "lora", "train", *args, "--out", tmp_path / "x.safetensors", "--arithmetic", "int8", code=2)
+    assert "arithmetic = int8 does not fit" in bad["error"]
+    scored, _ = run(exe, "eval", "--checkpoint", base, "--data", data, "--base-storage", "q4_0", "--arithmetic", "int8")
+    plain, _ = run(exe, "eval", "--checkpoint", base, "--data", data)
+    assert abs(scored["loss"] - plain["loss"]) < 5e-2 * plain["loss"]
+    sampled, _ = run(exe, "sample", "--checkpoint", base, "--tokens", 8, "--base-storage", "q8_0", "--arithmetic", "int8")
+    assert sampled["tokens"] == 8

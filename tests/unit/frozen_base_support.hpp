@@ -17,9 +17,11 @@ constexpr int kVocab = 65, kT = 16, kB = 3;
 
 // weight_scale 1: GPT-2's initialisation itself (for what only needs a well-conditioned base:
 // bf16 arithmetic rounds the activations, and the 10x weights amplify that into chaos).
-inline pg_model* tiny_base(uint64_t seed, float weight_scale = 10.0f) {
+// n_embd 32: rows that quantized blocks of 32 fit (test_quantized_base.cpp).
+inline pg_model* tiny_base(uint64_t seed, float weight_scale = 10.0f, int32_t n_embd = 16) {
     pg_model_config mc;
     REQUIRE(pg_model_config_preset("tiny", &mc) == PG_OK);  // 2 layers, width 16, context 16
+    mc.n_embd = n_embd;
     pg_model* m = nullptr;
     REQUIRE(pg_model_create(&mc, seed, &m) == PG_OK);
     REQUIRE(pg_model_allow_untrained_base(m, 1) == PG_OK);
@@ -71,11 +73,13 @@ inline std::vector<int32_t> tokens(int n, int shift) {
 // Batched logits, then the logits after each of a few tokens appended one at a time (the
 // KV-cached one-position path), of a session over `m`, with an adapter made for `m` (the same
 // factors for every base) or none.
-inline std::vector<float> session_outputs(const pg_model* m, bool with_adapter) {
+inline std::vector<float> session_outputs(const pg_model* m, bool with_adapter,
+                                          pg_arithmetic arithmetic = PG_ARITHMETIC_EXACT) {
     pg_lora_adapter* adapter = with_adapter ? adapter_with_b(m, PG_LORA_ALL_LINEARS) : nullptr;
     pg_session_config sc;
     pg_session_config_default(&sc);
     sc.n_threads = 2;
+    sc.arithmetic = arithmetic;
     pg_session* s = nullptr;
     REQUIRE(pg_session_create(m, &sc, &s) == PG_OK);
     if (adapter) REQUIRE(pg_session_attach_adapter(s, adapter) == PG_OK);

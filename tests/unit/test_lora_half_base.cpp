@@ -250,7 +250,7 @@ TEST_CASE("widen_16_bits: every fp16 and bf16 pattern as half_float.hpp defines 
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = uint16_t(i);
     std::vector<float> wide(all.size());
     for (pg::WeightStorage storage :
-         {pg::WeightStorage::fp16, pg::WeightStorage::bf16, pg::WeightStorage::fp16_arithmetic}) {
+         {pg::WeightStorage::fp16, pg::WeightStorage::bf16}) {
         CAPTURE(pg::weight_storage_name(storage));
         const bool fp16 = storage != pg::WeightStorage::bf16;
         std::fill(wide.begin(), wide.end(), -1.0f);

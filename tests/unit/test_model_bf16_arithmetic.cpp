@@ -1,4 +1,4 @@
-// PG_WEIGHTS_BF16_ARITHMETIC (pg::WeightStorage::bf16_arithmetic): the bf16 values of
+// PG_WEIGHTS_BF16_ARITHMETIC (the deprecated spelling of bf16 storage with pg::Arithmetic::bf16): the bf16 values of
 // PG_WEIGHTS_BF16, with every pass over the frozen base (inference and, unlike fp16 arithmetic,
 // the training passes of a LoRA adapter) allowed to multiply in bf16 where the CPU has
 // AVX512_BF16 (kernels::GemmArgs::bf16_arithmetic). Against the same model held as plain bf16:
@@ -69,10 +69,9 @@ TEST_CASE("bf16 arithmetic: the view and every frozen-base GEMM carry the flag; 
     m.hold_frozen_in(pg::WeightStorage::bf16);
     CHECK_FALSE(m.weights().bf16_arithmetic);
     const std::vector<float> exact = logits(m);
-    m.hold_frozen_in(pg::WeightStorage::bf16_arithmetic);
-    CHECK(m.storage() == pg::WeightStorage::bf16_arithmetic);
-    CHECK(pg::stored_values(m.storage()) == pg::WeightStorage::bf16);
-    CHECK(std::string(pg::weight_storage_name(m.storage())) == "bf16 (bf16 arithmetic)");
+    m.hold_frozen_in(pg::WeightStorage::bf16, pg::Arithmetic::bf16);
+    CHECK(m.storage() == pg::WeightStorage::bf16);
+    CHECK(m.pass_default() == pg::Arithmetic::bf16);
     const pg::WeightsView v = m.weights();
     CHECK(v.bf16_arithmetic);
     CHECK_FALSE(v.fp16_arithmetic);
@@ -103,7 +102,7 @@ TEST_CASE("bf16 arithmetic reaches a training pass: LoRA loss and gradients with
           "[model][half][lora]") {
     pg::Model plain = phonegpt_base(5), fast = phonegpt_base(5);
     plain.hold_frozen_in(pg::WeightStorage::bf16);
-    fast.hold_frozen_in(pg::WeightStorage::bf16_arithmetic);
+    fast.hold_frozen_in(pg::WeightStorage::bf16, pg::Arithmetic::bf16);
     const pg::lora::Adapter adapter = half_arithmetic_test::adapter_with_b(plain);
     float want_loss = 0.0f, loss = 0.0f;
     const std::vector<float> want = half_arithmetic_test::lora_gradients(plain, adapter, &want_loss);
@@ -137,9 +136,9 @@ TEST_CASE("PG_WEIGHTS_BF16_ARITHMETIC through the C API: reported, switchable wi
     CHECK(pg_model_set_weight_storage(m.m, PG_WEIGHTS_BF16_ARITHMETIC) == PG_OK);  // again: a no-op
     for (pg_weight_storage other : {PG_WEIGHTS_FP32, PG_WEIGHTS_FP16, PG_WEIGHTS_FP16_ARITHMETIC}) {
         CHECK(pg_model_set_weight_storage(m.m, other) == PG_ERR_STATE);
-        CHECK(std::string(pg_model_last_error(m.m)).find("bf16 (bf16 arithmetic)") != std::string::npos);
+        CHECK(std::string(pg_model_last_error(m.m)).find("held in bf16") != std::string::npos);
     }
-    CHECK(pg_model_set_weight_storage(m.m, pg_weight_storage(5)) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_model_set_weight_storage(m.m, pg_weight_storage(7)) == PG_ERR_INVALID_ARGUMENT);
     CHECK(std::string(pg_model_last_error(m.m)).find("_BF16_ARITHMETIC") != std::string::npos);
     REQUIRE(pg_model_weight_storage(m.m, &storage, nullptr) == PG_OK);
     CHECK(storage == PG_WEIGHTS_BF16_ARITHMETIC);  // a refusal leaves it as it was

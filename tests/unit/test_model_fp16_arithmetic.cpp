@@ -1,4 +1,4 @@
-// PG_WEIGHTS_FP16_ARITHMETIC (pg::WeightStorage::fp16_arithmetic): the fp16 values of
+// PG_WEIGHTS_FP16_ARITHMETIC (the deprecated spelling of fp16 storage with pg::Arithmetic::fp16): the fp16 values of
 // PG_WEIGHTS_FP16, with inference passes multiplying in fp16 where the CPU has FP16 arithmetic
 // (kernels/fp16_gemm.hpp). Under qemu-aarch64 -cpu max the logits must differ from the fp16
 // storage's by at most the measured error (and visibly); on every other CPU (x86, ARMv8.0)
@@ -31,8 +31,8 @@ TEST_CASE("fp16 inference arithmetic: logits within the measured error where the
     pg::Model m = phonegpt_base(3);
     m.hold_frozen_in(pg::WeightStorage::fp16);
     const std::vector<float> exact = logits(m);
-    m.hold_frozen_in(pg::WeightStorage::fp16_arithmetic);
-    CHECK(m.storage() == pg::WeightStorage::fp16_arithmetic);
+    m.hold_frozen_in(pg::WeightStorage::fp16, pg::Arithmetic::fp16);
+    CHECK(m.pass_default() == pg::Arithmetic::fp16);
     const std::vector<float> fast = logits(m);
     if (fp16_gemm_present()) {
         const double err = relative_rms(fast, exact);
@@ -52,7 +52,7 @@ TEST_CASE("fp16 inference arithmetic never reaches a training pass: LoRA gradien
           "[model][half]") {
     pg::Model half = phonegpt_base(5), fast = phonegpt_base(5);
     half.hold_frozen_in(pg::WeightStorage::fp16);
-    fast.hold_frozen_in(pg::WeightStorage::fp16_arithmetic);
+    fast.hold_frozen_in(pg::WeightStorage::fp16, pg::Arithmetic::fp16);
     const pg::lora::Adapter adapter = adapter_with_b(half);
     const std::vector<float> want = lora_gradients(half, adapter), got = lora_gradients(fast, adapter);
     CHECK(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0);
@@ -77,7 +77,7 @@ TEST_CASE("PG_WEIGHTS_FP16_ARITHMETIC through the C API: reported, switchable wi
     CHECK(pg_model_set_weight_storage(m, PG_WEIGHTS_FP16_ARITHMETIC) == PG_OK);
     CHECK(pg_model_set_weight_storage(m, PG_WEIGHTS_BF16) == PG_ERR_STATE);
     CHECK(pg_model_set_weight_storage(m, PG_WEIGHTS_BF16_ARITHMETIC) == PG_ERR_STATE);
-    CHECK(pg_model_set_weight_storage(m, pg_weight_storage(5)) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_model_set_weight_storage(m, pg_weight_storage(7)) == PG_ERR_INVALID_ARGUMENT);
     pg_model_free(m);
     // A bf16 base cannot become fp16 of either kind (its fp32 values are gone).
     REQUIRE(pg_model_create(&mc, 1, &m) == PG_OK);

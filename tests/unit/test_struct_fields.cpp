@@ -83,9 +83,10 @@ TEST_CASE("the field list covers every byte of each listed struct", "[core][stru
         ++n;
         CHECK(f.offset + f.size <= sizeof(pg_train_config));
     }
-    CHECK(n == 22);
+    CHECK(n == 23);
     CHECK(std::string(pg::CStruct<pg_train_config>::fields[17].name) == "recompute_activations");
     CHECK(std::string(pg::CStruct<pg_train_config>::fields[20].name) == "muon_lr_scale");
     CHECK(std::string(pg::CStruct<pg_train_config>::fields[21].name) == "dropout_ramp_steps");
+    CHECK(std::string(pg::CStruct<pg_train_config>::fields[22].name) == "arithmetic");
     CHECK(pg::CStruct<pg_tensor_info>::fields[2].scalars == PG_MAX_DIMS);
 }

@@ -45,6 +45,7 @@ template <class E>
 struct kotlin_enum;
 template <> struct kotlin_enum<pg_lr_schedule> { static constexpr const char* name = "LrSchedule"; };
 template <> struct kotlin_enum<pg_optimizer> { static constexpr const char* name = "Optimizer"; };
+template <> struct kotlin_enum<pg_arithmetic> { static constexpr const char* name = "Arithmetic"; };
 template <> struct kotlin_enum<pg_bpe_pattern> { static constexpr const char* name = "BpePattern"; };
 template <> struct kotlin_enum<pg_lora_average_method> { static constexpr const char* name = "LoraAverageMethod"; };
 template <> struct kotlin_enum<pg_lora_clip_mode> { static constexpr const char* name = "LoraClipMode"; };

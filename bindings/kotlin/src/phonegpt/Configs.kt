@@ -33,11 +33,20 @@ internal inline fun <reified E> cBitSet(bits: Long): Set<E> where E : Enum<E>, E
 enum class LrSchedule(override val code: Int) : CEnum { CONSTANT(0), COSINE(1), LINEAR(2) }
 
 /**
- * pg_weight_storage: how a model holds its embedding and block linears (FP16_ARITHMETIC: the FP16
- * values, and inference multiplies in fp16 on ARMv8.2 FP16 CPUs; BF16_ARITHMETIC: the BF16 values,
- * and every pass over the base, LoRA training included, multiplies in bf16 on AVX512_BF16 CPUs).
+ * pg_weight_storage: how a model holds its embedding and block linears (Q8_0 / Q4_0: blocks of 32
+ * int8 / 4-bit codes with an fp16 scale). FP16_ARITHMETIC and BF16_ARITHMETIC are the deprecated
+ * spellings of FP16 / BF16 storage with [Arithmetic.FP16] / [Arithmetic.BF16] as the model's
+ * default: choose the arithmetic on SessionConfig / TrainConfig instead.
  */
-enum class WeightStorage(override val code: Int) : CEnum { FP32(0), FP16(1), BF16(2), FP16_ARITHMETIC(3), BF16_ARITHMETIC(4) }
+enum class WeightStorage(override val code: Int) : CEnum {
+    FP32(0), FP16(1), BF16(2),
+    @Deprecated("use FP16 and SessionConfig(arithmetic = Arithmetic.FP16)") FP16_ARITHMETIC(3),
+    @Deprecated("use BF16 and SessionConfig/TrainConfig(arithmetic = Arithmetic.BF16)") BF16_ARITHMETIC(4),
+    Q8_0(5), Q4_0(6)
+}
+
+/** pg_arithmetic: how a session's or trainer's passes multiply by a frozen base (phonegpt.h). */
+enum class Arithmetic(override val code: Int) : CEnum { EXACT(0), FP16(1), BF16(2), INT8(3) }
 
 /** pg_optimizer: AdamW everywhere, or Muon on the blocks' 2-D linear weights (phonegpt.h). */
 enum class Optimizer(override val code: Int) : CEnum { ADAMW(0), MUON(1) }

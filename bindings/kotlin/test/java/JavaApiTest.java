@@ -69,7 +69,7 @@ public final class JavaApiTest {
         TrainConfig tc = new TrainConfig(4, d.getSeqLen(), d.getGradAccumSteps(), d.getSchedule(), d.getLrMax(), d.getLrMin(), 3,
                                          12L, d.getBeta1(), d.getBeta2(), d.getEps(), d.getWeightDecay(), d.getDecayEmbeddings(),
                                          d.getGradClip(), d.getDropout(), 99L, 1, d.getRecomputeActivations(), d.getOptimizer(),
-                                         d.getMuonMomentum(), d.getMuonLrScale(), d.getDropoutRampSteps());
+                                         d.getMuonMomentum(), d.getMuonLrScale(), d.getDropoutRampSteps(), d.getArithmetic());
 
         // The enumerations and the other option structs, by name.
         check(BpePattern.GPT2.getCode() == 1 && InteropFormat.LLMC.getCode() == 1 && TokenizerFile.HF_JSON.getCode() == 4, "enums");
@@ -199,7 +199,7 @@ public final class JavaApiTest {
                 }
                 check(provenance.getInitSeed() == 7L && provenance.getTokens() == 0L, "provenance fields");
 
-                try (Session s = new Session(model, new SessionConfig(1, SessionConfig.defaults().getSlideKeep()))) {
+                try (Session s = new Session(model, new SessionConfig(1, SessionConfig.defaults().getSlideKeep(), Arithmetic.EXACT))) {
                     s.append("First");
                     check(s.generate(greedy).length == 5 && s.getPosition() == 10L, "session");
                     check(s.logits().length == tok.getVocabSize(), "logits");

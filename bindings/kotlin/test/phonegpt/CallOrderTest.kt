@@ -34,7 +34,7 @@ class CallOrderTest {
         val tok = Tokenizer.characterLevel(text)
         val model = Model(tinyConfig(), 3).also { it.setTokenizer(tok); it.allowUntrainedBase(true) }
         val adapter = LoraAdapter(model)
-        val sessions = List(2) { Session(model, SessionConfig(1, 0)).also { s -> s.append(ids.copyOf(4)) } }
+        val sessions = List(2) { Session(model, SessionConfig(1, 0, Arithmetic.EXACT)).also { s -> s.append(ids.copyOf(4)) } }
         val trainer = Trainer(model, trainConfig().copy(nThreads = 1)).also { it.setData(ids) }
         val loraTrainer = LoraTrainer(model, adapter, trainConfig().copy(nThreads = 1)).also { it.setData(ids) }
         // The rule runs the thread's current callback action (the filter's own callback).
@@ -77,7 +77,7 @@ class CallOrderTest {
             // Rarer than the rest, or the round's handles would all be closed at once.
             19 -> if (r.nextInt(400) == 0) w.all[r.nextInt(w.all.size)].closeWhenIdle()
             20 -> if (r.nextInt(400) == 0) w.all[r.nextInt(w.all.size)].close()
-            else -> Session(w.model, SessionConfig(1, 0)).use { it.append(ids.copyOf(2)); it.generate(three) { listener() } }
+            else -> Session(w.model, SessionConfig(1, 0, Arithmetic.EXACT)).use { it.append(ids.copyOf(2)); it.generate(three) { listener() } }
         }
     }
 

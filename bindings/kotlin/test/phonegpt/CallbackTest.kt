@@ -31,7 +31,7 @@ class CallbackTest {
         tinyModel().use { m ->
             m.allowUntrainedBase(true)
             LoraAdapter(m).use { a ->
-                Session(m, SessionConfig(1, 0)).use { s ->
+                Session(m, SessionConfig(1, 0, Arithmetic.EXACT)).use { s ->
                     s.append(ids.copyOf(4))
                     val gen = { cb: () -> Unit -> s.generate(three) { cb() }; Unit }
                     assertNames("Session", refusedInside(gen) { s.close() })
@@ -65,7 +65,7 @@ class CallbackTest {
 
     @Test fun closingAnotherHandleFromACallbackIsSafe() {
         tinyModel().use { m ->
-            val s = Session(m, SessionConfig(1, 0))
+            val s = Session(m, SessionConfig(1, 0, Arithmetic.EXACT))
             s.append(ids.copyOf(4))
             // the session is not in use: it closes; its reference on the model goes at once
             m.generate(ids.copyOf(3), three) { s.close() }
@@ -111,7 +111,7 @@ class CallbackTest {
 
     @Test fun stateQueriesDoNotWaitForARunningCall() {
         tinyModel().use { m ->
-            Session(m, SessionConfig(1, 0)).use { s ->
+            Session(m, SessionConfig(1, 0, Arithmetic.EXACT)).use { s ->
                 s.append(ids.copyOf(4))
                 val inside = CountDownLatch(1)
                 val release = CountDownLatch(1)

@@ -40,7 +40,7 @@ class LeakTest {
                     Trainer(m, tc).use { t -> t.setData(small) }
                     LoraAdapter(m).use { a -> LoraTrainer(m, a, tc).use { t -> t.setData(small) } }
                     m.generate(small.copyOf(3), SampleConfig.default().copy(maxTokens = 2, nThreads = 1))
-                    Session(m, SessionConfig(1, 0)).use { s ->
+                    Session(m, SessionConfig(1, 0, Arithmetic.EXACT)).use { s ->
                         s.append(small.copyOf(3))
                         s.generate(SampleConfig.default().copy(maxTokens = 2))
                     }

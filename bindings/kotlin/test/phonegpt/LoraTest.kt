@@ -172,9 +172,9 @@ class LoraTest {
             LoraAdapter(base, LoraConfig.default().copy(rank = 2, targetModules = LoraTarget.ALL)).use { a ->
                 LoraTrainer(base, a, trainConfig().copy(lrMax = 1e-2f)).use { t -> t.setData(ids); t.train(3) }
                 val prompt = ids.copyOf(8)
-                val merged = a.merge(base, 1).use { m -> Session(m, SessionConfig(1, 0)).use { s -> s.append(prompt); s.logits() } }
-                val plain = Session(base, SessionConfig(1, 0)).use { s -> s.append(prompt); s.logits() }
-                Session(base, SessionConfig(1, 0)).use { s ->
+                val merged = a.merge(base, 1).use { m -> Session(m, SessionConfig(1, 0, Arithmetic.EXACT)).use { s -> s.append(prompt); s.logits() } }
+                val plain = Session(base, SessionConfig(1, 0, Arithmetic.EXACT)).use { s -> s.append(prompt); s.logits() }
+                Session(base, SessionConfig(1, 0, Arithmetic.EXACT)).use { s ->
                     assertEquals(null, s.adapter)
                     s.append(prompt)
                     s.attachAdapter(a)
@@ -199,7 +199,7 @@ class LoraTest {
             }
             // closing the adapter while attached: the session keeps it alive
             val a = LoraAdapter(base, LoraConfig.default().copy(rank = 2))
-            Session(base, SessionConfig(1, 0)).use { s ->
+            Session(base, SessionConfig(1, 0, Arithmetic.EXACT)).use { s ->
                 s.attachAdapter(a)
                 a.close()
                 s.append(ids.copyOf(4))

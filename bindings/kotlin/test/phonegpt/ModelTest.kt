@@ -142,6 +142,31 @@ class ModelTest {
         }
     }
 
+    @Test fun quantizedBaseServesSessionsInExactAndInt8Arithmetic() {
+        // rows of 32: what the quantized blocks need
+        Model(tinyConfig().copy(nEmbd = 32), 7).use { m ->
+            val b = 2
+            val t = 8
+            val tokens = ids.copyOf(b * t)
+            val targets = ids.copyOfRange(1, b * t + 1)
+            val (_, bytes32) = m.weightStorage
+            val loss32 = m.forward(tokens, b, t, targets, 1).loss!!
+            val int8 = SessionConfig.default().copy(nThreads = 1, arithmetic = Arithmetic.INT8)
+            assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { Session(m, int8).close() }
+            m.setWeightStorage(WeightStorage.Q8_0)
+            val (kind, bytes8) = m.weightStorage
+            assertEquals(WeightStorage.Q8_0, kind)
+            assertTrue("$bytes8 < $bytes32", bytes8 < bytes32 / 2)
+            val exact = Session(m, SessionConfig.default().copy(nThreads = 1)).use { it.forward(tokens, b, t, targets).loss!! }
+            assertEquals(loss32, exact, 2e-2f)
+            val fast = Session(m, int8).use { it.forward(tokens, b, t, targets).loss!! }
+            assertTrue("int8 arithmetic ran: $fast", fast != exact)
+            assertEquals(exact, fast, 2e-2f)
+            assertThrows<StateException>(Status.STATE) { m.setWeightStorage(WeightStorage.Q4_0) }
+            assertThrows<StateException>(Status.STATE) { m.setWeightStorage(WeightStorage.FP32) }
+        }
+    }
+
     @Test fun bf16ArithmeticHoldsTheBf16ValuesAndSavesAsBf16() {
         tinyModel().use { m ->
             val b = 2
@@ -365,7 +390,7 @@ class ModelTest {
                 // the text forms, and a session's: the same tokens through a small buffer
                 val wantText = m.generate("First", cfg)
                 assertEquals(wantText, generateText(m, "First", cfg, capacity = 2).toList().joinToString(""))
-                Session(m, SessionConfig(1, 0)).use { s ->
+                Session(m, SessionConfig(1, 0, Arithmetic.EXACT)).use { s ->
                     s.append(ids.copyOf(5))
                     assertEquals(want, generateTokens(s, cfg, capacity = 1).toList())
                     s.reset(); s.append(ids.copyOf(5))

@@ -45,7 +45,7 @@ class SessionTest {
     }
 
     @Test fun configsComeFromTheLibrary() {
-        assertEquals(SessionConfig(0, 0), SessionConfig.default())
+        assertEquals(SessionConfig(0, 0, Arithmetic.EXACT), SessionConfig.default())
         assertEquals(EvalSampledConfig(20, 8, 1337), EvalSampledConfig.default())
         session(2).use { assertEquals(2, it.nThreads) }
     }
@@ -221,14 +221,14 @@ class SessionTest {
             assertEquals(3L, s.position)
         }
         assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) {
-            Session(model, SessionConfig(1, 99))                                    // slideKeep > nCtx
+            Session(model, SessionConfig(1, 99, Arithmetic.EXACT))                                    // slideKeep > nCtx
         }
         assertThrows<StateException>(Status.STATE) { Native.sessionCreate(0, LongArray(2)) }
     }
 
     @Test fun closingAndTheModelsLifetime() {
         val m = Model(model.config, 3)
-        val s = Session(m, SessionConfig(1, 0))
+        val s = Session(m, SessionConfig(1, 0, Arithmetic.EXACT))
         m.close()                                       // the session keeps the native model alive
         assertThrows<StateException>(Status.STATE) { m.numParams }
         s.append(intArrayOf(1, 2, 3))
@@ -243,7 +243,7 @@ class SessionTest {
 
     @Test fun aSessionSeesNewWeightsAfterReset() {
         Model(model.config, 9).use { m ->
-            Session(m, SessionConfig(1, 0)).use { s ->
+            Session(m, SessionConfig(1, 0, Arithmetic.EXACT)).use { s ->
                 val prompt = ids.copyOf(6)
                 s.append(prompt)
                 s.generate(greedy(1))
