@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "io/json.hpp"
+#include "core/json.hpp"
 #include "kernels/dispatch.hpp"
 #include "phonegpt/phonegpt.h"
 

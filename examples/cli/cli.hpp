@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "io/json.hpp"
+#include "core/json.hpp"
 
 namespace cli {
 

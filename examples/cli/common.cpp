@@ -11,7 +11,7 @@
 
 #include "cli.hpp"
 #include "core/error.hpp"
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 
 namespace cli {
 

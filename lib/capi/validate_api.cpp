@@ -12,7 +12,7 @@
 #include "capi/handles.hpp"
 #include "capi/lora_handles.hpp"
 #include "capi/text_out.hpp"
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 #include "lora/validate.hpp"
 
 struct pg_validator {

@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 
 #include "core/error.hpp"
-#include "io/file_io.hpp"
-#include "io/hex.hpp"
-#include "io/json.hpp"
+#include "core/file_io.hpp"
+#include "core/hex.hpp"
+#include "core/json.hpp"
 
 namespace pg::lora {
 namespace {

@@ -15,7 +15,7 @@
 #include <random>
 #include <thread>
 
-#include "io/checksum.hpp"
+#include "core/checksum.hpp"
 #include "phonegpt/phonegpt.h"
 #include "test_checkpoint_support.hpp"
 

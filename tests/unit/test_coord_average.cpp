@@ -12,7 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 #include "lora/adapter.hpp"
 #include "lora/adapter_file.hpp"
 #include "lora/average.hpp"

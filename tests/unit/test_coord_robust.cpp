@@ -13,7 +13,7 @@
 #include "core/rng.hpp"
 #include "eval/evaluate.hpp"
 #include "eval/session.hpp"
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 #include "lora/adapter.hpp"
 #include "lora/adapter_file.hpp"
 #include "lora/average.hpp"

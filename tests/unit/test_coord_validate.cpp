@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "io/file_io.hpp"
-#include "io/json.hpp"
+#include "core/file_io.hpp"
+#include "core/json.hpp"
 #include "lora/adapter.hpp"
 #include "lora/adapter_file.hpp"
 #include "lora/lora_trainer.hpp"
