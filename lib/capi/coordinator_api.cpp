@@ -1,5 +1,5 @@
 // C API: the coordinator's side of the federated loop: Ed25519 keys, signing and verifying
-// adapter files (lib/lora/sign), and averaging adapters (lib/lora/average).
+// adapter files (lib/lora/sign), and averaging adapters (lib/coordinator/average).
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "capi/boundary.hpp"
-#include "capi/coordinator_handles.hpp"
+#include "coordinator/coordinator_handles.hpp"
 #include "capi/lora_handles.hpp"
 #include "capi/text_out.hpp"
-#include "lora/average.hpp"
+#include "coordinator/average.hpp"
 #include "lora/privacy.hpp"
 #include "lora/sign.hpp"
 

@@ -20,7 +20,7 @@
 #include "core/file_io.hpp"
 #include "lora/adapter_file.hpp"
 #include "lora/sign.hpp"
-#include "lora/validate.hpp"
+#include "coordinator/validate.hpp"
 #include "model/params.hpp"
 
 namespace {

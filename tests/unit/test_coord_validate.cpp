@@ -1,4 +1,4 @@
-// Validating an upload (lib/lora/validate): a really trained, signed adapter passes every
+// Validating an upload (lib/coordinator/validate): a really trained, signed adapter passes every
 // check; each check then fails alone (the others pass or are skipped for a stated reason), and
 // the report names it; every check runs, whatever failed before it; the C API and the JSON.
 #include <catch2/catch.hpp>
@@ -15,7 +15,7 @@
 #include "lora/adapter_file.hpp"
 #include "lora/lora_trainer.hpp"
 #include "lora/sign.hpp"
-#include "lora/validate.hpp"
+#include "coordinator/validate.hpp"
 #include "model/params.hpp"
 #include "phonegpt/phonegpt.h"
 #include "test_support.hpp"

@@ -1,4 +1,4 @@
-#include "lora/validate.hpp"
+#include "coordinator/validate.hpp"
 
 #include <cassert>
 #include <cmath>
@@ -13,7 +13,7 @@
 #include "core/hex.hpp"
 #include "core/json.hpp"
 #include "lora/adapter_file.hpp"
-#include "lora/average.hpp"
+#include "coordinator/average.hpp"
 #include "lora/lora_hook.hpp"
 #include "lora/merge.hpp"
 
