@@ -1,13 +1,9 @@
-// The structs behind the coordinator's handles (pg_signing_key, pg_trusted_keys), shared by
-// coordinator_api.cpp (keys, signing, averaging) and validate_api.cpp (the validator).
+// The struct behind pg_trusted_keys, shared by coordinator_api.cpp (verifying signatures) and
+// validate_api.cpp (the validator's copy of the keys).
 #pragma once
 
-#include "lora/sign.hpp"
-
-struct pg_signing_key {
-    explicit pg_signing_key(pg::lora::SigningKey k) : impl(std::move(k)) {}
-    pg::lora::SigningKey impl;
-};
+#include "phonegpt/phonegpt_coordinator.h"
+#include "coordinator/verify.hpp"
 
 struct pg_trusted_keys {
     pg::lora::TrustedKeys impl;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "phonegpt/phonegpt_coordinator.h"
 #include "capi/boundary.hpp"
 #include "coordinator/coordinator_handles.hpp"
 #include "capi/handles.hpp"

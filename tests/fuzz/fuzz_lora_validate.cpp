@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "phonegpt/phonegpt_coordinator.h"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "lora/adapter_file.hpp"

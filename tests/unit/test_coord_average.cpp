@@ -17,7 +17,7 @@
 #include "lora/adapter_file.hpp"
 #include "coordinator/average.hpp"
 #include "model/params.hpp"
-#include "phonegpt/phonegpt.h"
+#include "phonegpt/phonegpt_coordinator.h"
 
 using namespace pg::lora;
 

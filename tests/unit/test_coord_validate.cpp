@@ -17,7 +17,7 @@
 #include "lora/sign.hpp"
 #include "coordinator/validate.hpp"
 #include "model/params.hpp"
-#include "phonegpt/phonegpt.h"
+#include "phonegpt/phonegpt_coordinator.h"
 #include "test_support.hpp"
 #include "tokenizer/char_tokenizer.hpp"
 #include "train/trainer.hpp"

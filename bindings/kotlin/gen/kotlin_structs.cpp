@@ -7,7 +7,7 @@
 // enumeration its Kotlin enum (kotlin_enum below), PG_STRINGS List<String>, PG_INTS List<Int>?
 // (null = none), PG_TEXT String; callbacks are arguments of the calls (not fields). Property
 // names are the C names in camelCase. Usage: pg_kotlin_structs OUTPUT.kt
-#include <phonegpt/phonegpt.h>
+#include <phonegpt/phonegpt_coordinator.h>  // both tiers (it includes phonegpt.h)
 
 #include <cctype>
 #include <cstdint>
