@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
     check(pg_read_file(data, &bytes, &n_bytes), "reading --data");
     const std::string s(bytes, n_bytes);
     pg_buffer_free(bytes);
-    pg_tokenizer* tok = nullptr;
+    const pg_tokenizer* tok = nullptr;
     check(pg_model_get_tokenizer(half, &tok), "pg_model_get_tokenizer", half);
     pg_tokenizer* own = nullptr;
     if (!tok) {

@@ -13,7 +13,7 @@ CheckpointScore score_checkpoint(const std::string& path, const Options& opt, co
     if (opt.has("weights"))
         check(pg_model_set_weight_storage(model.get(), weight_storage_named(opt.text("weights", ""), true)),
               "pg_model_set_weight_storage");
-    pg_tokenizer* tok = tokenizer_of(model.get(), "encode --data with");
+    const pg_tokenizer* tok = tokenizer_of(model.get(), "encode --data with");
     const Corpus corpus = load_corpus(request.data_path, tok, request.train_fraction);
     const size_t begin = request.split == "val" ? corpus.n_train : 0;
     const size_t end = request.split == "train" ? corpus.n_train : corpus.tokens.size();

@@ -194,7 +194,7 @@ int lora_train(int argc, char** argv) {
     if (opt.has("weights"))
         check(pg_model_set_weight_storage(base.get(), weight_storage_named(opt.text("weights", ""), true)),
               "pg_model_set_weight_storage");
-    pg_tokenizer* tok = tokenizer_of(base.get(), "lora train");
+    const pg_tokenizer* tok = tokenizer_of(base.get(), "lora train");
     pg_weight_storage storage = PG_WEIGHTS_FP32;
     check(pg_model_weight_storage(base.get(), &storage, nullptr), "pg_model_weight_storage");
     // A mapped or 16-bit base cannot be merged into a new fp32 model: score base + adapter on a

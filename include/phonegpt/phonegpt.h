@@ -30,6 +30,19 @@
  *    (a trainer step, set_tokenizer, a merge in place) runs at the same time. Distinct handles
  *    are independent. tests/unit/test_concurrent_readers.cpp checks this under ThreadSanitizer.
  *
+ * Contents (sections of this header, in order):
+ *   Versions; Status codes, errors, thread counts; Tokenizers (byte-level BPE; training a BPE
+ *   tokenizer); Data; Models (architectures, provenance, weight storage); Training; Trainer
+ *   threads; Checkpoints; Evaluation; Sampling; Sessions; LoRA adapters; The data filter;
+ *   Signing an upload; Client-side differential privacy; Training sessions.
+ * The coordinator's side (trusted keys, verification, validation, averaging) is
+ * phonegpt_coordinator.h, in its own library.
+ *
+ * Naming: getters that fill a struct or an enum are pg_<handle>_get_<what> (get_config,
+ * get_kind); those that give a number are named by it (vocab_size, num_params, step_count,
+ * n_threads). A declaration wrapped in PG_DEPRECATED still works and warns at compile time,
+ * naming its replacement; it goes in a later minor release.
+ *
  * Model vs trainer: a pg_model holds the configuration and the weights and is read-only to
  * evaluation and sampling. A pg_trainer holds everything that training mutates besides the
  * weights (gradients, AdamW moments, step, RNG and data-sampler state); it borrows its model,
@@ -55,19 +68,29 @@ extern "C" {
 #  define PG_API __attribute__((visibility("default")))
 #endif
 
+/* PG_DEPRECATED(declaration, "what to use instead"): the declaration still works; a call to it
+ * warns at compile time with the hint (-Wdeprecated-declarations). */
+#if defined(__GNUC__) || defined(__clang__)
+#  define PG_DEPRECATED(func, hint) func __attribute__((deprecated(hint)))
+#elif defined(_MSC_VER)
+#  define PG_DEPRECATED(func, hint) __declspec(deprecated(hint)) func
+#else
+#  define PG_DEPRECATED(func, hint) func
+#endif
+
 /* ------------------------------------------------------------------------------------------ */
 /* Versions                                                                                   */
 /* ------------------------------------------------------------------------------------------ */
 
 #define PG_VERSION_MAJOR 0
-#define PG_VERSION_MINOR 2
+#define PG_VERSION_MINOR 3
 #define PG_VERSION_PATCH 0
 /* major*10000 + minor*100 + patch, comparable with pg_version_number(). */
 #define PG_VERSION_NUMBER (PG_VERSION_MAJOR * 10000 + PG_VERSION_MINOR * 100 + PG_VERSION_PATCH)
 
 /* The version of the library actually loaded (may differ from the header's). */
 PG_API unsigned pg_version_number(void);
-/* "0.2.0"; static storage, never NULL. */
+/* "0.3.0"; static storage, never NULL. */
 PG_API const char* pg_version_string(void);
 /* The instruction set the kernels dispatched to on this CPU: "avx512bw", "fma3+avx2", "sse2",
  * "arm64+neon", ...; static storage, never NULL. */
@@ -139,7 +162,9 @@ PG_API pg_status pg_tokenizer_create_char(const char* text, size_t len, pg_token
 PG_API pg_status pg_tokenizer_deserialize(const void* data, size_t len, pg_tokenizer** out);
 PG_API void pg_tokenizer_free(pg_tokenizer* tok);
 
-PG_API pg_status pg_tokenizer_kind_of(const pg_tokenizer* tok, pg_tokenizer_kind* out);
+PG_API pg_status pg_tokenizer_get_kind(const pg_tokenizer* tok, pg_tokenizer_kind* out);
+PG_DEPRECATED(PG_API pg_status pg_tokenizer_kind_of(const pg_tokenizer* tok, pg_tokenizer_kind* out),
+              "use pg_tokenizer_get_kind (the same call)");
 PG_API pg_status pg_tokenizer_vocab_size(const pg_tokenizer* tok, int32_t* out);
 
 /* Encodes UTF-8 text. Writes at most `capacity` ids to `ids` and the number of ids the whole
@@ -366,9 +391,9 @@ PG_API pg_status pg_model_num_params(const pg_model* model, int64_t* out);
 /* The tokenizer that belongs to the model (saved and loaded with it). The model keeps its own
  * copy; set replaces it (its vocabulary must equal the model's vocab_size). get returns a
  * borrowed pointer valid while the model lives and its tokenizer is not replaced, or NULL
- * through *tok if the model has none. */
+ * through *tok if the model has none; it is const, as the model is (set a changed copy). */
 PG_API pg_status pg_model_set_tokenizer(pg_model* model, const pg_tokenizer* tok);
-PG_API pg_status pg_model_get_tokenizer(const pg_model* model, pg_tokenizer** tok);
+PG_API pg_status pg_model_get_tokenizer(const pg_model* model, const pg_tokenizer** tok);
 
 /* Parameters are named tensors in one allocation. Names follow Hugging Face GPT-2 without the
  * "transformer." prefix: "wte" [padded_vocab, C], "wpe" [n_ctx, C], "h.{i}.ln_1.weight" [C],
@@ -623,7 +648,9 @@ PG_API pg_status pg_trainer_lr_at(const pg_trainer* trainer, int64_t step, float
 
 /* The number of threads the trainer's steps run on (its n_threads resolved by the rule of
  * "Thread counts": <= 0 the cores of this machine, capped at min(4 x cores, 256)). */
-PG_API pg_status pg_trainer_threads(const pg_trainer* trainer, int32_t* n_threads);
+PG_API pg_status pg_trainer_n_threads(const pg_trainer* trainer, int32_t* n_threads);
+PG_DEPRECATED(PG_API pg_status pg_trainer_threads(const pg_trainer* trainer, int32_t* n_threads),
+              "use pg_trainer_n_threads (the same call)");
 /* Runs the trainer's later steps on n_threads (<= 0: all cores; at most 1024, then capped as
  * in "Thread counts"), e.g. to continue
  * a resumed run on the cores a busy phone has free. pg_trainer_get_config and the next

@@ -5,7 +5,7 @@
 set -euo pipefail
 doc=$1; shift
 header="$*"
-declared=$(cat "$@" | grep -oE '^PG_API [^;]*\b(pg_[a-z0-9_]+)\(' | grep -oE 'pg_[a-z0-9_]+\($' | tr -d '(' | sort -u)
+declared=$(cat "$@" | grep -oE '^(PG_DEPRECATED\()?PG_API [^;]*\b(pg_[a-z0-9_]+)\(' | grep -oE 'pg_[a-z0-9_]+\($' | tr -d '(' | sort -u)
 documented=$(grep -oE '`pg_[a-z0-9_]+(\(\))?`' "$doc" | tr -d '`()' | sort -u)
 missing=$(comm -23 <(echo "$declared") <(echo "$documented"))
 unknown=$(comm -13 <(echo "$declared") <(echo "$documented") | grep -vE '_(config|options|result|info|span|status|fn)$|^pg_(model|tokenizer|trainer|session|token_stream|lora_adapter|lora_trainer|data_filter|signing_key|trusted_keys)$' || true)

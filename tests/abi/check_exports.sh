@@ -5,7 +5,7 @@
 # Usage: check_exports.sh LIBRARY HEADER [HEADER...]
 set -euo pipefail
 lib=$1; shift
-declared=$(cat "$@" | grep -oE '^PG_API [^;]*\b(pg_[a-z0-9_]+)\(' | grep -oE 'pg_[a-z0-9_]+\($' | tr -d '(' | sort -u)
+declared=$(cat "$@" | grep -oE '^(PG_DEPRECATED\()?PG_API [^;]*\b(pg_[a-z0-9_]+)\(' | grep -oE 'pg_[a-z0-9_]+\($' | tr -d '(' | sort -u)
 exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TWiDBR]$/ {print $3}' | sort -u)
 missing=$(comm -23 <(echo "$declared") <(echo "$exported"))
 extra=$(comm -13 <(echo "$declared") <(echo "$exported"))

@@ -20,3 +20,8 @@ add_test(NAME api_doc_names_every_function
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
 add_test(NAME lib_layers_follow_architecture
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/abi/check_layers.py ${PROJECT_SOURCE_DIR})
+
+# Each PG_DEPRECATED function warns with its hint when used; the headers alone warn about nothing.
+add_test(NAME deprecated_declarations_warn
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/abi/check_deprecated.py ${CMAKE_C_COMPILER}
+          ${PROJECT_SOURCE_DIR}/include)
