@@ -1,6 +1,6 @@
 """Builds the phonegpt Python package with the project's CMake: libphonegpt (shared) and the
 pybind11 module, both placed in the package so that it needs nothing outside itself
-(the module finds libphonegpt.so.0 through RPATH $ORIGIN).
+(the module finds libphonegpt_coordinator.so.0 through RPATH $ORIGIN).
 
     pip install -v --no-build-isolation .   # offline: the installed setuptools; -v: CMake's progress
 
@@ -46,16 +46,18 @@ class CMakeBuild(build_ext):
             "-DPG_BUILD_TESTS=OFF", "-DPG_BUILD_EXAMPLES=OFF", "-DPG_BUILD_BENCHMARKS=OFF",
         ] + shlex.split(os.environ.get("CMAKE_ARGS", ""))
         subprocess.check_call(configure)
-        subprocess.check_call(["cmake", "--build", build_dir, "--target", "_phonegpt",
+        subprocess.check_call(["cmake", "--build", build_dir, "--target", "_phonegpt", "phonegpt",
                                "-j", os.environ.get("PG_BUILD_JOBS", "2")])
         os.makedirs(package_dir, exist_ok=True)
         built = glob.glob(os.path.join(build_dir, "bindings", "python", "phonegpt", "_phonegpt*.so"))
         if len(built) != 1:
             raise RuntimeError("expected one built module, found %r" % built)
         shutil.copyfile(built[0], target)
-        # the shared library under its SONAME, which is what the module asks for
-        lib = os.path.realpath(os.path.join(build_dir, "lib", "libphonegpt.so"))
-        shutil.copyfile(lib, os.path.join(package_dir, "libphonegpt.so.%s" % library_version().split(".")[0]))
+        # the shared libraries under their SONAMEs: the module asks for the coordinator's (both
+        # tiers); libphonegpt is what benchmarks/compare_pytorch.py calls through ctypes
+        for name in ("libphonegpt_coordinator.so", "libphonegpt.so"):
+            lib = os.path.realpath(os.path.join(build_dir, "lib", name))
+            shutil.copyfile(lib, os.path.join(package_dir, "%s.%s" % (name, library_version().split(".")[0])))
 
 
 setup(

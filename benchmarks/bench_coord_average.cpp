@@ -1,6 +1,6 @@
 // Averaging adapters at the 64M "Ailoos" shape (GPT-2 vocabulary 50,257, 12 layers, width 512,
 // 8 heads, context 256): N adapters of rank r on attn.c_attn, each method of
-// lib/lora/average.hpp. Prints seconds, the peak memory the call added (VmHWM reset through
+// lib/coordinator/average.hpp. Prints seconds, the peak memory the call added (VmHWM reset through
 // /proc/self/clear_refs before each call, minus the resident size before it) and the reported
 // error. Usage: bench_coord_average [n_adapters=100] [rank=8]
 #include <chrono>
@@ -11,7 +11,7 @@
 
 #include "core/rng.hpp"
 #include "lora/adapter.hpp"
-#include "lora/average.hpp"
+#include "coordinator/average.hpp"
 #include "model/params.hpp"
 #include "process_stats.hpp"
 

@@ -58,7 +58,7 @@
 #include "process_stats.hpp"
 #include "core/rng.hpp"
 #include "core/thread_pool.hpp"
-#include "io/json.hpp"
+#include "core/json.hpp"
 #include "kernels/dispatch.hpp"
 #include "model/config.hpp"
 #include "model/engine.hpp"

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "io/json.hpp"
+#include "core/json.hpp"
 #include "process_stats.hpp"
 
 namespace {

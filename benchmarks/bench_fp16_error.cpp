@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "io/json.hpp"
+#include "core/json.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/quant_gemm.hpp"
 #include "phonegpt/phonegpt.h"
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
     check(pg_read_file(data, &bytes, &n_bytes), "reading --data");
     const std::string s(bytes, n_bytes);
     pg_buffer_free(bytes);
-    pg_tokenizer* tok = nullptr;
+    const pg_tokenizer* tok = nullptr;
     check(pg_model_get_tokenizer(half, &tok), "pg_model_get_tokenizer", half);
     pg_tokenizer* own = nullptr;
     if (!tok) {

@@ -37,7 +37,7 @@
 
 #include "core/rng.hpp"
 #include "io/checkpoint.hpp"
-#include "io/json.hpp"
+#include "core/json.hpp"
 #include "lora/adapter.hpp"
 #include "lora/lora_trainer.hpp"
 #include "model/model.hpp"

@@ -15,7 +15,7 @@
 
 #include <unistd.h>
 
-#include "io/json.hpp"
+#include "core/json.hpp"
 #include "phonegpt/phonegpt.h"
 #include "process_stats.hpp"
 

@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "io/json.hpp"
+#include "core/json.hpp"
 #include "phonegpt/phonegpt.h"
 #include "process_stats.hpp"
 #include "tokenizer/bpe_formats.hpp"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/thread_pool.hpp"
-#include "io/json.hpp"
+#include "core/json.hpp"
 #include "process_stats.hpp"
 
 #if defined(__x86_64__)

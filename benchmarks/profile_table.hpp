@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/step_profile.hpp"
-#include "io/json.hpp"
+#include "core/json.hpp"
 
 // The phases of `prof` with a "total" row appended (sums over the phases).
 inline std::vector<pg::StepProfile::Phase> profile_rows(const pg::StepProfile& prof) {

@@ -26,7 +26,7 @@ public:
     static Tokenizer from_text(const std::string& text);
     static Tokenizer from_bytes(const py::bytes& data);
     // A copy owned by Python of a tokenizer owned by someone else (e.g. a model).
-    static Tokenizer copy_of(pg_tokenizer* borrowed);
+    static Tokenizer copy_of(const pg_tokenizer* borrowed);
 
     // The native handle; raises StateError after close().
     const TokenizerPtr& ptr() const {

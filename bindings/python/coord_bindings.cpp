@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <phonegpt/phonegpt_coordinator.h>  // the coordinator's tier: verify, average, validate
+
 #include "binding_hooks.hpp"
 
 namespace pg_py {

@@ -183,7 +183,7 @@ void Model::set_weight_storage(const std::string& storage) {
 }
 
 py::object Model::tokenizer() const {
-    pg_tokenizer* t = nullptr;
+    const pg_tokenizer* t = nullptr;
     check(pg_model_get_tokenizer(get(), &t));
     if (!t) return py::none();
     return py::cast(Tokenizer::copy_of(t));

@@ -79,7 +79,7 @@ struct EnumNames<pg_arithmetic> {
                                                                        {PG_ARITHMETIC_INT8, "int8"}};
 };
 template <>
-struct EnumNames<pg_lora_average_method> {  // the names lib/lora/average.cpp gives them
+struct EnumNames<pg_lora_average_method> {  // the names lib/coordinator/average.cpp gives them
     static constexpr std::pair<pg_lora_average_method, const char*> items[] = {
         {PG_LORA_AVERAGE_FEDAVG_FACTORS, "fedavg_factors"}, {PG_LORA_AVERAGE_CAT, "cat"},
         {PG_LORA_AVERAGE_SVD, "svd"}, {PG_LORA_AVERAGE_FROZEN_A, "frozen_a"},

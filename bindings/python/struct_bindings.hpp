@@ -5,7 +5,7 @@
 
 #include <pybind11/pybind11.h>
 
-#include <phonegpt/phonegpt.h>
+#include <phonegpt/phonegpt_coordinator.h>  // both tiers (it includes phonegpt.h)
 
 #include "binding_hooks.hpp"
 

@@ -30,14 +30,14 @@ Tokenizer Tokenizer::from_bytes(const py::bytes& data) {
     return Tokenizer(own_tokenizer(t));
 }
 
-Tokenizer Tokenizer::copy_of(pg_tokenizer* borrowed) {
-    Tokenizer view(TokenizerPtr(borrowed, [](pg_tokenizer*) {}));
-    return from_bytes(view.to_bytes());
+Tokenizer Tokenizer::copy_of(const pg_tokenizer* borrowed) {
+    return from_bytes(py::bytes(sized_output(
+        [&](char* out, size_t cap, size_t* len) { return pg_tokenizer_serialize(borrowed, out, cap, len); }, check)));
 }
 
 std::string Tokenizer::kind() const {
     pg_tokenizer_kind k;
-    check(pg_tokenizer_kind_of(get(), &k));
+    check(pg_tokenizer_get_kind(get(), &k));
     return k == PG_TOKENIZER_CHAR ? "char" : k == PG_TOKENIZER_BPE ? "bpe" : "kind" + std::to_string(int(k));
 }
 

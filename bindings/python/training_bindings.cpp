@@ -77,7 +77,7 @@ public:
 
     int n_threads() const {
         int32_t n = 0;
-        check(pg_trainer_threads(get(), &n));
+        check(pg_trainer_n_threads(get(), &n));
         return n;
     }
     void set_n_threads(int32_t n) {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "io/json.hpp"
+#include "core/json.hpp"
 
 namespace cli {
 
@@ -123,7 +123,7 @@ pg_arithmetic arithmetic_named(const Options& opt);
 // The --weights KIND of a storage ("fp32", ..., "bf16-arithmetic").
 const char* weight_storage_kind(pg_weight_storage storage);
 // The model's tokenizer (borrowed); a runtime failure naming `needed_for` when it has none.
-pg_tokenizer* tokenizer_of(pg_model* model, const char* needed_for);
+const pg_tokenizer* tokenizer_of(pg_model* model, const char* needed_for);
 
 // A warm-up at least as long as the run keeps the learning rate below --lr the whole run: a
 // default one (not given with --warmup) becomes a tenth of the run; either way a warning on
@@ -145,16 +145,16 @@ void write_file_atomically(const std::string& path, const std::string& text);
 // folder and to each folder above the executable; a usage error naming --data when none exists.
 std::string resolve_data_path(const Options& opt);
 
-std::vector<int32_t> encode(pg_tokenizer* tok, const std::string& text);
+std::vector<int32_t> encode(const pg_tokenizer* tok, const std::string& text);
 // Exactly the bytes of the ids (a byte-level BPE's may be any bytes, invalid UTF-8 included).
-std::string decode(pg_tokenizer* tok, const int32_t* ids, size_t n);
+std::string decode(const pg_tokenizer* tok, const int32_t* ids, size_t n);
 
 // Decoded text that is always valid UTF-8, token by token (pg_token_stream): a character split
 // across tokens comes out whole with the token that completes it, and bytes that never become
 // a character are U+FFFD. For generated text as it streams, and for JSON strings.
 class TextStream {
 public:
-    explicit TextStream(pg_tokenizer* tok);
+    explicit TextStream(const pg_tokenizer* tok);
     std::string push(int32_t id);  // the text this token completed
     std::string finish();          // what is still held
 private:
@@ -163,7 +163,7 @@ private:
     };
     std::unique_ptr<pg_token_stream, Free> stream_;
 };
-std::string decode_utf8(pg_tokenizer* tok, const int32_t* ids, size_t n);
+std::string decode_utf8(const pg_tokenizer* tok, const int32_t* ids, size_t n);
 
 // The data file, encoded with the model's tokenizer and split at train_fraction.
 struct Corpus {
@@ -171,7 +171,7 @@ struct Corpus {
     std::vector<int32_t> tokens;
     size_t n_train = 0;
 };
-Corpus load_corpus(const std::string& path, pg_tokenizer* tok, double train_fraction);
+Corpus load_corpus(const std::string& path, const pg_tokenizer* tok, double train_fraction);
 
 double now_seconds();
 std::string duration(double seconds);  // "42s", "3m05s", "1h02m"

@@ -11,7 +11,7 @@
 
 #include "cli.hpp"
 #include "core/error.hpp"
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 
 namespace cli {
 
@@ -113,8 +113,8 @@ const char* weight_storage_kind(pg_weight_storage storage) {
     return "?";
 }
 
-pg_tokenizer* tokenizer_of(pg_model* model, const char* needed_for) {
-    pg_tokenizer* tok = nullptr;
+const pg_tokenizer* tokenizer_of(pg_model* model, const char* needed_for) {
+    const pg_tokenizer* tok = nullptr;
     check(pg_model_get_tokenizer(model, &tok), "pg_model_get_tokenizer");
     if (!tok)
         throw RuntimeError{std::string("the checkpoint has no tokenizer to ") + needed_for, "PG_ERR_STATE",
@@ -202,7 +202,7 @@ std::string resolve_data_path(const Options& opt) {
     throw UsageError{msg};
 }
 
-std::vector<int32_t> encode(pg_tokenizer* tok, const std::string& text) {
+std::vector<int32_t> encode(const pg_tokenizer* tok, const std::string& text) {
     size_t n = 0;
     pg_status s = pg_tokenizer_encode(tok, text.data(), text.size(), nullptr, 0, &n);
     if (s != PG_ERR_BUFFER_TOO_SMALL) check(s, "pg_tokenizer_encode");
@@ -212,7 +212,7 @@ std::vector<int32_t> encode(pg_tokenizer* tok, const std::string& text) {
     return ids;
 }
 
-std::string decode(pg_tokenizer* tok, const int32_t* ids, size_t n) {
+std::string decode(const pg_tokenizer* tok, const int32_t* ids, size_t n) {
     size_t len = 0;
     pg_status s = pg_tokenizer_decode(tok, ids, n, nullptr, 0, &len);
     if (s != PG_ERR_BUFFER_TOO_SMALL) check(s, "pg_tokenizer_decode");
@@ -222,7 +222,7 @@ std::string decode(pg_tokenizer* tok, const int32_t* ids, size_t n) {
     return text;
 }
 
-TextStream::TextStream(pg_tokenizer* tok) {
+TextStream::TextStream(const pg_tokenizer* tok) {
     pg_token_stream* s = nullptr;
     check(pg_token_stream_create(tok, &s), "pg_token_stream_create");
     stream_.reset(s);
@@ -257,14 +257,14 @@ std::string TextStream::finish() {
                        "pg_token_stream_finish");
 }
 
-std::string decode_utf8(pg_tokenizer* tok, const int32_t* ids, size_t n) {
+std::string decode_utf8(const pg_tokenizer* tok, const int32_t* ids, size_t n) {
     TextStream stream(tok);
     std::string text;
     for (size_t i = 0; i < n; ++i) text += stream.push(ids[i]);
     return text + stream.finish();
 }
 
-Corpus load_corpus(const std::string& path, pg_tokenizer* tok, double train_fraction) {
+Corpus load_corpus(const std::string& path, const pg_tokenizer* tok, double train_fraction) {
     Corpus c;
     c.path = path;
     c.tokens = encode(tok, read_file(path));

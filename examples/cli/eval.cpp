@@ -11,7 +11,7 @@ CheckpointScore score_checkpoint(const std::string& path, const Options& opt, co
     ModelPtr model = load_model(path);
     // Without --base-storage the model is scored as the file holds it (a 16-bit file as 16-bit).
     hold_base_as_asked(opt, model.get());
-    pg_tokenizer* tok = tokenizer_of(model.get(), "encode --data with");
+    const pg_tokenizer* tok = tokenizer_of(model.get(), "encode --data with");
     const Corpus corpus = load_corpus(request.data_path, tok, request.train_fraction);
     const size_t begin = request.split == "val" ? corpus.n_train : 0;
     const size_t end = request.split == "train" ? corpus.n_train : corpus.tokens.size();

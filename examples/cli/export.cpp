@@ -1,6 +1,6 @@
 // phonegpt export: a native checkpoint's weights as an llm.c or safetensors file.
 #include "interop.hpp"
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 
 namespace cli {
 

@@ -58,13 +58,13 @@ int cmd_import(int argc, char** argv) {
     if (hf) weights = -1;
     ModelPtr model(m);
     // This library's safetensors files carry the tokenizer in their metadata; llm.c files never do.
-    pg_tokenizer* carried = nullptr;
+    const pg_tokenizer* carried = nullptr;
     check(pg_model_get_tokenizer(model.get(), &carried), "pg_model_get_tokenizer");
     std::string tokenizer_source = carried ? (hf ? "the folder's tokenizer" : "the imported file") : "none";
     if (opt.has("tokenizer-from")) {
         const std::string donor_path = opt.text("tokenizer-from", "");
         ModelPtr donor = load_model(donor_path);
-        pg_tokenizer* tok = nullptr;
+        const pg_tokenizer* tok = nullptr;
         check(pg_model_get_tokenizer(donor.get(), &tok), "pg_model_get_tokenizer");
         if (!tok)
             throw RuntimeError{"--tokenizer-from: \"" + donor_path + "\" has no tokenizer", "PG_ERR_STATE",

@@ -195,7 +195,7 @@ int lora_train(int argc, char** argv) {
     const pg_arithmetic arithmetic = arithmetic_named(opt);
     if (opt.has("resume") && arithmetic != PG_ARITHMETIC_EXACT)
         throw UsageError{"--arithmetic chooses how a new run multiplies; a resumed run (--resume) multiplies exactly"};
-    pg_tokenizer* tok = tokenizer_of(base.get(), "lora train");
+    const pg_tokenizer* tok = tokenizer_of(base.get(), "lora train");
     pg_weight_storage storage = PG_WEIGHTS_FP32;
     check(pg_model_weight_storage(base.get(), &storage, nullptr), "pg_model_weight_storage");
     // A mapped, 16-bit or quantized base cannot be merged into a new fp32 model: score base + adapter on a

@@ -18,7 +18,7 @@ void print_piece(const std::string& piece) {
 // first occurrence of the stop string: pg_generate stops after the token that completes it,
 // and that token's text may go on past it. Printed as it comes unless --json.
 struct SampleStream {
-    SampleStream(pg_tokenizer* tok, std::string stop_text, bool print_text)
+    SampleStream(const pg_tokenizer* tok, std::string stop_text, bool print_text)
         : stream(tok), stop(std::move(stop_text)), print(print_text) {}
     TextStream stream;
     std::string stop;  // empty = none
@@ -94,7 +94,7 @@ int cmd_sample(int argc, char** argv) {
     pg_session* session = nullptr;
     check(pg_session_create(model.get(), &session_config, &session), "pg_session_create");
     std::unique_ptr<pg_session, void (*)(pg_session*)> owned(session, pg_session_free);
-    pg_tokenizer* tok = tokenizer_of(model.get(), "encode --prompt with");
+    const pg_tokenizer* tok = tokenizer_of(model.get(), "encode --prompt with");
     const std::vector<int32_t> prompt_ids = encode(tok, prompt);
 
     SampleStream stream(tok, opt.text("stop", ""), !g_output.json);

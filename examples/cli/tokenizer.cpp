@@ -40,7 +40,7 @@ std::string input_text(const Options& opt) {
     return read_file(opt.text("data", ""));
 }
 
-std::vector<int32_t> encode_with(pg_tokenizer* tok, const std::string& text, bool allow_special) {
+std::vector<int32_t> encode_with(const pg_tokenizer* tok, const std::string& text, bool allow_special) {
     pg_encode_options eo;
     pg_encode_options_default(&eo);
     eo.allow_all_special = allow_special ? 1 : 0;

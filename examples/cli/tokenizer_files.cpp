@@ -17,7 +17,7 @@ std::string base_name(const std::string& path) {
 // A copy of a checkpoint's tokenizer that outlives the model.
 TokenizerPtr tokenizer_of_checkpoint(const std::string& path) {
     ModelPtr model = load_model(path);
-    pg_tokenizer* borrowed = tokenizer_of(model.get(), "read");
+    const pg_tokenizer* borrowed = tokenizer_of(model.get(), "read");
     size_t len = 0;
     pg_status s = pg_tokenizer_serialize(borrowed, nullptr, 0, &len);
     if (s != PG_ERR_BUFFER_TOO_SMALL) check(s, "pg_tokenizer_serialize");
@@ -79,13 +79,13 @@ TokenizerPtr load_tokenizer(const Options& opt) {
     return TokenizerPtr(tok);
 }
 
-std::string tokenizer_kind_name(pg_tokenizer* tok) {
+std::string tokenizer_kind_name(const pg_tokenizer* tok) {
     pg_tokenizer_kind kind;
-    check(pg_tokenizer_kind_of(tok, &kind), "pg_tokenizer_kind_of");
+    check(pg_tokenizer_get_kind(tok, &kind), "pg_tokenizer_get_kind");
     return kind == PG_TOKENIZER_BPE ? "bpe" : kind == PG_TOKENIZER_CHAR ? "char" : std::to_string(int(kind));
 }
 
-int32_t vocab_size_of(pg_tokenizer* tok) {
+int32_t vocab_size_of(const pg_tokenizer* tok) {
     int32_t n = 0;
     check(pg_tokenizer_vocab_size(tok, &n), "pg_tokenizer_vocab_size");
     return n;

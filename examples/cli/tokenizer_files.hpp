@@ -18,7 +18,7 @@ std::vector<OptionSpec> tokenizer_file_options();
 // The tokenizer --tokenizer names (a usage error when the option or the file is missing).
 TokenizerPtr load_tokenizer(const Options& opt);
 // "char" or "bpe".
-std::string tokenizer_kind_name(pg_tokenizer* tok);
-int32_t vocab_size_of(pg_tokenizer* tok);
+std::string tokenizer_kind_name(const pg_tokenizer* tok);
+int32_t vocab_size_of(const pg_tokenizer* tok);
 
 }  // namespace cli

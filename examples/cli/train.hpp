@@ -92,7 +92,7 @@ private:
 struct TrainSetup {
     ModelPtr model;
     TrainerPtr trainer;
-    pg_tokenizer* tok = nullptr;  // borrowed from the model
+    const pg_tokenizer* tok = nullptr;  // borrowed from the model
     pg_train_config config{};     // as the trainer reports it
     bool resumed = false;
     long long steps = 0;          // the step to train to

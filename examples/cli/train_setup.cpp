@@ -17,7 +17,7 @@ namespace {
 
 int32_t trainer_threads(pg_trainer* t) {
     int32_t n = 0;
-    check(pg_trainer_threads(t, &n), "pg_trainer_threads");
+    check(pg_trainer_n_threads(t, &n), "pg_trainer_n_threads");
     return n;
 }
 

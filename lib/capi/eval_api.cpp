@@ -5,6 +5,7 @@
 #include "capi/boundary.hpp"
 #include "capi/eval_capi.hpp"
 #include "capi/handles.hpp"
+#include "capi/train_boundary.hpp"  // named(): the entry point's name on its messages
 #include "eval/evaluate.hpp"
 #include "eval/generate.hpp"
 
@@ -89,7 +90,10 @@ void session_evaluate(Session& session, const int32_t* tokens, std::size_t n, co
     opt.batch_size = c.batch_size;
     opt.progress = c.progress;
     opt.progress_user = c.progress_user;
-    write_eval_result(evaluate(session, tokens, n, opt), result, fn);
+    // pg::evaluate names no C function: the entry point's own name is added here, once.
+    EvalResult r;
+    named(fn, [&] { r = evaluate(session, tokens, n, opt); });
+    write_eval_result(r, result, fn);
 }
 
 void session_evaluate_sampled(Session& session, const int32_t* tokens, std::size_t n, const SampledEvalOptions& opt,
@@ -97,7 +101,9 @@ void session_evaluate_sampled(Session& session, const int32_t* tokens, std::size
     PG_REQUIRE_NOT_NULL(fn, tokens);
     require_token_ids(tokens, n, session.model().config().vocab_size, fn);
     require_result_struct(result, fn);
-    write_eval_result(evaluate_sampled(session, tokens, n, opt), result, fn);
+    EvalResult r;
+    named(fn, [&] { r = evaluate_sampled(session, tokens, n, opt); });
+    write_eval_result(r, result, fn);
 }
 
 void session_generate(Session& session, const pg_sample_config* config, int32_t* out, std::size_t capacity,

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "capi/boundary.hpp"
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 #include "kernels/dispatch.hpp"
 
 namespace pg {

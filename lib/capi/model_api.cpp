@@ -161,7 +161,7 @@ pg_status pg_model_set_tokenizer(pg_model* model, const pg_tokenizer* tok) {
     });
 }
 
-pg_status pg_model_get_tokenizer(const pg_model* model, pg_tokenizer** tok) {
+pg_status pg_model_get_tokenizer(const pg_model* model, const pg_tokenizer** tok) {
     return pg::guarded(err(model), [&] {
         PG_REQUIRE_NOT_NULL("pg_model_get_tokenizer", model);
         PG_REQUIRE_NOT_NULL("pg_model_get_tokenizer", tok);

@@ -87,13 +87,16 @@ pg_status pg_tokenizer_deserialize(const void* data, size_t len, pg_tokenizer** 
 
 void pg_tokenizer_free(pg_tokenizer* tok) { delete tok; }
 
-pg_status pg_tokenizer_kind_of(const pg_tokenizer* tok, pg_tokenizer_kind* out) {
+pg_status pg_tokenizer_get_kind(const pg_tokenizer* tok, pg_tokenizer_kind* out) {
     return pg::guarded(err(tok), [&] {
-        require_tokenizer(tok, "pg_tokenizer_kind_of");
-        PG_REQUIRE_NOT_NULL("pg_tokenizer_kind_of", out);
+        require_tokenizer(tok, "pg_tokenizer_get_kind");
+        PG_REQUIRE_NOT_NULL("pg_tokenizer_get_kind", out);
         *out = tok->impl->kind();
     });
 }
+
+// Deprecated spelling (phonegpt.h): the same call.
+pg_status pg_tokenizer_kind_of(const pg_tokenizer* tok, pg_tokenizer_kind* out) { return pg_tokenizer_get_kind(tok, out); }
 
 pg_status pg_tokenizer_vocab_size(const pg_tokenizer* tok, int32_t* out) {
     return pg::guarded(err(tok), [&] {

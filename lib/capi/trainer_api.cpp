@@ -145,14 +145,17 @@ pg_status pg_trainer_lr_at(const pg_trainer* trainer, int64_t step, float* lr) {
     });
 }
 
-pg_status pg_trainer_threads(const pg_trainer* trainer, int32_t* n_threads) {
+pg_status pg_trainer_n_threads(const pg_trainer* trainer, int32_t* n_threads) {
     return pg::guarded(err(trainer), [&] {
-        const char* fn = "pg_trainer_threads";
+        const char* fn = "pg_trainer_n_threads";
         const pg::Trainer& t = impl(trainer, fn);
         PG_REQUIRE_NOT_NULL(fn, n_threads);
         *n_threads = t.threads();
     });
 }
+
+// Deprecated spelling (phonegpt.h): the same call.
+pg_status pg_trainer_threads(const pg_trainer* trainer, int32_t* n_threads) { return pg_trainer_n_threads(trainer, n_threads); }
 
 pg_status pg_trainer_set_threads(pg_trainer* trainer, int32_t n_threads) {
     return pg::guarded(err(trainer), [&] {

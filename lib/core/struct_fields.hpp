@@ -20,6 +20,7 @@
 
 #include "core/error.hpp"
 #include "phonegpt/phonegpt.h"
+#include "phonegpt/phonegpt_coordinator.h"  // the list covers both tiers' structs
 
 namespace pg {
 

@@ -43,10 +43,10 @@ std::vector<EvalWindow> plan_windows(int64_t n_tokens, int window, int stride) {
 namespace {
 
 // The bytes of the scored target tokens[index] with the model's tokenizer (tok not NULL).
-int64_t target_bytes(const Tokenizer& tok, const int32_t* tokens, int64_t index, const char* fn) {
+int64_t target_bytes(const Tokenizer& tok, const int32_t* tokens, int64_t index) {
     const int64_t len = tok.token_length(tokens[index]);
     if (len < 0)
-        throw Error(PG_ERR_INVALID_ARGUMENT, std::string(fn) + ": token " + std::to_string(index) + " is " +
+        throw Error(PG_ERR_INVALID_ARGUMENT, "token " + std::to_string(index) + " is " +
                                                  std::to_string(tokens[index]) +
                                                  ", which the model's tokenizer has no bytes for (a gap in its id "
                                                  "range), so bits per byte are undefined");
@@ -54,9 +54,9 @@ int64_t target_bytes(const Tokenizer& tok, const int32_t* tokens, int64_t index,
 }
 
 // A NaN or infinite mean is never returned as a score: PG_ERR_NOT_FINITE instead.
-EvalResult make_result(double sum, int64_t count, int64_t bytes, int64_t n_windows, const char* fn) {
+EvalResult make_result(double sum, int64_t count, int64_t bytes, int64_t n_windows) {
     require(std::isfinite(sum), PG_ERR_NOT_FINITE,
-            std::string(fn) + ": the loss over " + std::to_string(count) + " scored positions is not finite (" +
+            "the loss over " + std::to_string(count) + " scored positions is not finite (" +
                 std::to_string(sum) + "): the model's weights diverged (NaN or infinite); no score is reported");
     EvalResult r;
     r.n_scored = count;
@@ -72,21 +72,20 @@ EvalResult make_result(double sum, int64_t count, int64_t bytes, int64_t n_windo
 }  // namespace
 
 EvalResult evaluate(Session& session, const int32_t* tokens, std::size_t n, const EvalOptions& opt) {
-    const char* fn = "pg_evaluate";
     const Model& model = session.model();
     const ModelConfig& cfg = model.config();
     require(opt.window >= 0 && opt.window <= cfg.n_ctx, PG_ERR_INVALID_ARGUMENT,
-            std::string(fn) + ": window " + std::to_string(opt.window) + " is outside [0, n_ctx = " +
+            "window " + std::to_string(opt.window) + " is outside [0, n_ctx = " +
                 std::to_string(cfg.n_ctx) + "] (0 = n_ctx)");
     const int window = opt.window ? opt.window : cfg.n_ctx;
     require(opt.stride >= 0 && opt.stride <= window, PG_ERR_INVALID_ARGUMENT,
-            std::string(fn) + ": stride " + std::to_string(opt.stride) + " is outside [0, window = " +
+            "stride " + std::to_string(opt.stride) + " is outside [0, window = " +
                 std::to_string(window) + "] (0 = window)");
     const int stride = opt.stride ? opt.stride : window;
     require(opt.batch_size >= 1, PG_ERR_INVALID_ARGUMENT,
-            std::string(fn) + ": batch_size " + std::to_string(opt.batch_size) + " must be at least 1");
+            "batch_size " + std::to_string(opt.batch_size) + " must be at least 1");
     require(n >= 2, PG_ERR_INVALID_ARGUMENT,
-            std::string(fn) + ": the split has " + std::to_string(n) + " tokens; at least 2 are needed");
+            "the split has " + std::to_string(n) + " tokens; at least 2 are needed");
 
     const std::vector<EvalWindow> plan = plan_windows(int64_t(n), window, stride);
     // The bytes of exactly the targets scored below (tokens 1..n-1, each once), counted before
@@ -94,7 +93,7 @@ EvalResult evaluate(Session& session, const int32_t* tokens, std::size_t n, cons
     int64_t bytes = 0;
     if (const Tokenizer* tok = model.tokenizer())
         for (const EvalWindow& w : plan)
-            for (int t = w.first_scored; t < w.length; ++t) bytes += target_bytes(*tok, tokens, w.start + t + 1, fn);
+            for (int t = w.first_scored; t < w.length; ++t) bytes += target_bytes(*tok, tokens, w.start + t + 1);
     const int max_len = plan.front().length;  // every window is at most as long as the first
     const int max_batch = int(std::min<std::size_t>(std::size_t(opt.batch_size), plan.size()));
     ThreadPool& pool = session.pool();
@@ -126,27 +125,26 @@ EvalResult evaluate(Session& session, const int32_t* tokens, std::size_t n, cons
         }
         first = last;
         if (opt.progress && opt.progress(opt.progress_user, count, total) != 0)
-            throw Error(PG_ERR_CANCELLED, std::string(fn) + ": cancelled by the progress callback after " +
+            throw Error(PG_ERR_CANCELLED, "cancelled by the progress callback after " +
                                               std::to_string(count) + " of " + std::to_string(total) +
                                               " positions");
     }
     require(count == total, PG_ERR_INTERNAL,
-            std::string(fn) + ": scored " + std::to_string(count) + " positions, expected " + std::to_string(total));
-    return make_result(sum, count, bytes, int64_t(plan.size()), fn);
+            "scored " + std::to_string(count) + " positions, expected " + std::to_string(total));
+    return make_result(sum, count, bytes, int64_t(plan.size()));
 }
 
 EvalResult evaluate_sampled(Session& session, const int32_t* tokens, std::size_t n, const SampledEvalOptions& opt) {
-    const char* fn = "pg_evaluate_sampled";
     const Model& model = session.model();
     const ModelConfig& cfg = model.config();
     const int n_batches = opt.n_batches, batch_size = opt.batch_size;
     const int T = cfg.n_ctx;
     require(n_batches >= 1, PG_ERR_INVALID_ARGUMENT,
-            std::string(fn) + ": n_batches " + std::to_string(n_batches) + " must be at least 1");
+            "n_batches " + std::to_string(n_batches) + " must be at least 1");
     require(batch_size >= 1, PG_ERR_INVALID_ARGUMENT,
-            std::string(fn) + ": batch_size " + std::to_string(batch_size) + " must be at least 1");
+            "batch_size " + std::to_string(batch_size) + " must be at least 1");
     require(n >= std::size_t(T) + 1, PG_ERR_INVALID_ARGUMENT,
-            std::string(fn) + ": the split has " + std::to_string(n) + " tokens; a window needs n_ctx + 1 = " +
+            "the split has " + std::to_string(n) + " tokens; a window needs n_ctx + 1 = " +
                 std::to_string(T + 1));
 
     ThreadPool& pool = session.pool();
@@ -162,7 +160,7 @@ EvalResult evaluate_sampled(Session& session, const int32_t* tokens, std::size_t
             for (int t = 0; t < T; ++t) {
                 inputs[std::size_t(b) * T + t] = tokens[offset + t];
                 targets[std::size_t(b) * T + t] = tokens[offset + t + 1];
-                if (tok) bytes += target_bytes(*tok, tokens, int64_t(offset) + t + 1, fn);
+                if (tok) bytes += target_bytes(*tok, tokens, int64_t(offset) + t + 1);
             }
         }
         const LossSum s = engine.forward(session.weights(), inputs.data(), targets.data(), batch_size, T,
@@ -170,7 +168,7 @@ EvalResult evaluate_sampled(Session& session, const int32_t* tokens, std::size_t
         sum += s.sum;
         count += s.count;
     }
-    return make_result(sum, count, bytes, int64_t(n_batches) * batch_size, fn);
+    return make_result(sum, count, bytes, int64_t(n_batches) * batch_size);
 }
 
 LossSum forward(Session& session, const int32_t* tokens, int B, int T, const int32_t* targets, float* logits) {

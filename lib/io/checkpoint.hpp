@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "io/bytes.hpp"
-#include "io/file_io.hpp"
+#include "core/bytes.hpp"
+#include "core/file_io.hpp"
 #include "model/model.hpp"
 #include "train/train_config.hpp"
 

@@ -3,7 +3,7 @@
 // section 1.8).
 #include "io/checkpoint.hpp"
 #include "io/checkpoint_tensors.hpp"
-#include "io/checksum.hpp"
+#include "core/checksum.hpp"
 #include "io/finite_weights.hpp"
 
 namespace pg::io {

@@ -11,9 +11,9 @@
 #include "io/checkpoint.hpp"
 #include "io/checkpoint_sections.hpp"
 #include "io/checkpoint_tensors.hpp"
-#include "io/checksum.hpp"
+#include "core/checksum.hpp"
 #include "io/finite_weights.hpp"
-#include "io/hex.hpp"
+#include "core/hex.hpp"
 #include "train/trainer.hpp"
 
 namespace pg::io {

@@ -2,8 +2,8 @@
 // section codecs, the prelude and its checksum, shared by the writer, reader and mapper.
 #include "io/checkpoint_sections.hpp"
 
-#include "io/checksum.hpp"
-#include "io/hex.hpp"
+#include "core/checksum.hpp"
+#include "core/hex.hpp"
 
 namespace pg::io {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "io/bytes.hpp"
+#include "core/bytes.hpp"
 #include "io/checkpoint.hpp"
 
 namespace pg::io::ckpt {

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "io/checkpoint_sections.hpp"
-#include "io/hex.hpp"
+#include "core/hex.hpp"
 
 namespace pg::io::ckpt {
 

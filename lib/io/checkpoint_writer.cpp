@@ -9,7 +9,7 @@
 #include "io/checkpoint.hpp"
 #include "io/checkpoint_sections.hpp"
 #include "io/checkpoint_tensors.hpp"
-#include "io/checksum.hpp"
+#include "core/checksum.hpp"
 
 namespace pg::io {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "io/json.hpp"
+#include "core/json.hpp"
 
 namespace pg::io {
 

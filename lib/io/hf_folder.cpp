@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 
 #include "core/error.hpp"
-#include "io/json.hpp"
+#include "core/json.hpp"
 #include "kernels/half_float.hpp"
 
 namespace pg::io {

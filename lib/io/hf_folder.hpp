@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 #include "io/safetensors.hpp"
 
 namespace pg::io {

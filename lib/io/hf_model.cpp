@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 
 #include "core/error.hpp"
-#include "io/checksum.hpp"
-#include "io/file_io.hpp"
+#include "core/checksum.hpp"
+#include "core/file_io.hpp"
 #include "io/finite_weights.hpp"
 #include "io/hf_config.hpp"
 #include "io/hf_folder.hpp"

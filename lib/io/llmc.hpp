@@ -4,7 +4,7 @@
 // which is our in-memory order, so import and export are straight copies.
 #pragma once
 
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 #include "model/model.hpp"
 
 namespace pg::io {

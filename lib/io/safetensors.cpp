@@ -4,10 +4,10 @@
 #include <cstring>
 #include <map>
 
-#include "io/bytes.hpp"
+#include "core/bytes.hpp"
 #include "io/finite_weights.hpp"
-#include "io/hex.hpp"
-#include "io/json.hpp"
+#include "core/hex.hpp"
+#include "core/json.hpp"
 
 namespace pg::io {
 

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "io/file_io.hpp"
-#include "io/json.hpp"
+#include "core/file_io.hpp"
+#include "core/json.hpp"
 #include "model/model.hpp"
 
 namespace pg::io {

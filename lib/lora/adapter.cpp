@@ -4,8 +4,8 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
-#include "io/checksum.hpp"
-#include "io/hex.hpp"
+#include "core/checksum.hpp"
+#include "core/hex.hpp"
 
 namespace pg::lora {
 

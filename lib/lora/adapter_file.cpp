@@ -6,11 +6,11 @@
 #include <map>
 
 #include "core/error.hpp"
-#include "io/bytes.hpp"
+#include "core/bytes.hpp"
 #include "io/checkpoint.hpp"
-#include "io/checksum.hpp"
-#include "io/hex.hpp"
-#include "io/json.hpp"
+#include "core/checksum.hpp"
+#include "core/hex.hpp"
+#include "core/json.hpp"
 #include "io/safetensors.hpp"
 
 namespace pg::lora {

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 #include "lora/adapter.hpp"
 #include "train/train_config.hpp"
 

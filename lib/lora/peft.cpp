@@ -1,8 +1,8 @@
 #include "lora/peft.hpp"
 
 #include "core/error.hpp"
-#include "io/file_io.hpp"
-#include "io/json.hpp"
+#include "core/file_io.hpp"
+#include "core/json.hpp"
 #include "lora/adapter_file.hpp"
 
 namespace pg::lora {

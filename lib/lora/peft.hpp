@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 #include "lora/adapter.hpp"
 
 namespace pg::lora {

@@ -13,8 +13,8 @@
 #include <utility>
 
 #include "core/error.hpp"
-#include "io/file_io.hpp"
-#include "io/json.hpp"
+#include "core/file_io.hpp"
+#include "core/json.hpp"
 #include "io/safetensors.hpp"
 #include "lora/adapter_file.hpp"
 #include "lora/peft.hpp"

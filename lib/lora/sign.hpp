@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,6 +18,13 @@
 namespace pg::lora {
 
 using PublicKey = std::array<uint8_t, 32>;
+
+// A public key from the 32 bytes a caller gives.
+inline PublicKey public_key_from(const uint8_t* bytes) {
+    PublicKey k;
+    std::memcpy(k.data(), bytes, k.size());
+    return k;
+}
 
 // An Ed25519 key pair. The secret half never leaves this object except through save().
 class SigningKey {
@@ -67,35 +75,13 @@ std::string canonical_manifest(const Manifest& m);
 std::string sign_adapter(const SigningKey& key, const void* file_bytes, std::size_t n,
                          const BaseIdentity& base, const TrainingRecord& record);
 
-// The public keys a coordinator accepts, by key id.
-class TrustedKeys {
-public:
-    void add(const PublicKey& key) { keys_[key_id_of(key)] = key; }
-    const PublicKey* find(const std::string& key_id) const;
-    std::size_t size() const { return keys_.size(); }
+// Sets libsodium up once (thread-safe); every function here calls it before using libsodium.
+void ensure_sodium();
+// SHA-256 of n bytes as 64 lower-case hex digits.
+std::string sha256_hex(const void* data, std::size_t n);
 
-private:
-    std::map<std::string, PublicKey> keys_;
-};
-
-// One outcome of a verification: which check, whether it passed, why not.
-struct SignatureCheck {
-    std::string name;    // "signature file", "trusted key", "signature", "adapter bytes", ...
-    bool passed = false;
-    std::string detail;
-};
-
-struct Verification {
-    bool valid = false;  // every check passed
-    std::string key_id;  // of the signer named in the file ("" when unreadable)
-    std::vector<SignatureCheck> checks;
-    std::string first_failure() const;  // "check: detail" of the first failed check, or ""
-};
-
-// Verifies a signature file against the adapter's bytes and what the adapter itself says
-// (base fingerprint, training record). Runs every check it can; never throws on bad input.
-Verification verify_adapter_signature(const std::string& signature_text, const void* file_bytes,
-                                      std::size_t n, const BaseIdentity& base,
-                                      const TrainingRecord& record, const TrustedKeys& trusted);
+// The signature file's "format" and "version" members, which a verifier requires.
+inline constexpr const char* kSignatureFormat = "phonegpt-adapter-signature";
+inline constexpr int kSignatureVersion = 1;
 
 }  // namespace pg::lora

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "io/checksum.hpp"
+#include "core/checksum.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/half_float.hpp"
 #include "model/model.hpp"

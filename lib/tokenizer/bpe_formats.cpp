@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
-#include "io/json.hpp"
+#include "core/json.hpp"
 #include "tokenizer/utf8.hpp"
 
 namespace pg::bpe {

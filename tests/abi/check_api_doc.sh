@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # docs/api.md names every function the public header declares (as `pg_name`), so the map of the
 # API cannot silently fall behind it; names it lists that the header does not declare fail too.
-# Usage: check_api_doc.sh HEADER API_DOC
+# Usage: check_api_doc.sh API_DOC HEADER [HEADER...] (every tier's header)
 set -euo pipefail
-header=$1 doc=$2
-declared=$(grep -oE '^PG_API [^;]*\b(pg_[a-z0-9_]+)\(' "$header" | grep -oE 'pg_[a-z0-9_]+\($' | tr -d '(' | sort -u)
+doc=$1; shift
+header="$*"
+declared=$(cat "$@" | grep -oE '^(PG_DEPRECATED\()?PG_API [^;]*\b(pg_[a-z0-9_]+)\(' | grep -oE 'pg_[a-z0-9_]+\($' | tr -d '(' | sort -u)
 documented=$(grep -oE '`pg_[a-z0-9_]+(\(\))?`' "$doc" | tr -d '`()' | sort -u)
 missing=$(comm -23 <(echo "$declared") <(echo "$documented"))
 unknown=$(comm -13 <(echo "$declared") <(echo "$documented") | grep -vE '_(config|options|result|info|span|status|fn)$|^pg_(model|tokenizer|trainer|session|token_stream|lora_adapter|lora_trainer|data_filter|signing_key|trusted_keys)$' || true)

@@ -19,7 +19,7 @@ static int passed = 0, failed = 0;
 
 static void test_versions(void) {
     CHECK(pg_version_number() == PG_VERSION_NUMBER);
-    CHECK(strcmp(pg_version_string(), "0.2.0") == 0);
+    CHECK(strcmp(pg_version_string(), "0.3.0") == 0);
     CHECK(pg_simd_arch() != NULL && pg_simd_arch()[0] != '\0');
     CHECK(strcmp(pg_status_name(PG_OK), "PG_OK") == 0);
     CHECK(strcmp(pg_status_name(PG_ERR_CHECKSUM), "PG_ERR_CHECKSUM") == 0);

@@ -5,7 +5,7 @@
 #   cmake --build build --target fuzz_lora_validate_seed && build/tests/fuzz_lora_validate_seed tests/fuzz/corpus/lora_validate
 add_executable(fuzz_lora_validate_seed EXCLUDE_FROM_ALL ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_lora_validate.cpp)
 target_compile_definitions(fuzz_lora_validate_seed PRIVATE PG_FUZZ_WRITE_SEED)
-target_link_libraries(fuzz_lora_validate_seed PRIVATE phonegpt_static)
+target_link_libraries(fuzz_lora_validate_seed PRIVATE phonegpt_coordinator_static)
 if(PG_FUZZ)
   pg_add_fuzzer(lora_validate 8192)
 endif()

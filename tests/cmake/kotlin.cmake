@@ -169,7 +169,7 @@ endif()
 # the shim need no shared zstd or libsodium, and every LOAD segment is 16 KB aligned.
 if(TARGET phonegpt_jni AND PG_STATIC_DEPS)
   add_test(NAME android_native_libs
-    COMMAND ${CMAKE_COMMAND} -DPG_READELF=${CMAKE_READELF} "-DPG_LIBS=$<TARGET_FILE:phonegpt>;$<TARGET_FILE:phonegpt_jni>"
+    COMMAND ${CMAKE_COMMAND} -DPG_READELF=${CMAKE_READELF} "-DPG_LIBS=$<TARGET_FILE:phonegpt_coordinator>;$<TARGET_FILE:phonegpt_jni>"
             -P ${PROJECT_SOURCE_DIR}/bindings/kotlin/jni/check_android_libs.cmake)
 endif()
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 #include "lora/adapter_file.hpp"
 #include "lora/peft.hpp"
 #include "model/params.hpp"

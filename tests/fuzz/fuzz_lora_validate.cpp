@@ -16,11 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "phonegpt/phonegpt_coordinator.h"
 #include "core/error.hpp"
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 #include "lora/adapter_file.hpp"
 #include "lora/sign.hpp"
-#include "lora/validate.hpp"
+#include "coordinator/validate.hpp"
 #include "model/params.hpp"
 
 namespace {

@@ -870,8 +870,10 @@ def _header_structs():
     from the header itself (not from the binding's list)."""
     import re
     src = os.environ.get("PG_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-    with open(os.path.join(src, "include", "phonegpt", "phonegpt.h"), encoding="utf-8") as f:
-        text = f.read()
+    text = ""
+    for header in ("phonegpt.h", "phonegpt_coordinator.h"):   # every tier's structs
+        with open(os.path.join(src, "include", "phonegpt", header), encoding="utf-8") as f:
+            text += f.read()
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     text = re.sub(r"//[^\n]*", " ", text)
     structs = {}

@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 #include "lora/adapter_file.hpp"
 #include "test_checkpoint_support.hpp"
 

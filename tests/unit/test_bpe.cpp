@@ -237,7 +237,7 @@ TEST_CASE("special tokens are ordinary text unless allowed", "[bpe][capi]") {
     CHECK(pg_tokenizer_encode_with(tok, text.data(), text.size(), &o, ids, 64, &n) == PG_ERR_INVALID_ARGUMENT);
     CHECK(contains(pg_tokenizer_last_error(tok), "\"the\" is not a special token"));
     pg_tokenizer_kind kind;
-    CHECK(pg_tokenizer_kind_of(tok, &kind) == PG_OK);
+    CHECK(pg_tokenizer_get_kind(tok, &kind) == PG_OK);
     CHECK(kind == PG_TOKENIZER_BPE);
     pg_tokenizer_free(tok);
 }
@@ -359,7 +359,7 @@ TEST_CASE("a checkpoint carries its BPE tokenizer", "[bpe][io][checkpoint]") {
     REQUIRE(pg_model_save(model, path.c_str(), nullptr) == PG_OK);
     pg_model* loaded = nullptr;
     REQUIRE(pg_model_load(path.c_str(), &loaded) == PG_OK);
-    pg_tokenizer* back = nullptr;
+    const pg_tokenizer* back = nullptr;
     REQUIRE(pg_model_get_tokenizer(loaded, &back) == PG_OK);
     const std::string text = "the aaaaabc <|endoftext|> \xF0\x9F\x91\x8D";
     int32_t a[64], b[64];
@@ -368,7 +368,7 @@ TEST_CASE("a checkpoint carries its BPE tokenizer", "[bpe][io][checkpoint]") {
     REQUIRE(pg_tokenizer_encode(back, text.data(), text.size(), b, 64, &nb) == PG_OK);
     CHECK(std::vector<int32_t>(a, a + na) == std::vector<int32_t>(b, b + nb));
     pg_tokenizer_kind kind;
-    CHECK(pg_tokenizer_kind_of(back, &kind) == PG_OK);
+    CHECK(pg_tokenizer_get_kind(back, &kind) == PG_OK);
     CHECK(kind == PG_TOKENIZER_BPE);
     pg_model_free(loaded);
     pg_model_free(model);

@@ -15,7 +15,7 @@
 #include <random>
 #include <thread>
 
-#include "io/checksum.hpp"
+#include "core/checksum.hpp"
 #include "phonegpt/phonegpt.h"
 #include "test_checkpoint_support.hpp"
 
@@ -145,7 +145,7 @@ TEST_CASE("C API: save and load through files, options and argument checks", "[i
         REQUIRE(pg_model_params(back, &b, &nb) == PG_OK);
         REQUIRE(na == nb);
         CHECK(std::memcmp(a, b, std::size_t(na) * 4) == 0);
-        pg_tokenizer* t2 = nullptr;
+        const pg_tokenizer* t2 = nullptr;
         REQUIRE(pg_model_get_tokenizer(back, &t2) == PG_OK);
         REQUIRE(t2 != nullptr);
         int32_t v = 0;

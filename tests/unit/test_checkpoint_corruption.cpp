@@ -13,8 +13,8 @@
 
 #include <functional>
 
-#include "io/bytes.hpp"
-#include "io/checksum.hpp"
+#include "core/bytes.hpp"
+#include "core/checksum.hpp"
 #include "phonegpt/phonegpt.h"
 #include "test_checkpoint_support.hpp"
 

@@ -12,7 +12,7 @@
 
 #include <cstdio>
 
-#include "io/checksum.hpp"
+#include "core/checksum.hpp"
 #include "test_checkpoint_support.hpp"
 
 using namespace ckpt_test;

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "io/checksum.hpp"
+#include "core/checksum.hpp"
 #include "phonegpt/phonegpt.h"
 #include "test_checkpoint_support.hpp"
 

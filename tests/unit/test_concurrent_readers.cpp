@@ -228,7 +228,7 @@ private:
     }
 
     const pg_tokenizer* tokenizer() const {
-        pg_tokenizer* tok = nullptr;
+        const pg_tokenizer* tok = nullptr;
         pg_model_get_tokenizer(model_, &tok);
         return tok;
     }
@@ -359,8 +359,8 @@ TEST_CASE("pg_model_last_error is the calling thread's last failure on that mode
     CHECK(seen_a == "");
     CHECK(seen_b == "");
     // The tokenizer handle of a model exists before anyone asks for it, and is the same each time.
-    pg_tokenizer* t1 = nullptr;
-    pg_tokenizer* t2 = nullptr;
+    const pg_tokenizer* t1 = nullptr;
+    const pg_tokenizer* t2 = nullptr;
     REQUIRE(pg_model_get_tokenizer(a.get(), &t1) == PG_OK);
     REQUIRE(pg_model_get_tokenizer(a.get(), &t2) == PG_OK);
     CHECK(t1 != nullptr);

@@ -1,4 +1,4 @@
-// Adapter averaging (lib/lora/average): the exact methods (cat, svd at full rank, frozen A)
+// Adapter averaging (lib/coordinator/average): the exact methods (cat, svd at full rank, frozen A)
 // equal the weighted mean of the updates within fp32 tolerance, FedAvg of factors is measurably
 // not that mean and says by how much, different ranks average by cat and svd, mismatches are
 // refused by name, and the result is a complete adapter of the same base.
@@ -12,12 +12,12 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 #include "lora/adapter.hpp"
 #include "lora/adapter_file.hpp"
-#include "lora/average.hpp"
+#include "coordinator/average.hpp"
 #include "model/params.hpp"
-#include "phonegpt/phonegpt.h"
+#include "phonegpt/phonegpt_coordinator.h"
 
 using namespace pg::lora;
 

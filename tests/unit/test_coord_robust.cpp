@@ -1,4 +1,4 @@
-// Poisoned uploads (lib/lora/average's robust methods and clipping, lib/lora/validate's norm
+// Poisoned uploads (lib/coordinator/average's robust methods and clipping, lib/coordinator/validate's norm
 // checks): honest adapters really trained over a small trained base, poisoned copies (B x1000,
 // B x3, the reversed update), and how far each aggregation lands from the honest-only average,
 // in update space (relative Frobenius distance of delta W) and in held-out loss. The margins
@@ -13,13 +13,13 @@
 #include "core/rng.hpp"
 #include "eval/evaluate.hpp"
 #include "eval/session.hpp"
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 #include "lora/adapter.hpp"
 #include "lora/adapter_file.hpp"
-#include "lora/average.hpp"
+#include "coordinator/average.hpp"
 #include "lora/lora_hook.hpp"
 #include "lora/lora_trainer.hpp"
-#include "lora/validate.hpp"
+#include "coordinator/validate.hpp"
 #include "model/params.hpp"
 #include "train/trainer.hpp"
 

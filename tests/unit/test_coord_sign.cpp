@@ -8,11 +8,12 @@
 #include <sys/stat.h>
 #include <vector>
 
+#include "phonegpt/phonegpt_coordinator.h"
 #include "core/error.hpp"
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 #include "lora/adapter.hpp"
 #include "lora/adapter_file.hpp"
-#include "lora/sign.hpp"
+#include "coordinator/verify.hpp"
 #include "model/params.hpp"
 #include "test_support.hpp"
 

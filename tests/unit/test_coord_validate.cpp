@@ -1,4 +1,4 @@
-// Validating an upload (lib/lora/validate): a really trained, signed adapter passes every
+// Validating an upload (lib/coordinator/validate): a really trained, signed adapter passes every
 // check; each check then fails alone (the others pass or are skipped for a stated reason), and
 // the report names it; every check runs, whatever failed before it; the C API and the JSON.
 #include <catch2/catch.hpp>
@@ -9,15 +9,15 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "io/file_io.hpp"
-#include "io/json.hpp"
+#include "core/file_io.hpp"
+#include "core/json.hpp"
 #include "lora/adapter.hpp"
 #include "lora/adapter_file.hpp"
 #include "lora/lora_trainer.hpp"
 #include "lora/sign.hpp"
-#include "lora/validate.hpp"
+#include "coordinator/validate.hpp"
 #include "model/params.hpp"
-#include "phonegpt/phonegpt.h"
+#include "phonegpt/phonegpt_coordinator.h"
 #include "test_support.hpp"
 #include "tokenizer/char_tokenizer.hpp"
 #include "train/trainer.hpp"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 #include "io/hf_folder.hpp"
 #include "kernels/half_float.hpp"
 #include "test_support.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 #include "phonegpt/phonegpt.h"
 #include "test_support.hpp"
 
@@ -185,7 +185,7 @@ TEST_CASE("a folder's tokenizer.json comes with the model, the embedding's furth
     REQUIRE(pg_model_get_config(back, &c) == PG_OK);
     CHECK(c.vocab_size == n_tokens);
     CHECK(c.padded_vocab_size == 320);
-    pg_tokenizer* carried = nullptr;
+    const pg_tokenizer* carried = nullptr;
     REQUIRE(pg_model_get_tokenizer(back, &carried) == PG_OK);
     REQUIRE(carried != nullptr);
     const float *a, *b;

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <functional>
 
-#include "io/bytes.hpp"
-#include "io/json.hpp"
+#include "core/bytes.hpp"
+#include "core/json.hpp"
 #include "io/llmc.hpp"
 #include "io/safetensors.hpp"
 #include "phonegpt/phonegpt.h"

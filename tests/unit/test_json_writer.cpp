@@ -8,8 +8,8 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "io/hex.hpp"
-#include "io/json.hpp"
+#include "core/hex.hpp"
+#include "core/json.hpp"
 
 TEST_CASE("JSON writer: fields in order, shortest exact numbers, no NaN or infinity", "[io][json]") {
     pg::io::JsonObject inner;

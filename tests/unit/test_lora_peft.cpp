@@ -15,8 +15,8 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
-#include "io/file_io.hpp"
-#include "io/json.hpp"
+#include "core/file_io.hpp"
+#include "core/json.hpp"
 #include "kernels/half_float.hpp"
 #include "lora/adapter.hpp"
 #include "lora/adapter_file.hpp"

@@ -30,7 +30,7 @@
 #include "frozen_base_support.hpp"
 #include "half_arithmetic_support.hpp"
 #include "capi/handles.hpp"
-#include "io/checksum.hpp"
+#include "core/checksum.hpp"
 #include "phonegpt/phonegpt.h"
 #include "sanitized.hpp"
 #include "test_support.hpp"

@@ -170,6 +170,29 @@ TEST_CASE("session: forward and evaluation are the model-level calls, and leave 
     CHECK(position(s.get()) == 4);
 }
 
+// The evaluation itself names no C function: each entry point puts its own name on the message.
+TEST_CASE("session: evaluation errors are labelled with the function called", "[session][capi][errors]") {
+    ModelPtr m = pg_eval_test::tiny_model(33);
+    const auto tokens = pg_eval_test::random_tokens(40, 65, 7);
+    SessionPtr s = make_session(m.get(), 1);
+    pg_eval_config ec;
+    pg_eval_config_default(&ec);
+    ec.window = 1000;  // more than n_ctx: refused by the evaluation
+    pg_eval_result r{sizeof(pg_eval_result)};
+    REQUIRE(pg_session_evaluate(s.get(), tokens.data(), tokens.size(), &ec, &r) == PG_ERR_INVALID_ARGUMENT);
+    const std::string session_msg = pg_last_error();
+    CHECK(session_msg.rfind("pg_session_evaluate: window 1000", 0) == 0);
+    CHECK(session_msg.find("pg_evaluate:") == std::string::npos);
+    REQUIRE(pg_evaluate(m.get(), tokens.data(), tokens.size(), &ec, &r) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(pg_last_error()).rfind("pg_evaluate: window 1000", 0) == 0);
+
+    pg_eval_sampled_config sc;
+    pg_eval_sampled_config_default(&sc);
+    sc.n_batches = 0;
+    REQUIRE(pg_session_evaluate_sampled(s.get(), tokens.data(), tokens.size(), &sc, &r) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(pg_last_error()).rfind("pg_session_evaluate_sampled: n_batches 0", 0) == 0);
+}
+
 TEST_CASE("session: bad arguments and states are refused with the session's message", "[session][capi]") {
     ModelPtr m = pg_eval_test::tiny_model(34);
     pg_session* s = nullptr;

@@ -117,7 +117,7 @@ TEST_CASE("thread counts: every entry point caps at min(4 x cores, 256)", "[thre
     tc.n_threads = 1024;  // the trainer's field limit, then capped
     pg_trainer* t = nullptr;
     REQUIRE(pg_trainer_create(m, &tc, &t) == PG_OK);
-    REQUIRE(pg_trainer_threads(t, &n) == PG_OK);
+    REQUIRE(pg_trainer_n_threads(t, &n) == PG_OK);
     CHECK(n == cap);
     pg_trainer_free(t);
 

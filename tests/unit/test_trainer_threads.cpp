@@ -1,4 +1,4 @@
-// pg_trainer_threads / pg_trainer_set_threads: a run continued on another thread count (the
+// pg_trainer_n_threads / pg_trainer_set_threads: a run continued on another thread count (the
 // phonegpt CLI's `train --resume --threads N --allow-thread-change`). The same count changes
 // nothing at all; another count continues the run with results equal up to float rounding; the
 // new count is what the next save records; bad arguments change nothing.
@@ -47,7 +47,7 @@ struct Run {
     }
     int32_t threads() const {
         int32_t n = -1;
-        REQUIRE(pg_trainer_threads(trainer, &n) == PG_OK);
+        REQUIRE(pg_trainer_n_threads(trainer, &n) == PG_OK);
         return n;
     }
     int32_t configured_threads() const {
@@ -66,13 +66,28 @@ struct Run {
 
 }  // namespace
 
-TEST_CASE("pg_trainer_threads reports the resolved count; bad arguments change nothing", "[train][capi][threads]") {
+// The deprecated spelling is the same call: same answers, same refusals (the warning is
+// tests/abi/check_deprecated.py's to check; silenced here, where it is called on purpose).
+TEST_CASE("deprecated pg_trainer_threads answers as pg_trainer_n_threads", "[train][capi][threads][deprecated]") {
+    Run run(3);
+    int32_t a = 0, b = 0;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    REQUIRE(pg_trainer_threads(run.trainer, &a) == PG_OK);
+    CHECK(pg_trainer_threads(nullptr, &b) == PG_ERR_INVALID_ARGUMENT);
+#pragma GCC diagnostic pop
+    REQUIRE(pg_trainer_n_threads(run.trainer, &b) == PG_OK);
+    CHECK(a == 3);
+    CHECK(a == b);
+}
+
+TEST_CASE("pg_trainer_n_threads reports the resolved count; bad arguments change nothing", "[train][capi][threads]") {
     Run run(2);
     CHECK(run.threads() == 2);
     int32_t n = 0;
-    CHECK(pg_trainer_threads(nullptr, &n) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(std::string(pg_last_error()).find("pg_trainer_threads") != std::string::npos);
-    CHECK(pg_trainer_threads(run.trainer, nullptr) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_trainer_n_threads(nullptr, &n) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(pg_last_error()).find("pg_trainer_n_threads") != std::string::npos);
+    CHECK(pg_trainer_n_threads(run.trainer, nullptr) == PG_ERR_INVALID_ARGUMENT);
     CHECK(pg_trainer_set_threads(nullptr, 1) == PG_ERR_INVALID_ARGUMENT);
     CHECK(pg_trainer_set_threads(run.trainer, 1025) == PG_ERR_INVALID_ARGUMENT);
     CHECK(std::string(pg_last_error()).find("n_threads") != std::string::npos);
@@ -118,7 +133,7 @@ TEST_CASE("pg_trainer_set_threads: the next save records the new count", "[train
     pg_trainer* t = nullptr;
     REQUIRE(pg_trainer_resume(path.c_str(), &m, &t) == PG_OK);
     int32_t n = 0;
-    REQUIRE(pg_trainer_threads(t, &n) == PG_OK);
+    REQUIRE(pg_trainer_n_threads(t, &n) == PG_OK);
     CHECK(n == 1);
     pg_trainer_free(t);
     pg_model_free(m);

@@ -20,7 +20,7 @@
 // kotlin_config_binary_compat only): --previous writes the classes as they were one field ago
 // (every struct without its last field), --released-previous the current classes as if that
 // previous list had been released; --write-released writes RELEASED_FIELDS.txt from the list.
-#include <phonegpt/phonegpt.h>
+#include <phonegpt/phonegpt_coordinator.h>  // both tiers (it includes phonegpt.h)
 
 #include <cctype>
 #include <cstdint>

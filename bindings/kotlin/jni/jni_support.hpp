@@ -7,7 +7,7 @@
 
 #include <jni.h>
 
-#include <phonegpt/phonegpt.h>
+#include <phonegpt/phonegpt_coordinator.h>  // both tiers (it includes phonegpt.h)
 
 #include <cstring>
 #include <limits>

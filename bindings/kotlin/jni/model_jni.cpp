@@ -14,7 +14,7 @@ bool model_failed(JNIEnv* env, pg_status s, const pg_model* m) { return failed(e
 
 // A tokenizer's copy through its serialised form (so that a Kotlin Tokenizer never borrows a
 // pointer whose owner could free it).
-pg_tokenizer* copy_tokenizer(JNIEnv* env, pg_tokenizer* tok) {
+pg_tokenizer* copy_tokenizer(JNIEnv* env, const pg_tokenizer* tok) {
     std::vector<char> data;
     if (!fill_bytes(env, [&](char* d, size_t cap, size_t* len) { return pg_tokenizer_serialize(tok, d, cap, len); },
                     &data))
@@ -110,7 +110,7 @@ void n_model_set_tokenizer(JNIEnv* env, jclass, jlong h, jlong th) {
 // A new tokenizer handle holding a copy of the model's, or 0 if the model has none.
 jlong n_model_get_tokenizer(JNIEnv* env, jclass, jlong h) {
     auto* m = model_of(env, h);
-    pg_tokenizer* tok = nullptr;
+    const pg_tokenizer* tok = nullptr;
     if (!m || model_failed(env, pg_model_get_tokenizer(m, &tok), m) || !tok) return 0;
     return to_handle(copy_tokenizer(env, tok));
 }

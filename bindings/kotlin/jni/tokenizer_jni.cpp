@@ -114,7 +114,7 @@ void n_tokenizer_free(JNIEnv*, jclass, jlong h) { pg_tokenizer_free(reinterpret_
 jint n_tokenizer_kind(JNIEnv* env, jclass, jlong h) {
     auto* tok = tokenizer_of(env, h);
     pg_tokenizer_kind kind{};
-    if (!tok || tokenizer_failed(env, pg_tokenizer_kind_of(tok, &kind), tok)) return 0;
+    if (!tok || tokenizer_failed(env, pg_tokenizer_get_kind(tok, &kind), tok)) return 0;
     return jint(kind);
 }
 

@@ -71,7 +71,7 @@ jfloat n_trainer_lr_at(JNIEnv* env, jclass, jlong h, jlong step) {
 jint n_trainer_threads(JNIEnv* env, jclass, jlong h) {
     auto* t = trainer_of(env, h);
     int32_t n = 0;
-    if (!t || trainer_failed(env, pg_trainer_threads(t, &n), t)) return 0;
+    if (!t || trainer_failed(env, pg_trainer_n_threads(t, &n), t)) return 0;
     return n;
 }
 

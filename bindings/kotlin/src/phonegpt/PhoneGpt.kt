@@ -7,7 +7,7 @@ import java.nio.ByteBuffer
 
 /** Library-wide queries and helpers (the Python module's top-level functions). */
 object PhoneGpt {
-    /** The loaded library's version, "0.2.0". */
+    /** The loaded library's version, "0.3.0". */
     @JvmStatic val version: String get() = Native.versionString()
     /** major*10000 + minor*100 + patch of the loaded library. */
     @JvmStatic val versionNumber: Int get() = Native.versionNumber()

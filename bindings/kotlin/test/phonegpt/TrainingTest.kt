@@ -240,7 +240,7 @@ class TrainingTest {
         assertThrows<StateException>(Status.STATE) { m.generate(ids.copyOf(5)) }
     }
 
-    /** pg_trainer_threads / set_threads: the count is resolved, changeable, recorded, and bad counts refused. */
+    /** pg_trainer_n_threads / set_threads: the count is resolved, changeable, recorded, and bad counts refused. */
     @Test fun trainerThreads() {
         tinyModel().use { m ->
             Trainer(m, trainConfig().copy(nThreads = 2)).use { t ->

@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "lora/adapter.hpp"
-#include "lora/sign.hpp"
+#include "coordinator/verify.hpp"
 #include "model/model.hpp"
 
 namespace pg::lora {

@@ -1,4 +1,4 @@
-#include "io/json.hpp"
+#include "core/json.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "io/hex.hpp"
+#include "core/hex.hpp"
 
 namespace pg::io {
 

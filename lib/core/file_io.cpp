@@ -1,4 +1,4 @@
-#include "io/file_io.hpp"
+#include "core/file_io.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 // Adapter averaging. Per adapted linear: the exact weighted mean update M = sum_i w_i s_i B_i A_i
 // is formed once as one product of the stacked factors ([out, R] x [R, in], R = sum of ranks),
 // then each method builds its factors and is measured against M.
-#include "lora/average.hpp"
+#include "coordinator/average.hpp"
 
 #include <Eigen/Dense>
 

@@ -1,4 +1,4 @@
-#include "lora/validate.hpp"
+#include "coordinator/validate.hpp"
 
 #include <cassert>
 #include <cmath>
@@ -9,11 +9,11 @@
 #include "core/error.hpp"
 #include "eval/evaluate.hpp"
 #include "eval/session.hpp"
-#include "io/file_io.hpp"
-#include "io/hex.hpp"
-#include "io/json.hpp"
+#include "core/file_io.hpp"
+#include "core/hex.hpp"
+#include "core/json.hpp"
 #include "lora/adapter_file.hpp"
-#include "lora/average.hpp"
+#include "coordinator/average.hpp"
 #include "lora/lora_hook.hpp"
 #include "lora/merge.hpp"
 

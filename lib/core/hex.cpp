@@ -1,4 +1,4 @@
-#include "io/hex.hpp"
+#include "core/hex.hpp"
 
 #include "core/error.hpp"
 

@@ -1,4 +1,4 @@
-// C API: validating an uploaded adapter (lib/lora/validate): the validator of one base, its
+// C API: validating an uploaded adapter (lib/coordinator/validate): the validator of one base, its
 // report and the report's JSON.
 #include <cmath>
 #include <cstring>
@@ -7,13 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "phonegpt/phonegpt_coordinator.h"
 #include "capi/boundary.hpp"
-#include "capi/coordinator_handles.hpp"
+#include "coordinator/coordinator_handles.hpp"
 #include "capi/handles.hpp"
 #include "capi/lora_handles.hpp"
 #include "capi/text_out.hpp"
-#include "io/file_io.hpp"
-#include "lora/validate.hpp"
+#include "core/file_io.hpp"
+#include "coordinator/validate.hpp"
 
 struct pg_validator {
     explicit pg_validator(const pg::Model& base, const pg::lora::ValidationPolicy& policy) : impl(base, policy) {}

@@ -1,4 +1,4 @@
-#include "io/checksum.hpp"
+#include "core/checksum.hpp"
 
 #include <cstring>
 
