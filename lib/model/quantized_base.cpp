@@ -39,13 +39,15 @@ void Model::quantize_frozen(WeightStorage storage) {
                 " and the values it was quantized from are gone: load the model again to hold it in " +
                 weight_storage_name(storage));
     const WeightsView from = stored_view();
+    // The kinds held in blocks; an empty one (a tied model's lm_head) is nowhere.
+    auto in_blocks = [&](ParamKind kind) { return held_in_16_bits(kind) && layout_.size[size_t(kind)] > 0; };
     // Sizes first: a refusal leaves the model as it was.
     std::array<int64_t, kNumParamKinds> cols{}, atq{}, at32{};
     int64_t nq = 0, n32 = 0;
     for (int k = 0; k < kNumParamKinds; ++k) {
         const ParamKind kind = ParamKind(k);
         const int64_t size = layout_.size[size_t(k)];
-        if (held_in_16_bits(kind)) {
+        if (in_blocks(kind)) {
             cols[size_t(k)] = quantized_row_length(tensors_, kind);
             atq[size_t(k)] = nq;
             const int64_t bytes = int64_t(
@@ -62,7 +64,7 @@ void Model::quantize_frozen(WeightStorage storage) {
     for (int k = 0; k < kNumParamKinds; ++k) {
         const ParamKind kind = ParamKind(k);
         const int64_t size = layout_.size[size_t(k)];
-        if (!held_in_16_bits(kind)) {
+        if (!in_blocks(kind)) {
             std::copy(from.f32[size_t(k)], from.f32[size_t(k)] + size, rest.data() + at32[size_t(k)]);
             continue;
         }

@@ -51,7 +51,7 @@ std::vector<float> params_of(const pg_model* m) {
 }
 
 bool has_tokenizer(const pg_model* m) {
-    pg_tokenizer* t = nullptr;  // borrowed
+    const pg_tokenizer* t = nullptr;  // borrowed
     REQUIRE(pg_model_get_tokenizer(m, &t) == PG_OK);
     return t != nullptr;
 }
