@@ -23,7 +23,10 @@ lib.pg_last_error.restype = ctypes.c_char_p
 class ModelConfig(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("n_layer", ctypes.c_int32), ("n_head", ctypes.c_int32),
                 ("n_embd", ctypes.c_int32), ("n_ctx", ctypes.c_int32), ("vocab_size", ctypes.c_int32),
-                ("padded_vocab_size", ctypes.c_int32), ("layernorm_eps", ctypes.c_float)]
+                ("padded_vocab_size", ctypes.c_int32), ("layernorm_eps", ctypes.c_float),
+                # pg_model_config_default fills the whole struct of this library version (the
+                # architecture fields follow): room for it, or the call writes past this object.
+                ("_later_fields", ctypes.c_uint8 * 1024)]
 
 
 def check(status):
