@@ -127,6 +127,11 @@ void ByteSource::read_at(uint64_t offset, void* dst, std::size_t n, const char* 
     if (n) read_raw(offset, dst, n);
 }
 
+bool is_regular_file(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 namespace {
 
 // Why `path` cannot be read as a file ("" if it can): a FIFO would block the open or the read,

@@ -179,6 +179,9 @@ uint64_t checked_whole_size(const FileSource& src, uint64_t max_bytes);
 // instead, so their size is bounded by the file and the format's own checks, not by this.
 constexpr uint64_t kMaxWholeFileBytes = uint64_t(1) << 30;
 
+// True when `path` names a regular file (following symlinks); a probe for optional files.
+bool is_regular_file(const std::string& path);
+
 // The folder of a path ("." for a bare name) and a path beside another ("a/b.st", "c" -> "a/c").
 std::string parent_folder(const std::string& path);
 std::string sibling_path(const std::string& path, const std::string& name);

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <sys/stat.h>
 
 #include "core/error.hpp"
 #include "core/json.hpp"
@@ -14,13 +13,7 @@ namespace pg::io {
 
 namespace {
 
-// Elements converted per piece: bounded scratch whatever the tensor's size.
-constexpr std::size_t kPiece = std::size_t(1) << 16;
-
-bool is_regular_file(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
+constexpr std::size_t kPiece = kHfPiece;
 
 int dtype_bytes(HfDtype d) { return d == HfDtype::f32 ? 4 : 2; }
 

@@ -16,6 +16,9 @@
 
 namespace pg::io {
 
+// Elements read or converted per piece: bounded scratch whatever the tensor's size.
+constexpr std::size_t kHfPiece = std::size_t(1) << 16;
+
 // The index's cap: a real one maps a few hundred tensors in tens of kilobytes.
 constexpr uint64_t kMaxHfIndexBytes = 64u << 20;
 

@@ -22,21 +22,10 @@ namespace {
 
 constexpr uint64_t kMaxConfigBytes = 1u << 20;
 constexpr uint64_t kMaxTokenizerBytes = 256u << 20;
-constexpr std::size_t kPiece = std::size_t(1) << 16;
-
-bool is_regular_file(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
+constexpr std::size_t kPiece = kHfPiece;
 
 std::vector<uint64_t> shape_of(const TensorEntry& e) {
     return std::vector<uint64_t>(e.shape.begin(), e.shape.begin() + e.n_dims);
-}
-
-std::string shape_text(const std::vector<uint64_t>& s) {
-    std::string t = "[";
-    for (std::size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-    return t + "]";
 }
 
 WeightStorage storage_of(HfDtype d) {

@@ -22,12 +22,6 @@ uint64_t dtype_bytes(const std::string& dtype) {
     return it == sizes.end() ? 0 : it->second;
 }
 
-std::string shape_text(const std::vector<uint64_t>& shape) {
-    std::string s = "[";
-    for (std::size_t d = 0; d < shape.size(); ++d) s += (d ? ", " : "") + std::to_string(shape[d]);
-    return s + "]";
-}
-
 // One model tensor as Hugging Face names and lays it out.
 struct HfTensor {
     std::string hf_name;  // without the "transformer." prefix
@@ -64,6 +58,12 @@ void transpose(const float* src, float* dst, uint64_t rows, uint64_t cols) {
 }
 
 }  // namespace
+
+std::string shape_text(const std::vector<uint64_t>& shape) {
+    std::string s = "[";
+    for (std::size_t d = 0; d < shape.size(); ++d) s += (d ? ", " : "") + std::to_string(shape[d]);
+    return s + "]";
+}
 
 const SafetensorsTensor* SafetensorsHeader::find(const std::string& name) const {
     for (const auto& t : tensors)

@@ -32,6 +32,9 @@ struct SafetensorsHeader {
     const std::string* metadata_value(const std::string& key) const;
 };
 
+// "[2, 3]": a shape in messages.
+std::string shape_text(const std::vector<uint64_t>& shape);
+
 // Validates everything the contract says (PG_ERR_FORMAT naming what is wrong).
 SafetensorsHeader read_safetensors_header(const ByteSource& src);
 
