@@ -2,7 +2,9 @@
 tests/cmake/python.cmake) or, without it, from wherever it is installed."""
 import base64
 import itertools
+import json
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -47,6 +49,24 @@ def shakespeare():
 @pytest.fixture(scope="session")
 def char_tokenizer(shakespeare):
     return phonegpt.Tokenizer.char(shakespeare)
+
+
+@pytest.fixture
+def exe():
+    """The phonegpt CLI binary of the build ($PHONEGPT_CLI)."""
+    path = os.environ.get("PHONEGPT_CLI")
+    if not path:
+        skip_or_fail("the phonegpt CLI is not built (PHONEGPT_CLI unset)")
+    return path
+
+
+def run_cli(exe, *args, code=0, json_out=True):
+    """Runs the CLI (with --json unless json_out is False), requires exit code `code`, and
+    returns (the parsed JSON or the plain stdout, stderr)."""
+    p = subprocess.run([exe, *map(str, args), *(["--json"] if json_out else [])], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == code, (p.returncode, p.stderr)
+    return (json.loads(p.stdout) if json_out else p.stdout), p.stderr
 
 
 @pytest.fixture

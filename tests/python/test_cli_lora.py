@@ -2,39 +2,22 @@
 binary (PHONEGPT_CLI) on a checkpoint that `phonegpt train` itself wrote; the results are
 checked through the Python binding (the adapter's record, merge then unmerge, PEFT round trip)."""
 import json
-import os
-import subprocess
 
 import numpy as np
-import pytest
 
 import phonegpt
-from conftest import skip_or_fail
+from conftest import run_cli
 
 TEXT = ("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n") * 40
-
-
-@pytest.fixture
-def exe():
-    path = os.environ.get("PHONEGPT_CLI")
-    if not path:
-        skip_or_fail("the phonegpt CLI is not built (PHONEGPT_CLI unset)")
-    return path
-
-
-def run(exe, *args, code=0):
-    p = subprocess.run([exe, *map(str, args), "--json"], capture_output=True, text=True, timeout=300)
-    assert p.returncode == code, p.stderr
-    return json.loads(p.stdout), p.stderr
 
 
 def test_lora_commands_end_to_end(exe, tmp_path):
     data = tmp_path / "text.txt"
     data.write_text(TEXT)
-    run(exe, "train", "--preset", "tiny", "--data", data, "--steps", 5, "--out", tmp_path / "run")
+    run_cli(exe, "train", "--preset", "tiny", "--data", data, "--steps", 5, "--out", tmp_path / "run")
     base = tmp_path / "run" / "model.bin"
     adapter = tmp_path / "a.safetensors"
-    out, err = run(exe, "lora", "train", "--base", base, "--data", data, "--out", adapter, "--rank", 4,
+    out, err = run_cli(exe, "lora", "train", "--base", base, "--data", data, "--out", adapter, "--rank", 4,
                    "--targets", "c_attn,mlp.c_proj", "--layers", "1", "--steps", 12, "--batch", 4, "--lr", "1e-2",
                    "--log-interval", 4, "--checkpoint", tmp_path / "a.train.safetensors")
     assert out["ok"] and out["step"] == 12 and out["config"]["target_modules"] == ["attn.c_attn", "mlp.c_proj"] and out["config"]["layers"] == [1]
@@ -43,17 +26,17 @@ def test_lora_commands_end_to_end(exe, tmp_path):
         assert a.training_record()["steps"] == 12
         assert a.base_info()["provenance"]["kind"] == "trained"
 
-        info, _ = run(exe, "lora", "info", "--adapter", adapter, "--base", base)
+        info, _ = run_cli(exe, "lora", "info", "--adapter", adapter, "--base", base)
         assert info["tensors"] == 4 and info["checked_against_base"]
         assert info["base"]["provenance"].startswith("trained for 5 steps")
 
         # Resuming continues the record.
-        more, _ = run(exe, "lora", "train", "--base", base, "--data", data, "--out", tmp_path / "b.safetensors",
+        more, _ = run_cli(exe, "lora", "train", "--base", base, "--data", data, "--out", tmp_path / "b.safetensors",
                       "--resume", tmp_path / "a.train.safetensors", "--steps", 3)
         assert more["step"] == 15
 
-        run(exe, "lora", "merge", "--model", base, "--adapter", adapter, "--out", tmp_path / "merged.bin")
-        run(exe, "lora", "unmerge", "--model", tmp_path / "merged.bin", "--adapter", adapter,
+        run_cli(exe, "lora", "merge", "--model", base, "--adapter", adapter, "--out", tmp_path / "merged.bin")
+        run_cli(exe, "lora", "unmerge", "--model", tmp_path / "merged.bin", "--adapter", adapter,
             "--out", tmp_path / "unmerged.bin")
         with phonegpt.Model.load(tmp_path / "merged.bin") as merged, \
                 phonegpt.Model.load(tmp_path / "unmerged.bin") as unmerged:
@@ -64,16 +47,16 @@ def test_lora_commands_end_to_end(exe, tmp_path):
                 assert np.max(np.abs(v - model.parameters()[name])) <= 4e-7, name
 
         peft = tmp_path / "peft"
-        run(exe, "lora", "export-peft", "--adapter", adapter, "--out", peft)
+        run_cli(exe, "lora", "export-peft", "--adapter", adapter, "--out", peft)
         assert json.loads((peft / "adapter_config.json").read_text())["target_modules"] == ["c_attn", "mlp.c_proj"]
-        run(exe, "lora", "import-peft", "--in", peft, "--base", base, "--out", tmp_path / "c.safetensors")
+        run_cli(exe, "lora", "import-peft", "--in", peft, "--base", base, "--out", tmp_path / "c.safetensors")
         assert (tmp_path / "c.safetensors").read_bytes() == adapter.read_bytes()
 
     # Another base: a runtime failure naming both sides; a bad option: a usage error.
-    run(exe, "train", "--preset", "tiny", "--data", data, "--steps", 2, "--seed", 9, "--out", tmp_path / "other")
-    fail, _ = run(exe, "lora", "info", "--adapter", adapter, "--base", tmp_path / "other" / "model.bin", code=1)
+    run_cli(exe, "train", "--preset", "tiny", "--data", data, "--steps", 2, "--seed", 9, "--out", tmp_path / "other")
+    fail, _ = run_cli(exe, "lora", "info", "--adapter", adapter, "--base", tmp_path / "other" / "model.bin", code=1)
     assert fail["status"] == "PG_ERR_GEOMETRY" and "weights" in fail["error"]
-    usage, _ = run(exe, "lora", "train", "--base", base, "--data", data, "--out", adapter, "--targets", "q_proj", code=2)
+    usage, _ = run_cli(exe, "lora", "train", "--base", base, "--data", data, "--out", adapter, "--targets", "q_proj", code=2)
     assert "q_proj" in usage["error"]
 
 
@@ -83,20 +66,20 @@ def test_lora_train_over_a_mapped_fp16_base(exe, tmp_path):
     without the mapping layout is refused with PG_ERR_UNSUPPORTED."""
     data = tmp_path / "text.txt"
     data.write_text(TEXT)
-    run(exe, "train", "--preset", "tiny", "--data", data, "--steps", 5, "--out", tmp_path / "run")
+    run_cli(exe, "train", "--preset", "tiny", "--data", data, "--steps", 5, "--out", tmp_path / "run")
     base = tmp_path / "run" / "model.bin"
     base16 = tmp_path / "base16.pgck"
-    run(exe, "import", "--format", "native", "--in", base, "--out", base16, "--weights", "fp16")
+    run_cli(exe, "import", "--format", "native", "--in", base, "--out", base16, "--weights", "fp16")
     assert base16.stat().st_size < 0.75 * base.stat().st_size
     args = ["--data", data, "--rank", 4, "--steps", 4, "--batch", 4, "--threads", 1]
-    mapped, _ = run(exe, "lora", "train", "--base", base16, "--out", tmp_path / "m.safetensors", "--map-base", *args)
-    copied, _ = run(exe, "lora", "train", "--base", base16, "--out", tmp_path / "c.safetensors", *args)
+    mapped, _ = run_cli(exe, "lora", "train", "--base", base16, "--out", tmp_path / "m.safetensors", "--map-base", *args)
+    copied, _ = run_cli(exe, "lora", "train", "--base", base16, "--out", tmp_path / "c.safetensors", *args)
     assert mapped["base_mapped"] and not copied["base_mapped"]
     assert mapped["val_loss_after"] == copied["val_loss_after"]
     assert (tmp_path / "m.safetensors").read_bytes() == (tmp_path / "c.safetensors").read_bytes()
     with phonegpt.Model.load(base16, map_weights=True) as m:
         assert m.mapped
-    fail, _ = run(exe, "lora", "train", "--base", base, "--out", tmp_path / "x.safetensors", "--map-base", *args,
+    fail, _ = run_cli(exe, "lora", "train", "--base", base, "--out", tmp_path / "x.safetensors", "--map-base", *args,
                   code=1)
     assert fail["status"] == "PG_ERR_UNSUPPORTED" and "align_for_mapping" in fail["error"]
 
@@ -107,15 +90,15 @@ def test_lora_train_weights_option(exe, tmp_path):
     bf16's rounding of bf16's), the JSON names the storage, and a bad kind is a usage error."""
     data = tmp_path / "text.txt"
     data.write_text(TEXT)
-    run(exe, "train", "--preset", "tiny", "--data", data, "--steps", 5, "--out", tmp_path / "run")
+    run_cli(exe, "train", "--preset", "tiny", "--data", data, "--steps", 5, "--out", tmp_path / "run")
     base = tmp_path / "run" / "model.bin"
     args = ["--base", base, "--data", data, "--rank", 4, "--steps", 6, "--batch", 4, "--threads", 1, "--lr", "1e-2"]
-    plain, _ = run(exe, "lora", "train", *args, "--out", tmp_path / "p.safetensors", "--weights", "bf16")
-    fast, _ = run(exe, "lora", "train", *args, "--out", tmp_path / "f.safetensors", "--weights", "bf16-arithmetic")
+    plain, _ = run_cli(exe, "lora", "train", *args, "--out", tmp_path / "p.safetensors", "--weights", "bf16")
+    fast, _ = run_cli(exe, "lora", "train", *args, "--out", tmp_path / "f.safetensors", "--weights", "bf16-arithmetic")
     assert plain["base_weights"] == "bf16" and fast["base_weights"] == "bf16-arithmetic"
     assert fast["val_loss_after"] < fast["val_loss_before"]
     assert abs(fast["val_loss_after"] - plain["val_loss_after"]) < 1e-2 * plain["val_loss_after"]
-    bad, _ = run(exe, "lora", "train", *args, "--out", tmp_path / "x.safetensors", "--weights", "int8", code=2)
+    bad, _ = run_cli(exe, "lora", "train", *args, "--out", tmp_path / "x.safetensors", "--weights", "int8", code=2)
     assert "--weights must be" in bad["error"]
 
 
@@ -125,18 +108,18 @@ def test_lora_train_over_a_quantized_base(exe, tmp_path):
     does not fit the storage is refused by name."""
     data = tmp_path / "text.txt"
     data.write_text(TEXT)
-    run(exe, "train", "--preset", "tiny", "--embd", 32, "--data", data, "--steps", 5, "--out", tmp_path / "run")
+    run_cli(exe, "train", "--preset", "tiny", "--embd", 32, "--data", data, "--steps", 5, "--out", tmp_path / "run")
     base = tmp_path / "run" / "model.bin"
     args = ["--base", base, "--data", data, "--rank", 4, "--steps", 6, "--batch", 4, "--threads", 1, "--lr", "1e-2"]
-    exact, _ = run(exe, "lora", "train", *args, "--out", tmp_path / "e.safetensors", "--base-storage", "q8_0")
-    fast, _ = run(exe, "lora", "train", *args, "--out", tmp_path / "f.safetensors", "--base-storage", "q8_0",
+    exact, _ = run_cli(exe, "lora", "train", *args, "--out", tmp_path / "e.safetensors", "--base-storage", "q8_0")
+    fast, _ = run_cli(exe, "lora", "train", *args, "--out", tmp_path / "f.safetensors", "--base-storage", "q8_0",
                   "--arithmetic", "int8")
     assert exact["base_weights"] == "q8_0" and fast["arithmetic"] == "int8"
     assert abs(fast["val_loss_after"] - exact["val_loss_after"]) < 2e-2 * exact["val_loss_after"]
-    bad, _ = run(exe, "lora", "train", *args, "--out", tmp_path / "x.safetensors", "--arithmetic", "int8", code=2)
+    bad, _ = run_cli(exe, "lora", "train", *args, "--out", tmp_path / "x.safetensors", "--arithmetic", "int8", code=2)
     assert "arithmetic = int8 does not fit" in bad["error"]
-    scored, _ = run(exe, "eval", "--checkpoint", base, "--data", data, "--base-storage", "q4_0", "--arithmetic", "int8")
-    plain, _ = run(exe, "eval", "--checkpoint", base, "--data", data)
+    scored, _ = run_cli(exe, "eval", "--checkpoint", base, "--data", data, "--base-storage", "q4_0", "--arithmetic", "int8")
+    plain, _ = run_cli(exe, "eval", "--checkpoint", base, "--data", data)
     assert abs(scored["loss"] - plain["loss"]) < 5e-2 * plain["loss"]
-    sampled, _ = run(exe, "sample", "--checkpoint", base, "--tokens", 8, "--base-storage", "q8_0", "--arithmetic", "int8")
+    sampled, _ = run_cli(exe, "sample", "--checkpoint", base, "--tokens", 8, "--base-storage", "q8_0", "--arithmetic", "int8")
     assert sampled["tokens"] == 8

@@ -3,24 +3,16 @@ help lists every command, a misspelt option gets a suggestion, --out and export 
 created, 16-bit checkpoints score, a never-trained base is refused naming the option that
 allows it, a warm-up longer than the run is shortened with a warning, tokenizer files load by
 path or bytes, and errors and reprs name what the user gave."""
-import json
 import math
 import shutil
-import subprocess
 import warnings
 
 import pytest
 
 import phonegpt
 from test_bpe_binding import small_ranks
-from test_cli_lora import TEXT, exe  # noqa: F401  (exe: the CLI fixture)
-
-
-def cli(exe, *args, code=0, json_out=True):
-    p = subprocess.run([exe, *map(str, args), *(["--json"] if json_out else [])], capture_output=True, text=True,
-                       timeout=300)
-    assert p.returncode == code, (p.returncode, p.stderr)
-    return (json.loads(p.stdout) if json_out else p.stdout), p.stderr
+from conftest import run_cli
+from test_cli_lora import TEXT
 
 
 @pytest.fixture
@@ -31,40 +23,40 @@ def data(tmp_path):
 
 
 def test_help_lists_every_command_and_misspellings_get_a_suggestion(exe):
-    usage, _ = cli(exe, "--help", json_out=False)
+    usage, _ = run_cli(exe, "--help", json_out=False)
     assert "tokenizer info|encode|decode|train" in usage and "character-level" not in usage, usage
-    _, err = cli(exe, "train", "--stpes", 3, code=2, json_out=False)
+    _, err = run_cli(exe, "train", "--stpes", 3, code=2, json_out=False)
     assert "unknown option --stpes (did you mean --steps?)" in err, err
-    _, err = cli(exe, "lora", "train", "--allow-untrained", code=2, json_out=False)
+    _, err = run_cli(exe, "lora", "train", "--allow-untrained", code=2, json_out=False)
     assert "did you mean --allow-untrained-base?" in err, err
-    _, err = cli(exe, "train", "--zzzzzz", code=2, json_out=False)
+    _, err = run_cli(exe, "train", "--zzzzzz", code=2, json_out=False)
     assert "unknown option --zzzzzz" in err and "did you mean" not in err, err
-    _, err = cli(exe, "evl", code=2, json_out=False)
+    _, err = run_cli(exe, "evl", code=2, json_out=False)
     assert 'unknown command "evl" (did you mean eval?)' in err, err
 
 
 def test_train_creates_out_parents_and_shortens_a_warmup_longer_than_the_run(exe, data, tmp_path):
     out = tmp_path / "runs" / "tiny" / "one"
-    res, err = cli(exe, "train", "--preset", "tiny", "--data", data, "--steps", 3, "--out", out)
+    res, err = run_cli(exe, "train", "--preset", "tiny", "--data", data, "--steps", 3, "--out", out)
     assert (out / "model.bin").is_file() and res["config"]["warmup"] == 0, res["config"]
     assert "a warm-up of 100 steps is not shorter than the run's 3" in err, err
     # an explicit --warmup is kept, with the warning
-    res, err = cli(exe, "train", "--preset", "tiny", "--data", data, "--steps", 3, "--warmup", 5,
+    res, err = run_cli(exe, "train", "--preset", "tiny", "--data", data, "--steps", 3, "--warmup", 5,
                    "--out", tmp_path / "kept")
     assert res["config"]["warmup"] == 5 and "keeping --warmup as given" in err, (res["config"], err)
 
 
 def test_eval_scores_16_bit_checkpoints_as_held(exe, data, tmp_path):
-    cli(exe, "train", "--preset", "tiny", "--data", data, "--steps", 3, "--warmup", 0, "--out", tmp_path / "run")
+    run_cli(exe, "train", "--preset", "tiny", "--data", data, "--steps", 3, "--warmup", 0, "--out", tmp_path / "run")
     folder = tmp_path / "checkpoints"
     folder.mkdir()
     shutil.copy(tmp_path / "run" / "model.bin", folder / "step-000003.bin")
     for kind in ("fp16", "bf16"):
-        cli(exe, "import", "--format", "native", "--in", tmp_path / "run" / "model.bin",
+        run_cli(exe, "import", "--format", "native", "--in", tmp_path / "run" / "model.bin",
             "--out", folder / f"{kind}.pgck", "--weights", kind)
-        res, _ = cli(exe, "eval", "--checkpoint", folder / f"{kind}.pgck", "--data", data)
+        res, _ = run_cli(exe, "eval", "--checkpoint", folder / f"{kind}.pgck", "--data", data)
         assert math.isfinite(res["loss"]), res
-    res, _ = cli(exe, "eval", "--checkpoints", folder, "--data", data)
+    res, _ = run_cli(exe, "eval", "--checkpoints", folder, "--data", data)
     assert not res["skipped"] and len(res["results"]) == 3, res
 
 
@@ -74,16 +66,16 @@ def test_lora_refuses_a_never_trained_base_naming_the_option(exe, data, tmp_path
         m.save(untrained)
     adapter = tmp_path / "a.safetensors"
     train = ["lora", "train", "--base", untrained, "--data", data, "--steps", 2, "--batch", 2, "--out", adapter]
-    res, _ = cli(exe, *train, code=1)
+    res, _ = run_cli(exe, *train, code=1)
     assert "never trained" in res["error"] and "--allow-untrained-base" in res["error"], res
-    res, _ = cli(exe, *train, "--allow-untrained-base")
+    res, _ = run_cli(exe, *train, "--allow-untrained-base")
     assert res["config"]["target_modules"] == ["attn.c_attn"], res["config"]
     for args in (["lora", "info", "--adapter", adapter, "--base", untrained],
                  ["lora", "merge", "--model", untrained, "--adapter", adapter, "--out", tmp_path / "m.bin"]):
-        res, _ = cli(exe, *args, code=1)
+        res, _ = run_cli(exe, *args, code=1)
         assert "--allow-untrained-base" in res["error"], (args, res)
-        cli(exe, *args, "--allow-untrained-base")
-    cli(exe, "lora", "export-peft", "--adapter", adapter, "--out", tmp_path / "peft" / "nested")
+        run_cli(exe, *args, "--allow-untrained-base")
+    run_cli(exe, "lora", "export-peft", "--adapter", adapter, "--out", tmp_path / "peft" / "nested")
     assert (tmp_path / "peft" / "nested" / "adapter_config.json").is_file()
 
 
