@@ -2,8 +2,10 @@
 # this CPU (and every lower table it can run, called directly). These runs check that dispatch
 # itself picks the right table where the CPU is different: qemu-x86_64 -cpu max has AVX2+FMA but
 # no AVX-512 (fma3+avx2 path), -cpu qemu64 is plain x86-64 (sse2 path). PG_EXPECT_ARCH names
-# the table the test "dispatch picks a table..." requires. Only the [kernels] tests run there,
-# and only on the table dispatch chose (PG_TEST_TABLES=dispatched, tests/unit/kernel_tables_under_test.hpp).
+# the table the test "dispatch picks a table..." requires. Only the dispatch tests and two GEMM
+# checks through the chosen table run there (PG_TEST_TABLES=dispatched,
+# tests/unit/kernel_tables_under_test.hpp): the tables' arithmetic is the native run's to check,
+# and the whole [kernels] set under qemu's AVX2 emulation took a minute and a half of the suite.
 # Never under a sanitizer: ASan under qemu-user eats the machine's memory (TOOLCHAIN.md §6).
 
 # PG_KERNELS picks a named table natively (here the scalar reference).
@@ -17,12 +19,13 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64" AND NOT CMAKE_CROSSCOMPIL
 endif()
 if(PG_QEMU_X86_64 AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64" AND NOT CMAKE_CROSSCOMPILING
    AND NOT PG_SANITIZE)
+  set(PG_X86_DISPATCH_TESTS "dispatch *,cpu_features reports*,sgemm matches a double-precision product*,sgemm at the PhoneGPT layer shapes*")
   add_test(NAME kernels_dispatch_fma3_avx2
-           COMMAND ${PG_QEMU_X86_64} -cpu max $<TARGET_FILE:phonegpt_unit_tests> "[kernels]")
+           COMMAND ${PG_QEMU_X86_64} -cpu max $<TARGET_FILE:phonegpt_unit_tests> "${PG_X86_DISPATCH_TESTS}")
   # Neither emulated CPU has AVX512_BF16: a GEMM asking for bf16 arithmetic must be the exact one.
   set_tests_properties(kernels_dispatch_fma3_avx2 PROPERTIES ENVIRONMENT "PG_EXPECT_ARCH=fma3+avx2;PG_TEST_TABLES=dispatched;PG_EXPECT_BF16_GEMM=none")
   add_test(NAME kernels_dispatch_sse2
-           COMMAND ${PG_QEMU_X86_64} -cpu qemu64 $<TARGET_FILE:phonegpt_unit_tests> "[kernels]")
+           COMMAND ${PG_QEMU_X86_64} -cpu qemu64 $<TARGET_FILE:phonegpt_unit_tests> "${PG_X86_DISPATCH_TESTS}")
   set_tests_properties(kernels_dispatch_sse2 PROPERTIES ENVIRONMENT "PG_EXPECT_ARCH=sse2;PG_TEST_TABLES=dispatched;PG_EXPECT_BF16_GEMM=none;PG_EXPECT_INT8_GEMM=generic")
 endif()
 
@@ -53,9 +56,13 @@ if(CMAKE_CROSSCOMPILING AND CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64" AND N
     # where HWCAP has asimddp (the cortex-a76 run below checks that one), else the ARMv8.0 tile.
     list(APPEND PG_AARCH64_FEATURES_cortex-a53 "PG_EXPECT_INT8_GEMM=arm64+neon")
     list(APPEND PG_AARCH64_FEATURES_max "PG_EXPECT_INT8_GEMM=arm64+i8mm")
+    # max runs only what needs its extensions (dispatch and detection, the FMLA .8h GEMM, the
+    # SDOT and SMMLA int8 tiles): everything else is the ARMv8.0 code cortex-a53 checks.
+    set(PG_AARCH64_TESTS_cortex-a53 "[kernels]")
+    set(PG_AARCH64_TESTS_max "dispatch *,cpu_features reports*,the fp16-arithmetic GEMM*,every int8 tile equals*,quant_linear stays*")
     foreach(cpu cortex-a53 max)
       add_test(NAME kernels_aarch64_${cpu}
-               COMMAND ${PG_QEMU_AARCH64} -cpu ${cpu} $<TARGET_FILE:phonegpt_unit_tests> "[kernels]")
+               COMMAND ${PG_QEMU_AARCH64} -cpu ${cpu} $<TARGET_FILE:phonegpt_unit_tests> "${PG_AARCH64_TESTS_${cpu}}")
       set_tests_properties(kernels_aarch64_${cpu} PROPERTIES ENVIRONMENT
         "PG_EXPECT_ARCH=arm64+neon+fmla-lane;${PG_AARCH64_FEATURES_${cpu}};${PG_AARCH64_TABLES_${cpu}}")
     endforeach()
@@ -96,6 +103,9 @@ if(NOT CMAKE_CROSSCOMPILING)
     add_test(NAME mca_variant_choice
              COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/mca_gemm_variants.py --check
                      --cxx ${PG_AARCH64_CXX} --llvm-mca ${PG_LLVM_MCA})
+    # About a minute of compiling and llvm-mca runs; it only changes with the NEON loops or
+    # arm_cores.def, so the default suite leaves it to scripts/test.sh --slow.
+    set_tests_properties(mca_variant_choice PROPERTIES LABELS slow)
   endif()
 endif()
 
