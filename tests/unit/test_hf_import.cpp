@@ -44,6 +44,15 @@ pg_model* import_folder(const std::string& dir, int32_t storage = -1) {
     return m;
 }
 
+// Whether two models hold the same fp32 parameters, bit for bit.
+bool same_parameter_bits(const pg_model* x, const pg_model* y) {
+    const float *a, *b;
+    int64_t na, nb;
+    REQUIRE(pg_model_params(x, &a, &na) == PG_OK);
+    REQUIRE(pg_model_params(y, &b, &nb) == PG_OK);
+    return na == nb && std::memcmp(a, b, std::size_t(na) * 4) == 0;
+}
+
 // Logits of a fixed sequence, as a session computes them.
 std::vector<float> logits_of(const pg_model* m) {
     pg_model_config cfg;
@@ -65,12 +74,7 @@ TEST_CASE("a GPT-2 model goes through a Hugging Face folder bit for bit", "[io][
     const std::string dir = folder_named("gpt2");
     REQUIRE(pg_model_export(m, PG_FORMAT_HF_FOLDER, dir.c_str()) == PG_OK);  // creates the folder
     pg_model* back = import_folder(dir);
-    const float *a, *b;
-    int64_t na, nb;
-    REQUIRE(pg_model_params(m, &a, &na) == PG_OK);
-    REQUIRE(pg_model_params(back, &b, &nb) == PG_OK);
-    REQUIRE(na == nb);
-    CHECK(std::memcmp(a, b, std::size_t(na) * 4) == 0);
+    CHECK(same_parameter_bits(m, back));
 
     // Asked for bf16, the same weights held as a frozen bf16 base with the fp32 fingerprint.
     pg_model* half = import_folder(dir, PG_WEIGHTS_BF16);
@@ -139,12 +143,7 @@ TEST_CASE("Llama-family models go through a Hugging Face folder bit for bit", "[
         const std::string dir = folder_named(preset);
         REQUIRE(pg_model_export(m, PG_FORMAT_HF_FOLDER, dir.c_str()) == PG_OK);
         pg_model* back = import_folder(dir);
-        const float *a, *b;
-        int64_t na, nb;
-        REQUIRE(pg_model_params(m, &a, &na) == PG_OK);
-        REQUIRE(pg_model_params(back, &b, &nb) == PG_OK);
-        REQUIRE(na == nb);
-        CHECK(std::memcmp(a, b, std::size_t(na) * 4) == 0);
+        CHECK(same_parameter_bits(m, back));
         // Without a tokenizer.json the vocabulary is the embedding's rows (config.json's vocab_size).
         pg_model_config c;
         pg_model_config_default(&c);
@@ -188,12 +187,7 @@ TEST_CASE("a folder's tokenizer.json comes with the model, the embedding's furth
     const pg_tokenizer* carried = nullptr;
     REQUIRE(pg_model_get_tokenizer(back, &carried) == PG_OK);
     REQUIRE(carried != nullptr);
-    const float *a, *b;
-    int64_t na, nb;
-    REQUIRE(pg_model_params(m, &a, &na) == PG_OK);
-    REQUIRE(pg_model_params(back, &b, &nb) == PG_OK);
-    REQUIRE(na == nb);
-    CHECK(std::memcmp(a, b, std::size_t(na) * 4) == 0);
+    CHECK(same_parameter_bits(m, back));
     // Exported again, config.json keeps the embedding's 320 rows.
     const std::string again = folder_named("tokenizer_again");
     REQUIRE(pg_model_export(back, PG_FORMAT_HF_FOLDER, again.c_str()) == PG_OK);
