@@ -1,5 +1,5 @@
 // HF tokenizers (npm) on a model's own tokenizer.json: the peer of bench_tokenizer --hf. Load
-// time, and one-thread encode MB/s by wall and by process CPU time, best of REPS, of the whole
+// time (wall and CPU) and the resident memory the load added, and one-thread encode MB/s by wall and by process CPU time, best of REPS, of the whole
 // text as one string (add_special_tokens false, as libphonegpt's encode).
 // Usage: node bench_tokenizer_hf_peer.js TEXT_FILE REPS NAME=TOKENIZER_JSON...
 'use strict';
@@ -20,9 +20,10 @@ async function main() {
   const rows = [];
   for (const spec of specs) {
     const [name, file] = spec.split('=');
-    const w0 = wallSeconds();
+    const rss0 = process.memoryUsage().rss, w0 = wallSeconds(), c0 = cpuSeconds();
     const tok = hf.Tokenizer.fromFile(file);
-    const loadMs = (wallSeconds() - w0) * 1e3;
+    const loadMs = (wallSeconds() - w0) * 1e3, loadCpuMs = (cpuSeconds() - c0) * 1e3;
+    const rssKib = Math.round((process.memoryUsage().rss - rss0) / 1024);
     let wall = 1e30, cpu = 1e30, tokens = 0;
     for (let i = 0; i < reps; ++i) {
       const w = wallSeconds(), c = cpuSeconds();
@@ -30,7 +31,7 @@ async function main() {
       wall = Math.min(wall, wallSeconds() - w);
       cpu = Math.min(cpu, cpuSeconds() - c);
     }
-    rows.push({ encoding: name, load_ms: loadMs, tokens, encode_mb_s: mb / wall, encode_cpu_mb_s: mb / cpu });
+    rows.push({ encoding: name, load_ms: loadMs, load_cpu_ms: loadCpuMs, rss_kib: rssKib, tokens, encode_mb_s: mb / wall, encode_cpu_mb_s: mb / cpu });
   }
   console.log(JSON.stringify(rows));
 }
