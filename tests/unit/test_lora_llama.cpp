@@ -433,26 +433,30 @@ TEST_CASE("lora llama: training, sessions, merge, the file, 16-bit bases, averag
           std::string::npos);
     pg_model_free(qwen2);
 
-    // A 16-bit base: the adapter's term on top of the bf16 weights, near the fp32 base's.
-    pg_model* half = c_model("tiny-llama", 11);
-    REQUIRE(pg_model_set_weight_storage(half, PG_WEIGHTS_BF16) == PG_OK);
-    REQUIRE(pg_lora_adapter_check_base(loaded, half) == PG_OK);
-    const auto half_plain = session_logits(half, nullptr, prompt);
-    const auto half_adapted = session_logits(half, loaded, prompt);
-    CHECK(max_diff(half_adapted, adapted) < 0.05 * max_abs(adapted));
-    CHECK(max_diff(half_adapted, half_plain) > 1e-3);
-    pg_lora_adapter* half_adapter = nullptr;  // trained on its own copy: `loaded` stays the file's
-    REQUIRE(pg_lora_adapter_load(path.c_str(), half, &half_adapter) == PG_OK);
-    pg_lora_trainer* half_trainer = nullptr;
-    REQUIRE(pg_lora_trainer_create(half, half_adapter, &tc, &half_trainer) == PG_OK);
-    REQUIRE(pg_lora_trainer_set_data(half_trainer, data.data(), data.size()) == PG_OK);
-    pg_step_result hr;
-    hr.struct_size = sizeof hr;
-    REQUIRE(pg_lora_trainer_step(half_trainer, &hr) == PG_OK);
-    CHECK(std::isfinite(hr.loss));
-    pg_lora_trainer_free(half_trainer);
-    pg_lora_adapter_free(half_adapter);
-    pg_model_free(half);
+    // 16-bit bases: the adapter's term on top of the fp16 / bf16 weights, near the fp32 base's;
+    // an adapter trains over them.
+    for (pg_weight_storage storage : {PG_WEIGHTS_FP16, PG_WEIGHTS_BF16}) {
+        INFO("storage " << storage);
+        pg_model* half = c_model("tiny-llama", 11);
+        REQUIRE(pg_model_set_weight_storage(half, storage) == PG_OK);
+        REQUIRE(pg_lora_adapter_check_base(loaded, half) == PG_OK);
+        const auto half_plain = session_logits(half, nullptr, prompt);
+        const auto half_adapted = session_logits(half, loaded, prompt);
+        CHECK(max_diff(half_adapted, adapted) < 0.05 * max_abs(adapted));
+        CHECK(max_diff(half_adapted, half_plain) > 1e-3);
+        pg_lora_adapter* half_adapter = nullptr;  // trained on its own copy: `loaded` stays the file's
+        REQUIRE(pg_lora_adapter_load(path.c_str(), half, &half_adapter) == PG_OK);
+        pg_lora_trainer* half_trainer = nullptr;
+        REQUIRE(pg_lora_trainer_create(half, half_adapter, &tc, &half_trainer) == PG_OK);
+        REQUIRE(pg_lora_trainer_set_data(half_trainer, data.data(), data.size()) == PG_OK);
+        pg_step_result hr;
+        hr.struct_size = sizeof hr;
+        REQUIRE(pg_lora_trainer_step(half_trainer, &hr) == PG_OK);
+        CHECK(std::isfinite(hr.loss));
+        pg_lora_trainer_free(half_trainer);
+        pg_lora_adapter_free(half_adapter);
+        pg_model_free(half);
+    }
 
     // Averaging by concatenation is exact per target; the validator measures each target
     // against its own rows and signing covers the file.
