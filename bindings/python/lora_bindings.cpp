@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -61,7 +62,12 @@ py::dict adapter_views(const py::object& self, bool writable) {
 // The factor of (layer, module), module as its GPT-2 name ("attn.c_attn", ...).
 py::array factor_view(const py::object& self, int layer, const std::string& module, const char* factor, bool writable) {
     const AdapterPtr a = adapter_of(self);
-    return adapter_view(a, tensor_index(a.get(), "h." + std::to_string(layer) + "." + module + "." + factor + ".weight"),
+    // The table's block prefix: "h." (GPT-2) or "model.layers." (the Llama family), as tensor 0 has it.
+    pg_tensor_info first;
+    first.struct_size = sizeof first;
+    H.check(pg_lora_adapter_tensor_info(a.get(), 0, &first));
+    const char* blocks = std::strncmp(first.name, "model.layers.", 13) == 0 ? "model.layers." : "h.";
+    return adapter_view(a, tensor_index(a.get(), blocks + std::to_string(layer) + "." + module + "." + factor + ".weight"),
                         writable);
 }
 
@@ -266,7 +272,8 @@ void bind_lora(py::module_& m, const Hooks& hooks) {
                    return factor_view(self, layer, module, "lora_A", writable);
                },
                arg("layer"), arg("module") = "attn.c_attn", arg("writable") = false,
-               "The view of A [rank, in] of (layer, module), module one of attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj.");
+               "The view of A [rank, in] of (layer, module), module one of attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj\n"
+               "(GPT-2) or self_attn.q_proj, .k_proj, .v_proj, .o_proj, mlp.gate_proj, .up_proj, .down_proj (Llama).");
     add_method(ad, "lora_B",
                [](const AdapterArg& self, int layer, const std::string& module, bool writable) {
                    return factor_view(self, layer, module, "lora_B", writable);
@@ -297,10 +304,13 @@ void bind_lora(py::module_& m, const Hooks& hooks) {
                    H.check(pg_lora_adapter_get_config(a.get(), &c));
                    int64_t params = 0;
                    H.check(pg_lora_adapter_num_params(a.get(), &params));
-                   const std::pair<uint32_t, const char*> modules[] = {{PG_LORA_ATTN_C_ATTN, "attn.c_attn"},
-                                                                       {PG_LORA_ATTN_C_PROJ, "attn.c_proj"},
-                                                                       {PG_LORA_MLP_C_FC, "mlp.c_fc"},
-                                                                       {PG_LORA_MLP_C_PROJ, "mlp.c_proj"}};
+                   const std::pair<uint32_t, const char*> modules[] = {
+                       {PG_LORA_ATTN_C_ATTN, "attn.c_attn"}, {PG_LORA_ATTN_C_PROJ, "attn.c_proj"},
+                       {PG_LORA_MLP_C_FC, "mlp.c_fc"},       {PG_LORA_MLP_C_PROJ, "mlp.c_proj"},
+                       {PG_LORA_Q_PROJ, "q_proj"},           {PG_LORA_K_PROJ, "k_proj"},
+                       {PG_LORA_V_PROJ, "v_proj"},           {PG_LORA_O_PROJ, "o_proj"},
+                       {PG_LORA_GATE_PROJ, "gate_proj"},     {PG_LORA_UP_PROJ, "up_proj"},
+                       {PG_LORA_DOWN_PROJ, "down_proj"}};
                    std::string targets, layers;
                    for (const auto& mod : modules)
                        if (c.target_modules & mod.first) targets += (targets.empty() ? "" : ",") + std::string(mod.second);

@@ -53,31 +53,48 @@ AdapterPtr load_adapter(const std::string& path, pg_model* base) {
     return AdapterPtr(a);
 }
 
-// "c_attn,mlp.c_proj" (or "all") as pg_lora_target bits.
-uint32_t parse_targets(const std::string& list) {
-    if (list == "all") return PG_LORA_ALL_LINEARS;
+// The module names of pg_lora_target's bits, in the library's order: GPT-2's, then the Llama family's.
+const std::pair<uint32_t, const char*> kTargetNames[] = {
+    {PG_LORA_ATTN_C_ATTN, "attn.c_attn"}, {PG_LORA_ATTN_C_PROJ, "attn.c_proj"}, {PG_LORA_MLP_C_FC, "mlp.c_fc"},
+    {PG_LORA_MLP_C_PROJ, "mlp.c_proj"},   {PG_LORA_Q_PROJ, "q_proj"},           {PG_LORA_K_PROJ, "k_proj"},
+    {PG_LORA_V_PROJ, "v_proj"},           {PG_LORA_O_PROJ, "o_proj"},           {PG_LORA_GATE_PROJ, "gate_proj"},
+    {PG_LORA_UP_PROJ, "up_proj"},         {PG_LORA_DOWN_PROJ, "down_proj"}};
+
+// "q_proj,v_proj", "c_attn,mlp.c_proj" (or "all": every linear of the base's family) as
+// pg_lora_target bits; the library refuses a name of another family, naming the base's.
+uint32_t parse_targets(const std::string& list, const pg_model* base) {
+    if (list == "all") {
+        pg_model_config mc;
+        pg_model_config_default(&mc);
+        check(pg_model_get_config(base, &mc), "pg_model_get_config");
+        return mc.mlp == PG_MLP_SWIGLU ? PG_LORA_LLAMA_ALL_LINEARS : PG_LORA_ALL_LINEARS;
+    }
     uint32_t bits = 0;
     for (size_t pos = 0; pos <= list.size();) {
         const size_t comma = std::min(list.find(',', pos), list.size());
-        const std::string t = list.substr(pos, comma - pos);
-        if (t == "c_attn" || t == "attn.c_attn") bits |= PG_LORA_ATTN_C_ATTN;
-        else if (t == "attn.c_proj") bits |= PG_LORA_ATTN_C_PROJ;
-        else if (t == "c_fc" || t == "mlp.c_fc") bits |= PG_LORA_MLP_C_FC;
-        else if (t == "mlp.c_proj") bits |= PG_LORA_MLP_C_PROJ;
-        else throw UsageError{"--targets: \"" + t + "\" is not c_attn, attn.c_proj, c_fc, mlp.c_proj or all"};
+        std::string t = list.substr(pos, comma - pos);
+        if (t == "c_attn" || t == "c_fc") t = (t == "c_attn" ? "attn." : "mlp.") + t;  // PEFT's short names
+        for (const char* block : {"self_attn.", "mlp."})  // "self_attn.q_proj", "mlp.up_proj" as PEFT's keys end
+            if (t.compare(0, std::strlen(block), block) == 0 && t.find("_proj") != std::string::npos &&
+                t.find("c_proj") == std::string::npos)
+                t = t.substr(std::strlen(block));
+        uint32_t bit = 0;
+        for (const auto& n : kTargetNames)
+            if (t == n.second) bit = n.first;
+        if (!bit)
+            throw UsageError{"--targets: \"" + t +
+                             "\" is not a module name (GPT-2: c_attn, attn.c_proj, c_fc, mlp.c_proj; Llama family: "
+                             "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj) or all"};
+        bits |= bit;
         pos = comma + 1;
     }
     return bits;
 }
 
-// The pg_lora_target bits as PEFT's module names, in the library's order.
+// The pg_lora_target bits as module names, in the library's order.
 std::vector<std::string> target_names(uint32_t bits) {
-    const std::pair<uint32_t, const char*> names[] = {{PG_LORA_ATTN_C_ATTN, "attn.c_attn"},
-                                                      {PG_LORA_ATTN_C_PROJ, "attn.c_proj"},
-                                                      {PG_LORA_MLP_C_FC, "mlp.c_fc"},
-                                                      {PG_LORA_MLP_C_PROJ, "mlp.c_proj"}};
     std::vector<std::string> out;
-    for (const auto& n : names)
+    for (const auto& n : kTargetNames)
         if (bits & n.first) out.push_back(n.second);
     return out;
 }
@@ -163,7 +180,9 @@ int lora_train(int argc, char** argv) {
         {"alpha", "X", "lora_alpha (default: the rank)"},
         {"rslora", nullptr, "scale alpha / sqrt(r) instead of alpha / r"},
         {"lora-dropout", "P", "dropout on the LoRA branch (default 0)"},
-        {"targets", "LIST", "c_attn, attn.c_proj, c_fc, mlp.c_proj, comma-separated, or all (default c_attn)"},
+        {"targets", "LIST", "module names, comma-separated: c_attn, attn.c_proj, c_fc, mlp.c_proj (GPT-2) or q_proj, "
+                            "k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (Llama family); or all (default: "
+                            "PEFT's for the base, c_attn or q_proj,v_proj)"},
         {"layers", "LIST", "layer indices to adapt (default: every layer)"},
         {"init-seed", "N", "seed of A's initialisation (default 1337)"},
         {"steps", "N", "optimizer steps to run (default 200)"},
@@ -219,7 +238,7 @@ int lora_train(int argc, char** argv) {
         lc.alpha = float(opt.real("alpha", lc.rank, 1e-6, 1e6));
         lc.use_rslora = opt.has("rslora") ? 1 : 0;
         lc.dropout = float(opt.real("lora-dropout", 0.0, 0.0, 0.99));
-        lc.target_modules = parse_targets(opt.text("targets", "c_attn"));
+        lc.target_modules = opt.has("targets") ? parse_targets(opt.text("targets", ""), base.get()) : 0;
         const std::vector<int32_t> layers = opt.has("layers") ? parse_layers(opt.text("layers", "")) : std::vector<int32_t>{};
         lc.layers = layers.empty() ? nullptr : layers.data();
         lc.n_layers = int32_t(layers.size());

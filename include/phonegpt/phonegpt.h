@@ -1015,13 +1015,25 @@ PG_API pg_status pg_session_generate(pg_session* session, const pg_sample_config
  * nothing about it is assumed in code. */
 typedef struct pg_lora_adapter pg_lora_adapter;
 
-/* The four block linears an adapter can target (Hugging Face GPT-2 module names). */
+/* The block linears an adapter can target, by Hugging Face module name. GPT-2 bases take the
+ * first four (its fused modules), Llama-family bases (Llama, Qwen2, Qwen3) the next seven, each
+ * with its own A [rank, in] and B [out, rank] as in PEFT; a target of the other family is
+ * PG_ERR_INVALID_ARGUMENT naming the base's module names. Inside the engine q/k/v and gate/up
+ * are one fused product each; a sliced target's term lands on its rows (docs/lora.md). */
 typedef enum pg_lora_target {
     PG_LORA_ATTN_C_ATTN = 1,   /* attn.c_attn: in C, out 3C (q, k, v) */
     PG_LORA_ATTN_C_PROJ = 2,   /* attn.c_proj: in C, out C */
     PG_LORA_MLP_C_FC = 4,      /* mlp.c_fc: in C, out 4C */
     PG_LORA_MLP_C_PROJ = 8,    /* mlp.c_proj: in 4C, out C */
-    PG_LORA_ALL_LINEARS = 15
+    PG_LORA_ALL_LINEARS = 15,  /* GPT-2's four */
+    PG_LORA_Q_PROJ = 16,       /* self_attn.q_proj: in C, out n_head * head_dim */
+    PG_LORA_K_PROJ = 32,       /* self_attn.k_proj: in C, out n_kv_head * head_dim */
+    PG_LORA_V_PROJ = 64,       /* self_attn.v_proj: in C, out n_kv_head * head_dim */
+    PG_LORA_O_PROJ = 128,      /* self_attn.o_proj: in n_head * head_dim, out C */
+    PG_LORA_GATE_PROJ = 256,   /* mlp.gate_proj: in C, out intermediate */
+    PG_LORA_UP_PROJ = 512,     /* mlp.up_proj: in C, out intermediate */
+    PG_LORA_DOWN_PROJ = 1024,  /* mlp.down_proj: in intermediate, out C */
+    PG_LORA_LLAMA_ALL_LINEARS = 2032 /* the Llama family's seven */
 } pg_lora_target;
 
 /* Largest rank an adapter may have (also bounded by the smaller side of each target). */
@@ -1033,8 +1045,10 @@ typedef struct pg_lora_config {
     float alpha;                  /* lora_alpha, finite and > 0; default 8 */
     int32_t use_rslora;           /* 0: scale = alpha / r (default); 1: alpha / sqrt(r) */
     float dropout;                /* on the LoRA branch's input while training, [0, 1); default 0 */
-    uint32_t target_modules;      /* OR of pg_lora_target, non-zero; default PG_LORA_ATTN_C_ATTN
-                                     (PEFT's GPT-2 default) */
+    uint32_t target_modules;      /* OR of pg_lora_target of the base's family, or 0 (default):
+                                     PEFT's default for the base's family, PG_LORA_ATTN_C_ATTN on
+                                     GPT-2, PG_LORA_Q_PROJ | PG_LORA_V_PROJ on the Llama family
+                                     (the adapter's configuration holds the bits chosen) */
     /* The layers to adapt (PEFT's layers_to_transform): n_layers distinct indices in
      * [0, n_layer), any order (stored sorted). NULL / 0 = every layer (default). The list is
      * copied at creation; pg_lora_adapter_get_config returns a pointer to the adapter's copy,
@@ -1070,7 +1084,9 @@ PG_API pg_status pg_lora_adapter_num_params(const pg_lora_adapter* adapter, int6
 /* The adapter's tensors, layer by layer, in pg_lora_target order within a layer, A then B:
  * "h.{i}.attn.c_attn.lora_A.weight" [rank, in], "h.{i}.attn.c_attn.lora_B.weight" [out, rank],
  * and likewise for attn.c_proj, mlp.c_fc, mlp.c_proj (PEFT's names without the
- * "base_model.model.transformer." prefix). pg_tensor_info's offset counts floats into the
+ * "base_model.model.transformer." prefix); on a Llama-family base
+ * "model.layers.{i}.self_attn.q_proj.lora_A.weight", ... "model.layers.{i}.mlp.down_proj..."
+ * (without "base_model.model."). pg_tensor_info's offset counts floats into the
  * adapter's single allocation. */
 PG_API pg_status pg_lora_adapter_num_tensors(const pg_lora_adapter* adapter, int32_t* out);
 PG_API pg_status pg_lora_adapter_tensor_info(const pg_lora_adapter* adapter, int32_t index,
@@ -1112,11 +1128,13 @@ PG_API pg_status pg_lora_adapter_load(const char* path, const pg_model* base,
  * PG_ERR_STATE when `base` was never trained (pg_model_allow_untrained_base). */
 PG_API pg_status pg_lora_adapter_check_base(const pg_lora_adapter* adapter, const pg_model* base);
 /* Exports for PEFT into `folder` (which must exist): adapter_config.json (peft_type LORA, r,
- * lora_alpha, lora_dropout, target_modules "c_attn" / "attn.c_proj" / "c_fc" / "mlp.c_proj",
- * fan_in_fan_out true as GPT-2's Conv1D needs, use_rslora, layers_to_transform with
- * layers_pattern "h") and adapter_model.safetensors (the adapter file: its tensors carry PEFT's
- * names base_model.model.transformer.h.{i}.{module}.lora_A.weight [r, in] / lora_B.weight
- * [out, r]). For a base exported with pg_model_export(PG_FORMAT_SAFETENSORS). Both files are
+ * lora_alpha, lora_dropout, target_modules "c_attn" / "attn.c_proj" / "c_fc" / "mlp.c_proj"
+ * or "q_proj" ... "down_proj", fan_in_fan_out true as GPT-2's Conv1D needs and false for the
+ * Llama family, use_rslora, layers_to_transform with layers_pattern "h" or "layers") and
+ * adapter_model.safetensors (the adapter file: its tensors carry PEFT's names
+ * base_model.model.transformer.h.{i}.{module}.lora_A.weight [r, in] / lora_B.weight [out, r],
+ * or base_model.model.model.layers.{i}.self_attn.q_proj.lora_A.weight ...). For a base exported
+ * with pg_model_export(PG_FORMAT_SAFETENSORS) or as a Hugging Face folder. Both files are
  * written atomically and read back and checked before success. */
 PG_API pg_status pg_lora_export_peft(const pg_lora_adapter* adapter, const char* folder);
 /* Imports a PEFT LoRA adapter for `base` from `folder`: adapter_config.json (peft_type LORA, r,
@@ -1125,6 +1143,8 @@ PG_API pg_status pg_lora_export_peft(const pg_lora_adapter* adapter, const char*
  * fan_in_fan_out, which GPT-2's Conv1D makes irrelevant to A and B) and
  * adapter_model.safetensors (base_model.model.transformer.h.{i}.{module}.lora_A.weight
  * [r, in] / lora_B.weight [out, r] for module attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj;
+ * on a Llama-family base base_model.model.model.layers.{i}.{module}... for self_attn.q_proj,
+ * k_proj, v_proj, o_proj, mlp.gate_proj, up_proj, down_proj, layers_pattern "layers";
  * F32, F16, BF16 or F64, converted to fp32). The adapted layers and modules, the rank and every
  * shape are read from the files: the two files disagreeing is PG_ERR_FORMAT naming both, a shape
  * or layer that does not fit the base PG_ERR_GEOMETRY naming both sides, and what this library's

@@ -89,7 +89,7 @@ void check_compatible(const std::vector<const Adapter*>& in, AverageMethod metho
                 const std::size_t n = std::size_t(first.config().rank * m.in);
                 require(std::equal(first.a(m), first.a(m) + n, a.a(a.linears()[k])), PG_ERR_GEOMETRY,
                         "average: frozen_a needs one shared A: " + which(i) + "'s A of layer " +
-                            std::to_string(m.layer) + " " + linear_kind_name(m.target) +
+                            std::to_string(m.layer) + " " + target_name(m.target) +
                             " differs from adapter 0's (train every client with freeze_a and the same init_seed)");
             }
         }

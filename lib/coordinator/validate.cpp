@@ -156,14 +156,19 @@ Validator::Validator(const Model& base, const ValidationPolicy& policy)
     nonneg(policy.max_update_ratio, "max_update_ratio");
     nonneg(policy.max_round_ratio, "max_round_ratio");
     if (base.storage() == WeightStorage::fp32 && !base.mapped()) {
-        for (int layer = 0; layer < base.config().n_layer; ++layer)
-            for (LinearKind kind : {LinearKind::attn_qkv, LinearKind::attn_proj, LinearKind::mlp_fc, LinearKind::mlp_proj}) {
+        // Each target's own weights: a sliced target (q_proj, up_proj...) against its rows only.
+        const ModelConfig& c = base.config();
+        for (int layer = 0; layer < c.n_layer; ++layer)
+            for (int t = 0; t < kNumTargets; ++t) {
+                const Target target = Target(t);
+                if (!(family_targets(c) & target_bit(target))) continue;
                 AdaptedLinear m;
-                m.layer = layer, m.target = kind, m.in = target_in(kind, base.config()), m.out = target_out(kind, base.config());
+                m.layer = layer, m.target = target, m.kind = target_kind(target);
+                m.in = target_in(target, c), m.out = target_out(target, c), m.row_offset = target_row_offset(target, c);
                 const float* w = base.params() + base_weight_offset(base, m);
                 double sum2 = 0.0;
                 for (int64_t i = 0; i < m.in * m.out; ++i) sum2 += double(w[i]) * double(w[i]);
-                weight_norms_[{layer, int(kind)}] = std::sqrt(sum2);
+                weight_norms_[{layer, t}] = std::sqrt(sum2);
             }
     }
     require(policy.base_trained == BaseTrainedPolicy::kRefuseUntrained ||
@@ -375,7 +380,7 @@ ValidationReport Validator::validate_loaded(const Adapter* adapter, const std::s
         const AdaptedLinear& m = adapter->linears()[worst];
         r.update_ratio = ratios[worst];
         const std::string figures = "largest ||s B A|| / ||W|| " + fixed(r.update_ratio) + " (layer " +
-                                    std::to_string(m.layer) + " " + linear_kind_name(m.target) + "; limit " +
+                                    std::to_string(m.layer) + " " + target_name(m.target) + "; limit " +
                                     fixed(policy_.max_update_ratio) + ")";
         pass_or_fail("update norm", r.update_ratio <= policy_.max_update_ratio ? "" : "the update is too large: " + figures,
                      figures);
@@ -445,7 +450,7 @@ void Validator::compare_round(const std::vector<ValidationReport*>& reports) con
             }
             r.round_ratio = ratios[worst];
             const std::string figures = "largest ||s B A|| over the round's median " + fixed(r.round_ratio) + " (layer " +
-                                        std::to_string(linears[worst].layer) + " " + linear_kind_name(linears[worst].target) +
+                                        std::to_string(linears[worst].layer) + " " + target_name(linears[worst].target) +
                                         ", " + std::to_string(n_comparable) + " uploads; limit " +
                                         fixed(policy_.max_round_ratio) + ")";
             if (r.round_ratio <= policy_.max_round_ratio)

@@ -17,6 +17,26 @@ const char* tokenizer_kind_name(pg_tokenizer_kind k) {
 
 }  // namespace
 
+std::vector<ArchitectureField> architecture_fields(const ModelConfig& m) {
+    if (m.is_gpt2()) return {};
+    const pg_model_config c = model_config_to_c(m);
+    return {{"norm", double(c.norm), false},
+            {"qk_norm", double(c.qk_norm), false},
+            {"positions", double(c.positions), false},
+            {"rope_theta", double(c.rope_theta), true},
+            {"rope_scaling_factor", double(c.rope_scaling_factor), true},
+            {"rope_low_freq_factor", double(c.rope_low_freq_factor), true},
+            {"rope_high_freq_factor", double(c.rope_high_freq_factor), true},
+            {"rope_original_max_positions", double(c.rope_original_max_positions), false},
+            {"n_kv_head", double(c.n_kv_head), false},
+            {"head_dim", double(c.head_dim), false},
+            {"qkv_bias", double(c.qkv_bias), false},
+            {"linear_bias", double(c.linear_bias), false},
+            {"mlp", double(c.mlp), false},
+            {"mlp_hidden", double(c.mlp_hidden), false},
+            {"tied_head", double(c.tied_head), false}};
+}
+
 uint64_t BaseIdentity::fingerprint() const {
     io::Xxh64 h;
     // The geometry's fields one by one as int64 (no struct padding in the hash).
@@ -24,6 +44,7 @@ uint64_t BaseIdentity::fingerprint() const {
                               config.n_ctx,   config.vocab_size, config.padded_vocab_size};
     h.update(fields, sizeof fields);
     h.update(&config.layernorm_eps, sizeof config.layernorm_eps);
+    for (const ArchitectureField& field : architecture_fields(config)) h.update(&field.value, sizeof field.value);
     h.update(&weights_hash, sizeof weights_hash);
     const uint64_t tok[] = {has_tokenizer ? 1u : 0u, tokenizer_hash,
                             static_cast<uint64_t>(tokenizer_kind),
@@ -64,23 +85,27 @@ Adapter::Adapter(const LoraConfig& cfg, const BaseIdentity& base) : config_(cfg)
     check_lora_config_against(config_, base_.config);
     const int L = base_.config.n_layer;
     const int64_t r = config_.rank;
-    by_layer_target_.assign(static_cast<std::size_t>(L) * kNumLinearKinds, -1);
+    by_layer_target_.assign(static_cast<std::size_t>(L) * kNumTargets, -1);
+    config_.target_modules = resolved_targets(config_, base_.config);
     int64_t offset = 0;
     for (int32_t layer : adapted_layers(config_, L)) {
-        for (int t = 0; t < kNumLinearKinds; ++t) {
-            const LinearKind target = static_cast<LinearKind>(t);
+        for (int t = 0; t < kNumTargets; ++t) {
+            const Target target = static_cast<Target>(t);
             if (!config_.targets(target)) continue;
             AdaptedLinear m;
             m.layer = layer;
             m.target = target;
+            m.kind = target_kind(target);
             m.in = target_in(target, base_.config);
             m.out = target_out(target, base_.config);
+            m.row_offset = target_row_offset(target, base_.config);
             m.a_offset = offset;
             m.b_offset = offset + r * m.in;
             offset = m.b_offset + m.out * r;
             const int index = static_cast<int>(linears_.size());
-            by_layer_target_[static_cast<std::size_t>(layer) * kNumLinearKinds + t] = index;
-            const std::string stem = "h." + std::to_string(layer) + "." + linear_kind_name(target);
+            by_layer_target_[static_cast<std::size_t>(layer) * kNumTargets + t] = index;
+            const std::string stem = (base_.config.is_gpt2() ? "h." : "model.layers.") + std::to_string(layer) + "." +
+                                     target_module(target);
             tensors_.push_back({stem + ".lora_A.weight", {r, m.in}, r * m.in, m.a_offset, index, true});
             tensors_.push_back({stem + ".lora_B.weight", {m.out, r}, m.out * r, m.b_offset, index, false});
             linears_.push_back(m);
@@ -110,10 +135,22 @@ void Adapter::init_peft() {
     }
 }
 
-const AdaptedLinear* Adapter::find(int layer, LinearKind target) const {
+const AdaptedLinear* Adapter::find(int layer, Target target) const {
     if (layer < 0 || layer >= base_.config.n_layer) return nullptr;
-    const int index = by_layer_target_[static_cast<std::size_t>(layer) * kNumLinearKinds + static_cast<int>(target)];
+    const int index = by_layer_target_[static_cast<std::size_t>(layer) * kNumTargets + static_cast<int>(target)];
     return index < 0 ? nullptr : &linears_[static_cast<std::size_t>(index)];
+}
+
+Adapter::Span Adapter::on_linear(int layer, LinearKind kind) const {
+    Span span;
+    for (int t = 0; t < kNumTargets; ++t) {
+        if (target_kind(Target(t)) != kind) continue;
+        const AdaptedLinear* m = find(layer, Target(t));
+        if (!m) continue;
+        if (!span.first) span.first = m;
+        ++span.count;
+    }
+    return span;
 }
 
 int Adapter::find_tensor(const std::string& name) const {
@@ -140,6 +177,16 @@ void check_base_identity(const BaseIdentity& want, const BaseIdentity& have, boo
     field("n_ctx", a.n_ctx, b.n_ctx);
     field("vocab_size", a.vocab_size, b.vocab_size);
     field("padded_vocab_size", a.padded_vocab_size, b.padded_vocab_size);
+    const auto arch_a = architecture_fields(a), arch_b = architecture_fields(b);
+    require(arch_a.empty() == arch_b.empty(), PG_ERR_GEOMETRY,
+            std::string("adapter does not fit the base: the adapter was made for ") +
+                (arch_a.empty() ? "GPT-2's block" : "a Llama-family block") + ", the base has " +
+                (arch_b.empty() ? "GPT-2's block" : "a Llama-family block"));
+    for (std::size_t i = 0; i < arch_a.size(); ++i)
+        require(arch_a[i].value == arch_b[i].value, PG_ERR_GEOMETRY,
+                std::string("adapter does not fit the base: the adapter was made for ") + arch_a[i].name + " = " +
+                    message_number(arch_a[i].value) + ", the base has " + arch_b[i].name + " = " +
+                    message_number(arch_b[i].value));
     require(a.layernorm_eps == b.layernorm_eps, PG_ERR_GEOMETRY,
             "adapter does not fit the base: layernorm_eps differs (adapter's base " +
                 std::to_string(a.layernorm_eps) + ", base " + std::to_string(b.layernorm_eps) + ")");
@@ -165,6 +212,7 @@ LowRankFactors low_rank_factors(const Adapter& adapter, const AdaptedLinear& m) 
     f.in = static_cast<int>(m.in);
     f.out = static_cast<int>(m.out);
     f.scale = adapter.scale();
+    f.ld_out = static_cast<int>(linear_rows(m.kind, adapter.base().config));
     return f;
 }
 

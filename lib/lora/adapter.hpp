@@ -35,6 +35,16 @@ struct BaseIdentity {
     std::string describe() const;
 };
 
+// A base's block architecture beyond GPT-2's (pg_model_config's names and values: norm, qk_norm,
+// positions, rope_*, n_kv_head, head_dim, qkv_bias, linear_bias, mlp, mlp_hidden, tied_head);
+// empty for GPT-2's block, so the identity of a GPT-2 base is what it was before the Llama family.
+struct ArchitectureField {
+    const char* name;
+    double value;
+    bool real;  // a float field (rope_theta...); the others are integers
+};
+std::vector<ArchitectureField> architecture_fields(const ModelConfig& c);
+
 // Reads a model's identity (hashes its weights: memory speed, ~30 ms for a 64M base).
 BaseIdentity identify_base(const Model& base);
 
@@ -48,18 +58,21 @@ struct TrainingRecord {
     std::vector<float> learning_rates;
 };
 
-// One adapted linear: where its factors live in the adapter's allocation.
+// One adapted linear (a target in a layer): where its factors live in the adapter's allocation
+// and which rows of the engine's (fused) linear its term lands on.
 struct AdaptedLinear {
     int layer = 0;
-    LinearKind target = LinearKind::attn_qkv;
+    Target target = Target::attn_c_attn;
+    LinearKind kind = LinearKind::attn_qkv;  // target_kind(target)
     int64_t in = 0, out = 0;
+    int64_t row_offset = 0;  // first row of the slice in the fused linear (0 for a whole linear)
     int64_t a_offset = 0;  // floats; A is [rank, in], row-major
     int64_t b_offset = 0;  // floats; B is [out, rank], row-major
 };
 
 // One named tensor (an A or a B) of the public table.
 struct AdapterTensor {
-    std::string name;      // "h.3.attn.c_attn.lora_A.weight"
+    std::string name;      // "h.3.attn.c_attn.lora_A.weight", "model.layers.3.self_attn.q_proj.lora_A.weight"
     std::array<int64_t, 2> shape{};
     int64_t numel = 0;
     int64_t offset = 0;    // floats from the start of the allocation
@@ -90,7 +103,14 @@ public:
     const float* params() const { return params_.data(); }
 
     // The adapted linear for (layer, target), or nullptr if that one is not adapted.
-    const AdaptedLinear* find(int layer, LinearKind target) const;
+    const AdaptedLinear* find(int layer, Target target) const;
+    // The adapted targets on the engine linear (layer, kind), consecutive in linears() and in
+    // row order: first points at the first of count (count 0: none).
+    struct Span {
+        const AdaptedLinear* first = nullptr;
+        int count = 0;
+    };
+    Span on_linear(int layer, LinearKind kind) const;
     float* a(const AdaptedLinear& m) { return params_.data() + m.a_offset; }
     float* b(const AdaptedLinear& m) { return params_.data() + m.b_offset; }
     const float* a(const AdaptedLinear& m) const { return params_.data() + m.a_offset; }
@@ -106,12 +126,13 @@ private:
     BaseIdentity base_;
     std::vector<AdaptedLinear> linears_;
     std::vector<AdapterTensor> tensors_;
-    std::vector<int> by_layer_target_;  // [n_layer * kNumLinearKinds] -> linears_ index or -1
+    std::vector<int> by_layer_target_;  // [n_layer * kNumTargets] -> linears_ index or -1
     AlignedBuffer<float> params_;
     TrainingRecord record_;
 };
 
-// The factors of one adapted linear as the model's low-rank term (model/low_rank.hpp).
+// The factors of one adapted linear as the model's low-rank term (model/low_rank.hpp); ld_out is
+// the fused linear's row count (the caller offsets out by m.row_offset columns).
 LowRankFactors low_rank_factors(const Adapter& adapter, const AdaptedLinear& m);
 
 // Throws PG_ERR_GEOMETRY, naming both sides, unless `base` is the base the adapter was made

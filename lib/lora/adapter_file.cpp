@@ -18,6 +18,7 @@ namespace pg::lora {
 namespace {
 
 constexpr const char* kPeftPrefix = "base_model.model.transformer.";
+constexpr const char* kLlamaPeftPrefix = "base_model.model.";
 // Metadata keys, in the order the metadata checksum covers them.
 constexpr const char* kKeyFormat = "phonegpt.adapter_format";
 constexpr const char* kKeyConfig = "phonegpt.lora_config";
@@ -91,7 +92,15 @@ std::string base_json(const BaseIdentity& b) {
     io::JsonObject o;
     o.integer("n_layer", m.n_layer).integer("n_head", m.n_head).integer("n_embd", m.n_embd);
     o.integer("n_ctx", m.n_ctx).integer("vocab_size", m.vocab_size).integer("padded_vocab_size", m.padded_vocab_size);
-    o.num("layernorm_eps", double(m.layernorm_eps)).str("weights_xxh64", io::hex64(b.weights_hash));
+    o.num("layernorm_eps", double(m.layernorm_eps));
+    const auto arch = architecture_fields(m);
+    if (!arch.empty()) {  // 1.4: a Llama-family base
+        io::JsonObject a;
+        for (const ArchitectureField& field : arch)
+            field.real ? a.num(field.name, field.value) : a.integer(field.name, int64_t(field.value));
+        o.object("architecture", a);
+    }
+    o.str("weights_xxh64", io::hex64(b.weights_hash));
     if (b.has_tokenizer) {
         io::JsonObject t;
         t.integer("kind", b.tokenizer_kind).integer("vocab_size", b.tokenizer_vocab).str("xxh64", io::hex64(b.tokenizer_hash));
@@ -170,7 +179,7 @@ io::JsonValue parse_value(const std::map<std::string, std::string>& meta, const 
     return v;
 }
 
-LoraConfig decode_config(const io::JsonValue& v, const std::string& what) {
+LoraConfig decode_config(const io::JsonValue& v, const std::string& what, int minor) {
     Fields f{v, what};
     f.only({"rank", "alpha", "use_rslora", "dropout", "target_modules", "layers", "init_seed", "freeze_a"});
     LoraConfig c;
@@ -178,7 +187,9 @@ LoraConfig decode_config(const io::JsonValue& v, const std::string& what) {
     c.alpha = f.real("alpha");
     c.use_rslora = f.flag("use_rslora");
     c.dropout = f.real("dropout");
-    c.target_modules = uint32_t(f.integer("target_modules", 1, PG_LORA_ALL_LINEARS));
+    c.target_modules = uint32_t(f.integer("target_modules", 1,
+                                          minor >= kAdapterLlamaMinor ? PG_LORA_ALL_LINEARS | PG_LORA_LLAMA_ALL_LINEARS
+                                                                      : PG_LORA_ALL_LINEARS));
     const io::JsonValue& layers = f.get("layers");
     if (!layers.is_null())
         for (const io::JsonValue& l : layers.as_array(f.at("layers"))) {
@@ -220,10 +231,39 @@ Provenance decode_provenance(const io::JsonValue& v, const std::string& what) {
     return p;
 }
 
+// A Llama-family base's architecture fields (1.4) over the GPT-2 geometry `m` read before them.
+ModelConfig decode_architecture(const io::JsonValue& v, const std::string& what, const ModelConfig& m) {
+    Fields f{v, what};
+    f.only({"norm", "qk_norm", "positions", "rope_theta", "rope_scaling_factor", "rope_low_freq_factor",
+            "rope_high_freq_factor", "rope_original_max_positions", "n_kv_head", "head_dim", "qkv_bias", "linear_bias",
+            "mlp", "mlp_hidden", "tied_head"});
+    pg_model_config c = model_config_to_c(m);
+    auto whole = [&](const char* name) { return int32_t(f.integer(name, 0, INT32_MAX)); };
+    c.norm = pg_norm_kind(whole("norm"));
+    c.qk_norm = whole("qk_norm");
+    c.positions = pg_position_kind(whole("positions"));
+    c.rope_theta = f.real("rope_theta");
+    c.rope_scaling_factor = f.real("rope_scaling_factor");
+    c.rope_low_freq_factor = f.real("rope_low_freq_factor");
+    c.rope_high_freq_factor = f.real("rope_high_freq_factor");
+    c.rope_original_max_positions = whole("rope_original_max_positions");
+    c.n_kv_head = whole("n_kv_head");
+    c.head_dim = whole("head_dim");
+    c.qkv_bias = whole("qkv_bias");
+    c.linear_bias = whole("linear_bias");
+    c.mlp = pg_mlp_kind(whole("mlp"));
+    c.mlp_hidden = whole("mlp_hidden");
+    c.tied_head = whole("tied_head");
+    ModelConfig out = model_config_from_c(c);  // checks each enumeration and flag
+    out.padded_vocab_size = m.padded_vocab_size;
+    require(!out.is_gpt2(), PG_ERR_FORMAT, what + " describes GPT-2's block, which has none");
+    return out;
+}
+
 BaseIdentity decode_base(const io::JsonValue& v, const std::string& what, int minor) {
     Fields f{v, what};
     f.only({"n_layer", "n_head", "n_embd", "n_ctx", "vocab_size", "padded_vocab_size", "layernorm_eps",
-            "weights_xxh64", "tokenizer", "fingerprint", "description", "provenance"});
+            "architecture", "weights_xxh64", "tokenizer", "fingerprint", "description", "provenance"});
     BaseIdentity b;
     ModelConfig& m = b.config;
     m.n_layer = int(f.integer("n_layer", 1, kMaxLayers));
@@ -233,7 +273,11 @@ BaseIdentity decode_base(const io::JsonValue& v, const std::string& what, int mi
     m.vocab_size = int(f.integer("vocab_size", 1, kMaxVocab));
     m.padded_vocab_size = int(f.integer("padded_vocab_size", 1, kMaxVocab));
     m.layernorm_eps = f.real("layernorm_eps");
+    const io::JsonValue* arch = v.find("architecture");
+    require(!arch || minor >= kAdapterLlamaMinor, PG_ERR_FORMAT,
+            what + ": an architecture, which format 1." + std::to_string(kAdapterLlamaMinor) + " introduced");
     try {
+        if (arch) m = decode_architecture(*arch, what + " architecture", m);
         validate_model_config(m);
     } catch (const Error& e) {
         throw Error(PG_ERR_FORMAT, what + ": " + e.what());
@@ -296,9 +340,16 @@ TrainingRecord decode_training(const io::JsonValue& v, const std::string& what, 
 
 }  // namespace
 
-std::string peft_tensor_name(const AdapterTensor& t) { return kPeftPrefix + t.name; }
+std::string peft_tensor_name(const AdapterTensor& t) {
+    // A Llama-family table name already starts at the model ("model.layers.{i}...").
+    return t.name.compare(0, 6, "model.") == 0 ? kLlamaPeftPrefix + t.name : kPeftPrefix + t.name;
+}
 
 std::string base_identity_json(const BaseIdentity& base) { return base_json(base); }
+
+int written_minor(const Adapter& adapter) {
+    return adapter.base().config.is_gpt2() ? kAdapterProvenanceMinor : kAdapterLlamaMinor;
+}
 
 namespace {
 
@@ -309,7 +360,7 @@ void write_adapter_file(const Adapter& adapter, const TrainerState* state, io::B
         require(state->adam_m.size() == n && state->adam_v.size() == n, PG_ERR_INTERNAL,
                 "adapter training checkpoint: the moments do not match the adapter");
     std::map<std::string, std::string> meta;
-    meta[kKeyFormat] = std::to_string(kAdapterFormatMajor) + "." + std::to_string(kAdapterFormatMinor);
+    meta[kKeyFormat] = std::to_string(kAdapterFormatMajor) + "." + std::to_string(written_minor(adapter));
     meta[kKeyConfig] = config_json(adapter.config());
     meta[kKeyBase] = base_json(adapter.base());
     meta[kKeyTraining] = training_json(adapter.record());
@@ -410,7 +461,8 @@ Adapter read_adapter_file(const io::ByteSource& src, TrainerState* state) {
             name + ": metadata checksum mismatch (stored " + stored_sum->second + ", computed " + io::hex64(sum) +
                 "): the file is corrupt");
 
-    const LoraConfig cfg = decode_config(parse_value(meta, kKeyConfig, name), name + ": " + kKeyConfig);
+    const LoraConfig cfg = decode_config(parse_value(meta, kKeyConfig, name), name + ": " + kKeyConfig,
+                                         major > 1 ? kAdapterFormatMinor : minor);
     const BaseIdentity base = decode_base(parse_value(meta, kKeyBase, name), name + ": " + kKeyBase, minor);
     Adapter adapter = [&] {
         try {

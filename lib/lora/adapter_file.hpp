@@ -18,17 +18,22 @@ namespace pg::lora {
 // The version this library writes. A reader accepts every major <= this one that was ever
 // written (fixtures in tests/fixtures/) and any minor of a known major (minors only add keys).
 constexpr int kAdapterFormatMajor = 1;
-constexpr int kAdapterFormatMinor = 3;
+constexpr int kAdapterFormatMinor = 4;
 // The minors and what each added (docs/formats.md §5): 1.1 the adapter training checkpoint (the
 // key phonegpt.train_state and two moment tensors; plain adapter files stayed 1.0); 1.2 a
 // training record's NaN or infinity as the string "nan", "inf" or "-inf" (io::nonfinite_token:
 // a diverged run recorded so that a coordinator refuses it by name); 1.3 the base's provenance in
-// phonegpt.base. Every file is written as 1.3 (the provenance is always there).
+// phonegpt.base; 1.4 Llama-family adapters (target bits above 15, the Llama module names, and the
+// base's block architecture in phonegpt.base's "architecture"). A GPT-2 adapter is written as
+// 1.3, byte for byte as before; a Llama-family one as 1.4 (written_minor).
 constexpr int kAdapterTrainingMinor = 1;
 constexpr int kAdapterNonFiniteMinor = 2;
 constexpr int kAdapterProvenanceMinor = 3;
+constexpr int kAdapterLlamaMinor = 4;
+int written_minor(const Adapter& adapter);
 
-// PEFT's name of an adapter tensor ("base_model.model.transformer." + the table's name).
+// PEFT's name of an adapter tensor ("base_model.model.transformer." + the table's name for GPT-2,
+// "base_model.model." + it for the Llama family).
 std::string peft_tensor_name(const AdapterTensor& t);
 
 void write_adapter(const Adapter& adapter, io::ByteSink& sink);

@@ -34,7 +34,9 @@ void add_update(Model& model, const Adapter& adapter, float sign, int n_threads)
 }  // namespace
 
 int64_t base_weight_offset(const Model& model, const AdaptedLinear& m) {
-    return model.layout().offset[weight_of(m.target)] + m.layer * m.out * m.in;
+    // The layer's stacked [rows, in] matrix, then the target's rows of it.
+    const int64_t rows = linear_rows(m.kind, model.config());
+    return model.layout().offset[weight_of(m.kind)] + (m.layer * rows + m.row_offset) * m.in;
 }
 
 void merge_into_copy(const Model& base, const Adapter& adapter, Model& out, int n_threads) {

@@ -1,5 +1,5 @@
 // PEFT import (peft.hpp): adapter_config.json + adapter_model.safetensors as PEFT saves them for
-// a Hugging Face GPT-2 base. The adapted (layer, module) pairs, the rank and every shape are read
+// a Hugging Face GPT-2 or Llama-family base. The adapted (layer, module) pairs, the rank and every shape are read
 // from the files; the configuration and the tensors must agree with each other (PG_ERR_FORMAT
 // naming both) and with the base (PG_ERR_GEOMETRY naming both sides). What PEFT can express but a
 // libphonegpt adapter cannot (DoRA, per-module ranks, LoRA biases, ...) is PG_ERR_UNSUPPORTED.
@@ -24,9 +24,20 @@ namespace pg::lora {
 
 namespace {
 
-using Site = std::pair<int, LinearKind>;  // (layer, module)
+using Site = std::pair<int, Target>;  // (layer, module)
 
-std::string site_name(const Site& s) { return "h." + std::to_string(s.first) + "." + linear_kind_name(s.second); }
+// The module's key in the Hugging Face model, as PEFT matches it: "transformer.h.3.attn.c_attn",
+// "model.layers.3.self_attn.q_proj".
+std::string module_key(const Site& s) {
+    const bool gpt2 = int(s.second) < int(Target::q_proj);
+    return (gpt2 ? "transformer.h." : "model.layers.") + std::to_string(s.first) + "." + target_module(s.second);
+}
+
+// The adapter table's stem: "h.3.attn.c_attn", "model.layers.3.self_attn.q_proj".
+std::string site_name(const Site& s) {
+    const std::string key = module_key(s);
+    return key.compare(0, 12, "transformer.") == 0 ? key.substr(12) : key;
+}
 
 std::string sites_text(const std::set<Site>& sites) {
     std::string out;
@@ -82,7 +93,7 @@ struct PeftConfig {
 bool targets_key(const io::JsonValue& targets, const std::string& key, const std::string& what) {
     if (targets.is_string()) {
         const std::string& pattern = targets.as_string(what);
-        if (pattern == "all-linear") return true;  // GPT-2's four block linears (the head is tied)
+        if (pattern == "all-linear") return true;  // every block linear of the family (the head is not)
         try {
             return std::regex_match(key, std::regex(pattern));
         } catch (const std::regex_error&) {
@@ -100,7 +111,7 @@ bool targets_key(const io::JsonValue& targets, const std::string& key, const std
 }
 
 // Keys PEFT writes whose non-default values ask for something a libphonegpt adapter is not.
-void refuse_unsupported(const io::JsonValue& v, const std::string& what) {
+void refuse_unsupported(const io::JsonValue& v, const std::string& what, const ModelConfig& base) {
     auto flag = [&](const char* key) {
         const io::JsonValue* f = v.find(key);
         require(!f || f->is_null() || !f->as_bool(what + " " + key), PG_ERR_UNSUPPORTED,
@@ -124,12 +135,15 @@ void refuse_unsupported(const io::JsonValue& v, const std::string& what) {
                 "\" is not supported (LoRA adapters here train no biases)");
     const io::JsonValue* pattern = v.find("layers_pattern");
     if (pattern && !pattern->is_null()) {
-        bool h = pattern->is_string() && pattern->as_string("") == "h";
+        const std::string blocks = base.is_gpt2() ? "h" : "layers";
+        bool ok = pattern->is_string() && pattern->as_string("") == blocks;
         if (pattern->is_array()) {
-            h = true;
-            for (const io::JsonValue& p : pattern->as_array("")) h = h && p.is_string() && p.as_string("") == "h";
+            ok = true;
+            for (const io::JsonValue& p : pattern->as_array("")) ok = ok && p.is_string() && p.as_string("") == blocks;
         }
-        require(h, PG_ERR_UNSUPPORTED, what + ": layers_pattern must be \"h\" (GPT-2's blocks)");
+        require(ok, PG_ERR_UNSUPPORTED,
+                what + ": layers_pattern must be \"" + blocks + "\" (" + (base.is_gpt2() ? "GPT-2's" : "the Llama family's") +
+                    " blocks)");
     }
 }
 
@@ -139,15 +153,16 @@ PeftConfig parse_peft_config(const std::string& text, const std::string& what, c
     const io::JsonValue* type = v.find("peft_type");
     require(!type || type->as_string(what + " peft_type") == "LORA", PG_ERR_UNSUPPORTED,
             what + ": peft_type \"" + (type ? type->as_string("") : std::string()) + "\" is not LORA");
-    refuse_unsupported(v, what);
+    refuse_unsupported(v, what, base);
     PeftConfig c;
     auto get = [&](const char* key) { return v.find(key); };
     if (const io::JsonValue* r = get("r")) c.r = int64_t(std::min<uint64_t>(r->as_u64(what + " r"), uint64_t(1) << 40));
     if (const io::JsonValue* a = get("lora_alpha")) c.alpha = a->as_double(what + " lora_alpha");
     if (const io::JsonValue* d = get("lora_dropout")) c.dropout = d->as_double(what + " lora_dropout");
     if (const io::JsonValue* s = get("use_rslora")) c.use_rslora = s->as_bool(what + " use_rslora");
-    // GPT-2's linears are Conv1D (weights [in, out]); PEFT sets fan_in_fan_out for them whatever the
-    // file says (with a warning when false), and A [r, in], B [out, r] are the same either way.
+    // GPT-2's linears are Conv1D (weights [in, out]), the Llama family's nn.Linear; PEFT sets
+    // fan_in_fan_out to fit the layer whatever the file says (with a warning), and A [r, in],
+    // B [out, r] are the same either way.
     if (const io::JsonValue* f = get("fan_in_fan_out")) c.fan_in_fan_out = f->as_bool(what + " fan_in_fan_out");
     const io::JsonValue* targets = get("target_modules");
     require(targets && !targets->is_null(), PG_ERR_FORMAT, what + ": target_modules is missing");
@@ -168,37 +183,45 @@ PeftConfig parse_peft_config(const std::string& text, const std::string& what, c
     }
     for (int layer = 0; layer < base.n_layer; ++layer) {
         if (!all_layers && !layers.count(layer)) continue;
-        for (int k = 0; k < kNumLinearKinds; ++k) {
-            const LinearKind kind = static_cast<LinearKind>(k);
-            if (targets_key(*targets, "transformer.h." + std::to_string(layer) + "." + linear_kind_name(kind),
-                            what + " target_modules"))
-                c.sites.insert({layer, kind});
+        for (int t = 0; t < kNumTargets; ++t) {
+            const Site site{layer, static_cast<Target>(t)};
+            if ((family_targets(base) & target_bit(site.second)) &&
+                targets_key(*targets, module_key(site), what + " target_modules"))
+                c.sites.insert(site);
         }
     }
     require(!c.sites.empty(), PG_ERR_FORMAT, what + ": target_modules matches none of the base's block linears");
     return c;
 }
 
-// "base_model.model.transformer.h.3.attn.c_attn.lora_A.weight" -> (3, attn_qkv), A. False when
-// the name is not a LoRA factor of a block linear.
-bool parse_factor_name(const std::string& full, Site& site, bool& is_a) {
-    std::string name;
-    for (const char* prefix : {"base_model.model.transformer.", "base_model.model."})
-        if (full.compare(0, std::strlen(prefix), prefix) == 0) {
-            name = full.substr(std::strlen(prefix));
+// "base_model.model.transformer.h.3.attn.c_attn.lora_A.weight" -> (3, attn_c_attn), A;
+// "base_model.model.model.layers.3.self_attn.q_proj.lora_B.weight" -> (3, q_proj), B. False when
+// the name is not a LoRA factor of one of the base family's block linears.
+bool parse_factor_name(const std::string& full, const ModelConfig& base, Site& site, bool& is_a) {
+    static const std::string model_prefix = "base_model.model.";
+    if (full.compare(0, model_prefix.size(), model_prefix) != 0) return false;
+    std::string name = full.substr(model_prefix.size());
+    // GPT-2's blocks also without the "transformer." of GPT2LMHeadModel (a GPT2Model base).
+    const std::vector<std::string> blocks =
+        base.is_gpt2() ? std::vector<std::string>{"transformer.h.", "h."} : std::vector<std::string>{"model.layers."};
+    std::size_t at = std::string::npos;
+    for (const std::string& b : blocks)
+        if (name.compare(0, b.size(), b) == 0) {
+            at = b.size();
             break;
         }
-    if (name.compare(0, 2, "h.") != 0) return false;
-    std::size_t at = 2;
+    if (at == std::string::npos) return false;
+    const std::size_t digits = at;
     int layer = 0;
-    while (at < name.size() && at < 8 && name[at] >= '0' && name[at] <= '9') layer = layer * 10 + (name[at++] - '0');
-    if (at == 2 || at >= name.size() || name[at] != '.' || (name[2] == '0' && at > 3)) return false;
+    while (at < name.size() && at < digits + 6 && name[at] >= '0' && name[at] <= '9') layer = layer * 10 + (name[at++] - '0');
+    if (at == digits || at >= name.size() || name[at] != '.' || (name[digits] == '0' && at > digits + 1)) return false;
     const std::string rest = name.substr(at + 1);
-    for (int k = 0; k < kNumLinearKinds; ++k) {
-        const std::string stem = linear_kind_name(static_cast<LinearKind>(k));
+    for (int t = 0; t < kNumTargets; ++t) {
+        if (!(family_targets(base) & target_bit(Target(t)))) continue;
+        const std::string stem = target_module(Target(t));
         for (bool a : {true, false})
             if (rest == stem + (a ? ".lora_A.weight" : ".lora_B.weight")) {
-                site = {layer, static_cast<LinearKind>(k)};
+                site = {layer, Target(t)};
                 is_a = a;
                 return true;
             }
@@ -241,10 +264,10 @@ LoraConfig lora_config_of(const PeftConfig& c, const std::set<Site>& sites, int 
         bits |= target_bit(s.second);
     }
     for (int layer : layers)
-        for (int k = 0; k < kNumLinearKinds; ++k)
-            if (bits & target_bit(static_cast<LinearKind>(k)))
-                require(sites.count({layer, static_cast<LinearKind>(k)}) != 0, PG_ERR_UNSUPPORTED,
-                        what + ": " + site_name({layer, static_cast<LinearKind>(k)}) +
+        for (int t = 0; t < kNumTargets; ++t)
+            if (bits & target_bit(static_cast<Target>(t)))
+                require(sites.count({layer, static_cast<Target>(t)}) != 0, PG_ERR_UNSUPPORTED,
+                        what + ": " + site_name({layer, static_cast<Target>(t)}) +
                             " is not adapted while other layers' are: a libphonegpt adapter adapts the same modules "
                             "in every adapted layer");
     LoraConfig cfg;
@@ -284,9 +307,12 @@ Adapter import_peft_from(const std::string& config_json, const std::string& conf
     for (const io::SafetensorsTensor& t : file.tensors) {
         Site site;
         bool is_a = true;
-        require(parse_factor_name(t.name, site, is_a), PG_ERR_UNSUPPORTED,
-                name + ": tensor \"" + t.name + "\" is not a LoRA factor of a GPT-2 block linear (this library imports "
-                       "base_model.model.transformer.h.{i}.{attn.c_attn|attn.c_proj|mlp.c_fc|mlp.c_proj}.lora_{A|B}.weight)");
+        require(parse_factor_name(t.name, mc, site, is_a), PG_ERR_UNSUPPORTED,
+                name + ": tensor \"" + t.name + "\" is not a LoRA factor of a block linear of this base (this library "
+                       "imports " +
+                    (mc.is_gpt2() ? std::string("base_model.model.transformer.h.{i}.{module}.lora_{A|B}.weight")
+                                  : std::string("base_model.model.model.layers.{i}.{module}.lora_{A|B}.weight")) +
+                    " for module " + family_target_names(mc) + ")");
         require(site.first < mc.n_layer, PG_ERR_GEOMETRY,
                 name + ": tensor \"" + t.name + "\" adapts layer " + std::to_string(site.first) +
                     ", the base has n_layer = " + std::to_string(mc.n_layer));
@@ -319,7 +345,7 @@ Adapter import_peft_from(const std::string& config_json, const std::string& conf
                     name + ": tensor \"" + t->name + "\" is " + shape + ", rank " + std::to_string(r) + "; " +
                         config_name + " has r = " + std::to_string(cfg.rank));
             require(side == want_side, PG_ERR_GEOMETRY,
-                    name + ": tensor \"" + t->name + "\" is " + shape + "; the base's " + linear_kind_name(site.second) +
+                    name + ": tensor \"" + t->name + "\" is " + shape + "; the base's " + target_name(site.second) +
                         " (n_embd = " + std::to_string(mc.n_embd) + ") has " + (is_a ? "in = " : "out = ") +
                         std::to_string(want_side));
         }

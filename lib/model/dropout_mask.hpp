@@ -28,11 +28,17 @@ enum DropoutPlace : int {
     // 4 + LinearKind (4..7): the input of an adapter's low-rank branch on that linear
     // (model/low_rank.hpp); the index is row * n_in + column.
     kDropLowRankBranch = 4,
+    // 8, 9: the branches on the second and third row slices of attn_qkv (k_proj, v_proj); 10:
+    // on the second slice of mlp_fc (up_proj). Each branch drops its own elements, as PEFT's
+    // per-module dropout does.
+    kDropLowRankSlice = 8,
 };
 
-// The slot of the low-rank branch's dropout on a linear of `kind`.
-inline DropoutPlace low_rank_dropout_place(LinearKind kind) {
-    return DropoutPlace(kDropLowRankBranch + static_cast<int>(kind));
+// The slot of the low-rank branch's dropout on slice `slice` (0 for a whole linear) of a
+// linear of `kind`.
+inline DropoutPlace low_rank_dropout_place(LinearKind kind, int slice) {
+    if (slice == 0) return DropoutPlace(kDropLowRankBranch + static_cast<int>(kind));
+    return DropoutPlace(kDropLowRankSlice + slice - 1 + (kind == LinearKind::mlp_fc ? 2 : 0));
 }
 
 inline bool dropout_active(const Dropout& d) { return d.p > 0.0f; }

@@ -11,7 +11,7 @@ void low_rank_forward(const LowRankFactors& f, const float* x, int rows, float* 
                       ThreadPool& pool) {
     // t [rows, r] = x [rows, in] A^T;  out [rows, out] (+)= scale t B^T.
     k::sgemm_parallel(k::gemm_args(false, true, rows, f.rank, f.in, x, f.in, f.A, f.in, t, f.rank), pool);
-    k::sgemm_parallel(k::gemm_args(false, true, rows, f.out, f.rank, t, f.rank, f.B, f.rank, out, f.out, f.scale,
+    k::sgemm_parallel(k::gemm_args(false, true, rows, f.out, f.rank, t, f.rank, f.B, f.rank, out, f.out_stride(), f.scale,
                                    accumulate ? 1.0f : 0.0f),
                       pool);
 }
@@ -21,9 +21,9 @@ void low_rank_backward(const LowRankFactors& f, const float* x, const float* dou
     const int r = f.rank;
     // t [rows, r] = x A^T (as in forward), u [rows, r] = scale dout [rows, out] B [out, r].
     k::sgemm_parallel(k::gemm_args(false, true, rows, r, f.in, x, f.in, f.A, f.in, t, r), pool);
-    k::sgemm_parallel(k::gemm_args(false, false, rows, r, f.out, dout, f.out, f.B, r, u, r, f.scale), pool);
+    k::sgemm_parallel(k::gemm_args(false, false, rows, r, f.out, dout, f.out_stride(), f.B, r, u, r, f.scale), pool);
     // dB [out, r] += scale dout^T t;  dA [r, in] += u^T x.
-    k::sgemm_parallel(k::gemm_args(true, false, f.out, r, rows, dout, f.out, t, r, dB, r, f.scale, 1.0f), pool);
+    k::sgemm_parallel(k::gemm_args(true, false, f.out, r, rows, dout, f.out_stride(), t, r, dB, r, f.scale, 1.0f), pool);
     if (dA) k::sgemm_parallel(k::gemm_args(true, false, r, f.in, rows, u, r, x, f.in, dA, f.in, 1.0f, 1.0f), pool);
     // dx [rows, in] (+)= u A.
     if (!dx) return;
@@ -40,16 +40,16 @@ void add_low_rank(float* W, const LowRankFactors& f, float sign, ThreadPool& poo
 }
 
 void low_rank_dropout(float* dst, const float* src, int64_t n, const Dropout& d, int layer, LinearKind kind,
-                      ThreadPool& pool) {
-    const DropoutPlace place = low_rank_dropout_place(kind);
+                      int slice, ThreadPool& pool) {
+    const DropoutPlace place = low_rank_dropout_place(kind, slice);
     pool.parallel_for(n, [&](int, int64_t begin, int64_t end) {
         k::dropout_apply(dst + begin, src + begin, end - begin, dropout_args(d, place, layer, uint64_t(begin)));
     });
 }
 
 void low_rank_dropout_backward(float* dst, const float* add, int64_t n, const Dropout& d, int layer,
-                               LinearKind kind, ThreadPool& pool) {
-    const DropoutPlace place = low_rank_dropout_place(kind);
+                               LinearKind kind, int slice, ThreadPool& pool) {
+    const DropoutPlace place = low_rank_dropout_place(kind, slice);
     pool.parallel_for(n, [&](int, int64_t begin, int64_t end) {
         k::dropout_residual(dst + begin, dst + begin, add + begin, end - begin,
                             dropout_args(d, place, layer, uint64_t(begin)));

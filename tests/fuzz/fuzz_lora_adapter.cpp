@@ -56,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
         (void)adapter.num_params();
     } catch (const pg::Error&) {
     }
-    static const std::string config = pg::lora::peft_adapter_config_json(fixed_adapter().config());
+    static const std::string config = pg::lora::peft_adapter_config_json(fixed_adapter().config(), fixed_adapter().base().config);
     static const std::vector<uint8_t> tensors = [] {
         pg::io::VectorSink sink;
         pg::lora::write_adapter(fixed_adapter(), sink);

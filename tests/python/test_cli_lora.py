@@ -26,7 +26,7 @@ def test_lora_commands_end_to_end(exe, tmp_path):
         assert a.training_record()["steps"] == 12
         assert a.base_info()["provenance"]["kind"] == "trained"
 
-        info, _ = run_cli(exe, "lora", "info", "--adapter", adapter, "--base", base)
+        info, _ = run_cli(exe, "lora", "info", "--adapter", adapter, "--base", base, "--allow-untrained-base")
         assert info["tensors"] == 4 and info["checked_against_base"]
         assert info["base"]["provenance"].startswith("trained for 5 steps")
 
@@ -56,8 +56,40 @@ def test_lora_commands_end_to_end(exe, tmp_path):
     run_cli(exe, "train", "--preset", "tiny", "--data", data, "--steps", 2, "--seed", 9, "--out", tmp_path / "other")
     fail, _ = run_cli(exe, "lora", "info", "--adapter", adapter, "--base", tmp_path / "other" / "model.bin", code=1)
     assert fail["status"] == "PG_ERR_GEOMETRY" and "weights" in fail["error"]
-    usage, _ = run_cli(exe, "lora", "train", "--base", base, "--data", data, "--out", adapter, "--targets", "q_proj", code=2)
-    assert "q_proj" in usage["error"]
+    usage, _ = run_cli(exe, "lora", "train", "--base", base, "--data", data, "--out", adapter, "--targets", "qkv", code=2)
+    assert "qkv" in usage["error"] and "q_proj" in usage["error"]
+    # A Llama-family name on a GPT-2 base: the library's refusal, naming the base's modules.
+    fail, _ = run_cli(exe, "lora", "train", "--base", base, "--data", data, "--out", adapter, "--targets", "q_proj", code=2)
+    assert "target q_proj is not a module of this base" in fail["error"] and "attn.c_attn, attn.c_proj" in fail["error"]
+
+
+def test_lora_train_on_a_llama_base_by_module_names(exe, tmp_path):
+    """--targets takes Hugging Face's Llama module names (short or with their block); the default
+    is PEFT's for llama (q_proj, v_proj); info and the PEFT export print the names."""
+    data = tmp_path / "text.txt"
+    data.write_text(TEXT)
+    tok = phonegpt.Tokenizer.char(TEXT)
+    config = phonegpt.ModelConfig.preset("tiny-llama")
+    config.vocab_size, config.padded_vocab_size = tok.vocab_size, 0
+    base = tmp_path / "llama.bin"
+    with phonegpt.Model(config, seed=2) as m:
+        m.tokenizer = tok
+        m.allow_untrained_base()
+        m.save(base)
+    adapter = tmp_path / "a.safetensors"
+    args = ["--base", base, "--data", data, "--rank", 2, "--steps", 3, "--batch", 2, "--threads", 1,
+            "--allow-untrained-base"]
+    out, _ = run_cli(exe, "lora", "train", *args, "--out", adapter, "--targets", "q_proj,self_attn.v_proj,down_proj")
+    assert out["config"]["target_modules"] == ["q_proj", "v_proj", "down_proj"]
+    default, _ = run_cli(exe, "lora", "train", *args, "--out", tmp_path / "d.safetensors")
+    assert default["config"]["target_modules"] == ["q_proj", "v_proj"]
+    info, _ = run_cli(exe, "lora", "info", "--adapter", adapter, "--base", base, "--allow-untrained-base")
+    assert info["tensors"] == 6 * 2 and info["config"]["target_modules"] == ["q_proj", "v_proj", "down_proj"]
+    run_cli(exe, "lora", "export-peft", "--adapter", adapter, "--out", tmp_path / "peft")
+    cfg = json.loads((tmp_path / "peft" / "adapter_config.json").read_text())
+    assert cfg["target_modules"] == ["q_proj", "v_proj", "down_proj"] and cfg["fan_in_fan_out"] is False
+    fail, _ = run_cli(exe, "lora", "train", *args, "--out", adapter, "--targets", "c_attn", code=2)
+    assert "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj" in fail["error"]
 
 
 def test_lora_train_over_a_mapped_fp16_base(exe, tmp_path):

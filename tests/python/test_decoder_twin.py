@@ -48,8 +48,10 @@ def repeat_kv(x, n_rep):
     return x if n_rep == 1 else x[:, :, None].expand(b, h, n_rep, t, d).reshape(b, h * n_rep, t, d)
 
 
-def twin_forward(c, p, x, y):
-    """Mean cross-entropy over targets >= 0 and the logits over the real vocabulary."""
+def twin_forward(c, p, x, y, lora=None):
+    """Mean cross-entropy over targets >= 0 and the logits over the real vocabulary. lora:
+    {"model.layers.N.self_attn.q_proj": (A, B, scale)} adds PEFT's scale * B (A x) to that
+    projection (test_lora_llama_twin.py)."""
     B, T = x.shape
     nh, nkv = c.n_head, c.n_kv_head or c.n_head
     hd = c.head_dim or c.n_embd // nh
@@ -64,7 +66,11 @@ def twin_forward(c, p, x, y):
 
         def proj(name, inp):
             bias = p.get(pre + name + ".bias")
-            return F.linear(inp, p[pre + name + ".weight"], bias)
+            out = F.linear(inp, p[pre + name + ".weight"], bias)
+            if lora and pre + name in lora:
+                a, b, scale = lora[pre + name]
+                out = out + scale * F.linear(F.linear(inp, a), b)
+            return out
 
         a = rms_norm(h, p[pre + "input_layernorm.weight"], eps)
         q = proj("self_attn.q_proj", a).view(B, T, nh, hd)

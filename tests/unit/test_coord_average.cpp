@@ -119,7 +119,7 @@ TEST_CASE("average: exact methods equal the weighted mean update; FedAvg of fact
     CHECK(rep.svd_residual < std::sqrt(8.0 / 12.0));
     // A = V_k^T: orthonormal rows on every linear, the wide ones (mlp.c_proj: in > out) too.
     for (const AdaptedLinear& m : svd4.linears()) {
-        CAPTURE(m.layer, linear_kind_name(m.target), m.in, m.out);
+        CAPTURE(m.layer, pg::lora::target_name(m.target), m.in, m.out);
         for (int i = 0; i < 4; ++i)
             for (int j = 0; j < 4; ++j) {
                 double dot = 0.0;

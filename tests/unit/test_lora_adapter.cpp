@@ -49,7 +49,7 @@ TEST_CASE("lora config: defaults are PEFT's", "[lora]") {
     CHECK(c.alpha == 8.0f);
     CHECK(c.use_rslora == 0);
     CHECK(c.dropout == 0.0f);
-    CHECK(c.target_modules == PG_LORA_ATTN_C_ATTN);
+    CHECK(c.target_modules == 0);  // the base family's PEFT default
     CHECK(c.layers == nullptr);
     CHECK(c.n_layers == 0);
     CHECK(c.init_seed == 1337);
@@ -84,8 +84,8 @@ TEST_CASE("lora config: every bad field is refused and named", "[lora]") {
         {"dropout", [](pg_lora_config& c) { c.dropout = -0.1f; }},
         {"use_rslora", [](pg_lora_config& c) { c.use_rslora = 2; }},
         {"freeze_a", [](pg_lora_config& c) { c.freeze_a = -1; }},
-        {"target_modules", [](pg_lora_config& c) { c.target_modules = 0; }},
-        {"target_modules", [](pg_lora_config& c) { c.target_modules = 16; }},
+        {"target_modules", [](pg_lora_config& c) { c.target_modules = 2048; }},
+        {"target_modules", [](pg_lora_config& c) { c.target_modules = 0x80000001u; }},
         {"layers", [](pg_lora_config& c) { c.layers = nullptr; c.n_layers = 2; }},
         {"layers", [](pg_lora_config& c) { c.layers = dup; c.n_layers = 2; }},
         {"layers", [](pg_lora_config& c) { c.layers = neg; c.n_layers = 1; }},
@@ -108,12 +108,12 @@ TEST_CASE("lora config: a caller with an older, shorter struct gets defaults for
     pg_lora_config_default(&c);
     c.rank = 4;
     c.alpha = 2.0f;
-    c.target_modules = 0;  // beyond the older struct: never read
+    c.target_modules = PG_LORA_MLP_C_PROJ;  // beyond the older struct: never read
     c.struct_size = offsetof(pg_lora_config, alpha) + sizeof(float);
     const pg::lora::LoraConfig cfg = pg::lora::lora_config_from_c(c);
     CHECK(cfg.rank == 4);
     CHECK(cfg.alpha == 2.0f);
-    CHECK(cfg.target_modules == PG_LORA_ATTN_C_ATTN);
+    CHECK(cfg.target_modules == 0);
     CHECK(cfg.layers.empty());
 }
 
@@ -141,7 +141,7 @@ TEST_CASE("lora adapter: the tensor table follows the configuration and the base
             CHECK(A.offset == offset);
             CHECK(B.offset == offset + r * in[t]);
             offset += r * in[t] + out[t] * r;
-            const pg::lora::AdaptedLinear* m = a.find(layer, static_cast<pg::LinearKind>(t));
+            const pg::lora::AdaptedLinear* m = a.find(layer, static_cast<pg::lora::Target>(t));
             REQUIRE(m != nullptr);
             CHECK(m->a_offset == A.offset);
             CHECK(a.find_tensor(B.name) == (layer * 4 + t) * 2 + 1);
@@ -159,9 +159,9 @@ TEST_CASE("lora adapter: layers and targets select what is adapted", "[lora]") {
     const pg::lora::Adapter a = pg::lora::Adapter::create(base, cfg);
     REQUIRE(a.tensors().size() == 2);
     CHECK(a.tensors()[0].name == "h.1.mlp.c_proj.lora_A.weight");
-    CHECK(a.find(0, pg::LinearKind::mlp_proj) == nullptr);
-    CHECK(a.find(1, pg::LinearKind::attn_qkv) == nullptr);
-    CHECK(a.find(1, pg::LinearKind::mlp_proj) != nullptr);
+    CHECK(a.find(0, pg::lora::Target::mlp_c_proj) == nullptr);
+    CHECK(a.find(1, pg::lora::Target::attn_c_attn) == nullptr);
+    CHECK(a.find(1, pg::lora::Target::mlp_c_proj) != nullptr);
     CHECK(a.num_params() == 3 * 64 + 16 * 3);
 }
 

@@ -331,12 +331,12 @@ TEST_CASE("lora file: every adapter version ever written still loads (fixtures)"
 }
 
 TEST_CASE("lora file: write the fixtures of the current version", "[.write-fixtures]") {
-    const std::string version = std::to_string(pg::lora::kAdapterFormatMajor) + "." +
-                                std::to_string(pg::lora::kAdapterFormatMinor);
     auto write = [](const std::vector<uint8_t>& bytes, const std::string& name) {
         pg::io::write_file_atomically(pg_test::fixtures_dir() + "/" + name, bytes.data(), bytes.size());
     };
     const pg::lora::Adapter a = fixture_adapter();
+    const std::string version = std::to_string(pg::lora::kAdapterFormatMajor) + "." +
+                                std::to_string(pg::lora::written_minor(a));
     write(encode(a), "lora_adapter_v" + version + ".safetensors");
     write(encode(nonfinite_fixture_adapter()), "lora_adapter_v" + version + "_nonfinite.safetensors");
     write(encode_training(a, fixture_state(a)), "lora_training_v" + version + ".safetensors");
@@ -444,7 +444,7 @@ TEST_CASE("lora peft: export writes adapter_config.json and PEFT-named safetenso
     pg_lora_adapter_free(handle);
     pg_model_free(tiny);
 
-    const std::string json = pg::lora::peft_adapter_config_json(a.config());
+    const std::string json = pg::lora::peft_adapter_config_json(a.config(), a.base().config);
     const pg::io::JsonValue v = pg::io::parse_json(json.data(), json.size(), "adapter_config.json");
     CHECK(v.find("peft_type")->as_string("") == "LORA");
     CHECK(v.find("r")->as_u64("") == 4);

@@ -209,7 +209,7 @@ TEST_CASE("lora hook: gradients are the chain rule through the merged weights' g
     const double s = a.scale();
     const int r = a.config().rank;
     for (const auto& m : a.linears()) {
-        const float* G = gm.data() + merged->layout().offset[weight_of[int(m.target)]] + m.layer * m.out * m.in;
+        const float* G = gm.data() + merged->layout().offset[weight_of[int(m.kind)]] + m.layer * m.out * m.in;
         const float* A = a.a(m);
         const float* Bm = a.b(m);
         double worst = 0, scale_of = 0;
@@ -227,7 +227,7 @@ TEST_CASE("lora hook: gradients are the chain rule through the merged weights' g
                 worst = std::max(worst, std::fabs(want - ga[size_t(m.a_offset + k * m.in + i)]));
                 scale_of = std::max(scale_of, std::fabs(want));
             }
-        INFO("layer " << m.layer << " " << pg::linear_kind_name(m.target) << ": worst " << worst << " of "
+        INFO("layer " << m.layer << " " << pg::lora::target_name(m.target) << ": worst " << worst << " of "
                       << scale_of);
         CHECK(scale_of > 0);
         CHECK(worst <= 1e-4 * scale_of);

@@ -190,7 +190,7 @@ TEST_CASE("lora peft: a pair as PEFT writes it imports with the geometry read fr
         if (std::string(dtype) == "F16")  // values an F16 file holds exactly (the scalar definition)
             for (int64_t i = 0; i < a.num_params(); ++i)
                 a.params()[i] = pg::kernels::fp16_to_float(pg::kernels::float_to_fp16(a.params()[i]));
-        const std::string config = pg::lora::peft_adapter_config_json(a.config());
+        const std::string config = pg::lora::peft_adapter_config_json(a.config(), a.base().config);
         const pg::lora::Adapter b = import(config, safetensors_bytes(peft_tensors(a, dtype)), base);
         CHECK(same_factors(a, b));
         CHECK(b.config().rank == 2);
@@ -225,7 +225,7 @@ TEST_CASE("lora peft: target_modules and layers_to_transform as PEFT matches the
     for (const Case& c : cases) {
         INFO(c.targets << " layers " << c.layers);
         const pg::lora::Adapter a = trained_adapter(base, c.bits, c.adapted);
-        std::string config = pg::lora::peft_adapter_config_json(a.config());
+        std::string config = pg::lora::peft_adapter_config_json(a.config(), a.base().config);
         config = with_key(with_key(config, "target_modules", c.targets), "layers_to_transform", c.layers);
         const pg::lora::Adapter b = import(config, safetensors_bytes(peft_tensors(a)), base);
         CHECK(b.config().target_modules == c.bits);
@@ -237,7 +237,7 @@ TEST_CASE("lora peft: target_modules and layers_to_transform as PEFT matches the
 TEST_CASE("lora peft: broken and unsupported pairs, exact statuses naming both sides", "[lora][peft]") {
     const pg::Model base = base_model();
     const pg::lora::Adapter a = trained_adapter(base, PG_LORA_ATTN_C_ATTN | PG_LORA_MLP_C_PROJ);
-    const std::string good_config = pg::lora::peft_adapter_config_json(a.config());
+    const std::string good_config = pg::lora::peft_adapter_config_json(a.config(), a.base().config);
     const RawFile good = peft_tensors(a);
     REQUIRE_NOTHROW(import(good_config, safetensors_bytes(good), base));
     struct Case {
@@ -341,7 +341,7 @@ TEST_CASE("lora peft: broken and unsupported pairs, exact statuses naming both s
         const pg::Model deep = base_model(20);
         const pg::lora::Adapter d = trained_adapter(deep, PG_LORA_ATTN_C_ATTN | PG_LORA_ATTN_C_PROJ);
         REQUIRE(d.tensors().size() == 80);
-        const std::string config = pg::lora::peft_adapter_config_json(d.config());
+        const std::string config = pg::lora::peft_adapter_config_json(d.config(), d.base().config);
         const pg::Model base16 = base_model(16);
         std::string message;
         try {
@@ -374,7 +374,7 @@ TEST_CASE("lora peft: every truncation of the tensors and every byte flip of the
           "[lora][peft]") {
     const pg::Model base = base_model();
     const pg::lora::Adapter a = trained_adapter(base, PG_LORA_ATTN_C_ATTN);
-    const std::string config = pg::lora::peft_adapter_config_json(a.config());
+    const std::string config = pg::lora::peft_adapter_config_json(a.config(), a.base().config);
     const std::vector<uint8_t> tensors = safetensors_bytes(peft_tensors(a));
     for (std::size_t size = 0; size < tensors.size(); size += 7) {
         const std::vector<uint8_t> cut(tensors.begin(), tensors.begin() + long(size));
@@ -443,7 +443,7 @@ TEST_CASE("lora peft: one flipped bit in any phonegpt metadata key is refused, n
     CHECK(flips > 8 * 60);
     // A plain PEFT file (PEFT's own config) with a key naming the library in another case: refused,
     // and the message names the key; the same file without it imports.
-    const std::string peft_config = pg::lora::peft_adapter_config_json(a.config());
+    const std::string peft_config = pg::lora::peft_adapter_config_json(a.config(), a.base().config);
     const std::vector<uint8_t> plain = safetensors_bytes(peft_tensors(a));
     REQUIRE_NOTHROW(import(peft_config, plain, base));
     uint64_t n = 0;
@@ -456,6 +456,60 @@ TEST_CASE("lora peft: one flipped bit in any phonegpt metadata key is refused, n
     marked.insert(marked.end(), h.begin(), h.end());
     marked.insert(marked.end(), plain.begin() + 8 + long(header_len_of(plain)), plain.end());
     CHECK_THROWS_WITH(import(peft_config, marked, base), Catch::Contains("\"PhoneGPT.note\" looks like libphonegpt's"));
+    std::remove((folder + "/adapter_model.safetensors").c_str());
+    std::remove((folder + "/adapter_config.json").c_str());
+}
+
+TEST_CASE("lora peft: Llama-family keys both ways, target_modules matched as PEFT matches them", "[lora][peft]") {
+    pg::Model base(pg::model_preset("tiny-qwen3"));
+    pg::init_gpt2_params(base.config(), base.params(), 21);
+    const uint32_t some = PG_LORA_Q_PROJ | PG_LORA_V_PROJ | PG_LORA_O_PROJ | PG_LORA_UP_PROJ | PG_LORA_DOWN_PROJ;
+    pg::lora::Adapter a = trained_adapter(base, some, {1});
+    const std::string config = pg::lora::peft_adapter_config_json(a.config(), a.base().config);
+    const pg::io::JsonValue v = pg::io::parse_json(config.data(), config.size(), "config");
+    std::vector<std::string> names;
+    for (const auto& t : v.find("target_modules")->as_array("")) names.push_back(t.as_string(""));
+    CHECK(names == std::vector<std::string>{"q_proj", "v_proj", "o_proj", "up_proj", "down_proj"});
+    CHECK_FALSE(v.find("fan_in_fan_out")->as_bool(""));  // nn.Linear
+    CHECK(v.find("layers_pattern")->as_string("") == "layers");
+    CHECK(pg::lora::peft_tensor_name(a.tensors()[0]) == "base_model.model.model.layers.1.self_attn.q_proj.lora_A.weight");
+
+    // The exported folder comes back whole; PEFT's own layout (no phonegpt metadata) with the
+    // geometry read from the files.
+    const std::string folder = pg_test::tmp_dir() + "/peft_llama";
+    ::mkdir(folder.c_str(), 0755);
+    pg::lora::export_peft(a, folder);
+    CHECK(pg::lora::same_adapter(a, pg::lora::import_peft(folder, base)));
+    const std::vector<uint8_t> plain = safetensors_bytes(peft_tensors(a));
+    const pg::lora::Adapter b = import(config, plain, base);
+    CHECK(same_factors(a, b));
+    CHECK(b.config().target_modules == some);
+    CHECK(b.config().layers == std::vector<int32_t>{1});
+
+    // target_modules as PEFT matches it: names, a regular expression over the module keys.
+    CHECK(import(with_key(config, "target_modules", "\"model\\\\.layers\\\\.\\\\d+\\\\.(self_attn\\\\.(q|v|o)_proj|mlp\\\\.(up|down)_proj)\""),
+                 plain, base)
+              .config()
+              .target_modules == some);
+    // "all-linear" over a file with only some modules: the two files disagree, by name.
+    CHECK_THROWS_WITH(import(with_key(config, "target_modules", "\"all-linear\""), plain, base),
+                      Catch::Contains("targets model.layers.1.self_attn.q_proj, model.layers.1.self_attn.k_proj"));
+    pg::lora::Adapter all = trained_adapter(base, PG_LORA_LLAMA_ALL_LINEARS);
+    const std::string all_config = with_key(
+        with_key(pg::lora::peft_adapter_config_json(all.config(), all.base().config), "target_modules", "\"all-linear\""),
+        "layers_to_transform", "null");
+    CHECK(import(all_config, safetensors_bytes(peft_tensors(all)), base).config().target_modules ==
+          PG_LORA_LLAMA_ALL_LINEARS);
+    // GPT-2's names match nothing on a Llama base; GPT-2's blocks pattern is refused.
+    CHECK_THROWS_WITH(import(with_key(config, "target_modules", "[\"c_attn\"]"), plain, base),
+                      Catch::Contains("matches none"));
+    CHECK_THROWS_WITH(import(with_key(config, "layers_pattern", "\"h\""), plain, base),
+                      Catch::Contains("layers_pattern must be \"layers\""));
+    // A GPT-2 key in a Llama file is not a factor of this base, named with the expected form.
+    RawFile gpt2_key = peft_tensors(a);
+    gpt2_key["base_model.model.transformer.h.1.attn.c_attn.lora_A.weight"] = gpt2_key.begin()->second;
+    CHECK_THROWS_WITH(import(config, safetensors_bytes(gpt2_key), base),
+                      Catch::Contains("base_model.model.model.layers.{i}.{module}") && Catch::Contains("q_proj"));
     std::remove((folder + "/adapter_model.safetensors").c_str());
     std::remove((folder + "/adapter_config.json").c_str());
 }

@@ -279,7 +279,7 @@ TEST_CASE("a Llama-family model trains in full and through a LoRA adapter", "[mo
         pg_lora_config_default(&c);
         c.rank = 4;
         c.alpha = 8.0f;
-        c.target_modules = PG_LORA_ALL_LINEARS;
+        c.target_modules = PG_LORA_LLAMA_ALL_LINEARS;
         pg_lora_adapter* adapter = nullptr;
         REQUIRE(pg_lora_adapter_create(base, &c, &adapter) == PG_OK);
         const pg_train_config tc = small_training();

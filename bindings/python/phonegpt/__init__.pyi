@@ -317,6 +317,9 @@ class LoraConfig:
     alpha: float
     use_rslora: bool
     dropout: float
+    # OR of pg_lora_target bits: GPT-2's c_attn 1, attn.c_proj 2, c_fc 4, mlp.c_proj 8; the Llama
+    # family's q_proj 16, k_proj 32, v_proj 64, o_proj 128, gate_proj 256, up_proj 512, down_proj 1024;
+    # 0 (default): the base family's PEFT default (c_attn; q_proj | v_proj).
     target_modules: int
     init_seed: int
     freeze_a: bool

@@ -2,12 +2,22 @@ package phonegpt
 
 import java.nio.FloatBuffer
 
-/** The block linears a LoRA adapter can target (pg_lora_target; Hugging Face GPT-2 names). */
+/**
+ * The block linears a LoRA adapter can target (pg_lora_target; Hugging Face module names): GPT-2's
+ * four for GPT-2 bases, the Llama family's seven for Llama, Qwen2 and Qwen3 bases. An empty set in
+ * [LoraConfig.targetModules] is the base family's PEFT default (c_attn; q_proj and v_proj).
+ */
 enum class LoraTarget(override val bit: Int, val moduleName: String) : CBit {
-    ATTN_C_ATTN(1, "attn.c_attn"), ATTN_C_PROJ(2, "attn.c_proj"), MLP_C_FC(4, "mlp.c_fc"), MLP_C_PROJ(8, "mlp.c_proj");
+    ATTN_C_ATTN(1, "attn.c_attn"), ATTN_C_PROJ(2, "attn.c_proj"), MLP_C_FC(4, "mlp.c_fc"), MLP_C_PROJ(8, "mlp.c_proj"),
+    Q_PROJ(16, "self_attn.q_proj"), K_PROJ(32, "self_attn.k_proj"), V_PROJ(64, "self_attn.v_proj"),
+    O_PROJ(128, "self_attn.o_proj"), GATE_PROJ(256, "mlp.gate_proj"), UP_PROJ(512, "mlp.up_proj"),
+    DOWN_PROJ(1024, "mlp.down_proj");
 
     companion object {
-        @JvmStatic val ALL: Set<LoraTarget> = values().toSet()
+        /** GPT-2's four (PG_LORA_ALL_LINEARS). */
+        @JvmStatic val ALL: Set<LoraTarget> = setOf(ATTN_C_ATTN, ATTN_C_PROJ, MLP_C_FC, MLP_C_PROJ)
+        /** The Llama family's seven (PG_LORA_LLAMA_ALL_LINEARS). */
+        @JvmStatic val LLAMA_ALL: Set<LoraTarget> = values().toSet() - ALL
     }
 }
 

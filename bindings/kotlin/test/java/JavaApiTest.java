@@ -222,7 +222,10 @@ public final class JavaApiTest {
                             lt.save(loraCheckpoint);
                         }
                         try (LoraTrainer resumed = LoraTrainer.resume(loraCheckpoint, model)) { check(resumed.getBase() == model, "LoRA resume"); }
-                        check(a.getConfig().equals(LoraConfig.defaults()) && a.getScale() > 0 && a.getBaseJson().startsWith("{"), "adapter");
+                        // the default targets (none: the base family's PEFT default) resolved to GPT-2's c_attn
+                        check(LoraConfig.defaults().getTargetModules().isEmpty()
+                              && a.getConfig().getTargetModules().equals(java.util.Collections.singleton(LoraTarget.ATTN_C_ATTN))
+                              && a.getConfig().getRank() == LoraConfig.defaults().getRank() && a.getScale() > 0 && a.getBaseJson().startsWith("{"), "adapter");
                         File peftFolder = new File(tmp, "peft");
                         check(peftFolder.isDirectory() || peftFolder.mkdirs(), "PEFT folder");
                         String peft = peftFolder.getPath();
@@ -258,6 +261,7 @@ public final class JavaApiTest {
                         check(LoraClipMode.MEDIAN.getCode() == 1, "clip modes");
                         check(avg.getReport() instanceof LoraAverageReport, "average report");
                         check(LoraTarget.getALL().size() == 4, "targets");
+                        check(LoraTarget.getLLAMA_ALL().size() == 7 && LoraTarget.getLLAMA_ALL().contains(LoraTarget.Q_PROJ), "llama targets");
                     }
                 }
                 try (Trainer t = new Trainer(model, tc)) {

@@ -81,7 +81,7 @@ class LibraryTest {
         assertEquals(listOf<Any>(32, 0, 1, LrSchedule.COSINE, 1e-3f, 1e-4f, 100, 5000L, false, 1337L),
                      listOf<Any>(t.batchSize, t.seqLen, t.gradAccumSteps, t.schedule, t.lrMax, t.lrMin, t.warmupSteps,
                                  t.totalSteps, t.decayEmbeddings, t.seed))
-        assertEquals(LoraConfig(8, 8f, false, 0f, setOf(LoraTarget.ATTN_C_ATTN), null, 1337L, false), LoraConfig.default())
+        assertEquals(LoraConfig(8, 8f, false, 0f, emptySet(), null, 1337L, false), LoraConfig.default())
         assertEquals(SignaturePolicy.REQUIRED, ValidationPolicy.default().signature)
         assertEquals(BaseTrainedPolicy.REFUSE_UNTRAINED, ValidationPolicy.default().baseTrained)
         assertEquals(LoraAverageMethod.FEDAVG_FACTORS, LoraAverageConfig.default().method)

@@ -29,11 +29,22 @@ class LoraTest {
     @Test fun loraAdapters() {
         val d = LoraConfig.default()
         assertEquals(8, d.rank)
-        assertEquals(setOf(LoraTarget.ATTN_C_ATTN), d.targetModules)
+        assertEquals(emptySet<LoraTarget>(), d.targetModules)  // the base family's PEFT default
         assertNull(d.layers)
         d.validate()
         assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { d.copy(rank = 0).validate() }
-        assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { d.copy(targetModules = emptySet()).validate() }
+        // A Llama-family base: q_proj and v_proj by default, each its own A and B; GPT-2's names refused.
+        Model(ModelConfig.preset("tiny-llama"), 3).use { llama ->
+            LoraAdapter(llama, d.copy(rank = 2)).use { a ->
+                assertEquals(setOf(LoraTarget.Q_PROJ, LoraTarget.V_PROJ), a.config.targetModules)
+                assertEquals("model.layers.0.self_attn.q_proj.lora_A.weight", a.tensorNames[0])
+                assertArrayEquals(longArrayOf(16, 2), a.tensorShape("model.layers.0.self_attn.v_proj.lora_B.weight"))
+            }
+            val refused = assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) {
+                LoraAdapter(llama, d.copy(targetModules = LoraTarget.ALL))
+            }
+            assertTrue(refused.message, refused.message!!.contains("q_proj, k_proj, v_proj"))
+        }
         assertThrows<InvalidArgumentException>(Status.INVALID_ARGUMENT) { d.copy(dropout = 1f).validate() }
         tinyModel().use { m ->
             val cfg = d.copy(rank = 4, alpha = 8f, targetModules = LoraTarget.ALL, layers = listOf(1))
