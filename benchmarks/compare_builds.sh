@@ -13,7 +13,7 @@ lora_cpu() {  # <build dir>: "CPU ms/step, peak MB" (builds before 0.3 call the 
   local flag=--base-storage
   "$1/benchmarks/bench_lora" --help 2>&1 | grep -q -- "--base-storage" || flag=--base
   "$1/benchmarks/bench_lora" --shape ailoos --steps 2 --warmup 1 --threads 2 "$flag" fp32 2>&1 | tail -1 |
-    python3 -c 'import json, sys; j = json.loads(sys.stdin.read()); print(f"{j[\"cpu_ms_median\"]:.0f} CPU ms/step, peak {j[\"peak_train_mb\"]:.0f} MB")'
+    python3 -c 'import json, sys; j = json.loads(sys.stdin.read()); print("%.0f CPU ms/step, peak %.0f MB" % (j["cpu_ms_median"], j["peak_train_mb"]))'
 }
 
 for ((r = 1; r <= rounds; ++r)); do
