@@ -227,6 +227,40 @@ void n_lora_trainer_save(JNIEnv* env, jclass, jlong h, jstring jpath) {
     if (t && get_string(env, jpath, "path", &path)) lora_trainer_failed(env, pg_lora_trainer_save(t, path.c_str()), t);
 }
 
+// The full trainer's getters and thread count (trainer_jni.cpp), over the LoRA family's calls.
+jlongArray n_lora_trainer_get_config(JNIEnv* env, jclass, jlong h) {
+    auto* t = lora_trainer_of(env, h);
+    pg_train_config c = defaults<pg_train_config>();
+    if (!t || lora_trainer_failed(env, pg_lora_trainer_get_config(t, &c), t)) return nullptr;
+    return struct_longs(env, c);
+}
+
+jlong n_lora_trainer_step_count(JNIEnv* env, jclass, jlong h) {
+    auto* t = lora_trainer_of(env, h);
+    int64_t step = 0;
+    if (!t || lora_trainer_failed(env, pg_lora_trainer_step_count(t, &step), t)) return 0;
+    return jlong(step);
+}
+
+jfloat n_lora_trainer_lr_at(JNIEnv* env, jclass, jlong h, jlong step) {
+    auto* t = lora_trainer_of(env, h);
+    float lr = 0.0f;
+    if (!t || lora_trainer_failed(env, pg_lora_trainer_lr_at(t, step, &lr), t)) return 0;
+    return lr;
+}
+
+jint n_lora_trainer_threads(JNIEnv* env, jclass, jlong h) {
+    auto* t = lora_trainer_of(env, h);
+    int32_t n = 0;
+    if (!t || lora_trainer_failed(env, pg_lora_trainer_n_threads(t, &n), t)) return 0;
+    return n;
+}
+
+void n_lora_trainer_set_threads(JNIEnv* env, jclass, jlong h, jint n) {
+    auto* t = lora_trainer_of(env, h);
+    if (t) lora_trainer_failed(env, pg_lora_trainer_set_threads(t, n), t);
+}
+
 // Returns {adapter handle, trainer handle}.
 jlongArray n_lora_trainer_resume(JNIEnv* env, jclass, jstring jpath, jlong base) {
     std::string path;
@@ -274,6 +308,11 @@ const JNINativeMethod kLoraNatives[] = {
     PG_NATIVE("loraTrainerComputeGradients", "(J[ILjava/nio/IntBuffer;I[ILjava/nio/IntBuffer;III)F",
               n_lora_trainer_compute_gradients),
     PG_NATIVE("loraTrainerReadGrad", "(JI" PG_SIG_FLOATS ")V", n_lora_trainer_read_grad),
+    PG_NATIVE("loraTrainerGetConfig", "(J)[J", n_lora_trainer_get_config),
+    PG_NATIVE("loraTrainerStepCount", "(J)J", n_lora_trainer_step_count),
+    PG_NATIVE("loraTrainerLrAt", "(JJ)F", n_lora_trainer_lr_at),
+    PG_NATIVE("loraTrainerThreads", "(J)I", n_lora_trainer_threads),
+    PG_NATIVE("loraTrainerSetThreads", "(JI)V", n_lora_trainer_set_threads),
     PG_NATIVE("loraTrainerSave", "(JLjava/lang/String;)V", n_lora_trainer_save),
     PG_NATIVE("loraTrainerResume", "(Ljava/lang/String;J)[J", n_lora_trainer_resume),
 };
