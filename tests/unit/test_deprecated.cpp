@@ -99,6 +99,12 @@ TEST_CASE("deprecated pg_generate is append + generate on a fresh session", "[de
     CHECK(pg_generate(m.get(), prompt.data(), 0, nullptr, out.data(), out.size(), &n) == PG_ERR_INVALID_ARGUMENT);
     CHECK(n == 0);
     CHECK(std::string(pg_last_error()).rfind("pg_generate: the prompt is empty", 0) == 0);
+    pg_sample_config bad;
+    pg_sample_config_default(&bad);
+    bad.top_p = 0.0f;  // refused below the boundary, labelled with the wrapper's name
+    CHECK(pg_generate(m.get(), prompt.data(), prompt.size(), &bad, out.data(), out.size(), &n) ==
+          PG_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(pg_last_error()).rfind("pg_generate: top_p 0", 0) == 0);
 }
 
 TEST_CASE("deprecated pg_tokenizer_kind_of answers as pg_tokenizer_get_kind", "[deprecated][tokenizer][capi]") {

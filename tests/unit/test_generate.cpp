@@ -358,7 +358,7 @@ TEST_CASE("pg_session_generate rejects bad arguments", "[generate]") {
     CHECK_THAT(pg_last_error(), Catch::Contains("token 1 is 65"));
 
     CHECK(with([](pg_sample_config& s) { s.temperature = -0.5f; }) == PG_ERR_INVALID_ARGUMENT);
-    CHECK_THAT(pg_last_error(), Catch::Contains("temperature"));
+    CHECK(std::string(pg_last_error()).rfind("pg_session_generate: temperature", 0) == 0);
     CHECK(with([](pg_sample_config& s) { s.temperature = NAN; }) == PG_ERR_INVALID_ARGUMENT);
     CHECK(with([](pg_sample_config& s) { s.temperature = INFINITY; }) == PG_ERR_INVALID_ARGUMENT);
     CHECK(with([](pg_sample_config& s) { s.top_k = -1; }) == PG_ERR_INVALID_ARGUMENT);

@@ -57,7 +57,7 @@ std::size_t first_completion(const std::vector<std::string>& prefixes, const std
 
 // How many pushes until the matcher reports the stop string (0 = never).
 std::size_t matcher_completion(const pg::Tokenizer& tok, const std::vector<int32_t>& ids, const std::string& stop) {
-    pg::StopStringMatcher m(tok, {"never-there", stop}, "test");
+    pg::StopStringMatcher m(tok, {"never-there", stop});
     for (std::size_t k = 0; k < ids.size(); ++k)
         if (m.push(ids[k])) return k + 1;
     return 0;
@@ -112,8 +112,8 @@ TEST_CASE("a stop string inside a character split across tokens matches once it 
     for (int32_t id : tok.encode("x!")) bad.push_back(id);
     CHECK(matcher_completion(tok, bad, "f\xEF\xBF\xBDx") == n_caf + 2);
     // A stop string that is not UTF-8 could never match the decoded text: refused.
-    CHECK_THROWS_AS(pg::StopStringMatcher(tok, {"\xC3"}, "test"), pg::Error);
-    CHECK_THROWS_WITH(pg::StopStringMatcher(tok, {"ok", ""}, "test"), Catch::Contains("stop string 1 is empty"));
+    CHECK_THROWS_AS(pg::StopStringMatcher(tok, {"\xC3"}), pg::Error);
+    CHECK_THROWS_WITH(pg::StopStringMatcher(tok, {"ok", ""}), Catch::Contains("stop string 1 is empty"));
 }
 
 TEST_CASE("pg_generate with a BPE model stops at a stop string spanning two tokens", "[generate][bpe]") {

@@ -169,6 +169,20 @@ TEST_CASE("session: evaluation errors are labelled with the function called", "[
     sc.n_batches = 0;
     REQUIRE(pg_session_evaluate_sampled(s.get(), tokens.data(), tokens.size(), &sc, &r) == PG_ERR_INVALID_ARGUMENT);
     CHECK(std::string(pg_last_error()).rfind("pg_session_evaluate_sampled: n_batches 0", 0) == 0);
+
+    // Generation's checks run below the boundary, which labels them with the function called.
+    pg_sample_config gc;
+    pg_sample_config_default(&gc);
+    gc.top_p = 0.0f;
+    int32_t out[4];
+    size_t n = 0;
+    REQUIRE(pg_session_append(s.get(), tokens.data(), 3) == PG_OK);
+    REQUIRE(pg_session_generate(s.get(), &gc, out, 4, &n) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(pg_last_error()).rfind("pg_session_generate: top_p 0", 0) == 0);
+    CHECK(std::string(pg_session_last_error(s.get())) == pg_last_error());
+    // A NULL argument is labelled by the boundary too, once.
+    REQUIRE(pg_session_generate(s.get(), &gc, out, 4, nullptr) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(pg_last_error()) == "pg_session_generate: n_out is NULL");
 }
 
 TEST_CASE("session: bad arguments and states are refused with the session's message", "[session][capi]") {
