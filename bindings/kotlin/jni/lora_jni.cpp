@@ -227,38 +227,25 @@ void n_lora_trainer_save(JNIEnv* env, jclass, jlong h, jstring jpath) {
     if (t && get_string(env, jpath, "path", &path)) lora_trainer_failed(env, pg_lora_trainer_save(t, path.c_str()), t);
 }
 
-// The full trainer's getters and thread count (trainer_jni.cpp), over the LoRA family's calls.
+// The full trainer's getters and thread count (call_args.hpp), over the LoRA family's calls.
 jlongArray n_lora_trainer_get_config(JNIEnv* env, jclass, jlong h) {
-    auto* t = lora_trainer_of(env, h);
-    pg_train_config c = defaults<pg_train_config>();
-    if (!t || lora_trainer_failed(env, pg_lora_trainer_get_config(t, &c), t)) return nullptr;
-    return struct_longs(env, c);
+    return get_train_config(env, lora_trainer_of(env, h), pg_lora_trainer_get_config, pg_lora_trainer_last_error);
 }
 
 jlong n_lora_trainer_step_count(JNIEnv* env, jclass, jlong h) {
-    auto* t = lora_trainer_of(env, h);
-    int64_t step = 0;
-    if (!t || lora_trainer_failed(env, pg_lora_trainer_step_count(t, &step), t)) return 0;
-    return jlong(step);
+    return get_number(env, lora_trainer_of(env, h), pg_lora_trainer_step_count, pg_lora_trainer_last_error);
 }
 
 jfloat n_lora_trainer_lr_at(JNIEnv* env, jclass, jlong h, jlong step) {
-    auto* t = lora_trainer_of(env, h);
-    float lr = 0.0f;
-    if (!t || lora_trainer_failed(env, pg_lora_trainer_lr_at(t, step, &lr), t)) return 0;
-    return lr;
+    return lr_at(env, lora_trainer_of(env, h), pg_lora_trainer_lr_at, pg_lora_trainer_last_error, step);
 }
 
 jint n_lora_trainer_threads(JNIEnv* env, jclass, jlong h) {
-    auto* t = lora_trainer_of(env, h);
-    int32_t n = 0;
-    if (!t || lora_trainer_failed(env, pg_lora_trainer_n_threads(t, &n), t)) return 0;
-    return n;
+    return get_number(env, lora_trainer_of(env, h), pg_lora_trainer_n_threads, pg_lora_trainer_last_error);
 }
 
 void n_lora_trainer_set_threads(JNIEnv* env, jclass, jlong h, jint n) {
-    auto* t = lora_trainer_of(env, h);
-    if (t) lora_trainer_failed(env, pg_lora_trainer_set_threads(t, n), t);
+    set_threads(env, lora_trainer_of(env, h), pg_lora_trainer_set_threads, pg_lora_trainer_last_error, n);
 }
 
 // Returns {adapter handle, trainer handle}.
