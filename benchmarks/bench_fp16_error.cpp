@@ -113,10 +113,13 @@ int main(int argc, char** argv) {
           "pg_model_set_weight_storage", fast);
     std::vector<float> exact(inputs.size() * V), got(inputs.size() * V);
     float loss_exact = 0, loss_fast = 0;
-    check(pg_model_forward(half, inputs.data(), windows, T, targets.data(), exact.data(), &loss_exact, 0),
-          "pg_model_forward", half);
     pg_session_config sc;
     pg_session_config_default(&sc);
+    pg_session* reference = nullptr;
+    check(pg_session_create(half, &sc, &reference), "pg_session_create");
+    check(pg_session_forward(reference, inputs.data(), windows, T, targets.data(), exact.data(), &loss_exact),
+          "pg_session_forward");
+    pg_session_free(reference);
     sc.arithmetic = arithmetic == "int8" ? PG_ARITHMETIC_INT8 : PG_ARITHMETIC_EXACT;
     pg_session* session = nullptr;
     check(pg_session_create(fast, &sc, &session), "pg_session_create");

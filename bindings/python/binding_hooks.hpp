@@ -16,12 +16,18 @@
 
 #include <phonegpt/phonegpt.h>
 
+#include "call_session.hpp"
+
 namespace pg_py {
 
 namespace py = pybind11;
 
 // The parameters of PG_PY_NAMED_OBJECT (after this namespace) take any Python object.
 inline bool any_python_object(PyObject*) { return true; }
+
+// Model.forward / evaluate / evaluate_sampled / generate and Adapter.evaluate run on a session
+// made for the one call (bindings/call_session.hpp).
+using pg_bindings::on_call_session;
 
 // A warm-up at least as long as the run keeps the learning rate below lr_max for the whole run.
 // One the caller did not choose (the default) becomes a tenth of the run, with a warning; a

@@ -322,7 +322,10 @@ public:
         H.call_nogil([&] {
             pg_model* merged = nullptr;
             pg_status s = pg_lora_merge(m.get(), a, c.n_threads, &merged);
-            if (s == PG_OK) s = pg_evaluate(merged, tokens.data(), std::size_t(tokens.size()), &c, &r);
+            if (s == PG_OK)
+                s = on_call_session(merged, c.n_threads, [&](pg_session* session) {
+                    return pg_session_evaluate(session, tokens.data(), std::size_t(tokens.size()), &c, &r);
+                });
             pg_model_free(merged);
             return s;
         });

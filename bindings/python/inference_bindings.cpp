@@ -127,7 +127,11 @@ py::tuple Model::forward(const TokensArg& tokens_obj, const TokensArg& targets_o
     auto keep = p_;
     return run_forward(tokens_obj, targets_obj, config().vocab_size,
                        [&](const int32_t* tokens, int32_t B, int32_t T, const int32_t* targets, float* logits,
-                           float* loss) { return pg_model_forward(m, tokens, B, T, targets, logits, loss, n_threads); });
+                           float* loss) {
+                           return on_call_session(m, n_threads, [&](pg_session* s) {
+                               return pg_session_forward(s, tokens, B, T, targets, logits, loss);
+                           });
+                       });
 }
 
 // Evaluation ------------------------------------------------------------------------------
@@ -139,7 +143,9 @@ pg_eval_result Model::evaluate(const TokensArg& tokens_obj, const py::object& co
     TokenArray tokens = as_tokens(tokens_obj, "tokens", 1);
     return run_evaluation(options_from<pg_eval_config>(config, fields), progress,
                           [&](const pg_eval_config* c, pg_eval_result* r) {
-                              return pg_evaluate(m, tokens.data(), size_t(tokens.size()), c, r);
+                              return on_call_session(m, c->n_threads, [&](pg_session* s) {
+                                  return pg_session_evaluate(s, tokens.data(), size_t(tokens.size()), c, r);
+                              });
                           });
 }
 
@@ -151,7 +157,14 @@ pg_eval_result Model::evaluate_sampled(const TokensArg& tokens_obj, int n_batche
     pg_eval_result r = defaults<pg_eval_result>();
     const int32_t* tp = tokens.data();
     const size_t n = size_t(tokens.size());
-    call_nogil([&] { return pg_evaluate_sampled(m, tp, n, n_batches, batch_size, seed, n_threads, &r); });
+    pg_eval_sampled_config c;
+    pg_eval_sampled_config_default(&c);
+    c.n_batches = n_batches;
+    c.batch_size = batch_size;
+    c.seed = seed;
+    call_nogil([&] {
+        return on_call_session(m, n_threads, [&](pg_session* s) { return pg_session_evaluate_sampled(s, tp, n, &c, &r); });
+    });
     return r;
 }
 
@@ -162,9 +175,14 @@ py::array_t<int32_t> Model::generate(const py::object& prompt_obj, const pg_samp
     pg_model* m = get();
     auto keep = p_;
     TokenArray prompt = as_tokens(prompt_obj, "prompt", 1);
+    // A fresh session has nothing to continue: the prompt is the caller's argument.
+    if (prompt.size() == 0) raise_invalid("generate: the prompt is empty (at least one token)");
     return run_generation(options, stop, on_token,
                           [&](const pg_sample_config* c, int32_t* out, size_t capacity, size_t* n_out) {
-                              return pg_generate(m, prompt.data(), size_t(prompt.size()), c, out, capacity, n_out);
+                              return on_call_session(m, c->n_threads, [&](pg_session* s) {
+                                  pg_status st = pg_session_append(s, prompt.data(), size_t(prompt.size()));
+                                  return st == PG_OK ? pg_session_generate(s, c, out, capacity, n_out) : st;
+                              });
                           });
 }
 

@@ -165,6 +165,39 @@ public:
         return r;
     }
 
+    // The full Trainer's getters (training_bindings.cpp), over the same C calls of the LoRA family.
+    pg_train_config config() const {
+        const LoraTrainerPtr h = handle();
+        pg_train_config c = sized<pg_train_config>();
+        H.check(pg_lora_trainer_get_config(h->trainer, &c));
+        return c;
+    }
+    int n_threads() const {
+        const LoraTrainerPtr h = handle();
+        int32_t n = 0;
+        H.check(pg_lora_trainer_n_threads(h->trainer, &n));
+        return n;
+    }
+    void set_n_threads(int32_t n) {
+        const LoraTrainerPtr h = handle();
+        H.call_nogil([&] {
+            std::lock_guard<std::mutex> lock(h->busy);  // not while another thread steps it
+            return pg_lora_trainer_set_threads(h->trainer, n);
+        });
+    }
+    int64_t step_count() const {
+        const LoraTrainerPtr h = handle();
+        int64_t s = 0;
+        H.check(pg_lora_trainer_step_count(h->trainer, &s));
+        return s;
+    }
+    float lr_at(int64_t step) const {
+        const LoraTrainerPtr h = handle();
+        float lr = 0.0f;
+        H.check(pg_lora_trainer_lr_at(h->trainer, step, &lr));
+        return lr;
+    }
+
     // `steps` steps on the trainer's data; Ctrl-C and callback(result) (truthy: stop) after each.
     std::vector<pg_step_result> train(int64_t steps, const py::object& callback) {
         if (steps < 0) H.raise_status(PG_ERR_INVALID_ARGUMENT, "steps must be >= 0");
@@ -365,6 +398,11 @@ void bind_lora(py::module_& m, const Hooks& hooks) {
                     "new adapter. Call set_data with the same tokens to continue bit for bit.")
         .def_property_readonly("model", &LoraTrainer::model)
         .def_property_readonly("adapter", &LoraTrainer::adapter)
+        .def_property_readonly("config", &LoraTrainer::config, "The TrainConfig it runs (seq_len 0 resolved).")
+        .def_property("n_threads", &LoraTrainer::n_threads, &LoraTrainer::set_n_threads,
+                      "Threads of later steps (setting it changes the arithmetic's rounding).")
+        .def_property_readonly("step_count", &LoraTrainer::step_count)
+        .def("lr_at", &LoraTrainer::lr_at, arg("step"), "The schedule's learning rate at step.")
         .def("set_data", &LoraTrainer::set_data, arg("tokens"))
         .def("step", &LoraTrainer::step, "One optimizer step on sampled batches; appends to the adapter's record.")
         .def("step_batch", &LoraTrainer::step_batch, arg("inputs"), arg("targets"))

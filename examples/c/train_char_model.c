@@ -49,6 +49,8 @@ int main(int argc, char** argv) {
     pg_eval_config ec;
     pg_eval_result er;
     pg_sample_config sc;
+    pg_session_config sessc;
+    pg_session* session = NULL;
     long i;
 
     if (!path || steps < 1) {
@@ -105,7 +107,10 @@ int main(int argc, char** argv) {
     pg_eval_config_default(&ec);
     memset(&er, 0, sizeof er);
     er.struct_size = sizeof er;
-    TRY(pg_evaluate(model, tokens + n_train, n_tokens - n_train, &ec, &er));
+    pg_session_config_default(&sessc);
+    TRY(pg_session_create(model, &sessc, &session));
+    TRY(pg_session_evaluate(session, tokens + n_train, n_tokens - n_train, &ec, &er));
+    pg_session_free(session);
     printf("validation: %.4f nats/char (%.4f bits), %lld positions scored\n", er.mean_loss,
            er.bits_per_token, (long long)er.n_scored);
 
@@ -121,7 +126,10 @@ int main(int argc, char** argv) {
     sc.on_token = print_token;
     sc.on_token_user = tok;
     printf("sample from %s:\n", out_path);
-    TRY(pg_generate(model, tokens + n_train, 1, &sc, generated, 200, &n_generated));
+    TRY(pg_session_create(model, &sessc, &session));
+    TRY(pg_session_append(session, tokens + n_train, 1));
+    TRY(pg_session_generate(session, &sc, generated, 200, &n_generated));
+    pg_session_free(session);
     printf("\n");
 
     pg_model_free(model);

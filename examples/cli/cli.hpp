@@ -182,9 +182,9 @@ std::string duration(double seconds);  // "42s", "3m05s", "1h02m"
 pg_model_config config_of(pg_model* model);
 Json model_json(pg_model* model);
 
-// One pg_evaluate call, timed (with `adapter` or an arithmetic other than exact:
-// pg_session_evaluate on a session of the model in that arithmetic, with the adapter attached,
-// for a base that cannot be merged into, such as a mapped, 16-bit or quantized one). A
+// One pg_session_evaluate call on a session of the model in `arithmetic` (config.n_threads
+// threads), timed, with `adapter` attached if not NULL (a base that cannot be merged into, such
+// as a mapped, 16-bit or quantized one, is scored this way with its adapter). A
 // loss that is not finite is never a score: the library refuses it (PG_ERR_NOT_FINITE), and
 // evaluate() throws a RuntimeError with that status, its message prefixed with `what`
 // ("scoring x.bin on the val split").

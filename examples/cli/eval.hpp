@@ -17,7 +17,7 @@ struct EvalRequest {
 
 // One checkpoint scored the way `phonegpt eval` scores it: the text encoded with the
 // checkpoint's own tokenizer, split at --train-fraction, the chosen split scored with
-// pg_evaluate in windows of --window every --stride. A loss that is not finite is a
+// pg_session_evaluate in windows of --window every --stride. A loss that is not finite is a
 // RuntimeError with status PG_ERR_NOT_FINITE, never a score.
 struct CheckpointScore {
     std::string path;

@@ -15,7 +15,7 @@ void print_piece(const std::string& piece) {
 }
 
 // The generated text as the streaming decoder emits it (complete UTF-8), cut right after the
-// first occurrence of the stop string: pg_generate stops after the token that completes it,
+// first occurrence of the stop string: pg_session_generate stops after the token that completes it,
 // and that token's text may go on past it. Printed as it comes unless --json.
 struct SampleStream {
     SampleStream(const pg_tokenizer* tok, std::string stop_text, bool print_text)

@@ -28,22 +28,16 @@ EvalFigures evaluate(pg_model* model, const int32_t* tokens, size_t n, const pg_
     pg_eval_result r{};
     r.struct_size = sizeof r;
     const double t0 = now_seconds();
-    const bool on_session = adapter || arithmetic != PG_ARITHMETIC_EXACT;
-    const char* call = on_session ? "pg_session_evaluate" : "pg_evaluate";
-    pg_status s;
-    if (on_session) {
-        pg_session_config sc;
-        pg_session_config_default(&sc);
-        sc.n_threads = config.n_threads;
-        sc.arithmetic = arithmetic;
-        pg_session* session = nullptr;
-        check(pg_session_create(model, &sc, &session), "pg_session_create");
-        std::unique_ptr<pg_session, void (*)(pg_session*)> owned(session, pg_session_free);
-        if (adapter) check(pg_session_attach_adapter(session, adapter), "pg_session_attach_adapter");
-        s = pg_session_evaluate(session, tokens, n, &config, &r);
-    } else {
-        s = pg_evaluate(model, tokens, n, &config, &r);
-    }
+    const char* call = "pg_session_evaluate";
+    pg_session_config sc;
+    pg_session_config_default(&sc);
+    sc.n_threads = config.n_threads;
+    sc.arithmetic = arithmetic;
+    pg_session* session = nullptr;
+    check(pg_session_create(model, &sc, &session), "pg_session_create");
+    std::unique_ptr<pg_session, void (*)(pg_session*)> owned(session, pg_session_free);
+    if (adapter) check(pg_session_attach_adapter(session, adapter), "pg_session_attach_adapter");
+    const pg_status s = pg_session_evaluate(session, tokens, n, &config, &r);
     // The library refuses a loss that is not finite rather than return it as a score.
     if (s == PG_ERR_NOT_FINITE) throw RuntimeError{what + ": " + call_message(call), pg_status_name(s), std::nullopt};
     check(s, call);

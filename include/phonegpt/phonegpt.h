@@ -38,6 +38,19 @@
  * The coordinator's side (trusted keys, verification, validation, averaging) is
  * phonegpt_coordinator.h, in its own library.
  *
+ * Tiers. What this header declares outside the experimental blocks is stable within a major
+ * version: a declaration is only removed after a minor release in which it was PG_DEPRECATED.
+ * What may still change (Muon, the arithmetic modes of a frozen base, the training sessions'
+ * per-core-class rates) is declared inside blocks marked
+ *     #ifdef PG_EXPERIMENTAL_API   ... experimental ...   #endif
+ * and is visible only to a program that defines PG_EXPERIMENTAL_API before including this
+ * header (the library, its tools and its Python and Kotlin bindings do); it may change or go
+ * in any minor release, and the library keeps exporting what it declares. Struct fields cannot
+ * be hidden without changing the struct's layout: the experimental ones (pg_train_config's
+ * optimizer, muon_momentum, muon_lr_scale, dropout_ramp_steps and arithmetic,
+ * pg_session_config's arithmetic) are marked "Experimental" at their declaration; their default
+ * keeps the stable behaviour, and their meaning may change with the experimental names.
+ *
  * Naming: getters that fill a struct or an enum are pg_<handle>_get_<what> (get_config,
  * get_kind); those that give a number are named by it (vocab_size, num_params, step_count,
  * n_threads). A declaration wrapped in PG_DEPRECATED still works and warns at compile time,
@@ -132,9 +145,9 @@ PG_API const char* pg_status_name(pg_status status);
 PG_API const char* pg_last_error(void);
 
 /* Thread counts: every n_threads argument or field (trainers, LoRA trainers and merges,
- * sessions, pg_model_forward, pg_evaluate*, pg_generate, BPE training, validation) follows one
- * rule: <= 0 means all cores (std::thread::hardware_concurrency), and a positive count runs on
- * at most min(4 x cores, 256) threads (a larger one is capped, not refused: on 2 cores, 100000
+ * sessions, BPE training, validation) follows one rule: <= 0 means all cores
+ * (std::thread::hardware_concurrency), and a positive count runs on at most min(4 x cores, 256)
+ * threads (a larger one is capped, not refused: on 2 cores, 100000
  * runs on 8). A thread that cannot be started (RLIMIT_NPROC, address space) is
  * PG_ERR_OUT_OF_MEMORY naming the thread; the threads already started are stopped first and
  * nothing was changed. Results are bit-identical for the same count of threads actually run. */
@@ -495,6 +508,7 @@ typedef enum pg_weight_storage {
 typedef enum pg_arithmetic {
     /* The fp32 products of the stored values (bit for bit the fp32 model's over them). */
     PG_ARITHMETIC_EXACT = 0,
+#ifdef PG_EXPERIMENTAL_API  /* ---- experimental (see "Tiers" at the top) ---- */
     /* Over an fp16 base, inference passes (sessions' forward, evaluation, generation) multiply in
      * fp16 where the CPU has ARMv8.2 FP16 arithmetic (HWCAP asimdhp: FMLA .8h, twice the lanes
      * of fp32): activations rounded to fp16, partial sums of 16 products in fp16 added into fp32.
@@ -514,6 +528,7 @@ typedef enum pg_arithmetic {
      * gradients of training and the tied head's products stay exact (dequantized while packing):
      * an int8 input gradient would need a second, transposed copy of every weight. */
     PG_ARITHMETIC_INT8 = 3
+#endif  /* PG_EXPERIMENTAL_API */
 } pg_arithmetic;
 
 /* Converts the model's weights to `storage`, in place, and frees the fp32 copy. The base's
@@ -537,15 +552,12 @@ PG_API pg_status pg_model_set_weight_storage(pg_model* model, pg_weight_storage 
 PG_API pg_status pg_model_weight_storage(const pg_model* model, pg_weight_storage* storage,
                                          int64_t* weight_bytes);
 
-/* Forward pass on a batch of B sequences of T tokens (T <= n_ctx; ids in [0, vocab_size)).
- * Writes logits [B, T, vocab_size] (padding columns dropped) when `logits` is not NULL.
- * If `targets` is not NULL, *mean_loss gets the mean cross-entropy (natural log) over all B*T
- * positions; a target of -1 is skipped (not scored). No dropout. n_threads <= 0 means all
- * cores. Results do not depend on n_threads beyond float rounding of the kernels' partition;
- * they are bit-identical for the same n_threads. */
-PG_API pg_status pg_model_forward(const pg_model* model, const int32_t* tokens, int32_t B,
-                                  int32_t T, const int32_t* targets, float* logits,
-                                  float* mean_loss, int32_t n_threads);
+/* Deprecated: pg_session_forward on a session made for the call (pg_session_create with
+ * n_threads, pg_session_forward, pg_session_free) gives the same bits. */
+PG_DEPRECATED(PG_API pg_status pg_model_forward(const pg_model* model, const int32_t* tokens, int32_t B,
+                                                int32_t T, const int32_t* targets, float* logits,
+                                                float* mean_loss, int32_t n_threads),
+              "use pg_session_forward on a pg_session (pg_session_create with the n_threads)");
 
 /* ------------------------------------------------------------------------------------------ */
 /* Training                                                                                   */
@@ -562,6 +574,7 @@ typedef enum pg_lr_schedule {
 /* The update rule of pg_train_config.optimizer. */
 typedef enum pg_optimizer {
     PG_OPTIMIZER_ADAMW = 0,   /* AdamW on every parameter (default) */
+#ifdef PG_EXPERIMENTAL_API  /* ---- experimental (see "Tiers" at the top) ---- */
     /* Muon on the 2-D weights of the blocks' linear layers (attn.c_attn, attn.c_proj, mlp.c_fc,
      * mlp.c_proj): per weight matrix, momentum m = mu m + (1 - mu) g, the Nesterov mix
      * u = (1 - mu) g + mu m, then five Newton-Schulz iterations that map u / |u|_F to an
@@ -569,8 +582,11 @@ typedef enum pg_optimizer {
      * 2.0315), and W -= lr' (0.2 sqrt(max(rows, cols)) O + weight_decay W) with
      * lr' = muon_lr_scale x the schedule's lr (the 0.2 sqrt factor gives O the update size of
      * AdamW, so the same schedule serves both). Embeddings, biases and LayerNorms keep AdamW.
-     * Full training only: adapters (pg_lora_trainer_create) train with AdamW. */
+     * Full training only: Muon updates the base's block matrices, which adapter training
+     * (pg_lora_trainer_create) keeps frozen; an adapter's factors train with AdamW, and
+     * optimizer = MUON there is PG_ERR_INVALID_ARGUMENT naming the field. */
     PG_OPTIMIZER_MUON = 1
+#endif  /* PG_EXPERIMENTAL_API */
 } pg_optimizer;
 
 /* Training configuration. The learning rate of optimizer step s (0-based; the first step is
@@ -620,17 +636,19 @@ typedef struct pg_train_config {
      * fraction of the activation memory (docs/performance.md). Results are bit-identical to 0
      * (default), so checkpoints do not store it. */
     int32_t recompute_activations;
+    /* Experimental ("Tiers"): the optimizer and Muon's two settings. */
     pg_optimizer optimizer;       /* default PG_OPTIMIZER_ADAMW */
     float muon_momentum;          /* Muon's mu, in [0, 1), default 0.95 (unused by AdamW) */
     float muon_lr_scale;          /* Muon's learning rate / the schedule's, in (0, 1000], default 1 */
-    /* Dropout rises linearly from 0 over the first dropout_ramp_steps optimizer steps: step s
-     * (0-based) uses dropout * s / dropout_ramp_steps while s < dropout_ramp_steps, then
-     * dropout. 0 = the full rate from the first step (default); in [0, 2^30]. A small model that
-     * overfits learns faster without dropout early and still needs it late (docs/results.md). */
+    /* Experimental ("Tiers"). Dropout rises linearly from 0 over the first dropout_ramp_steps
+     * optimizer steps: step s (0-based) uses dropout * s / dropout_ramp_steps while
+     * s < dropout_ramp_steps, then dropout. 0 = the full rate from the first step (default);
+     * in [0, 2^30]. A small model that overfits learns faster without dropout early and still
+     * needs it late (docs/results.md). */
     int32_t dropout_ramp_steps;
-    /* How the passes multiply by a frozen base (pg_lora_trainer_create; see pg_arithmetic);
-     * default PG_ARITHMETIC_EXACT. Full training (pg_trainer_create) trains fp32 weights and
-     * takes only EXACT; it is not saved with the training state. */
+    /* Experimental ("Tiers"). How the passes multiply by a frozen base (pg_lora_trainer_create;
+     * see pg_arithmetic); default PG_ARITHMETIC_EXACT. Full training (pg_trainer_create) trains
+     * fp32 weights and takes only EXACT; it is not saved with the training state. */
     pg_arithmetic arithmetic;
 } pg_train_config;
 
@@ -841,7 +859,8 @@ typedef struct pg_eval_config {
     int32_t window;               /* 0 = n_ctx */
     int32_t stride;               /* 0 = window */
     int32_t batch_size;           /* windows per forward pass, default 16 */
-    int32_t n_threads;            /* <= 0: all cores */
+    int32_t n_threads;            /* read by the deprecated pg_evaluate only (a session's own
+                                     threads run pg_session_evaluate) */
     pg_progress_fn progress;      /* optional, called after each forward pass; done/total in
                                      scored positions (total = N-1); non-zero return cancels */
     void* progress_user;
@@ -868,18 +887,17 @@ typedef struct pg_eval_result {
     int64_t n_bytes;
 } pg_eval_result;
 
-/* A mean loss that is not finite (a model with NaN or infinite weights) is PG_ERR_NOT_FINITE,
- * never a score: `result` is not written. The same holds for pg_evaluate_sampled. */
-PG_API pg_status pg_evaluate(const pg_model* model, const int32_t* tokens, size_t n,
-                             const pg_eval_config* config, pg_eval_result* result);
-/* nanoGPT-style estimate: the mean loss over n_batches batches of batch_size windows of n_ctx
- * inputs (n_ctx+1 tokens, every position scored) at offsets drawn uniformly from
- * [0, n - n_ctx - 1] by pg::Rng(seed); needs n >= n_ctx + 1. An estimate, not the whole-split
- * score (windows overlap and miss positions; the first positions of a window see little
- * context). n_scored = n_batches*batch_size*n_ctx, n_windows = n_batches*batch_size. */
-PG_API pg_status pg_evaluate_sampled(const pg_model* model, const int32_t* tokens, size_t n,
-                                     int32_t n_batches, int32_t batch_size, uint64_t seed,
-                                     int32_t n_threads, pg_eval_result* result);
+/* Deprecated: pg_session_evaluate on a session made for the call with config->n_threads gives
+ * the same bits (pg_eval_config.n_threads is read by this wrapper only). */
+PG_DEPRECATED(PG_API pg_status pg_evaluate(const pg_model* model, const int32_t* tokens, size_t n,
+                                           const pg_eval_config* config, pg_eval_result* result),
+              "use pg_session_evaluate on a pg_session (pg_session_create with config->n_threads)");
+/* Deprecated: pg_session_evaluate_sampled with pg_eval_sampled_config {n_batches, batch_size,
+ * seed} on a session made for the call with n_threads gives the same bits. */
+PG_DEPRECATED(PG_API pg_status pg_evaluate_sampled(const pg_model* model, const int32_t* tokens, size_t n,
+                                                   int32_t n_batches, int32_t batch_size, uint64_t seed,
+                                                   int32_t n_threads, pg_eval_result* result),
+              "use pg_session_evaluate_sampled on a pg_session (pg_session_create with the n_threads)");
 
 /* ------------------------------------------------------------------------------------------ */
 /* Sampling                                                                                   */
@@ -895,8 +913,8 @@ typedef struct pg_sample_config {
     float top_p;                  /* 1.0 = off */
     uint64_t seed;                /* default 1337 */
     int32_t max_tokens;           /* tokens to generate, default 256 */
-    int32_t n_threads;            /* <= 0: all cores; used by the batched prompt pass and
-                                     window rebuilds (a one-token step runs on the caller) */
+    int32_t n_threads;            /* read by the deprecated pg_generate only (a session's own
+                                     threads run pg_session_generate) */
     pg_token_fn on_token;         /* optional streaming callback */
     void* on_token_user;
     /* Stop strings (UTF-8, non-empty): generation stops after the token that completes one of
@@ -913,16 +931,13 @@ typedef struct pg_sample_config {
 } pg_sample_config;
 PG_API void pg_sample_config_default(pg_sample_config* config);
 
-/* Generates up to max_tokens tokens after `prompt` (at least one token; a prompt longer than
- * n_ctx is cropped to its last n_ctx tokens) with a key/value cache: one cached position per
- * token, no recomputation of the window. When appending to a full window (n_ctx tokens) the
- * window slides: the cache is rebuilt over the last slide_keep tokens (default n_ctx, see
- * pg_sample_config). The same seed and configuration give the same tokens. Every generated
- * token goes to on_token; the first `capacity` of them are written to `out` (NULL if capacity
- * is 0, e.g. when only streaming) and *n_out gets how many were written. */
-PG_API pg_status pg_generate(const pg_model* model, const int32_t* prompt, size_t n_prompt,
-                             const pg_sample_config* config, int32_t* out, size_t capacity,
-                             size_t* n_out);
+/* Deprecated: pg_session_append(prompt) then pg_session_generate on a session made for the call
+ * with config->n_threads gives the same tokens (pg_sample_config.n_threads is read by this
+ * wrapper only). */
+PG_DEPRECATED(PG_API pg_status pg_generate(const pg_model* model, const int32_t* prompt, size_t n_prompt,
+                                           const pg_sample_config* config, int32_t* out, size_t capacity,
+                                           size_t* n_out),
+              "use pg_session_append then pg_session_generate on a pg_session");
 
 /* ------------------------------------------------------------------------------------------ */
 /* Sessions                                                                                   */
@@ -932,8 +947,9 @@ PG_API pg_status pg_generate(const pg_model* model, const int32_t* prompt, size_
  * is fixed at creation), scratch memory grown to the largest batch asked for, and one sequence
  * with its key/value cache, so generation can append tokens and continue without recomputing
  * what is cached (a chat app appends each turn). Forward passes and evaluation on a session
- * reuse its threads and scratch and leave its sequence alone. pg_model_forward, pg_evaluate,
- * pg_evaluate_sampled and pg_generate each run on a session made for the one call.
+ * reuse its threads and scratch and leave its sequence alone. A session is the one entry for
+ * forward passes, evaluation and generation (the deprecated pg_model_forward, pg_evaluate,
+ * pg_evaluate_sampled and pg_generate each run on a session made for the one call).
  *
  * A session borrows its model, which must outlive it; many sessions may read one model at once
  * (one per thread). A session is used by one thread at a time. If the model's weights change
@@ -947,8 +963,8 @@ typedef struct pg_session_config {
     int32_t n_threads;            /* <= 0: all cores; fixed for the session's life */
     int32_t slide_keep;           /* tokens kept when the window slides, 1..n_ctx; 0 = n_ctx
                                      (default; see pg_sample_config.slide_keep) */
-    pg_arithmetic arithmetic;     /* of every pass over the model's frozen weights; default
-                                     PG_ARITHMETIC_EXACT */
+    pg_arithmetic arithmetic;     /* experimental ("Tiers"): of every pass over the model's
+                                     frozen weights; default PG_ARITHMETIC_EXACT */
 } pg_session_config;
 PG_API void pg_session_config_default(pg_session_config* config);
 
@@ -959,15 +975,23 @@ PG_API const char* pg_session_last_error(const pg_session* session);
 /* The number of threads the session runs on. */
 PG_API pg_status pg_session_n_threads(const pg_session* session, int32_t* out);
 
-/* pg_model_forward on the session's threads and scratch. */
+/* Forward pass on a batch of B sequences of T tokens (T <= n_ctx; ids in [0, vocab_size)).
+ * Writes logits [B, T, vocab_size] (padding columns dropped) when `logits` is not NULL.
+ * If `targets` is not NULL, *mean_loss gets the mean cross-entropy (natural log) over all B*T
+ * positions; a target of -1 is skipped (not scored). No dropout. Results do not depend on the
+ * session's thread count beyond float rounding of the kernels' partition; they are
+ * bit-identical for the same count. The session's sequence is left alone. */
 PG_API pg_status pg_session_forward(pg_session* session, const int32_t* tokens, int32_t B,
                                     int32_t T, const int32_t* targets, float* logits,
                                     float* mean_loss);
-/* pg_evaluate on the session (config->n_threads is not read: the session's threads run it). */
+/* Whole-split evaluation (the window rule above pg_eval_config; config->n_threads is not read:
+ * the session's threads run it). A mean loss that is not finite (a model with NaN or infinite
+ * weights) is PG_ERR_NOT_FINITE, never a score: `result` is not written. The same holds for
+ * pg_session_evaluate_sampled. */
 PG_API pg_status pg_session_evaluate(pg_session* session, const int32_t* tokens, size_t n,
                                      const pg_eval_config* config, pg_eval_result* result);
 
-/* The options of the sampled estimate (see pg_evaluate_sampled). */
+/* The options of the sampled estimate (pg_session_evaluate_sampled). */
 typedef struct pg_eval_sampled_config {
     uint32_t struct_size;
     int32_t n_batches;            /* >= 1, default 20 */
@@ -975,7 +999,11 @@ typedef struct pg_eval_sampled_config {
     uint64_t seed;                /* offsets are drawn from it, default 1337 */
 } pg_eval_sampled_config;
 PG_API void pg_eval_sampled_config_default(pg_eval_sampled_config* config);
-/* pg_evaluate_sampled on the session, with its options in a struct. */
+/* nanoGPT-style estimate: the mean loss over n_batches batches of batch_size windows of n_ctx
+ * inputs (n_ctx+1 tokens, every position scored) at offsets drawn uniformly from
+ * [0, n - n_ctx - 1] by pg::Rng(seed); needs n >= n_ctx + 1. An estimate, not the whole-split
+ * score (windows overlap and miss positions; the first positions of a window see little
+ * context). n_scored = n_batches*batch_size*n_ctx, n_windows = n_batches*batch_size. */
 PG_API pg_status pg_session_evaluate_sampled(pg_session* session, const int32_t* tokens, size_t n,
                                              const pg_eval_sampled_config* config,
                                              pg_eval_result* result);
@@ -992,12 +1020,16 @@ PG_API pg_status pg_session_logits(pg_session* session, float* logits, size_t ca
 PG_API pg_status pg_session_reset(pg_session* session);
 PG_API pg_status pg_session_position(const pg_session* session, int64_t* position);
 
-/* pg_generate continuing after the session's sequence (PG_ERR_STATE if it is empty): every
- * generated token is appended to the sequence, so a later append + generate continues the
+/* Generates up to max_tokens tokens after the session's sequence (PG_ERR_STATE if it is empty;
+ * append a prompt of at least one token first) with the key/value cache: one cached position
+ * per token, no recomputation of the window. When appending to a full window (n_ctx tokens) the
+ * window slides: the cache is rebuilt over the last slide_keep tokens (see pg_sample_config).
+ * Every generated token is appended to the sequence, so a later append + generate continues the
  * conversation without recomputing it. config->slide_keep, if not 0, applies to this call's
  * slides instead of the session's; config->n_threads is not read. The same session state, seed
- * and configuration give the same tokens; pg_generate(model, prompt, ...) gives the same tokens
- * as append(prompt) then generate on a fresh session with the same threads. */
+ * and configuration give the same tokens. Every generated token goes to on_token; the first
+ * `capacity` of them are written to `out` (NULL if capacity is 0, e.g. when only streaming)
+ * and *n_out gets how many were written. */
 PG_API pg_status pg_session_generate(pg_session* session, const pg_sample_config* config,
                                      int32_t* out, size_t capacity, size_t* n_out);
 
@@ -1199,6 +1231,16 @@ PG_API pg_status pg_lora_trainer_compute_gradients(pg_lora_trainer* trainer, con
                                                    float* mean_loss);
 PG_API pg_status pg_lora_trainer_grad(const pg_lora_trainer* trainer, int32_t index,
                                       const float** data);
+/* As pg_trainer_get_config, pg_trainer_step_count, pg_trainer_lr_at, pg_trainer_n_threads and
+ * pg_trainer_set_threads: the configuration the trainer runs (seq_len 0 resolved to n_ctx), the
+ * optimizer steps taken (the adapter's training record counts the same steps), the schedule's
+ * learning rate at a step, and the thread count of later steps (a checkpoint of a run resumes
+ * bit for bit only on the count it was saved with). */
+PG_API pg_status pg_lora_trainer_get_config(const pg_lora_trainer* trainer, pg_train_config* config);
+PG_API pg_status pg_lora_trainer_step_count(const pg_lora_trainer* trainer, int64_t* step);
+PG_API pg_status pg_lora_trainer_lr_at(const pg_lora_trainer* trainer, int64_t step, float* lr);
+PG_API pg_status pg_lora_trainer_n_threads(const pg_lora_trainer* trainer, int32_t* n_threads);
+PG_API pg_status pg_lora_trainer_set_threads(pg_lora_trainer* trainer, int32_t n_threads);
 /* Adapters on sessions: attaching makes every pass on `session` (pg_session_forward,
  * _evaluate, _evaluate_sampled, _append/_logits, _generate) compute base + adapter, as the
  * merged model would within fp32 rounding (docs/lora.md states the bound), while the model is
@@ -1535,6 +1577,7 @@ PG_API pg_status pg_train_session_cancel(pg_train_session* session);
 PG_API pg_status pg_train_session_set_conditions(pg_train_session* session,
                                                  const pg_device_conditions* conditions);
 PG_API pg_status pg_train_session_get_report(pg_train_session* session, pg_train_session_report* report);
+#ifdef PG_EXPERIMENTAL_API  /* ---- experimental (see "Tiers" at the top) ---- */
 /* Tokens per second while stepping, per core class over the throughput window: capacities[i]
  * is the capacity (cpu_capacity, 1024 = the fastest) of the slowest core the threads were pinned
  * to (PG_PIN_THREADS=big, docs/phone.md), -1 for unpinned threads; fastest class first. Sizing
@@ -1542,6 +1585,7 @@ PG_API pg_status pg_train_session_get_report(pg_train_session* session, pg_train
  * nothing when capacity < *n. */
 PG_API pg_status pg_train_session_core_rates(pg_train_session* session, int32_t* capacities,
                                              double* tokens_per_second, int32_t capacity, int32_t* n);
+#endif  /* PG_EXPERIMENTAL_API */
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,19 @@
 // exception into a status and records the message for pg_last_error() and for the handle's
 // *_last_error(). Argument checks throw pg::Error like everything else.
 //
+// The exported function's name is put on a message once, here: guarded() is a macro that passes
+// __func__ of the exported function it is written in to guarded_at(), so no code below the
+// boundary names a C function. A message that already starts with that name (an argument check
+// written as require_arg(ok, fn, what)) is not labelled twice; PG_REQUIRE_NOT_NULL's fn is not
+// used (its message is labelled here like every other), so a copied check cannot mislabel.
+//
+// Why per-handle messages as well as pg_last_error(): a handle that calls change is often driven
+// on one thread and inspected on another (a training session stepped on a worker, its failure
+// shown by the UI thread; Kotlin's and Java's exceptions read the handle's message), where the
+// thread-local message is the wrong thread's. For the read-only handles the per-thread table is
+// what lets many threads fail on one shared model at once without seeing each other's messages.
+// Their cost is a string per mutable handle and a few entries per thread, written only on failure.
+//
 // Where a handle's message lives (phonegpt.h, "Errors"): a call never writes a handle it takes
 // as const, so many threads may read one model, tokenizer or adapter at once.
 //  - Every failure sets the calling thread's pg_last_error().
@@ -74,31 +87,42 @@ void record_error(const ErrorTarget& target, const std::string& message);
 // read-only handles. The pointer stays valid until the calling thread's next failing call.
 const char* handle_last_error(const HandleId& id, const HandleMessage* owned);
 
+// `message` with "function: " in front, unless it already starts with it.
+std::string labelled(const char* function, const std::string& message);
+
 template <class F>
-pg_status guarded(const ErrorTarget& target, F&& body) noexcept {
+pg_status guarded_at(const char* function, const ErrorTarget& target, F&& body) noexcept {
     try {
         body();
         return PG_OK;
     } catch (const Error& e) {
-        record_error(target, e.what());
+        record_error(target, labelled(function, e.what()));
         return e.status();
     } catch (const std::bad_alloc&) {
-        record_error(target, "out of memory");
+        record_error(target, labelled(function, "out of memory"));
         return PG_ERR_OUT_OF_MEMORY;
     } catch (const std::exception& e) {
-        record_error(target, std::string("internal error: ") + e.what());
+        record_error(target, labelled(function, std::string("internal error: ") + e.what()));
         return PG_ERR_INTERNAL;
     } catch (...) {
-        record_error(target, "internal error: unknown exception");
+        record_error(target, labelled(function, "internal error: unknown exception"));
         return PG_ERR_INTERNAL;
     }
 }
+// pg::guarded(target, body) written in an exported function: guarded_at with its name.
+#define guarded(...) guarded_at(__func__, __VA_ARGS__)
 
-// Argument checks with a message naming the function and the argument.
+// Argument checks with a message naming the argument (the boundary adds the function).
+inline void require_arg(bool ok, const char* what) {
+    if (!ok) throw Error(PG_ERR_INVALID_ARGUMENT, what);
+}
+inline void require_arg(bool ok, const std::string& what) { require_arg(ok, what.c_str()); }
+// The same with the function's name written at the check, as most of the C API's checks are.
 inline void require_arg(bool ok, const char* function, const char* what) {
     if (!ok) throw Error(PG_ERR_INVALID_ARGUMENT, std::string(function) + ": " + what);
 }
-#define PG_REQUIRE_NOT_NULL(fn, p) ::pg::require_arg((p) != nullptr, fn, #p " is NULL")
+// `fn` is not used: guarded() labels the message with the function the check is in.
+#define PG_REQUIRE_NOT_NULL(fn, p) ((void)(fn), ::pg::require_arg((p) != nullptr, #p " is NULL"))
 
 // The size-prefixed structs at the boundary go through core/struct_fields.hpp's one mechanism.
 // Reads the caller's option struct `in` (NULL = defaults) over the full-size defaults in `out`

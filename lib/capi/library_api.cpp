@@ -59,6 +59,12 @@ void remember_for_thread(uint64_t handle, uint64_t sequence, const std::string& 
 
 HandleId::HandleId() : value_(g_next_handle_id.fetch_add(1, std::memory_order_relaxed)) {}
 
+std::string labelled(const char* function, const std::string& message) {
+    const std::size_t n = std::strlen(function);
+    if (message.compare(0, n, function) == 0 && message.compare(n, 2, ": ") == 0) return message;
+    return std::string(function) + ": " + message;
+}
+
 void record_error(const ErrorTarget& target, const std::string& message) {
     t_last_error = message;
     if (target.handle == 0) return;

@@ -20,11 +20,7 @@ pg::ErrorTarget err(const pg_lora_adapter* a) { return pg::shared_errors(a); }
 pg::ErrorTarget err(pg_lora_trainer* t) { return pg::owned_errors(t); }
 pg::ErrorTarget err(const pg_lora_trainer* t) { return pg::shared_errors(t); }
 
-pg::lora::LoraTrainer& impl(pg_lora_trainer* t, const char* fn) {
-    PG_REQUIRE_NOT_NULL(fn, t);
-    pg::require_arg(t->impl != nullptr, fn, "trainer has no state");
-    return *t->impl;
-}
+pg::lora::LoraTrainer& impl(pg_lora_trainer* t, const char* fn) { return pg::capi::lora_trainer_of(t, fn); }
 
 void check_index(const pg_lora_adapter* adapter, int32_t index, const char* fn) {
     const auto n = adapter->impl.tensors().size();

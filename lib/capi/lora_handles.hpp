@@ -23,3 +23,17 @@ struct pg_lora_trainer {
     pg::HandleId id;
     pg::HandleMessage last_error;  // written by the calls that take the trainer non-const
 };
+
+namespace pg::capi {
+
+// The trainer of a handle that pg_lora_trainer_create or pg_lora_trainer_resume filled.
+inline lora::LoraTrainer& lora_trainer_of(pg_lora_trainer* t, const char* fn) {
+    PG_REQUIRE_NOT_NULL(fn, t);
+    require_arg(t->impl != nullptr, fn, "trainer has no state");
+    return *t->impl;
+}
+inline const lora::LoraTrainer& lora_trainer_of(const pg_lora_trainer* t, const char* fn) {
+    return lora_trainer_of(const_cast<pg_lora_trainer*>(t), fn);
+}
+
+}  // namespace pg::capi

@@ -14,18 +14,17 @@ namespace pg {
 // Sampling
 // ------------------------------------------------------------------------------------------
 
-void validate_sample_options(const SampleOptions& o, const char* function) {
-    const std::string fn = std::string(function) + ": ";
+void validate_sample_options(const SampleOptions& o) {
     require(std::isfinite(o.temperature) && o.temperature >= 0.0f, PG_ERR_INVALID_ARGUMENT,
-            fn + "temperature " + std::to_string(o.temperature) + " must be finite and >= 0 (0 = greedy)");
-    require(o.top_k >= 0, PG_ERR_INVALID_ARGUMENT, fn + "top_k " + std::to_string(o.top_k) + " must be >= 0 (0 = off)");
+            "temperature " + std::to_string(o.temperature) + " must be finite and >= 0 (0 = greedy)");
+    require(o.top_k >= 0, PG_ERR_INVALID_ARGUMENT, "top_k " + std::to_string(o.top_k) + " must be >= 0 (0 = off)");
     require(o.top_p > 0.0f && o.top_p <= 1.0f, PG_ERR_INVALID_ARGUMENT,
-            fn + "top_p " + std::to_string(o.top_p) + " must be in (0, 1] (1 = off)");
+            "top_p " + std::to_string(o.top_p) + " must be in (0, 1] (1 = off)");
 }
 
 TokenSampler::TokenSampler(int vocab_size, const SampleOptions& options)
     : vocab_(vocab_size), opt_(options), order_(std::size_t(vocab_size)), probs_(std::size_t(vocab_size)) {
-    validate_sample_options(options, "TokenSampler");
+    validate_sample_options(options);
 }
 
 int32_t TokenSampler::pick(const float* logits, Rng& rng) {
@@ -80,9 +79,9 @@ int32_t TokenSampler::pick(const float* logits, Rng& rng) {
 // Stop strings
 // ------------------------------------------------------------------------------------------
 
-StopStringMatcher::StopStringMatcher(const Tokenizer& tokenizer, std::vector<std::string> stops, const char* function)
+StopStringMatcher::StopStringMatcher(const Tokenizer& tokenizer, std::vector<std::string> stops)
     : tokenizer_(tokenizer), stops_(std::move(stops)) {
-    const std::string fn = std::string(function) + ": stop string ";
+    const std::string fn = "stop string ";
     for (std::size_t i = 0; i < stops_.size(); ++i) {
         require(!stops_[i].empty(), PG_ERR_INVALID_ARGUMENT, fn + std::to_string(i) + " is empty");
         const std::string bad = utf8::first_invalid(stops_[i]);
@@ -113,17 +112,15 @@ bool StopStringMatcher::push(int32_t token) {
 std::size_t generate(Session& session, const GenerateOptions& opt, int32_t* out, std::size_t capacity) {
     const Model& model = session.model();
     const ModelConfig& cfg = model.config();
-    validate_sample_options(opt.sampling, "pg_generate");
-    require(opt.max_tokens >= 0, PG_ERR_INVALID_ARGUMENT,
-            "pg_generate: max_tokens " + std::to_string(opt.max_tokens) + " must be >= 0");
+    validate_sample_options(opt.sampling);
+    require(opt.max_tokens >= 0, PG_ERR_INVALID_ARGUMENT, "max_tokens " + std::to_string(opt.max_tokens) + " must be >= 0");
     require(session.position() > 0, PG_ERR_STATE,
-            "pg_generate: the sequence is empty: append a prompt of at least one token first");
+            "the sequence is empty: append a prompt of at least one token first");
     const Tokenizer* tokenizer = model.tokenizer();
     require(opt.stop_strings.empty() || tokenizer != nullptr, PG_ERR_STATE,
-            "pg_generate: stop strings need the model's tokenizer, and the model has none "
-            "(pg_model_set_tokenizer)");
+            "stop strings need the model's tokenizer, and the model has none (pg_model_set_tokenizer)");
     std::unique_ptr<StopStringMatcher> stops;
-    if (!opt.stop_strings.empty()) stops = std::make_unique<StopStringMatcher>(*tokenizer, opt.stop_strings, "pg_generate");
+    if (!opt.stop_strings.empty()) stops = std::make_unique<StopStringMatcher>(*tokenizer, opt.stop_strings);
     TokenSampler sampler(cfg.vocab_size, opt.sampling);
     Rng rng(opt.seed);
 

@@ -20,9 +20,9 @@ struct SampleOptions {
     float top_p = 1.0f;        // 1 = off
 };
 
-// Throws PG_ERR_INVALID_ARGUMENT, naming `function` and the option, unless temperature is
-// finite and >= 0, top_k >= 0 and top_p in (0, 1].
-void validate_sample_options(const SampleOptions& options, const char* function);
+// Throws PG_ERR_INVALID_ARGUMENT, naming the option, unless temperature is finite and >= 0,
+// top_k >= 0 and top_p in (0, 1].
+void validate_sample_options(const SampleOptions& options);
 
 // Picks the next token from logits. Draws at most one number from the Rng per call (none when
 // greedy). Candidates are ranked by logit, ties by lower id, so top_k = 1 is greedy.
@@ -44,9 +44,9 @@ private:
 // is exactly the text a caller printing the stream sees.
 class StopStringMatcher {
 public:
-    // Throws PG_ERR_INVALID_ARGUMENT, naming `function`, for an empty stop string or one that
-    // is not valid UTF-8 (it could never match the decoded text).
-    StopStringMatcher(const Tokenizer& tokenizer, std::vector<std::string> stops, const char* function);
+    // Throws PG_ERR_INVALID_ARGUMENT for an empty stop string or one that is not valid UTF-8 (it
+    // could never match the decoded text).
+    StopStringMatcher(const Tokenizer& tokenizer, std::vector<std::string> stops);
     // Adds one token; true once a stop string occurs in the text completed so far (it ends in
     // the text this token completed: an earlier match would have returned true before).
     bool push(int32_t token);

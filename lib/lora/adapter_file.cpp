@@ -64,6 +64,30 @@ uint64_t metadata_checksum(const std::map<std::string, std::string>& meta) {
     return h.digest();
 }
 
+// phonegpt.train_state's bytes: TRAN's (io::encode_train_state), then, for a run whose dropout
+// ramps up, the ramp's length as DRMP stores it in a checkpoint (int32 > 0). A reader that
+// predates the ramp refuses the trailing bytes rather than resume the run without it.
+std::vector<uint8_t> train_state_bytes(const TrainerState& s) {
+    io::ByteWriter w;
+    io::encode_train_state(w, s);
+    if (s.config.dropout_ramp_steps > 0) w.put<int32_t>(s.config.dropout_ramp_steps);
+    return w.bytes();
+}
+
+TrainerState decode_train_state_bytes(const std::vector<uint8_t>& bytes, const std::string& what) {
+    const std::size_t tran_size = train_state_bytes(TrainerState{}).size();
+    io::ByteReader reader(bytes.data(), bytes.size() < tran_size ? bytes.size() : tran_size, what);
+    TrainerState s = io::decode_train_state(reader);
+    if (bytes.size() > tran_size) {
+        io::ByteReader ramp(bytes.data() + tran_size, bytes.size() - tran_size, what + " (dropout ramp)");
+        s.config.dropout_ramp_steps = ramp.get<int32_t>("dropout_ramp_steps");
+        ramp.expect_end();
+        // The range is checked with the rest of the configuration when the trainer resumes.
+        require(s.config.dropout_ramp_steps != 0, PG_ERR_FORMAT, what + ": a dropout ramp of 0 steps is never written");
+    }
+    return s;
+}
+
 std::string config_json(const LoraConfig& c) {
     io::JsonObject o;
     o.integer("rank", c.rank).num("alpha", double(c.alpha)).boolean("use_rslora", c.use_rslora);
@@ -370,9 +394,7 @@ void write_adapter_file(const Adapter& adapter, const TrainerState* state, io::B
     if (state) {
         sums.str(kAdamM, io::hex64(io::xxh64(state->adam_m.data(), n * 4)));
         sums.str(kAdamV, io::hex64(io::xxh64(state->adam_v.data(), n * 4)));
-        io::ByteWriter tran;
-        io::encode_train_state(tran, *state);
-        meta[kKeyTrainState] = io::hex_encode(tran.bytes());
+        meta[kKeyTrainState] = io::hex_encode(train_state_bytes(*state));
     }
     meta[kKeyChecksums] = sums.text();
     const uint64_t meta_sum = metadata_checksum(meta);
@@ -517,8 +539,7 @@ Adapter read_adapter_file(const io::ByteSource& src, TrainerState* state) {
 
     // The training state: TRAN's bytes, then the moments (their values are the trainer's to check).
     const std::vector<uint8_t> tran = io::parse_hex(train_state->second, name + ": " + kKeyTrainState);
-    io::ByteReader reader(tran.data(), tran.size(), name + ": " + kKeyTrainState);
-    TrainerState s = io::decode_train_state(reader);
+    TrainerState s = decode_train_state_bytes(tran, name + ": " + kKeyTrainState);
     const std::size_t n = std::size_t(adapter.num_params());
     for (const char* moment : {kAdamM, kAdamV}) {
         const io::SafetensorsTensor* ft = file.find(moment);
@@ -572,10 +593,7 @@ Adapter load_adapter(const std::string& path) {
 namespace {
 
 bool same_state(const TrainerState& a, const TrainerState& b) {
-    io::ByteWriter x, y;
-    io::encode_train_state(x, a);
-    io::encode_train_state(y, b);
-    return x.bytes() == y.bytes() && a.adam_m.size() == b.adam_m.size() && a.adam_v.size() == b.adam_v.size() &&
+    return train_state_bytes(a) == train_state_bytes(b) && a.adam_m.size() == b.adam_m.size() && a.adam_v.size() == b.adam_v.size() &&
            std::memcmp(a.adam_m.data(), b.adam_m.data(), a.adam_m.size() * 4) == 0 &&
            std::memcmp(a.adam_v.data(), b.adam_v.data(), a.adam_v.size() * 4) == 0;
 }

@@ -40,6 +40,7 @@ public:
     StepResult step();
     StepResult step_batch(const int32_t* inputs, const int32_t* targets, int B, int T);
     int64_t step_count() const { return driver_.step_count(); }
+    float lr_at(int64_t step) const { return driver_.lr_at(step); }
     const TrainConfig& config() const { return driver_.config(); }
     const Model& base() const { return driver_.base(); }
     // Gradients of the batch's mean loss with respect to every factor (A's too with freeze_a),

@@ -73,10 +73,6 @@ StepDriver::StepDriver(const Model& base, const TrainConfig& cfg, FrozenBaseTarg
     require(cfg_.optimizer == PG_OPTIMIZER_ADAMW, PG_ERR_INVALID_ARGUMENT,
             "train config: optimizer = " + std::to_string(int(cfg_.optimizer)) +
                 " (Muon) is for full training; adapters over a frozen base train with AdamW (0)");
-    // An adapter's training checkpoint stores TRAN's 1.1 bytes, which have no room for a ramp.
-    require(cfg_.dropout_ramp_steps == 0, PG_ERR_INVALID_ARGUMENT,
-            "train config: dropout_ramp_steps = " + std::to_string(cfg_.dropout_ramp_steps) +
-                " is for full training; adapter training keeps its dropout rate from the first step (0)");
     for (const ParamPiece& p : pieces_) {
         // AdamW's determinism rests on pieces inside fixed blocks (train/optimizer.hpp).
         const bool inside = p.offset >= 0 && p.count > 0 && p.offset + p.count <= n_trained_ &&

@@ -17,6 +17,43 @@ static int passed = 0, failed = 0;
         }                                                                        \
     } while (0)
 
+/* A forward pass, an evaluation or a generation on a session made for the call with `n_threads`
+ * (config->n_threads for the last two): the session is the C API's one entry for each job. */
+static pg_status call_session(const pg_model* model, int32_t n_threads, pg_session** out) {
+    pg_session_config sc;
+    pg_session_config_default(&sc);
+    sc.n_threads = n_threads;
+    return pg_session_create(model, &sc, out);
+}
+
+static pg_status forward_once(const pg_model* model, const int32_t* tokens, int32_t B, int32_t T,
+                              const int32_t* targets, float* logits, float* mean_loss, int32_t n_threads) {
+    pg_session* s = NULL;
+    pg_status st = call_session(model, n_threads, &s);
+    if (st == PG_OK) st = pg_session_forward(s, tokens, B, T, targets, logits, mean_loss);
+    pg_session_free(s);
+    return st;
+}
+
+static pg_status evaluate_once(const pg_model* model, const int32_t* tokens, size_t n, const pg_eval_config* config,
+                               pg_eval_result* result) {
+    pg_session* s = NULL;
+    pg_status st = call_session(model, config->n_threads, &s);
+    if (st == PG_OK) st = pg_session_evaluate(s, tokens, n, config, result);
+    pg_session_free(s);
+    return st;
+}
+
+static pg_status generate_once(const pg_model* model, const int32_t* prompt, size_t n_prompt,
+                               const pg_sample_config* config, int32_t* out, size_t capacity, size_t* n_out) {
+    pg_session* s = NULL;
+    pg_status st = call_session(model, config->n_threads, &s);
+    if (st == PG_OK) st = pg_session_append(s, prompt, n_prompt);
+    if (st == PG_OK) st = pg_session_generate(s, config, out, capacity, n_out);
+    pg_session_free(s);
+    return st;
+}
+
 static void test_versions(void) {
     CHECK(pg_version_number() == PG_VERSION_NUMBER);
     CHECK(strcmp(pg_version_string(), "0.3.0") == 0);
@@ -48,16 +85,16 @@ static void check_same_seed_same_tokens(const pg_model* model, const int32_t* pr
     memset(&streamed, 0, sizeof streamed);
     sc.max_tokens = 32;
     sc.on_token = NULL;
-    CHECK(pg_generate(model, prompt, n_prompt, &sc, first, 32, &n_first) == PG_OK);
+    CHECK(generate_once(model, prompt, n_prompt, &sc, first, 32, &n_first) == PG_OK);
     CHECK(n_first == 32);
     sc.on_token = log_token;
     sc.on_token_user = &streamed;
-    CHECK(pg_generate(model, prompt, n_prompt, &sc, again, 32, &n_again) == PG_OK);
+    CHECK(generate_once(model, prompt, n_prompt, &sc, again, 32, &n_again) == PG_OK);
     CHECK(n_again == 32 && memcmp(first, again, sizeof first) == 0);
     CHECK(streamed.n == 32 && memcmp(first, streamed.tokens, sizeof first) == 0);
     sc.on_token = NULL;
     sc.seed += 1;
-    CHECK(pg_generate(model, prompt, n_prompt, &sc, other, 32, &n_other) == PG_OK);
+    CHECK(generate_once(model, prompt, n_prompt, &sc, other, 32, &n_other) == PG_OK);
     CHECK(n_other == 32 && memcmp(first, other, sizeof first) != 0);
 }
 
@@ -148,8 +185,8 @@ static void test_whole_flow(void) {
         CHECK(pg_model_params(model, &pa, &na) == PG_OK && pg_model_params(loaded, &pb, &nb) == PG_OK);
         CHECK(na == nb && memcmp(pa, pb, (size_t)na * sizeof(float)) == 0);
     }
-    CHECK(pg_model_forward(model, ids, 1, 16, ids + 1, NULL, &loss_a, 1) == PG_OK);
-    CHECK(pg_model_forward(loaded, ids, 1, 16, ids + 1, NULL, &loss_b, 1) == PG_OK);
+    CHECK(forward_once(model, ids, 1, 16, ids + 1, NULL, &loss_a, 1) == PG_OK);
+    CHECK(forward_once(loaded, ids, 1, 16, ids + 1, NULL, &loss_b, 1) == PG_OK);
     CHECK(loss_a == loss_b);
     {
         /* The same model saved in fp16 with the mapping layout, mapped read-only. */
@@ -165,7 +202,7 @@ static void test_whole_flow(void) {
         lo.map_weights = 1;
         CHECK(pg_model_load_with(path, &lo, &mapped) == PG_OK);
         CHECK(pg_model_weights_mapped(mapped, &is_mapped) == PG_OK && is_mapped == 1);
-        CHECK(pg_model_forward(mapped, ids, 1, 16, ids + 1, NULL, &loss_m, 1) == PG_OK);
+        CHECK(forward_once(mapped, ids, 1, 16, ids + 1, NULL, &loss_m, 1) == PG_OK);
         CHECK((loss_m > loss_a ? loss_m - loss_a : loss_a - loss_m) < 1e-2f); /* the weights' rounding only */
         pg_model_free(mapped);
     }
@@ -174,18 +211,18 @@ static void test_whole_flow(void) {
     memset(&er, 0, sizeof er);
     er.struct_size = sizeof er;
     er2 = er;
-    CHECK(pg_evaluate(loaded, ids, n_ids, &ec, &er) == PG_OK);
+    CHECK(evaluate_once(loaded, ids, n_ids, &ec, &er) == PG_OK);
     CHECK(er.n_scored == (int64_t)n_ids - 1);
     ec.batch_size = 1;
     ec.n_threads = 1;
-    CHECK(pg_evaluate(loaded, ids, n_ids, &ec, &er2) == PG_OK);
+    CHECK(evaluate_once(loaded, ids, n_ids, &ec, &er2) == PG_OK);
     CHECK(er.mean_loss == er2.mean_loss);  /* independent of batch size and threads */
 
     pg_sample_config_default(&sc);
     sc.max_tokens = 32;
     sc.seed = 5;
     check_same_seed_same_tokens(loaded, ids, 4, sc);
-    CHECK(pg_generate(loaded, ids, 4, &sc, gen, 32, &n_gen) == PG_OK);
+    CHECK(generate_once(loaded, ids, 4, &sc, gen, 32, &n_gen) == PG_OK);
     CHECK(n_gen == 32);
     CHECK(pg_tokenizer_decode(tok, gen, n_gen, text, sizeof text, &len) == PG_OK);
 
@@ -196,8 +233,8 @@ static void test_whole_flow(void) {
         CHECK(missing == NULL);
     }
     CHECK(pg_trainer_step(NULL, &r) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(pg_evaluate(model, NULL, 10, &ec, &er) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(pg_generate(model, ids, 0, &sc, gen, 32, &n_gen) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(evaluate_once(model, NULL, 10, &ec, &er) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(generate_once(model, ids, 0, &sc, gen, 32, &n_gen) == PG_ERR_STATE); /* nothing to continue */
 
     pg_trainer_free(trainer);
     pg_model_free(loaded);
@@ -238,7 +275,7 @@ static void test_session(void) {
     gen.n_threads = 1;
     CHECK(pg_session_append(session, prompt, 3) == PG_OK);
     CHECK(pg_session_generate(session, &gen, out, 8, &n_out) == PG_OK && n_out == 8);
-    CHECK(pg_generate(model, prompt, 3, &gen, direct, 8, &n_direct) == PG_OK && n_direct == 8);
+    CHECK(generate_once(model, prompt, 3, &gen, direct, 8, &n_direct) == PG_OK && n_direct == 8);
     CHECK(memcmp(out, direct, sizeof out) == 0);
     CHECK(pg_session_append(session, turn, 2) == PG_OK);
     CHECK(pg_session_position(session, &position) == PG_OK && position == 13);

@@ -25,3 +25,9 @@ add_test(NAME lib_layers_follow_architecture
 add_test(NAME deprecated_declarations_warn
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/abi/check_deprecated.py ${CMAKE_C_COMPILER}
           ${PROJECT_SOURCE_DIR}/include)
+
+# The experimental declarations of phonegpt.h are invisible to a C client by default and
+# visible with PG_EXPERIMENTAL_API defined.
+add_test(NAME experimental_declarations_need_the_macro
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/abi/check_experimental.py ${CMAKE_C_COMPILER}
+          ${PROJECT_SOURCE_DIR}/include)

@@ -4,7 +4,7 @@ transformers is not installable here (no Debian package, no network), so this te
 part: a small safetensors reader written from the contract (REFERENCE.md section 5) with only
 json/struct/numpy, and a numpy GPT-2 forward written with transformers' conventions (Conv1D
 weights [in, out] used as x @ W + b, c_attn split into q, k, v along the last axis, gelu_new,
-tied head = wte, layer_norm_epsilon from config.json). Its logits must match pg_model_forward's
+tied head = wte, layer_norm_epsilon from config.json). Its logits must match pg_session_forward's
 on the exported model: names, transposes, dropped padding rows and the config all have to be
 right for that."""
 import ctypes
@@ -157,8 +157,13 @@ def test_exported_safetensors_match_transformers_conventions(tmp_path):
         want = hf_gpt2_logits(tensors, cfg, ids)
         logits = np.zeros((16, 65), dtype=np.float32)
         ids_c = (ctypes.c_int32 * 16)(*ids)
-        check(lib.pg_model_forward(model, ids_c, 1, 16, None,
-                                   logits.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), None, 1))
+        session = ctypes.c_void_p()
+        check(lib.pg_session_create(model, None, ctypes.byref(session)))
+        try:
+            check(lib.pg_session_forward(session, ids_c, 1, 16, None,
+                                         logits.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), None))
+        finally:
+            lib.pg_session_free(session)
         np.testing.assert_allclose(logits, want, rtol=1e-4, atol=1e-4)
     finally:
         lib.pg_model_free(model)

@@ -173,6 +173,12 @@ def test_adapter_views_are_read_only_unless_asked_and_see_training(tmp_path):
             assert trainer.evaluate(tokens[:200]).mean_loss < before
             r = trainer.step_batch(tokens[:32].reshape(2, 16), tokens[1:33].reshape(2, 16))
             assert r.step == 16
+            # The full Trainer's getters, over the LoRA family's C calls.
+            assert trainer.step_count == 16 and trainer.config.seq_len == 16 and trainer.n_threads == 2
+            assert trainer.lr_at(3) == pytest.approx(1e-2) and trainer.config.batch_size == 4
+            trainer.n_threads = 1
+            assert trainer.n_threads == 1
+            trainer.n_threads = 2
             path = tmp_path / "a.train.safetensors"
             trainer.save(path)
             nxt = trainer.step()

@@ -1,5 +1,5 @@
 // One model and one tokenizer read by 8 threads at once (phonegpt.h, "Thread-safety"): every
-// thread evaluates, forwards, samples (pg_generate and a session of its own), encodes and
+// thread evaluates, forwards, samples (on sessions made for the call and one of its own), encodes and
 // decodes (the model's char tokenizer and a GPT-2 BPE tokenizer) and provokes a failure on the
 // shared model, and every result equals the one computed serially before the threads started.
 // A failure on the shared model is visible to the failing thread only: pg_model_last_error is
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "phonegpt/phonegpt.h"
+#include "session_calls.hpp"
 
 namespace {
 
@@ -133,15 +134,14 @@ public:
         return "";
     }
 
-    // A call on the shared model that fails with a message naming `bad_token`, then what this
+    // A call on the shared model that fails with a message naming `bad_index`, then what this
     // thread reads back: "" if pg_model_last_error and pg_last_error name this failure.
-    std::string own_failure(int32_t bad_token) const {
-        std::vector<int32_t> t(tokens_.begin(), tokens_.begin() + 4);
-        t[2] = bad_token;
-        std::vector<float> logits(4 * 256);
-        if (pg_model_forward(model_, t.data(), 1, 4, nullptr, logits.data(), nullptr, 1) != PG_ERR_INVALID_ARGUMENT)
-            return "a bad token was accepted";
-        const std::string needle = "= " + std::to_string(bad_token) + " ";
+    std::string own_failure(int32_t bad_index) const {
+        pg_tensor_info info;
+        info.struct_size = sizeof info;
+        if (pg_model_tensor_info(model_, bad_index, &info) != PG_ERR_INVALID_ARGUMENT)
+            return "a bad tensor index was accepted";
+        const std::string needle = "index " + std::to_string(bad_index) + " ";
         const std::string mine = pg_model_last_error(model_), thread = pg_last_error();
         if (mine.find(needle) == std::string::npos) return "pg_model_last_error is \"" + mine + "\"";
         if (thread != mine) return "pg_last_error is \"" + thread + "\"";
@@ -158,7 +158,7 @@ private:
         int32_t V = 0;
         pg_tokenizer_vocab_size(tokenizer(), &V);
         r->logits.assign(size_t(B) * T * size_t(V), 0.0f);
-        return status("pg_model_forward", pg_model_forward(model_, tokens_.data(), B, T, tokens_.data() + 1,
+        return status("pg_model_forward", pg_test::forward(model_, tokens_.data(), B, T, tokens_.data() + 1,
                                                            r->logits.data(), &r->forward_loss, 2));
     }
 
@@ -170,7 +170,7 @@ private:
         c.n_threads = 2;
         pg_eval_result res;
         res.struct_size = sizeof res;
-        const pg_status s = pg_evaluate(model_, tokens_.data(), 120, &c, &res);
+        const pg_status s = pg_test::evaluate(model_, tokens_.data(), 120, &c, &res);
         r->eval_loss = res.mean_loss;
         return status("pg_evaluate", s);
     }
@@ -178,7 +178,7 @@ private:
     std::string sampled(Results* r) const {
         pg_eval_result res;
         res.struct_size = sizeof res;
-        const pg_status s = pg_evaluate_sampled(model_, tokens_.data(), tokens_.size(), 3, 4, 42, 1, &res);
+        const pg_status s = pg_test::evaluate_sampled(model_, tokens_.data(), tokens_.size(), 3, 4, 42, 1, &res);
         r->sampled_loss = res.mean_loss;
         return status("pg_evaluate_sampled", s);
     }
@@ -193,7 +193,7 @@ private:
         c.slide_keep = 10;
         r->generated.assign(24, -1);
         size_t n = 0;
-        const pg_status s = pg_generate(model_, tokens_.data(), 5, &c, r->generated.data(), 24, &n);
+        const pg_status s = pg_test::generate(model_, tokens_.data(), 5, &c, r->generated.data(), 24, &n);
         r->generated.resize(n);
         return status("pg_generate", s);
     }

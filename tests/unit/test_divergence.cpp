@@ -23,6 +23,7 @@
 #include "model/params.hpp"
 #include "test_support.hpp"
 #include "train/trainer.hpp"
+#include "session_calls.hpp"
 
 namespace {
 
@@ -188,9 +189,9 @@ TEST_CASE("the C API reports divergence with PG_ERR_NOT_FINITE and leaves the re
     CHECK(loss == 123.0f);
 
     pg_eval_result er = {sizeof er, 5.0, 5.0, 5, 5, 5.0, 5};
-    CHECK(pg_evaluate(model, data.data(), data.size(), nullptr, &er) == PG_ERR_NOT_FINITE);
-    CHECK(std::string(pg_model_last_error(model)).find("pg_evaluate") != std::string::npos);
-    CHECK(pg_evaluate_sampled(model, data.data(), data.size(), 1, 2, 3, 1, &er) == PG_ERR_NOT_FINITE);
+    CHECK(pg_test::evaluate(model, data.data(), data.size(), nullptr, &er) == PG_ERR_NOT_FINITE);
+    CHECK(std::string(pg_last_error()).find("pg_session_evaluate") != std::string::npos);
+    CHECK(pg_test::evaluate_sampled(model, data.data(), data.size(), 1, 2, 3, 1, &er) == PG_ERR_NOT_FINITE);
     CHECK(er.mean_loss == 5.0);
     CHECK(er.n_scored == 5);
     CHECK(er.n_bytes == 5);

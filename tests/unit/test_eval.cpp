@@ -16,6 +16,7 @@
 #include "tokenizer/bpe_tokenizer.hpp"
 #include "test_eval_support.hpp"
 #include "phonegpt/phonegpt.h"
+#include "session_calls.hpp"
 
 using pg_eval_test::ModelPtr;
 
@@ -42,7 +43,7 @@ pg_eval_result eval_c(const pg_model* m, const std::vector<int32_t>& tokens, int
     c.n_threads = threads;
     pg_eval_result r;
     r.struct_size = sizeof r;
-    REQUIRE(pg_evaluate(m, tokens.data(), tokens.size(), &c, &r) == PG_OK);
+    REQUIRE(pg_test::evaluate(m, tokens.data(), tokens.size(), &c, &r) == PG_OK);
     return r;
 }
 
@@ -189,17 +190,17 @@ TEST_CASE("pg_evaluate progress callback counts positions and can cancel", "[eva
     c.progress_user = &seen;
     pg_eval_result r;
     r.struct_size = sizeof r;
-    REQUIRE(pg_evaluate(m.get(), tokens.data(), tokens.size(), &c, &r) == PG_OK);
+    REQUIRE(pg_test::evaluate(m.get(), tokens.data(), tokens.size(), &c, &r) == PG_OK);
     // 99 predictions in windows of 16: 6 full windows (3 batches of 2) and one of 3.
     CHECK(seen.done == std::vector<int64_t>{32, 64, 96, 99});
     CHECK(seen.total == 99);
     seen.done.clear();
     seen.stop_after = 2;
     r.n_scored = -5;
-    CHECK(pg_evaluate(m.get(), tokens.data(), tokens.size(), &c, &r) == PG_ERR_CANCELLED);
+    CHECK(pg_test::evaluate(m.get(), tokens.data(), tokens.size(), &c, &r) == PG_ERR_CANCELLED);
     CHECK(seen.done.size() == 2);
     CHECK(r.n_scored == -5);  // no result written
-    CHECK_THAT(pg_model_last_error(m.get()), Catch::Contains("cancelled"));
+    CHECK_THAT(pg_last_error(), Catch::Contains("cancelled"));
 }
 
 TEST_CASE("pg_evaluate rejects bad arguments", "[eval]") {
@@ -209,14 +210,14 @@ TEST_CASE("pg_evaluate rejects bad arguments", "[eval]") {
     pg_eval_result r;
     r.struct_size = sizeof r;
     auto status = [&](const std::vector<int32_t>& t, size_t n) {
-        return pg_evaluate(m.get(), t.data(), n, &c, &r);
+        return pg_test::evaluate(m.get(), t.data(), n, &c, &r);
     };
     pg_eval_config_default(&c);
     CHECK(c.window == 0);
     CHECK(c.stride == 0);
     CHECK(c.batch_size == 16);
     CHECK(status(tokens, tokens.size()) == PG_OK);
-    CHECK(pg_evaluate(m.get(), tokens.data(), tokens.size(), nullptr, &r) == PG_OK);  // NULL = defaults
+    CHECK(pg_test::evaluate(m.get(), tokens.data(), tokens.size(), nullptr, &r) == PG_OK);  // NULL = defaults
 
     c.window = 17;  // > n_ctx
     CHECK(status(tokens, tokens.size()) == PG_ERR_INVALID_ARGUMENT);
@@ -247,14 +248,14 @@ TEST_CASE("pg_evaluate rejects bad arguments", "[eval]") {
     tokens[37] = -1;
     CHECK(status(tokens, tokens.size()) == PG_ERR_INVALID_ARGUMENT);
     tokens[37] = 0;
-    CHECK(pg_evaluate(nullptr, tokens.data(), tokens.size(), &c, &r) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(pg_evaluate(m.get(), nullptr, tokens.size(), &c, &r) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(pg_evaluate(m.get(), tokens.data(), tokens.size(), &c, nullptr) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::evaluate(nullptr, tokens.data(), tokens.size(), &c, &r) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::evaluate(m.get(), nullptr, tokens.size(), &c, &r) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::evaluate(m.get(), tokens.data(), tokens.size(), &c, nullptr) == PG_ERR_INVALID_ARGUMENT);
     r.struct_size = 0;
-    CHECK(pg_evaluate(m.get(), tokens.data(), tokens.size(), &c, &r) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::evaluate(m.get(), tokens.data(), tokens.size(), &c, &r) == PG_ERR_INVALID_ARGUMENT);
     r.struct_size = sizeof r;
     c.struct_size = 0;
-    CHECK(pg_evaluate(m.get(), tokens.data(), tokens.size(), &c, &r) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::evaluate(m.get(), tokens.data(), tokens.size(), &c, &r) == PG_ERR_INVALID_ARGUMENT);
     pg_eval_config_default(nullptr);  // no-op
 }
 
@@ -264,9 +265,9 @@ TEST_CASE("pg_evaluate_sampled: a seeded, labelled estimate", "[eval]") {
     const auto tokens = pg_eval_test::random_tokens(200, 65, 5);
     pg_eval_result a, b, c;
     a.struct_size = b.struct_size = c.struct_size = sizeof a;
-    REQUIRE(pg_evaluate_sampled(m.get(), tokens.data(), tokens.size(), 3, 4, 42, 1, &a) == PG_OK);
-    REQUIRE(pg_evaluate_sampled(m.get(), tokens.data(), tokens.size(), 3, 4, 42, 2, &b) == PG_OK);
-    REQUIRE(pg_evaluate_sampled(m.get(), tokens.data(), tokens.size(), 3, 4, 43, 1, &c) == PG_OK);
+    REQUIRE(pg_test::evaluate_sampled(m.get(), tokens.data(), tokens.size(), 3, 4, 42, 1, &a) == PG_OK);
+    REQUIRE(pg_test::evaluate_sampled(m.get(), tokens.data(), tokens.size(), 3, 4, 42, 2, &b) == PG_OK);
+    REQUIRE(pg_test::evaluate_sampled(m.get(), tokens.data(), tokens.size(), 3, 4, 43, 1, &c) == PG_OK);
     CHECK(a.n_scored == 3 * 4 * 16);
     CHECK(a.n_windows == 12);
     CHECK(a.mean_loss == b.mean_loss);  // same seed, any threads
@@ -285,19 +286,19 @@ TEST_CASE("pg_evaluate_sampled: a seeded, labelled estimate", "[eval]") {
     CHECK(a.mean_loss == Approx(sum / (12 * 16)).epsilon(1e-5));
 
     // A split of exactly n_ctx + 1 tokens has one possible window.
-    REQUIRE(pg_evaluate_sampled(m.get(), tokens.data(), 17, 2, 2, 1, 1, &a) == PG_OK);
+    REQUIRE(pg_test::evaluate_sampled(m.get(), tokens.data(), 17, 2, 2, 1, 1, &a) == PG_OK);
     CHECK(a.mean_loss == Approx(eval_c(m.get(), std::vector<int32_t>(tokens.begin(), tokens.begin() + 17), 0, 0, 1, 1).mean_loss).epsilon(1e-6));
 
-    CHECK(pg_evaluate_sampled(m.get(), tokens.data(), 16, 1, 1, 1, 1, &a) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::evaluate_sampled(m.get(), tokens.data(), 16, 1, 1, 1, 1, &a) == PG_ERR_INVALID_ARGUMENT);
     CHECK_THAT(pg_last_error(), Catch::Contains("n_ctx + 1"));
-    CHECK(pg_evaluate_sampled(m.get(), tokens.data(), 200, 0, 1, 1, 1, &a) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(pg_evaluate_sampled(m.get(), tokens.data(), 200, 1, 0, 1, 1, &a) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(pg_evaluate_sampled(nullptr, tokens.data(), 200, 1, 1, 1, 1, &a) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(pg_evaluate_sampled(m.get(), nullptr, 200, 1, 1, 1, 1, &a) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(pg_evaluate_sampled(m.get(), tokens.data(), 200, 1, 1, 1, 1, nullptr) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::evaluate_sampled(m.get(), tokens.data(), 200, 0, 1, 1, 1, &a) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::evaluate_sampled(m.get(), tokens.data(), 200, 1, 0, 1, 1, &a) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::evaluate_sampled(nullptr, tokens.data(), 200, 1, 1, 1, 1, &a) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::evaluate_sampled(m.get(), nullptr, 200, 1, 1, 1, 1, &a) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::evaluate_sampled(m.get(), tokens.data(), 200, 1, 1, 1, 1, nullptr) == PG_ERR_INVALID_ARGUMENT);
     auto bad = tokens;
     bad[150] = 99;
-    CHECK(pg_evaluate_sampled(m.get(), bad.data(), 200, 1, 1, 1, 1, &a) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::evaluate_sampled(m.get(), bad.data(), 200, 1, 1, 1, 1, &a) == PG_ERR_INVALID_ARGUMENT);
     CHECK_THAT(pg_last_error(), Catch::Contains("token 150"));
 }
 
@@ -365,7 +366,7 @@ TEST_CASE("bits per byte: a character model on one-byte characters gives bits_pe
     }
     pg_eval_result s;
     s.struct_size = sizeof s;
-    REQUIRE(pg_evaluate_sampled(m.get(), tokens.data(), tokens.size(), 3, 4, 42, 1, &s) == PG_OK);
+    REQUIRE(pg_test::evaluate_sampled(m.get(), tokens.data(), tokens.size(), 3, 4, 42, 1, &s) == PG_OK);
     CHECK(s.n_bytes == 3 * 4 * 16);
     CHECK(std::memcmp(&s.bits_per_byte, &s.bits_per_token, sizeof(double)) == 0);
 
@@ -412,7 +413,7 @@ TEST_CASE("bits per byte: multi-byte characters and BPE tokens count the bytes o
         // windows by hand as in the sampled test above).
         pg_eval_result s;
         s.struct_size = sizeof s;
-        REQUIRE(pg_evaluate_sampled(m.get(), ids.data(), ids.size(), 2, 3, 7, 1, &s) == PG_OK);
+        REQUIRE(pg_test::evaluate_sampled(m.get(), ids.data(), ids.size(), 2, 3, 7, 1, &s) == PG_OK);
         pg::Rng rng(7);
         int64_t bytes = 0;
         for (int w = 0; w < 6; ++w) {
@@ -443,7 +444,7 @@ TEST_CASE("bits per byte: a target without bytes is refused, a special token cou
     pg_eval_config c;
     pg_eval_config_default(&c);
     r.n_scored = -5;
-    CHECK(pg_evaluate(m.get(), ids.data(), ids.size(), &c, &r) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::evaluate(m.get(), ids.data(), ids.size(), &c, &r) == PG_ERR_INVALID_ARGUMENT);
     CHECK_THAT(pg_last_error(), Catch::Contains("token 33 is 280") && Catch::Contains("no bytes"));
     CHECK(r.n_scored == -5);  // no result written
 }
@@ -457,7 +458,7 @@ TEST_CASE("pg_eval_result: a caller built before bits per byte gets the older fi
     } old;
     std::memset(&old, 0x5A, sizeof old);
     old.r.struct_size = uint32_t(offsetof(pg_eval_result, bits_per_byte));  // the struct before them
-    REQUIRE(pg_evaluate(m.get(), tokens.data(), tokens.size(), nullptr, &old.r) == PG_OK);
+    REQUIRE(pg_test::evaluate(m.get(), tokens.data(), tokens.size(), nullptr, &old.r) == PG_OK);
     CHECK(old.r.n_scored == 39);
     CHECK(old.r.n_windows == 3);
     const auto* bytes = reinterpret_cast<const unsigned char*>(&old);

@@ -14,6 +14,7 @@
 #include "phonegpt/phonegpt.h"
 #include "test_eval_support.hpp"
 #include "tokenizer/char_tokenizer.hpp"
+#include "session_calls.hpp"
 
 using pg_eval_test::ModelPtr;
 
@@ -43,7 +44,7 @@ std::vector<int32_t> generate_c(const pg_model* m, const std::vector<int32_t>& p
                                 pg_status expect = PG_OK) {
     std::vector<int32_t> out(size_t(std::max(c.max_tokens, 0)) + 1, -1);
     size_t n = 999;
-    REQUIRE(pg_generate(m, prompt.data(), prompt.size(), &c, out.data(), out.size(), &n) == expect);
+    REQUIRE(pg_test::generate(m, prompt.data(), prompt.size(), &c, out.data(), out.size(), &n) == expect);
     out.resize(n);
     return out;
 }
@@ -249,7 +250,7 @@ TEST_CASE("stop strings stop after the token that completes them", "[generate]")
     c.n_stop_strings = 1;
     // Without the model's tokenizer stop strings cannot be matched.
     generate_c(m.get(), prompt, c, PG_ERR_STATE);
-    CHECK_THAT(pg_model_last_error(m.get()), Catch::Contains("tokenizer"));
+    CHECK_THAT(pg_last_error(), Catch::Contains("tokenizer"));
     give_tokenizer(m.get());
     const auto full = generate_c(m.get(), prompt, c);  // the stop string never occurs
     REQUIRE(full.size() == 60);
@@ -309,32 +310,32 @@ TEST_CASE("the streaming callback sees every token and can stop generation", "[g
     // Streaming only: no output buffer, every token still goes to the callback.
     stream = Stream{};
     size_t n = 99;
-    REQUIRE(pg_generate(m.get(), prompt.data(), 2, &c, nullptr, 0, &n) == PG_OK);
+    REQUIRE(pg_test::generate(m.get(), prompt.data(), 2, &c, nullptr, 0, &n) == PG_OK);
     CHECK(n == 0);
     CHECK(stream.seen == all);
     // A small buffer gets the first tokens; *n_out counts what was written.
     stream = Stream{};
     std::vector<int32_t> small(5, -1);
-    REQUIRE(pg_generate(m.get(), prompt.data(), 2, &c, small.data(), small.size(), &n) == PG_OK);
+    REQUIRE(pg_test::generate(m.get(), prompt.data(), 2, &c, small.data(), small.size(), &n) == PG_OK);
     CHECK(n == 5);
     CHECK(std::equal(small.begin(), small.end(), all.begin()));
     CHECK(stream.seen.size() == 25);
     // max_tokens = 0 generates nothing.
     stream = Stream{};
     c.max_tokens = 0;
-    REQUIRE(pg_generate(m.get(), prompt.data(), 2, &c, small.data(), small.size(), &n) == PG_OK);
+    REQUIRE(pg_test::generate(m.get(), prompt.data(), 2, &c, small.data(), small.size(), &n) == PG_OK);
     CHECK(n == 0);
     CHECK(stream.seen.empty());
 }
 
-TEST_CASE("pg_generate rejects bad arguments", "[generate]") {
+TEST_CASE("pg_session_generate rejects bad arguments", "[generate]") {
     ModelPtr m = pg_eval_test::tiny_model(32);
     const std::vector<int32_t> prompt = {1, 2, 3};
     std::vector<int32_t> out(8);
     size_t n = 0;
     pg_sample_config c;
     auto run = [&](const pg_sample_config* cfg) {
-        return pg_generate(m.get(), prompt.data(), prompt.size(), cfg, out.data(), out.size(), &n);
+        return pg_test::generate(m.get(), prompt.data(), prompt.size(), cfg, out.data(), out.size(), &n);
     };
     auto with = [&](auto change) {
         pg_sample_config_default(&c);
@@ -346,18 +347,18 @@ TEST_CASE("pg_generate rejects bad arguments", "[generate]") {
     CHECK(run(nullptr) == PG_OK);  // NULL = defaults (256 tokens, 8 written)
     CHECK(n == 8);
 
-    CHECK(pg_generate(nullptr, prompt.data(), 3, nullptr, out.data(), 8, &n) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(pg_generate(m.get(), nullptr, 3, nullptr, out.data(), 8, &n) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(pg_generate(m.get(), prompt.data(), 0, nullptr, out.data(), 8, &n) == PG_ERR_INVALID_ARGUMENT);
-    CHECK_THAT(pg_last_error(), Catch::Contains("prompt is empty"));
-    CHECK(pg_generate(m.get(), prompt.data(), 3, nullptr, out.data(), 8, nullptr) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(pg_generate(m.get(), prompt.data(), 3, nullptr, nullptr, 8, &n) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::generate(nullptr, prompt.data(), 3, nullptr, out.data(), 8, &n) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::generate(m.get(), nullptr, 3, nullptr, out.data(), 8, &n) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::generate(m.get(), prompt.data(), 0, nullptr, out.data(), 8, &n) == PG_ERR_STATE);
+    CHECK_THAT(pg_last_error(), Catch::Contains("sequence is empty"));
+    CHECK(pg_test::generate(m.get(), prompt.data(), 3, nullptr, out.data(), 8, nullptr) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::generate(m.get(), prompt.data(), 3, nullptr, nullptr, 8, &n) == PG_ERR_INVALID_ARGUMENT);
     const std::vector<int32_t> bad_prompt = {1, 65};
-    CHECK(pg_generate(m.get(), bad_prompt.data(), 2, nullptr, out.data(), 8, &n) == PG_ERR_INVALID_ARGUMENT);
-    CHECK_THAT(pg_model_last_error(m.get()), Catch::Contains("token 1 is 65"));
+    CHECK(pg_test::generate(m.get(), bad_prompt.data(), 2, nullptr, out.data(), 8, &n) == PG_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(pg_last_error(), Catch::Contains("token 1 is 65"));
 
     CHECK(with([](pg_sample_config& s) { s.temperature = -0.5f; }) == PG_ERR_INVALID_ARGUMENT);
-    CHECK_THAT(pg_last_error(), Catch::Contains("pg_generate: temperature"));
+    CHECK(std::string(pg_last_error()).rfind("pg_session_generate: temperature", 0) == 0);
     CHECK(with([](pg_sample_config& s) { s.temperature = NAN; }) == PG_ERR_INVALID_ARGUMENT);
     CHECK(with([](pg_sample_config& s) { s.temperature = INFINITY; }) == PG_ERR_INVALID_ARGUMENT);
     CHECK(with([](pg_sample_config& s) { s.top_k = -1; }) == PG_ERR_INVALID_ARGUMENT);

@@ -12,6 +12,7 @@
 #include "phonegpt/phonegpt.h"
 #include "test_eval_support.hpp"
 #include "tokenizer/utf8_stream.hpp"
+#include "session_calls.hpp"
 
 using pg_eval_test::ModelPtr;
 
@@ -56,7 +57,7 @@ std::size_t first_completion(const std::vector<std::string>& prefixes, const std
 
 // How many pushes until the matcher reports the stop string (0 = never).
 std::size_t matcher_completion(const pg::Tokenizer& tok, const std::vector<int32_t>& ids, const std::string& stop) {
-    pg::StopStringMatcher m(tok, {"never-there", stop}, "test");
+    pg::StopStringMatcher m(tok, {"never-there", stop});
     for (std::size_t k = 0; k < ids.size(); ++k)
         if (m.push(ids[k])) return k + 1;
     return 0;
@@ -111,8 +112,8 @@ TEST_CASE("a stop string inside a character split across tokens matches once it 
     for (int32_t id : tok.encode("x!")) bad.push_back(id);
     CHECK(matcher_completion(tok, bad, "f\xEF\xBF\xBDx") == n_caf + 2);
     // A stop string that is not UTF-8 could never match the decoded text: refused.
-    CHECK_THROWS_AS(pg::StopStringMatcher(tok, {"\xC3"}, "test"), pg::Error);
-    CHECK_THROWS_WITH(pg::StopStringMatcher(tok, {"ok", ""}, "test"), Catch::Contains("stop string 1 is empty"));
+    CHECK_THROWS_AS(pg::StopStringMatcher(tok, {"\xC3"}), pg::Error);
+    CHECK_THROWS_WITH(pg::StopStringMatcher(tok, {"ok", ""}), Catch::Contains("stop string 1 is empty"));
 }
 
 TEST_CASE("pg_generate with a BPE model stops at a stop string spanning two tokens", "[generate][bpe]") {
@@ -135,7 +136,7 @@ TEST_CASE("pg_generate with a BPE model stops at a stop string spanning two toke
     const std::vector<int32_t> prompt = tok.encode("the cat");
     std::vector<int32_t> full(81);
     size_t n = 0;
-    REQUIRE(pg_generate(m.get(), prompt.data(), prompt.size(), &c, full.data(), full.size(), &n) == PG_OK);
+    REQUIRE(pg_test::generate(m.get(), prompt.data(), prompt.size(), &c, full.data(), full.size(), &n) == PG_OK);
     REQUIRE(n == 80);
     full.resize(n);
     const std::vector<std::string> prefixes = streamed_prefixes(tok, full);
@@ -158,7 +159,7 @@ TEST_CASE("pg_generate with a BPE model stops at a stop string spanning two toke
         c.stop_strings = stops;
         c.n_stop_strings = 1;
         std::vector<int32_t> cut(81);
-        REQUIRE(pg_generate(m.get(), prompt.data(), prompt.size(), &c, cut.data(), cut.size(), &n) == PG_OK);
+        REQUIRE(pg_test::generate(m.get(), prompt.data(), prompt.size(), &c, cut.data(), cut.size(), &n) == PG_OK);
         INFO("boundary after token " << k << ", stop \"" << stop << "\"");
         CHECK(n == expect);
         CHECK(std::equal(cut.begin(), cut.begin() + long(n), full.begin()));
@@ -167,7 +168,7 @@ TEST_CASE("pg_generate with a BPE model stops at a stop string spanning two toke
     // Invalid UTF-8 as a stop string is a clear error.
     const char* bad[1] = {"\xE2\x82"};
     c.stop_strings = bad;
-    REQUIRE(pg_generate(m.get(), prompt.data(), prompt.size(), &c, full.data(), full.size(), &n) ==
+    REQUIRE(pg_test::generate(m.get(), prompt.data(), prompt.size(), &c, full.data(), full.size(), &n) ==
             PG_ERR_INVALID_ARGUMENT);
-    CHECK_THAT(pg_model_last_error(m.get()), Catch::Contains("not valid UTF-8"));
+    CHECK_THAT(pg_last_error(), Catch::Contains("not valid UTF-8"));
 }

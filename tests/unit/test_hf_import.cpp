@@ -13,6 +13,7 @@
 #include "core/file_io.hpp"
 #include "phonegpt/phonegpt.h"
 #include "test_support.hpp"
+#include "session_calls.hpp"
 
 namespace {
 
@@ -63,7 +64,7 @@ std::vector<float> logits_of(const pg_model* m) {
     for (int i = 0; i < T; ++i) tokens[std::size_t(i)] = (i * 7 + 3) % cfg.vocab_size;
     std::vector<float> logits(std::size_t(T) * std::size_t(cfg.vocab_size));
     float loss = 0.0f;
-    REQUIRE(pg_model_forward(m, tokens.data(), 1, T, nullptr, logits.data(), &loss, 1) == PG_OK);
+    REQUIRE(pg_test::forward(m, tokens.data(), 1, T, nullptr, logits.data(), &loss, 1) == PG_OK);
     return logits;
 }
 

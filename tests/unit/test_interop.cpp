@@ -14,6 +14,7 @@
 #include "io/safetensors.hpp"
 #include "phonegpt/phonegpt.h"
 #include "test_checkpoint_support.hpp"
+#include "session_calls.hpp"
 
 using namespace ckpt_test;
 
@@ -58,7 +59,7 @@ float eval_loss(const pg_model* m) {
         targets[std::size_t(i)] = (i * 11 + 5) % 65;
     }
     float loss = -1.0f;
-    REQUIRE(pg_model_forward(m, tokens.data(), 2, 16, targets.data(), nullptr, &loss, 1) == PG_OK);
+    REQUIRE(pg_test::forward(m, tokens.data(), 2, 16, targets.data(), nullptr, &loss, 1) == PG_OK);
     return loss;
 }
 

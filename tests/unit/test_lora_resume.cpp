@@ -215,3 +215,100 @@ TEST_CASE("lora resume: wrong files and bases are refused, naming what is wrong"
     pg_model_free(other);
     for (const std::string& p : {path, plain, corrupt}) std::remove(p.c_str());
 }
+
+// The LoRA trainer takes every field of pg_train_config the full trainer takes but Muon (the
+// base's matrices are frozen), and answers the full trainer's getters.
+TEST_CASE("lora trainer: a dropout ramp resumes bit for bit; the trainer's getters", "[lora][lora_resume]") {
+    const int N = 6, k = 2;
+    Run run;
+    pg_train_config tc = Run::config();
+    tc.dropout_ramp_steps = 4;
+    const std::string dir = pg_test::tmp_dir();
+
+    auto first_loss = [&](const pg_train_config& c) {
+        pg_lora_adapter* a = run.new_adapter();
+        pg_lora_trainer* t = nullptr;
+        REQUIRE(pg_lora_trainer_create(run.base, a, &c, &t) == PG_OK);
+        REQUIRE(pg_lora_trainer_set_data(t, run.data.data(), run.data.size()) == PG_OK);
+        pg_step_result r{sizeof r};
+        REQUIRE(pg_lora_trainer_step(t, &r) == PG_OK);
+        pg_lora_trainer_free(t);
+        pg_lora_adapter_free(a);
+        return r.loss;
+    };
+    const pg_train_config no_ramp = Run::config();
+    CHECK(first_loss(tc) != first_loss(no_ramp));  // step 0 of the ramp: the base without dropout
+
+    pg_lora_adapter* straight = run.new_adapter();
+    pg_lora_trainer* t = nullptr;
+    REQUIRE(pg_lora_trainer_create(run.base, straight, &tc, &t) == PG_OK);
+    REQUIRE(pg_lora_trainer_set_data(t, run.data.data(), run.data.size()) == PG_OK);
+    std::vector<pg_step_result> want;
+    for (int i = 0; i < N; ++i) run.step(t, i, want);
+    // The getters: configuration, step count, schedule, threads.
+    pg_train_config got_config;
+    pg_train_config_default(&got_config);
+    REQUIRE(pg_lora_trainer_get_config(t, &got_config) == PG_OK);
+    CHECK(got_config.dropout_ramp_steps == 4);
+    CHECK(got_config.seq_len == 12);
+    CHECK(got_config.total_steps == tc.total_steps);
+    int64_t steps = -1;
+    REQUIRE(pg_lora_trainer_step_count(t, &steps) == PG_OK);
+    CHECK(steps == N);
+    for (int i = 0; i < N; ++i) {
+        float lr = -1.0f;
+        REQUIRE(pg_lora_trainer_lr_at(t, i, &lr) == PG_OK);
+        CHECK(std::memcmp(&lr, &want[std::size_t(i)].lr, 4) == 0);
+    }
+    int32_t threads = 0;
+    REQUIRE(pg_lora_trainer_n_threads(t, &threads) == PG_OK);
+    CHECK(threads == 2);
+    float lr = 0.0f;
+    CHECK(pg_lora_trainer_lr_at(t, -1, &lr) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(pg_last_error()).find("pg_lora_trainer_lr_at: step = -1") != std::string::npos);
+    CHECK(pg_lora_trainer_n_threads(nullptr, &threads) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_lora_trainer_get_config(t, nullptr) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_lora_trainer_set_threads(t, 2000) == PG_ERR_INVALID_ARGUMENT);  // above 1024
+    CHECK(std::string(pg_lora_trainer_last_error(t)).find("pg_lora_trainer_set_threads") != std::string::npos);
+    const std::string straight_path = dir + "/lora_ramp_straight.safetensors";
+    REQUIRE(pg_lora_trainer_save(t, straight_path.c_str()) == PG_OK);
+    pg_lora_trainer_free(t);
+
+    pg_lora_adapter* first = run.new_adapter();
+    REQUIRE(pg_lora_trainer_create(run.base, first, &tc, &t) == PG_OK);
+    REQUIRE(pg_lora_trainer_set_data(t, run.data.data(), run.data.size()) == PG_OK);
+    std::vector<pg_step_result> got;
+    for (int i = 0; i < k; ++i) run.step(t, i, got);
+    const std::string path = dir + "/lora_ramp_half.safetensors";
+    REQUIRE(pg_lora_trainer_save(t, path.c_str()) == PG_OK);
+    pg_lora_trainer_free(t);
+    pg_lora_adapter_free(first);
+
+    pg_lora_adapter* resumed = nullptr;
+    REQUIRE(pg_lora_trainer_resume(path.c_str(), run.base, &resumed, &t) == PG_OK);
+    pg_train_config resumed_config;
+    pg_train_config_default(&resumed_config);
+    REQUIRE(pg_lora_trainer_get_config(t, &resumed_config) == PG_OK);
+    CHECK(resumed_config.dropout_ramp_steps == 4);  // the ramp came back from the file
+    REQUIRE(pg_lora_trainer_set_threads(t, 1) == PG_OK);  // later steps on 1 thread, then back
+    REQUIRE(pg_lora_trainer_n_threads(t, &threads) == PG_OK);
+    CHECK(threads == 1);
+    REQUIRE(pg_lora_trainer_set_threads(t, 2) == PG_OK);
+    REQUIRE(pg_lora_trainer_set_data(t, run.data.data(), run.data.size()) == PG_OK);
+    for (int i = k; i < N; ++i) run.step(t, i, got);
+    CHECK(same_results(got, want));
+    CHECK(factors(resumed) == factors(straight));
+    const std::string end_path = dir + "/lora_ramp_end.safetensors";
+    REQUIRE(pg_lora_trainer_save(t, end_path.c_str()) == PG_OK);
+    CHECK(ckpt_test::read_bytes(end_path) == ckpt_test::read_bytes(straight_path));
+    pg_lora_trainer_free(t);
+    pg_lora_adapter_free(resumed);
+    pg_lora_adapter_free(straight);
+
+    tc.optimizer = PG_OPTIMIZER_MUON;  // the one field that cannot apply: the base is frozen
+    pg_lora_adapter* a = run.new_adapter();
+    CHECK(pg_lora_trainer_create(run.base, a, &tc, &t) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(pg_last_error()).find("optimizer") != std::string::npos);
+    pg_lora_adapter_free(a);
+    for (const std::string& p : {straight_path, path, end_path}) std::remove(p.c_str());
+}

@@ -14,6 +14,7 @@
 
 #include "frozen_base_support.hpp"
 #include "phonegpt/phonegpt.h"
+#include "session_calls.hpp"
 
 namespace {
 
@@ -40,7 +41,7 @@ std::vector<float> session_logits(pg_session* s, const std::vector<int32_t>& in,
 
 std::vector<float> model_logits(const pg_model* m, const std::vector<int32_t>& in, int B) {
     std::vector<float> out(std::size_t(B) * kT * kVocab);
-    REQUIRE(pg_model_forward(m, in.data(), B, kT, nullptr, out.data(), nullptr, 2) == PG_OK);
+    REQUIRE(pg_test::forward(m, in.data(), B, kT, nullptr, out.data(), nullptr, 2) == PG_OK);
     return out;
 }
 

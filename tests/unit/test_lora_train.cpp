@@ -11,6 +11,7 @@
 
 #include "phonegpt/phonegpt.h"
 #include "test_support.hpp"
+#include "session_calls.hpp"
 
 namespace {
 
@@ -122,8 +123,8 @@ TEST_CASE("lora train: the loss goes down and only the adapter moves", "[lora][l
     // The merged model scores the training text better than the base.
     std::vector<int32_t> in(s.data.begin(), s.data.begin() + 16), tg(s.data.begin() + 1, s.data.begin() + 17);
     float base_loss = 0, merged_loss = 0;
-    REQUIRE(pg_model_forward(s.base, in.data(), 1, 16, tg.data(), nullptr, &base_loss, 1) == PG_OK);
-    REQUIRE(pg_model_forward(merged, in.data(), 1, 16, tg.data(), nullptr, &merged_loss, 1) == PG_OK);
+    REQUIRE(pg_test::forward(s.base, in.data(), 1, 16, tg.data(), nullptr, &base_loss, 1) == PG_OK);
+    REQUIRE(pg_test::forward(merged, in.data(), 1, 16, tg.data(), nullptr, &merged_loss, 1) == PG_OK);
     CHECK(merged_loss < base_loss);
     pg_model_free(merged);
     pg_lora_adapter_free(back);

@@ -1,5 +1,5 @@
 // Properties of the model as a whole: causality (through the C API and the reference), the
-// loss of an untrained model, determinism per thread count, and pg_model_forward's argument
+// loss of an untrained model, determinism per thread count, and pg_session_forward's argument
 // checks.
 #include <catch2/catch.hpp>
 
@@ -13,6 +13,7 @@
 #include "model/engine.hpp"
 #include "model/params.hpp"
 #include "reference_model.hpp"
+#include "session_calls.hpp"
 
 namespace {
 
@@ -47,18 +48,18 @@ void scramble_weights(pg_model* m, uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("causality through pg_model_forward: the future never changes the past", "[model][behaviour]") {
+TEST_CASE("causality through pg_session_forward: the future never changes the past", "[model][behaviour]") {
     pg_model* m = make_model("tiny", 1);
     scramble_weights(m, 2);
     const int B = 2, T = 16, V = 65;
     std::vector<int32_t> tokens = random_tokens(B * T, V, 3);
     std::vector<float> before(size_t(B * T * V)), after(size_t(B * T * V));
-    REQUIRE(pg_model_forward(m, tokens.data(), B, T, nullptr, before.data(), nullptr, 2) == PG_OK);
+    REQUIRE(pg_test::forward(m, tokens.data(), B, T, nullptr, before.data(), nullptr, 2) == PG_OK);
     for (int t : {0, 5, 14}) {
         std::vector<int32_t> changed = tokens;
         for (int b = 0; b < B; ++b)
             for (int s = t + 1; s < T; ++s) changed[size_t(b * T + s)] = (changed[size_t(b * T + s)] + 7) % V;
-        REQUIRE(pg_model_forward(m, changed.data(), B, T, nullptr, after.data(), nullptr, 2) == PG_OK);
+        REQUIRE(pg_test::forward(m, changed.data(), B, T, nullptr, after.data(), nullptr, 2) == PG_OK);
         for (int b = 0; b < B; ++b) {
             const size_t row = size_t(b * T) * V;
             // Positions <= t: bit for bit the same.
@@ -96,12 +97,12 @@ TEST_CASE("an untrained PhoneGPT predicts uniformly: loss ~ ln(65)", "[model][be
     const int B = 4, T = 128;
     std::vector<int32_t> tokens = random_tokens(B * T, 65, 6), targets = random_tokens(B * T, 65, 7);
     float loss = 0.0f;
-    REQUIRE(pg_model_forward(m, tokens.data(), B, T, targets.data(), nullptr, &loss, 0) == PG_OK);
+    REQUIRE(pg_test::forward(m, tokens.data(), B, T, targets.data(), nullptr, &loss, 0) == PG_OK);
     CHECK(std::fabs(loss - std::log(65.0f)) < 0.1f);
     pg_model_free(m);
 }
 
-TEST_CASE("pg_model_forward: mean over scored positions, logits and loss agree", "[model][behaviour]") {
+TEST_CASE("pg_session_forward: mean over scored positions, logits and loss agree", "[model][behaviour]") {
     pg_model* m = make_model("tiny", 8);
     scramble_weights(m, 9);
     const int B = 3, T = 12, V = 65;
@@ -109,7 +110,7 @@ TEST_CASE("pg_model_forward: mean over scored positions, logits and loss agree",
     for (int i = 0; i < B * T; i += 5) targets[size_t(i)] = -1;
     std::vector<float> logits(size_t(B * T * V));
     float loss = 0.0f;
-    REQUIRE(pg_model_forward(m, tokens.data(), B, T, targets.data(), logits.data(), &loss, 1) == PG_OK);
+    REQUIRE(pg_test::forward(m, tokens.data(), B, T, targets.data(), logits.data(), &loss, 1) == PG_OK);
     double sum = 0.0;
     int count = 0;
     for (int i = 0; i < B * T; ++i) {
@@ -124,34 +125,34 @@ TEST_CASE("pg_model_forward: mean over scored positions, logits and loss agree",
     CHECK(loss == Approx(sum / count).epsilon(1e-5));
     // All targets unscored: the mean is undefined.
     std::vector<int32_t> none(size_t(B * T), -1);
-    REQUIRE(pg_model_forward(m, tokens.data(), B, T, none.data(), nullptr, &loss, 1) == PG_OK);
+    REQUIRE(pg_test::forward(m, tokens.data(), B, T, none.data(), nullptr, &loss, 1) == PG_OK);
     CHECK(std::isnan(loss));
     pg_model_free(m);
 }
 
-TEST_CASE("pg_model_forward checks its arguments", "[model][behaviour][capi]") {
+TEST_CASE("pg_session_forward checks its arguments", "[model][behaviour][capi]") {
     pg_model* m = make_model("tiny", 1);
     const int B = 1, T = 4;
     std::vector<int32_t> tokens = {1, 2, 3, 4}, targets = {2, 3, 4, -1};
     std::vector<float> logits(size_t(T * 65));
     float loss = 0.0f;
-    CHECK(pg_model_forward(nullptr, tokens.data(), B, T, nullptr, logits.data(), nullptr, 1) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(pg_model_forward(m, nullptr, B, T, nullptr, logits.data(), nullptr, 1) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(std::strstr(pg_model_last_error(m), "tokens") != nullptr);
-    CHECK(pg_model_forward(m, tokens.data(), 0, T, nullptr, logits.data(), nullptr, 1) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(pg_model_forward(m, tokens.data(), B, 17, nullptr, logits.data(), nullptr, 1) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(std::strstr(pg_model_last_error(m), "n_ctx") != nullptr);
-    CHECK(pg_model_forward(m, tokens.data(), B, T, nullptr, nullptr, nullptr, 1) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(pg_model_forward(m, tokens.data(), B, T, targets.data(), logits.data(), nullptr, 1) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::forward(nullptr, tokens.data(), B, T, nullptr, logits.data(), nullptr, 1) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::forward(m, nullptr, B, T, nullptr, logits.data(), nullptr, 1) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(std::strstr(pg_last_error(), "tokens") != nullptr);
+    CHECK(pg_test::forward(m, tokens.data(), 0, T, nullptr, logits.data(), nullptr, 1) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::forward(m, tokens.data(), B, 17, nullptr, logits.data(), nullptr, 1) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(std::strstr(pg_last_error(), "n_ctx") != nullptr);
+    CHECK(pg_test::forward(m, tokens.data(), B, T, nullptr, nullptr, nullptr, 1) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(pg_test::forward(m, tokens.data(), B, T, targets.data(), logits.data(), nullptr, 1) == PG_ERR_INVALID_ARGUMENT);
     tokens[2] = 65;
-    CHECK(pg_model_forward(m, tokens.data(), B, T, nullptr, logits.data(), nullptr, 1) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(std::strstr(pg_model_last_error(m), "tokens[2]") != nullptr);
+    CHECK(pg_test::forward(m, tokens.data(), B, T, nullptr, logits.data(), nullptr, 1) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(std::strstr(pg_last_error(), "tokens[2]") != nullptr);
     tokens[2] = 3;
     targets[1] = -2;
-    CHECK(pg_model_forward(m, tokens.data(), B, T, targets.data(), nullptr, &loss, 1) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(std::strstr(pg_model_last_error(m), "targets[1]") != nullptr);
+    CHECK(pg_test::forward(m, tokens.data(), B, T, targets.data(), nullptr, &loss, 1) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(std::strstr(pg_last_error(), "targets[1]") != nullptr);
     targets[1] = 3;
-    CHECK(pg_model_forward(m, tokens.data(), B, T, targets.data(), nullptr, &loss, 1) == PG_OK);
+    CHECK(pg_test::forward(m, tokens.data(), B, T, targets.data(), nullptr, &loss, 1) == PG_OK);
     CHECK(std::isfinite(loss));
     pg_model_free(m);
 }

@@ -16,6 +16,7 @@
 #include "phonegpt/phonegpt.h"
 #include "reference_model.hpp"
 #include "model_test_params.hpp"
+#include "session_calls.hpp"
 
 namespace {
 
@@ -296,12 +297,12 @@ TEST_CASE("engine rejects what it cannot compute", "[model][engine]") {
     std::vector<float> logits(std::size_t(g.B) * g.T * g.cfg.vocab_size);
     float loss = 0;
     batch.inputs[5] = g.cfg.vocab_size;
-    CHECK(pg_model_forward(model, batch.inputs.data(), g.B, g.T, nullptr, logits.data(), nullptr, 1) ==
+    CHECK(pg_test::forward(model, batch.inputs.data(), g.B, g.T, nullptr, logits.data(), nullptr, 1) ==
           PG_ERR_INVALID_ARGUMENT);
     CHECK_THAT(pg_last_error(), Catch::Contains("tokens[5] = "));
     batch.inputs[5] = 0;
     batch.targets[7] = g.cfg.vocab_size;
-    CHECK(pg_model_forward(model, batch.inputs.data(), g.B, g.T, batch.targets.data(), logits.data(), &loss, 1) ==
+    CHECK(pg_test::forward(model, batch.inputs.data(), g.B, g.T, batch.targets.data(), logits.data(), &loss, 1) ==
           PG_ERR_INVALID_ARGUMENT);
     CHECK_THAT(pg_last_error(), Catch::Contains("targets[7] = "));
     pg_model_free(model);

@@ -13,6 +13,7 @@
 #include "capi/handles.hpp"
 #include "phonegpt/phonegpt.h"
 #include "test_eval_support.hpp"
+#include "session_calls.hpp"
 
 using pg_eval_test::ModelPtr;
 
@@ -56,27 +57,6 @@ int64_t position(const pg_session* s) {
 }
 
 }  // namespace
-
-TEST_CASE("session: pg_generate is append + generate on a fresh session", "[session]") {
-    ModelPtr m = pg_eval_test::tiny_model(31);
-    pg_eval_test::perturb_weights(m.get(), 0.3f, 1);
-    const auto prompt = pg_eval_test::random_tokens(7, 65, 2);
-    for (int threads : {1, 2}) {
-        pg_sample_config c;
-        pg_sample_config_default(&c);
-        c.max_tokens = 40;
-        c.n_threads = threads;
-        c.slide_keep = 9;
-        std::vector<int32_t> direct(40);
-        size_t n = 0;
-        REQUIRE(pg_generate(m.get(), prompt.data(), prompt.size(), &c, direct.data(), direct.size(), &n) == PG_OK);
-        REQUIRE(n == 40);
-        SessionPtr s = make_session(m.get(), threads);
-        REQUIRE(pg_session_append(s.get(), prompt.data(), prompt.size()) == PG_OK);
-        CHECK(session_generate(s.get(), c) == direct);
-        CHECK(position(s.get()) == 47);
-    }
-}
 
 TEST_CASE("session: a continued conversation computes only the new positions", "[session]") {
     ModelPtr m = pg_eval_test::make_model("tiny", 32);
@@ -137,12 +117,12 @@ TEST_CASE("session: forward and evaluation are the model-level calls, and leave 
     ec.n_threads = 2;
     ec.batch_size = 3;
     pg_eval_result a{sizeof(pg_eval_result)}, b{sizeof(pg_eval_result)};
-    REQUIRE(pg_evaluate(m.get(), tokens.data(), tokens.size(), &ec, &a) == PG_OK);
+    REQUIRE(pg_test::evaluate(m.get(), tokens.data(), tokens.size(), &ec, &a) == PG_OK);
     REQUIRE(pg_session_evaluate(s.get(), tokens.data(), tokens.size(), &ec, &b) == PG_OK);
     CHECK(a.mean_loss == b.mean_loss);
     CHECK(a.n_scored == b.n_scored);
 
-    REQUIRE(pg_evaluate_sampled(m.get(), tokens.data(), tokens.size(), 3, 4, 42, 2, &a) == PG_OK);
+    REQUIRE(pg_test::evaluate_sampled(m.get(), tokens.data(), tokens.size(), 3, 4, 42, 2, &a) == PG_OK);
     pg_eval_sampled_config sc;
     pg_eval_sampled_config_default(&sc);
     CHECK(sc.n_batches == 20);
@@ -159,7 +139,7 @@ TEST_CASE("session: forward and evaluation are the model-level calls, and leave 
     for (int B : {2, 20}) {
         std::vector<float> la(size_t(B) * 16 * 65), lb(la.size());
         float ma = 0, mb = 0;
-        REQUIRE(pg_model_forward(m.get(), tokens.data(), B, 16, tokens.data() + 1, la.data(), &ma, 2) == PG_OK);
+        REQUIRE(pg_test::forward(m.get(), tokens.data(), B, 16, tokens.data() + 1, la.data(), &ma, 2) == PG_OK);
         REQUIRE(pg_session_forward(s.get(), tokens.data(), B, 16, tokens.data() + 1, lb.data(), &mb) == PG_OK);
         CHECK(ma == mb);
         CHECK(std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)) == 0);
@@ -183,14 +163,26 @@ TEST_CASE("session: evaluation errors are labelled with the function called", "[
     const std::string session_msg = pg_last_error();
     CHECK(session_msg.rfind("pg_session_evaluate: window 1000", 0) == 0);
     CHECK(session_msg.find("pg_evaluate:") == std::string::npos);
-    REQUIRE(pg_evaluate(m.get(), tokens.data(), tokens.size(), &ec, &r) == PG_ERR_INVALID_ARGUMENT);
-    CHECK(std::string(pg_last_error()).rfind("pg_evaluate: window 1000", 0) == 0);
 
     pg_eval_sampled_config sc;
     pg_eval_sampled_config_default(&sc);
     sc.n_batches = 0;
     REQUIRE(pg_session_evaluate_sampled(s.get(), tokens.data(), tokens.size(), &sc, &r) == PG_ERR_INVALID_ARGUMENT);
     CHECK(std::string(pg_last_error()).rfind("pg_session_evaluate_sampled: n_batches 0", 0) == 0);
+
+    // Generation's checks run below the boundary, which labels them with the function called.
+    pg_sample_config gc;
+    pg_sample_config_default(&gc);
+    gc.top_p = 0.0f;
+    int32_t out[4];
+    size_t n = 0;
+    REQUIRE(pg_session_append(s.get(), tokens.data(), 3) == PG_OK);
+    REQUIRE(pg_session_generate(s.get(), &gc, out, 4, &n) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(pg_last_error()).rfind("pg_session_generate: top_p 0", 0) == 0);
+    CHECK(std::string(pg_session_last_error(s.get())) == pg_last_error());
+    // A NULL argument is labelled by the boundary too, once.
+    REQUIRE(pg_session_generate(s.get(), &gc, out, 4, nullptr) == PG_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(pg_last_error()) == "pg_session_generate: n_out is NULL");
 }
 
 TEST_CASE("session: bad arguments and states are refused with the session's message", "[session][capi]") {

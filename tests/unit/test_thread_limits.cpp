@@ -21,6 +21,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "session_calls.hpp"
 #endif
 
 namespace {
@@ -126,7 +127,7 @@ TEST_CASE("thread counts: every entry point caps at min(4 x cores, 256)", "[thre
     REQUIRE(pg_model_config_preset("tiny", &mc) == PG_OK);
     std::vector<int32_t> tokens(size_t(mc.n_ctx), 1);
     std::vector<float> logits(size_t(mc.n_ctx) * size_t(mc.vocab_size));
-    CHECK(pg_model_forward(m, tokens.data(), 1, mc.n_ctx, nullptr, logits.data(), nullptr, 100000) == PG_OK);
+    CHECK(pg_test::forward(m, tokens.data(), 1, mc.n_ctx, nullptr, logits.data(), nullptr, 100000) == PG_OK);
     pg_model_free(m);
 }
 

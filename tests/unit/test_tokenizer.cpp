@@ -280,15 +280,6 @@ TEST_CASE("C API: encode, decode and serialize follow the sizing protocol", "[to
     pg_tokenizer_kind kind;
     REQUIRE(pg_tokenizer_get_kind(tok, &kind) == PG_OK);
     CHECK(kind == PG_TOKENIZER_CHAR);
-    {   // the deprecated spelling is the same call (its warning: tests/abi/check_deprecated.py)
-        pg_tokenizer_kind old_kind = PG_TOKENIZER_BPE;
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-        REQUIRE(pg_tokenizer_kind_of(tok, &old_kind) == PG_OK);
-        CHECK(pg_tokenizer_kind_of(nullptr, &old_kind) == PG_ERR_INVALID_ARGUMENT);
-#pragma GCC diagnostic pop
-        CHECK(old_kind == kind);
-    }
     int32_t vocab = 0;
     REQUIRE(pg_tokenizer_vocab_size(tok, &vocab) == PG_OK);
     CHECK(vocab == 9);  // " ,dehlorw"

@@ -66,21 +66,6 @@ struct Run {
 
 }  // namespace
 
-// The deprecated spelling is the same call: same answers, same refusals (the warning is
-// tests/abi/check_deprecated.py's to check; silenced here, where it is called on purpose).
-TEST_CASE("deprecated pg_trainer_threads answers as pg_trainer_n_threads", "[train][capi][threads][deprecated]") {
-    Run run(3);
-    int32_t a = 0, b = 0;
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    REQUIRE(pg_trainer_threads(run.trainer, &a) == PG_OK);
-    CHECK(pg_trainer_threads(nullptr, &b) == PG_ERR_INVALID_ARGUMENT);
-#pragma GCC diagnostic pop
-    REQUIRE(pg_trainer_n_threads(run.trainer, &b) == PG_OK);
-    CHECK(a == 3);
-    CHECK(a == b);
-}
-
 TEST_CASE("pg_trainer_n_threads reports the resolved count; bad arguments change nothing", "[train][capi][threads]") {
     Run run(2);
     CHECK(run.threads() == 2);

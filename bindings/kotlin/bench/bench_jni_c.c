@@ -85,16 +85,21 @@ JNIEXPORT jdouble JNICALL Java_BenchJniKt_cSteps(JNIEnv* env, jclass cls, jlong 
     return (now_ms() - t0) / steps;
 }
 
-/* µs per token of one pg_generate of `tokens` tokens from the prompt {1, 2, 3, 4}, streamed to a
- * C callback or not. */
+/* µs per token of one generation of `tokens` tokens from the prompt {1, 2, 3, 4} on a session made
+ * for the call (as Model.generate does), streamed to a C callback or not. */
 JNIEXPORT jdouble JNICALL Java_BenchJniKt_cGenerate(JNIEnv* env, jclass cls, jlong h, jint tokens, jboolean stream,
                                                     jlong seed) {
     bench* b = (bench*)(intptr_t)h;
     const int32_t prompt[4] = {1, 2, 3, 4};
     pg_sample_config sc;
+    pg_session_config sessc;
+    pg_session* session = NULL;
+    pg_status s;
     size_t n_out = 0;
     double t0;
     (void)cls;
+    pg_session_config_default(&sessc);
+    sessc.n_threads = b->threads;
     pg_sample_config_default(&sc);
     sc.max_tokens = tokens;
     sc.n_threads = b->threads;
@@ -105,7 +110,11 @@ JNIEXPORT jdouble JNICALL Java_BenchJniKt_cGenerate(JNIEnv* env, jclass cls, jlo
         sc.on_token_user = b;
     }
     t0 = now_ms();
-    if (fail(env, pg_generate(b->model, prompt, 4, &sc, NULL, 0, &n_out))) return 0;
+    s = pg_session_create(b->model, &sessc, &session);
+    if (s == PG_OK) s = pg_session_append(session, prompt, 4);
+    if (s == PG_OK) s = pg_session_generate(session, &sc, NULL, 0, &n_out);
+    pg_session_free(session);
+    if (fail(env, s)) return 0;
     return (now_ms() - t0) * 1e3 / tokens;
 }
 

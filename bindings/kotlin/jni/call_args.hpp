@@ -182,4 +182,34 @@ void read_grad(JNIEnv* env, const H* t, pg_status (*grad)(const H*, int32_t, con
     dst.commit(std::size_t(length));
 }
 
+// The getters both trainers answer alike (pg_trainer_get_config and pg_lora_trainer_get_config,
+// _step_count, _lr_at, _n_threads) and _set_threads; 0 or null with an exception pending.
+template <class H>
+jlongArray get_train_config(JNIEnv* env, const H* t, pg_status (*get)(const H*, pg_train_config*),
+                            const char* (*message)(const H*)) {
+    pg_train_config c = defaults<pg_train_config>();
+    if (!t || failed(env, get(t, &c), t, message)) return nullptr;
+    return struct_longs(env, c);
+}
+
+template <class H, class T>
+T get_number(JNIEnv* env, const H* t, pg_status (*get)(const H*, T*), const char* (*message)(const H*)) {
+    T value = 0;
+    if (!t || failed(env, get(t, &value), t, message)) return 0;
+    return value;
+}
+
+template <class H>
+jfloat lr_at(JNIEnv* env, const H* t, pg_status (*get)(const H*, int64_t, float*), const char* (*message)(const H*),
+             jlong step) {
+    float lr = 0.0f;
+    if (!t || failed(env, get(t, step, &lr), t, message)) return 0;
+    return lr;
+}
+
+template <class H>
+void set_threads(JNIEnv* env, H* t, pg_status (*set)(H*, int32_t), const char* (*message)(const H*), jint n) {
+    if (t) failed(env, set(t, n), t, message);
+}
+
 }  // namespace pg_jni

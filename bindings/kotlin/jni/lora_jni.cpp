@@ -227,6 +227,27 @@ void n_lora_trainer_save(JNIEnv* env, jclass, jlong h, jstring jpath) {
     if (t && get_string(env, jpath, "path", &path)) lora_trainer_failed(env, pg_lora_trainer_save(t, path.c_str()), t);
 }
 
+// The full trainer's getters and thread count (call_args.hpp), over the LoRA family's calls.
+jlongArray n_lora_trainer_get_config(JNIEnv* env, jclass, jlong h) {
+    return get_train_config(env, lora_trainer_of(env, h), pg_lora_trainer_get_config, pg_lora_trainer_last_error);
+}
+
+jlong n_lora_trainer_step_count(JNIEnv* env, jclass, jlong h) {
+    return get_number(env, lora_trainer_of(env, h), pg_lora_trainer_step_count, pg_lora_trainer_last_error);
+}
+
+jfloat n_lora_trainer_lr_at(JNIEnv* env, jclass, jlong h, jlong step) {
+    return lr_at(env, lora_trainer_of(env, h), pg_lora_trainer_lr_at, pg_lora_trainer_last_error, step);
+}
+
+jint n_lora_trainer_threads(JNIEnv* env, jclass, jlong h) {
+    return get_number(env, lora_trainer_of(env, h), pg_lora_trainer_n_threads, pg_lora_trainer_last_error);
+}
+
+void n_lora_trainer_set_threads(JNIEnv* env, jclass, jlong h, jint n) {
+    set_threads(env, lora_trainer_of(env, h), pg_lora_trainer_set_threads, pg_lora_trainer_last_error, n);
+}
+
 // Returns {adapter handle, trainer handle}.
 jlongArray n_lora_trainer_resume(JNIEnv* env, jclass, jstring jpath, jlong base) {
     std::string path;
@@ -274,6 +295,11 @@ const JNINativeMethod kLoraNatives[] = {
     PG_NATIVE("loraTrainerComputeGradients", "(J[ILjava/nio/IntBuffer;I[ILjava/nio/IntBuffer;III)F",
               n_lora_trainer_compute_gradients),
     PG_NATIVE("loraTrainerReadGrad", "(JI" PG_SIG_FLOATS ")V", n_lora_trainer_read_grad),
+    PG_NATIVE("loraTrainerGetConfig", "(J)[J", n_lora_trainer_get_config),
+    PG_NATIVE("loraTrainerStepCount", "(J)J", n_lora_trainer_step_count),
+    PG_NATIVE("loraTrainerLrAt", "(JJ)F", n_lora_trainer_lr_at),
+    PG_NATIVE("loraTrainerThreads", "(J)I", n_lora_trainer_threads),
+    PG_NATIVE("loraTrainerSetThreads", "(JI)V", n_lora_trainer_set_threads),
     PG_NATIVE("loraTrainerSave", "(JLjava/lang/String;)V", n_lora_trainer_save),
     PG_NATIVE("loraTrainerResume", "(Ljava/lang/String;J)[J", n_lora_trainer_resume),
 };

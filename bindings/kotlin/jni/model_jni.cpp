@@ -1,8 +1,9 @@
-// The model natives (pg_model_*, pg_evaluate*, pg_generate; Kotlin: Model.kt): configurations,
-// creation, the tokenizer, tensors and parameters, provenance, the forward pass, checkpoints
-// and interop, evaluation and generation. Evaluation and generation call back into Kotlin
+// The model natives (pg_model_*; Kotlin: Model.kt): configurations, creation, the tokenizer,
+// tensors and parameters, provenance, checkpoints and interop, and the forward pass, evaluation
+// and generation, each on a session made for the call (pg_session_*). Evaluation and generation call back into Kotlin
 // (progress, tokens) through call_args.hpp.
 #include "call_args.hpp"
+#include "call_session.hpp"
 #include "tensor_jni.hpp"
 
 namespace pg_jni {
@@ -11,6 +12,10 @@ namespace {
 pg_model* model_of(JNIEnv* env, jlong h) { return handle_of<pg_model>(env, h, "Model"); }
 
 bool model_failed(JNIEnv* env, pg_status s, const pg_model* m) { return failed(env, s, m, pg_model_last_error); }
+
+// Model.forward / evaluate / evaluateSampled / generate run on a session made for the one call
+// (bindings/call_session.hpp); a failure's message is the thread's pg_last_error(), read by failed().
+using pg_bindings::on_call_session;
 
 // A tokenizer's copy through its serialised form (so that a Kotlin Tokenizer never borrows a
 // pointer whose owner could free it).
@@ -133,9 +138,10 @@ jfloat n_model_forward(JNIEnv* env, jclass, jlong h, jintArray tok_a, jobject to
     if (!m || !a.open(env, m, B, T, tok_a, tok_b, tok_off, tgt_a, tgt_b, tgt_off, log_a, log_b, log_off, log_len))
         return 0;
     float loss = 0.0f;
-    if (model_failed(env, pg_model_forward(m, a.tokens.data(), B, T, a.targets_data(), a.logits_data(),
-                                           a.loss_out(&loss), n_threads), m))
-        return 0;
+    const pg_status s = on_call_session(m, n_threads, [&](pg_session* session) {
+        return pg_session_forward(session, a.tokens.data(), B, T, a.targets_data(), a.logits_data(), a.loss_out(&loss));
+    });
+    if (failed(env, s)) return 0;
     return a.finish(loss);
 }
 
@@ -236,8 +242,10 @@ jlongArray n_evaluate(JNIEnv* env, jclass, jlong h, jintArray tok_a, jobject tok
         !eval_config_from(env, jconfig, bridge, &cb, &c))
         return nullptr;
     pg_eval_result r = blank<pg_eval_result>();
-    pg_status s = pg_evaluate(m, tokens.data(), tokens.size(), &c, &r);
-    if (cb.rethrow(env) || model_failed(env, s, m)) return nullptr;
+    const pg_status s = on_call_session(m, c.n_threads, [&](pg_session* session) {
+        return pg_session_evaluate(session, tokens.data(), tokens.size(), &c, &r);
+    });
+    if (cb.rethrow(env) || failed(env, s)) return nullptr;
     return struct_longs(env, r);
 }
 
@@ -247,9 +255,15 @@ jlongArray n_evaluate_sampled(JNIEnv* env, jclass, jlong h, jintArray tok_a, job
     IntBulk tokens;
     if (!m || !tokens.open(env, tok_a, tok_b, offset, length, "tokens", true)) return nullptr;
     pg_eval_result r = blank<pg_eval_result>();
-    if (model_failed(env, pg_evaluate_sampled(m, tokens.data(), tokens.size(), n_batches, batch_size, uint64_t(seed),
-                                              n_threads, &r), m))
-        return nullptr;
+    pg_eval_sampled_config c;
+    pg_eval_sampled_config_default(&c);
+    c.n_batches = n_batches;
+    c.batch_size = batch_size;
+    c.seed = uint64_t(seed);
+    const pg_status s = on_call_session(m, n_threads, [&](pg_session* session) {
+        return pg_session_evaluate_sampled(session, tokens.data(), tokens.size(), &c, &r);
+    });
+    if (failed(env, s)) return nullptr;
     return struct_longs(env, r);
 }
 
@@ -265,9 +279,15 @@ jint n_generate(JNIEnv* env, jclass, jlong h, jintArray p_a, jobject p_b, jint p
     if (!m || !prompt.open(env, p_a, p_b, p_off, p_len, "prompt", true) ||
         !sample_config_from(env, jconfig, jstops, bridge, &args) || !out.open(env, out_a, out_b, out_off, out_cap))
         return 0;
+    // A fresh session has nothing to continue: the prompt is the caller's argument.
+    if (prompt.size() == 0) return throw_invalid(env, "generate: the prompt is empty (at least one token)"), 0;
     size_t n_out = 0;
-    pg_status s = pg_generate(m, prompt.data(), prompt.size(), &args.config, out.data(), out.capacity(), &n_out);
-    if (args.cb.rethrow(env) || model_failed(env, s, m)) return 0;
+    const pg_status s = on_call_session(m, args.config.n_threads, [&](pg_session* session) {
+        const pg_status appended = pg_session_append(session, prompt.data(), prompt.size());
+        return appended == PG_OK ? pg_session_generate(session, &args.config, out.data(), out.capacity(), &n_out)
+                                 : appended;
+    });
+    if (args.cb.rethrow(env) || failed(env, s)) return 0;
     return out.commit(n_out);
 }
 

@@ -22,10 +22,7 @@ jlong n_trainer_create(JNIEnv* env, jclass, jlong mh, jlongArray jc) {
 void n_trainer_free(JNIEnv*, jclass, jlong h) { pg_trainer_free(reinterpret_cast<pg_trainer*>(intptr_t(h))); }
 
 jlongArray n_trainer_get_config(JNIEnv* env, jclass, jlong h) {
-    auto* t = trainer_of(env, h);
-    pg_train_config c = defaults<pg_train_config>();
-    if (!t || trainer_failed(env, pg_trainer_get_config(t, &c), t)) return nullptr;
-    return struct_longs(env, c);
+    return get_train_config(env, trainer_of(env, h), pg_trainer_get_config, pg_trainer_last_error);
 }
 
 void n_trainer_set_data(JNIEnv* env, jclass, jlong h, jintArray a, jobject b, jint offset, jint length) {
@@ -55,29 +52,19 @@ void n_trainer_read_grad(JNIEnv* env, jclass, jlong h, jint index, jfloatArray a
 }
 
 jlong n_trainer_step_count(JNIEnv* env, jclass, jlong h) {
-    auto* t = trainer_of(env, h);
-    int64_t step = 0;
-    if (!t || trainer_failed(env, pg_trainer_step_count(t, &step), t)) return 0;
-    return jlong(step);
+    return get_number(env, trainer_of(env, h), pg_trainer_step_count, pg_trainer_last_error);
 }
 
 jfloat n_trainer_lr_at(JNIEnv* env, jclass, jlong h, jlong step) {
-    auto* t = trainer_of(env, h);
-    float lr = 0.0f;
-    if (!t || trainer_failed(env, pg_trainer_lr_at(t, step, &lr), t)) return 0;
-    return lr;
+    return lr_at(env, trainer_of(env, h), pg_trainer_lr_at, pg_trainer_last_error, step);
 }
 
 jint n_trainer_threads(JNIEnv* env, jclass, jlong h) {
-    auto* t = trainer_of(env, h);
-    int32_t n = 0;
-    if (!t || trainer_failed(env, pg_trainer_n_threads(t, &n), t)) return 0;
-    return n;
+    return get_number(env, trainer_of(env, h), pg_trainer_n_threads, pg_trainer_last_error);
 }
 
 void n_trainer_set_threads(JNIEnv* env, jclass, jlong h, jint n) {
-    auto* t = trainer_of(env, h);
-    if (t) trainer_failed(env, pg_trainer_set_threads(t, n), t);
+    set_threads(env, trainer_of(env, h), pg_trainer_set_threads, pg_trainer_last_error, n);
 }
 
 void n_trainer_save(JNIEnv* env, jclass, jlong h, jstring jpath, jlongArray joptions) {

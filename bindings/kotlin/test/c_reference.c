@@ -49,6 +49,8 @@ int main(int argc, char** argv) {
     pg_eval_config ec;
     pg_eval_result er;
     pg_sample_config sc;
+    pg_session_config sessc;
+    pg_session* session = NULL;
     pg_lora_config lc;
     pg_lora_adapter* adapter = NULL;
     pg_lora_trainer* lora = NULL;
@@ -103,7 +105,12 @@ int main(int argc, char** argv) {
     pg_eval_config_default(&ec);
     ec.n_threads = 2;
     er.struct_size = sizeof er;
-    check(pg_evaluate(model, ids, n_ids, &ec, &er), "evaluate");
+    /* Model.evaluate and Model.generate each run on a session made for the call. */
+    pg_session_config_default(&sessc);
+    sessc.n_threads = ec.n_threads;
+    check(pg_session_create(model, &sessc, &session), "session");
+    check(pg_session_evaluate(session, ids, n_ids, &ec, &er), "evaluate");
+    pg_session_free(session);
     fprintf(f, "eval %016llx %lld\n", double_bits(er.mean_loss), (long long)er.n_scored);
 
     pg_sample_config_default(&sc);
@@ -111,7 +118,11 @@ int main(int argc, char** argv) {
     sc.top_k = 10;
     sc.seed = 5;
     sc.max_tokens = 32;
-    check(pg_generate(model, ids, 5, &sc, out, 32, &n_out), "generate");
+    sessc.n_threads = sc.n_threads;
+    check(pg_session_create(model, &sessc, &session), "session");
+    check(pg_session_append(session, ids, 5), "append");
+    check(pg_session_generate(session, &sc, out, 32, &n_out), "generate");
+    pg_session_free(session);
     fprintf(f, "generate");
     for (i = 0; i < n_out; ++i) fprintf(f, " %d", out[i]);
     fprintf(f, "\n");

@@ -237,7 +237,7 @@ class TokenBridge internal constructor(private val listener: ((Int) -> Unit)?, p
  * evaluation and is re-thrown by evaluate.
  */
 abstract class EvaluatingHandle internal constructor(handle: Long, handleKind: String) : NativeHandle(handle, handleKind) {
-    /** Whole-split evaluation (pg_evaluate; a session's own threads run it, config.nThreads unread). */
+    /** Whole-split evaluation (pg_session_evaluate: the session's own threads run it, config.nThreads unread). */
     @JvmOverloads fun evaluate(tokens: IntArray, config: EvalConfig = EvalConfig.default(),
                                cancel: CancellationToken? = null, progress: ((Long, Long) -> Unit)? = null): EvalResult =
         EvalResult.fromFields(evaluateNative(ints(tokens), config, progressBridge(progress, cancel)), null)

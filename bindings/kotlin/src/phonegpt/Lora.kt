@@ -190,8 +190,32 @@ class LoraTrainer private constructor(handle: Long, val base: Model, val adapter
     override fun nativeStepBatch(h: Long, i: Ints, g: Ints, batch: Int, seqLen: Int): LongArray =
         Native.loraTrainerStepBatch(h, i.array, i.buffer, i.offset, g.array, g.buffer, g.offset, batch, seqLen)
     override fun <R> stepping(block: (Long) -> R): R = writing { t ->
-        base.reading(allowClosedByUser = true) { adapter.writing(allowClosedByUser = true) { block(t) } }
+        try {
+            base.reading(allowClosedByUser = true) { adapter.writing(allowClosedByUser = true) { block(t) } }
+        } finally {
+            afterStep(t)
+        }
     }
+
+    /** The configuration it runs (seq_len 0 resolved to n_ctx), as [Trainer.config]. */
+    val config: TrainConfig get() = writing { TrainConfig.fromFields(Native.loraTrainerGetConfig(it), null) }
+
+    /** The optimizer steps taken (as of the last finished step: never waits for a running one). */
+    val stepCount: Long get() = open(stepCountNow)
+
+    // Updated after every step, so that [stepCount] is a snapshot.
+    @Volatile private var stepCountNow: Long = writing { Native.loraTrainerStepCount(it) }
+
+    override fun afterStep(h: Long) { stepCountNow = Native.loraTrainerStepCount(h) }
+
+    /** The learning rate the schedule gives at [step]. */
+    fun lrAt(step: Long): Float = writing { Native.loraTrainerLrAt(it, step) }
+
+    /** The threads the steps run on (nThreads with <= 0 resolved to this machine's cores). */
+    val threads: Int get() = writing { Native.loraTrainerThreads(it) }
+
+    /** Runs the later steps on [nThreads] (<= 0: all cores), as [Trainer.setThreads]. */
+    fun setThreads(nThreads: Int) = writing { Native.loraTrainerSetThreads(it, nThreads) }
 
     override fun nativeComputeGradients(h: Long, i: Ints, g: Ints, batch: Int, seqLen: Int): Float =
         Native.loraTrainerComputeGradients(h, i.array, i.buffer, i.offset, g.array, g.buffer, g.offset, batch, seqLen)

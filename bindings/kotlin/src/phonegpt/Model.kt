@@ -207,7 +207,7 @@ class Model internal constructor(handle: Long) : EvaluatingHandle(handle, "Model
         Native.evaluate(h, r.array, r.buffer, r.offset, r.length, config.fields(), bridge)
     }
 
-    /** nanoGPT-style estimate over random windows (pg_evaluate_sampled). */
+    /** nanoGPT-style estimate over random windows (pg_session_evaluate_sampled on a session made for the call). */
     @JvmOverloads fun evaluateSampled(tokens: IntArray, nBatches: Int, batchSize: Int, seed: Long = 1337,
                                       nThreads: Int = 0): EvalResult = evaluateSampled(ints(tokens), nBatches, batchSize, seed, nThreads)
 

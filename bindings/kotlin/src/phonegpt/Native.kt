@@ -194,6 +194,11 @@ internal object Native {
                                                         targetsOffset: Int, batch: Int, seqLen: Int): Float
     @JvmStatic external fun loraTrainerReadGrad(handle: Long, index: Int, out: FloatArray?, outBuffer: FloatBuffer?,
                                                 offset: Int, length: Int)
+    @JvmStatic external fun loraTrainerGetConfig(handle: Long): LongArray
+    @JvmStatic external fun loraTrainerStepCount(handle: Long): Long
+    @JvmStatic external fun loraTrainerLrAt(handle: Long, step: Long): Float
+    @JvmStatic external fun loraTrainerThreads(handle: Long): Int
+    @JvmStatic external fun loraTrainerSetThreads(handle: Long, nThreads: Int)
     @JvmStatic external fun loraTrainerSave(handle: Long, path: String?)
     /** {adapter handle, trainer handle}. */
     @JvmStatic external fun loraTrainerResume(path: String?, base: Long): LongArray

@@ -216,6 +216,10 @@ public final class JavaApiTest {
                         try (LoraTrainer lt = new LoraTrainer(model, a, tc)) {
                             lt.setData(ids);
                             check(lt.train(2).size() == 2 && lt.getBase() == model, "LoRA steps");
+                            check(lt.getStepCount() == 2L && lt.getConfig().getBatchSize() == tc.getBatchSize()
+                                  && lt.lrAt(0) >= 0f, "LoRA trainer state");
+                            lt.setThreads(1);
+                            check(lt.getThreads() == 1, "LoRA threads");
                             TrainingRecord record = a.getTrainingRecord();
                             check(record.getSteps() == 2 && record.getLosses().length == 2 && record.getLearningRates().length == 2
                                   && record.getTokens() > 0, "record");

@@ -131,7 +131,17 @@ class LoraTest {
         trainedBase().use { base ->
             LoraAdapter(base, LoraConfig.default().copy(rank = 2)).use { a ->
                 assertEquals(0, a.trainingRecord.steps)
-                val results = LoraTrainer(base, a, trainConfig()).use { t -> t.setData(ids); t.train(4) }
+                val results = LoraTrainer(base, a, trainConfig()).use { t ->
+                    t.setData(ids)
+                    val r = t.train(4)
+                    // The full Trainer's getters, over pg_lora_trainer_*: the C values of the run.
+                    assertEquals(4L, t.stepCount)
+                    assertEquals(trainConfig().batchSize, t.config.batchSize)
+                    assertArrayEquals(r.map { it.lr }.toFloatArray(), (0 until 4).map { t.lrAt(it.toLong()) }.toFloatArray(), 0f)
+                    t.setThreads(1)
+                    assertEquals(1, t.threads)
+                    r
+                }
                 val record = a.trainingRecord
                 assertEquals(4, record.steps)
                 assertArrayEquals(results.map { it.loss }.toFloatArray(), record.losses, 0f)

@@ -10,8 +10,8 @@ import java.util.concurrent.atomic.AtomicInteger
 import kotlin.concurrent.thread
 
 /**
- * The session handle (Session.kt over pg_session_*), compared with the model-level calls that
- * the C API defines it against: pg_generate = append + generate on a fresh session, a continued
+ * The session handle (Session.kt over pg_session_*), compared with the model-level calls, which
+ * run on a session made for the call: Model.generate = append + generate on a fresh session, a continued
  * conversation = the whole conversation given at once, forward and evaluation = the model's.
  * The tiny preset (n_ctx 16) after a few training steps, so that outputs depend on the weights
  * and 40 generated tokens slide the window.
