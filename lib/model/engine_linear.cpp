@@ -133,14 +133,14 @@ void Engine::Impl::linear_backward(int layer, LinearKind kind, float* dinp, floa
         return;
     }
     const LinearHookContext ctx = hook_context(d, pool, true);
-    if (!gelu_in) {
+    if (!gelu_in && dinp != inp) {
         k::sgemm_parallel(g, pool);
         term->backward(layer, kind, inp, dout, N, C, dinp, OC, ctx);
         return;
     }
-    // The hook's part of d(GELU output) first, written into dinp (which may be the GELU
-    // output the hook reads: it reads all of it first), then the base product added to it
-    // and the GELU's derivative applied on the GEMM's register tiles.
+    // The hook's part first, written into dinp (which may be the input the hook reads: the
+    // GELU output, or SwiGLU's silu(gate) * up; it reads all of it first), then the base
+    // product added to it and the GELU's derivative, if any, applied on the GEMM's tiles.
     LinearHookContext overwrite = ctx;
     overwrite.overwrite = true;
     term->backward(layer, kind, inp, dout, N, C, dinp, OC, overwrite);
