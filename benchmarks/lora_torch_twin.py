@@ -31,6 +31,8 @@ attention, q/k norms, SiLU-gated MLP, one nn.Linear per projection, tied or sepa
 shape read from phonegpt's preset (PHONEGPT_PYDIR); --targets then names per-projection modules
 as PEFT does (q_proj,k_proj,v_proj,o_proj,...) or the library's fused kinds (c_attn = q,k,v;
 attn.c_proj = o; c_fc = gate,up; mlp.c_proj = down), each projection with its own A and B.
+LlamaTwin's logits equal the library's within 4e-7 relative at tiny-qwen2/qwen3 with the same
+weights; it has no Llama 3 frequency scaling (SmolLM2 and Qwen have none; it costs nothing).
 
 Peak memory: VmHWM is reset through /proc/self/clear_refs once the model is built (as bench_lora
 does once its base is ready), and the process peak comes from getrusage.
