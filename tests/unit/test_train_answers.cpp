@@ -108,6 +108,19 @@ void check_against_prefixes(const GradientsOf& of, int vocab) {
     CHECK(padded.grads == masked.grads);
 }
 
+// The element counts of tensors 0..n-1, read through a pg_*_tensor_info function.
+template <class Handle, class Info>
+std::vector<int64_t> numels_of(const Handle* h, int32_t n, Info tensor_info) {
+    std::vector<int64_t> numels;
+    for (int32_t i = 0; i < n; ++i) {
+        pg_tensor_info info;
+        info.struct_size = sizeof info;
+        REQUIRE(tensor_info(h, i, &info) == PG_OK);
+        numels.push_back(info.numel);
+    }
+    return numels;
+}
+
 pg_train_config small_train_config() {
     pg_train_config c;
     pg_train_config_default(&c);
@@ -131,13 +144,7 @@ TEST_CASE("answers only: the full trainer's -1 targets against fully scored pref
     REQUIRE(pg_trainer_create(m, &tc, &t) == PG_OK);
     int32_t n = 0;
     REQUIRE(pg_model_num_tensors(m, &n) == PG_OK);
-    std::vector<int64_t> numels;
-    for (int32_t i = 0; i < n; ++i) {
-        pg_tensor_info info;
-        info.struct_size = sizeof info;
-        REQUIRE(pg_model_tensor_info(m, i, &info) == PG_OK);
-        numels.push_back(info.numel);
-    }
+    const std::vector<int64_t> numels = numels_of(m, n, pg_model_tensor_info);
     check_against_prefixes(
         [&](const int32_t* in, const int32_t* tg, int B, int T) {
             return read_gradients(t, pg_trainer_compute_gradients, pg_trainer_grad, numels, in, tg, B, T);
@@ -161,13 +168,7 @@ TEST_CASE("answers only: the LoRA trainer's -1 targets against fully scored pref
     REQUIRE(pg_lora_trainer_create(m, a, &tc, &t) == PG_OK);
     int32_t n = 0;
     REQUIRE(pg_lora_adapter_num_tensors(a, &n) == PG_OK);
-    std::vector<int64_t> numels;
-    for (int32_t i = 0; i < n; ++i) {
-        pg_tensor_info info;
-        info.struct_size = sizeof info;
-        REQUIRE(pg_lora_adapter_tensor_info(a, i, &info) == PG_OK);
-        numels.push_back(info.numel);
-    }
+    const std::vector<int64_t> numels = numels_of(a, n, pg_lora_adapter_tensor_info);
     const GradientsOf of = [&](const int32_t* in, const int32_t* tg, int B, int T) {
         return read_gradients(t, pg_lora_trainer_compute_gradients, pg_lora_trainer_grad, numels, in, tg, B, T);
     };
