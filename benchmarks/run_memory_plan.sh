@@ -12,9 +12,6 @@ configs=(
   "--shape 64m --mode lora --base fp32 --batch 4"
   "--shape 64m --mode lora --base fp16 --batch 4"
   "--shape 64m --mode lora --base bf16 --batch 8 --recompute"
-  "--shape smollm2-135m --mode lora --base bf16 --batch 4 --seq 256"
-  "--shape smollm2-135m --mode lora --base fp16 --batch 4 --seq 256 --recompute"
-  "--shape qwen2.5-0.5b --mode lora --base bf16 --batch 4 --seq 256 --recompute"
 )
 echo "| shape | training | base | batch x seq | recompute | predicted MiB | measured MiB | error |"
 echo "|---|---|---|---|---|---|---|---|"
