@@ -7,11 +7,13 @@ temperature 1 from random weights, alternating round by round in one process, 2 
 Prints one JSON line per run and a summary: tokens/s (generated tokens over the whole call,
 prefill included) per peer, median over rounds.
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 \\
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE \\
         PHONEGPT_PYDIR=build/bindings/python /usr/bin/python3 benchmarks/generate_llama_bench.py \\
         --shape smollm2-135m --base bf16 --prompt 32 --tokens 64 --rounds 2
 
---base fp32|fp16|bf16: how libphonegpt holds the weights (the twin is fp32).
+--base fp32|fp16|bf16: how libphonegpt holds the weights (the twin is fp32). Without
+OMP_WAIT_POLICY=PASSIVE on a loaded machine the twin's many small products spin OpenBLAS's
+threads against each other: 0.8-1.4 tokens/s at SmolLM2-135M (load 12) instead of 5.5-7.2.
 """
 import argparse
 import importlib.util
