@@ -3,7 +3,10 @@
 // (--base-storage, also spelt --base), multiplied in --arithmetic exact|bf16|int8 (bf16-arith:
 // bf16 storage with bf16 arithmetic, where the CPU has AVX512_BF16), or a full
 // fine-tuning step, at the Ailoos shape (vocab 50,257, 12 layers, width 512, 8 heads, context
-// 256: 63.7M weights) or GPT-2 small (124M, context 1024 or less). Prints one JSON line: the
+// 256: 63.7M weights), GPT-2 small (124M, context 1024 or less) or a model preset's shape
+// (--shape smollm2-135m, qwen2.5-0.5b, ...: the Llama family, random weights). --targets is
+// all, or a comma list of the adapted linears (c_attn = q,k,v; attn.c_proj = o; c_fc = gate,up;
+// mlp.c_proj = down). Prints one JSON line: the
 // median and every timed step's wall ms and CPU ms, and the memory:
 //   rss_ready_mb   resident after the model (and its conversion) is ready, before any step
 //   peak_train_mb  the peak while training (VmHWM reset through /proc/self/clear_refs once the
@@ -50,12 +53,12 @@
 namespace {
 
 struct Options {
-    std::string shape = "ailoos";  // ailoos | gpt2
+    std::string shape = "ailoos";  // ailoos | gpt2 | a model preset
     int ctx = 0;                   // 0: the shape's (256 / 1024)
     int batch = 4, seq = 256, threads = 2, steps = 3, warmup = 1, rank = 8;
     int top_layers = 0;            // > 0: adapt only the top N layers (layers_to_transform)
     std::string mode = "lora";     // lora | full
-    std::string targets = "all";   // all | c_attn
+    std::string targets = "all";   // all | comma list of c_attn, attn.c_proj, c_fc, mlp.c_proj
     std::string base = "fp16";     // fp32 | fp16 | bf16 | q8_0 | q4_0 | bf16-arith
     std::string arithmetic = "exact";  // exact | fp16 | bf16 | int8
     std::string write_base;        // set: save the base there (mapping layout) and exit
@@ -67,8 +70,8 @@ struct Options {
 
 [[noreturn]] void usage(const char* argv0) {
     std::fprintf(stderr,
-                 "usage: %s [--shape ailoos|gpt2] [--ctx N] [--batch 4] [--seq 256] [--threads 2]\n"
-                 "          [--mode lora|full] [--targets all|c_attn] [--top-layers N]\n"
+                 "usage: %s [--shape ailoos|gpt2|PRESET] [--ctx N] [--batch 4] [--seq 256] [--threads 2]\n"
+                 "          [--mode lora|full] [--targets all|c_attn,attn.c_proj,...] [--top-layers N]\n"
                  "          [--base-storage fp32|fp16|bf16|q8_0|q4_0|bf16-arith] [--rank 8]\n"
                  "          [--arithmetic exact|fp16|bf16|int8]\n"
                  "          [--recompute] [--steps 3] [--warmup 1] [--profile STEPS]\n"
@@ -105,8 +108,7 @@ Options parse(int argc, char** argv) {
         else if (a == "--profile") o.profile_steps = std::atoi(value().c_str());
         else usage(argv[0]);
     }
-    const bool ok = (o.shape == "ailoos" || o.shape == "gpt2") && (o.mode == "lora" || o.mode == "full") &&
-                    (o.targets == "all" || o.targets == "c_attn") && o.top_layers >= 0 && o.top_layers <= 12 &&
+    const bool ok = (o.mode == "lora" || o.mode == "full") && o.top_layers >= 0 &&
                     (o.base == "fp32" || o.base == "fp16" || o.base == "bf16" || o.base == "q8_0" || o.base == "q4_0" ||
                      o.base == "bf16-arith") &&
                     (o.arithmetic == "exact" || o.arithmetic == "fp16" || o.arithmetic == "bf16" ||
@@ -119,7 +121,34 @@ Options parse(int argc, char** argv) {
     return o;
 }
 
+// The pg_lora_target bits of --targets; exits naming an unknown module.
+uint32_t target_bits(const std::string& targets) {
+    if (targets == "all") return PG_LORA_ALL_LINEARS;
+    uint32_t bits = 0;
+    std::size_t at = 0;
+    while (at <= targets.size()) {
+        const std::size_t end = std::min(targets.find(',', at), targets.size());
+        const std::string name = targets.substr(at, end - at);
+        if (name == "c_attn" || name == "attn.c_attn") bits |= PG_LORA_ATTN_C_ATTN;
+        else if (name == "attn.c_proj") bits |= PG_LORA_ATTN_C_PROJ;
+        else if (name == "c_fc" || name == "mlp.c_fc") bits |= PG_LORA_MLP_C_FC;
+        else if (name == "mlp.c_proj") bits |= PG_LORA_MLP_C_PROJ;
+        else {
+            std::fprintf(stderr, "bench_lora: --targets: unknown module '%s' (c_attn, attn.c_proj, c_fc, mlp.c_proj)\n",
+                         name.c_str());
+            std::exit(2);
+        }
+        at = end + 1;
+    }
+    return bits;
+}
+
 pg::ModelConfig shape_config(const Options& o) {
+    if (o.shape != "ailoos" && o.shape != "gpt2") {
+        pg::ModelConfig c = pg::model_preset(o.shape.c_str());
+        if (o.ctx > 0) c.n_ctx = o.ctx;
+        return c;
+    }
     pg::ModelConfig c;
     c.vocab_size = 50257;
     c.padded_vocab_size = 50304;
@@ -222,7 +251,7 @@ int main(int argc, char** argv) {
             pg::lora::LoraConfig lc;
             lc.rank = o.rank;
             lc.alpha = float(o.rank);
-            lc.target_modules = o.targets == "all" ? PG_LORA_ALL_LINEARS : PG_LORA_ATTN_C_ATTN;
+            lc.target_modules = target_bits(o.targets);
             const int n_layer = model.config().n_layer;
             for (int l = n_layer - o.top_layers; o.top_layers > 0 && l < n_layer; ++l) lc.layers.push_back(l);
             adapter = std::make_unique<pg::lora::Adapter>(pg::lora::Adapter::create(model, lc));

@@ -22,7 +22,7 @@
 namespace {
 
 struct Options {
-    std::string shape = "phonegpt";  // phonegpt | 64m (Ailoos: vocab 50,257, 12 x 512, context 256)
+    std::string shape = "phonegpt";  // a preset (phonegpt, smollm2-135m, qwen2.5-0.5b, ...) | 64m (Ailoos: vocab 50,257, 12 x 512, context 256)
     std::string mode = "full";       // full | lora
     std::string base = "fp32";       // fp32 | fp16 | bf16 (lora)
     int batch = 8, seq = 0, threads = 2, steps = 2, rank = 8;
@@ -31,7 +31,7 @@ struct Options {
 
 [[noreturn]] void usage(const char* argv0) {
     std::fprintf(stderr,
-                 "usage: %s [--shape phonegpt|64m] [--mode full|lora] [--base fp32|fp16|bf16] [--batch 8]\n"
+                 "usage: %s [--shape PRESET|64m] [--mode full|lora] [--base fp32|fp16|bf16] [--batch 8]\n"
                  "          [--seq 0 (= n_ctx)] [--threads 2] [--rank 8] [--recompute] [--steps 2]\n",
                  argv0);
     std::exit(2);
@@ -56,7 +56,7 @@ Options parse(int argc, char** argv) {
         else if (a == "--recompute") o.recompute = true;
         else usage(argv[0]);
     }
-    const bool ok = (o.shape == "phonegpt" || o.shape == "64m") && (o.mode == "full" || o.mode == "lora") &&
+    const bool ok = (o.mode == "full" || o.mode == "lora") &&
                     (o.base == "fp32" || o.base == "fp16" || o.base == "bf16") && (o.mode == "lora" || o.base == "fp32") &&
                     o.steps >= 1;
     if (!ok) usage(argv[0]);
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     const Options o = parse(argc, argv);
     const double rss_start = double(pg_bench::status_kib("VmRSS")) / 1024.0;
     pg_model_config mc;
-    check(pg_model_config_preset("phonegpt", &mc), "preset");
+    check(pg_model_config_preset(o.shape == "64m" ? "phonegpt" : o.shape.c_str(), &mc), "preset");
     if (o.shape == "64m") {
         mc.vocab_size = 50257;
         mc.padded_vocab_size = 50304;

@@ -68,7 +68,8 @@ scripts/cross_test_aarch64.sh "$build-aarch64"
 stage_done "the aarch64 build and its qemu tests"
 
 # The main suite last, so its summary ("100% tests passed, 0 tests failed out of N") closes the output.
-check_test_count "$build" main
+# Tests labelled slow (real model sizes, tests/cmake/slow.cmake) run on request: ctest -L slow.
+check_test_count "$build" main -LE slow
 cd "$build"
 if [ "$slow" = 1 ]; then
   ctest --output-on-failure -j"$(nproc)" --timeout 3600 --no-tests=error

@@ -75,8 +75,15 @@ TrainingMemoryPlan plan_training_memory(const ModelConfig& model, WeightStorage 
     p.gradient_bytes = 4 * trained;
     p.optimizer_bytes = 8 * trained;
     if (!adapter && cfg.optimizer == PG_OPTIMIZER_MUON) {
-        const int64_t C = model.n_embd;  // MuonScratch::reserve for the widest block matrix, per thread
-        p.optimizer_bytes += 4 * int64_t(nt) * (4 * (4 * C * C) + 2 * C * C);
+        // MuonScratch::reserve for the largest matrix Muon updates (GPT-2's c_fc, a Llama
+        // block's gate/up or q), per thread: four full copies and two squares of the short side.
+        int64_t most = 0;
+        for (const TensorEntry& e : build_tensor_table(model)) {
+            if (!e.is_linear_weight) continue;
+            const int64_t small = std::min(e.shape[0], e.shape[1]);
+            most = std::max(most, 4 * e.shape[0] * e.shape[1] + 2 * small * small);
+        }
+        p.optimizer_bytes += 4 * int64_t(nt) * most;
     }
     EngineOptions eo;
     eo.recompute = cfg.recompute_activations;
@@ -84,7 +91,10 @@ TrainingMemoryPlan plan_training_memory(const ModelConfig& model, WeightStorage 
     p.activation_bytes += 2 * 4 * N;  // the sampled batch's inputs and targets
     if (adapter) {
         p.activation_bytes += 4 * 2 * N * adapter->rank;  // LoraHook's t and u
-        if (adapter->dropout) p.activation_bytes += 4 * 2 * N * 4 * int64_t(model.n_embd);  // its x and dx
+        // With dropout, its x and dx: as wide as the widest adapted input (GPT-2's 4C into
+        // mlp.c_proj; a Llama block's mlp_hidden into down_proj, or n_head x head_dim into o_proj).
+        const int64_t widest_in = std::max({int64_t(model.n_embd), int64_t(model.q_width()), int64_t(model.mlp_width())});
+        if (adapter->dropout) p.activation_bytes += 4 * 2 * N * widest_in;
     }
     p.checkpoint_bytes = 8 * trained;  // TrainerState's adam_m and adam_v
     p.data_bytes = 4 * n_data_tokens;

@@ -187,6 +187,47 @@ def test_compare_pytorch_example(checkpoint):
     assert abs(lib - ref) / ref < 1e-5
 
 
+
+QWEN25_JSON = os.path.join(SRC, "tests", "npm", "node_modules", "@lenml", "tokenizer-qwen2_5", "models",
+                           "tokenizer.json")
+
+
+def test_finetune_answers_example(tmp_path):
+    """Qwen's chat template and tokenizer, a narrow Qwen-shaped base, a LoRA adapter trained on
+    the answers alone: the answer loss falls, and the scored targets are exactly the answers."""
+    if not os.path.isfile(QWEN25_JSON):
+        skip_or_fail("the npm peers (scripts/setup.sh) are not installed: no Qwen tokenizer.json")
+    batch = tmp_path / "batch.npz"
+    out = run_example("finetune_answers.py", QWEN25_JSON, "--layers", 1, "--width", 32, "--heads", 2,
+                      "--kv-heads", 1, "--hidden", 64, "--base-steps", 3, "--steps", 8, "--lr", 1e-2,
+                      "--print-every", 4, "--save-batch", batch)
+    before = float(re.search(r"answer loss before: ([0-9.]+)", out).group(1))
+    after = float(re.search(r"answer loss after: ([0-9.]+)", out).group(1))
+    steps = [float(x) for x in re.findall(r"step +\d+ +answer loss ([0-9.]+)", out)]
+    assert len(steps) == 2 and before > steps[0] > steps[1] > after, out
+
+    # What is scored, read back from the batch the example trained on: in each row the scored
+    # targets are one run, decoding to the answer and its <|im_end|>; everything before it
+    # (system prompt, question, the template's markup) and the padding after it is -1.
+    sys.path.insert(0, os.path.join(SRC, "examples", "python"))
+    try:
+        import finetune_answers as ex
+    finally:
+        sys.path.pop(0)
+    saved = np.load(batch)
+    inputs, targets = saved["inputs"], saved["targets"]
+    tok = phonegpt.Tokenizer.from_hf(QWEN25_JSON)
+    assert f"{int((targets >= 0).sum())} of {targets.size} targets scored" in out
+    for row, (question, answer) in enumerate(ex.PAIRS):
+        scored = np.flatnonzero(targets[row] >= 0)
+        assert np.array_equal(scored, np.arange(scored[0], scored[-1] + 1))
+        assert tok.decode(targets[row, scored]) == answer + "<|im_end|>"
+        # The inputs up to the first scored position are the whole prompt.
+        prompt = tok.encode_special(ex.chat_prompt(question)).tolist()
+        assert scored[0] == len(prompt) - 1
+        assert inputs[row, :len(prompt)].tolist() == prompt
+
+
 def test_eval_equals_cli_on_tiny_shakespeare(tmp_path, shakespeare):
     """The real validation split (111,540 characters, 111,539 scored)."""
     from conftest import data_path

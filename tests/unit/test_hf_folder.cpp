@@ -1,7 +1,7 @@
 // The weights of a Hugging Face model folder: one model.safetensors or shards behind
 // model.safetensors.index.json, F32/F16/BF16 read exactly or rounded to the model's 16-bit
 // format, and the corruption matrix of the index (paths outside the folder, missing or doubled
-// tensors, unlisted tensors, unsupported dtypes).
+// tensors, unlisted tensors, unsupported dtypes, truncated shards).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -208,4 +208,19 @@ TEST_CASE("a broken folder or index is refused naming what is wrong", "[io][hf]"
     }
     CHECK(status_of_opening(dir2, &message) == PG_ERR_UNSUPPORTED);
     CHECK_THAT(message, Catch::Contains("dtype I32"));
+
+    // Truncated shards: a byte short of the data the header describes, inside the header, and
+    // shorter than the header's length prefix. Each is refused naming the shard.
+    for (std::size_t keep : {std::size_t(0), std::size_t(5), std::size_t(40)}) {
+        INFO("truncated, keep " << keep);
+        const std::string dir3 = fresh_folder("truncated");
+        write_two_shards(dir3, HfDtype::bf16);
+        write_text(dir3 + "/model.safetensors.index.json", kIndex);
+        const std::string shard = dir3 + "/model-00002-of-00002.safetensors";
+        std::vector<uint8_t> bytes = pg::io::read_small_file(shard, 1 << 20);
+        bytes.resize(keep == 0 ? bytes.size() - 1 : keep);
+        pg::io::write_file_atomically(shard, bytes.data(), bytes.size());
+        CHECK(status_of_opening(dir3, &message) == PG_ERR_FORMAT);
+        CHECK_THAT(message, Catch::Contains("model-00002-of-00002.safetensors"));
+    }
 }

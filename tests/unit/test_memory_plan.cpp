@@ -1,6 +1,8 @@
 // The training memory plan (train/memory_plan.hpp, pg_train_memory_plan): the engine's planned
 // activation bytes are exactly what a trainer's engine holds after a step (full and frozen-base
-// training, with and without recomputation, on 1 and 2 threads); the largest batch within a
+// training, with and without recomputation, on 1 and 2 threads, GPT-2's and the Llama family's
+// blocks); the weights and adapter of a 16-bit Llama-family base are what the model and the
+// adapter hold; the largest batch within a
 // budget fits it and the next one does not; a budget nothing fits is refused with the figures.
 #include <catch2/catch.hpp>
 
@@ -26,7 +28,10 @@ std::vector<int32_t> plan_tokens(int vocab) {
 }  // namespace
 
 TEST_CASE("planned activation bytes are what the engine holds after a step", "[memory_plan]") {
-    pg::ModelConfig mc = pg::model_preset("tiny");
+    // GPT-2's block, and the Llama family's (GQA, SwiGLU, untied head, q/k biases, q/k norms).
+    const std::string preset = GENERATE(as<std::string>{}, "tiny", "tiny-llama", "tiny-qwen2", "tiny-qwen3");
+    INFO(preset);
+    pg::ModelConfig mc = pg::model_preset(preset.c_str());
     const std::vector<int32_t> data = plan_tokens(mc.vocab_size);
     for (int threads : {1, 2}) {
         for (bool recompute : {false, true}) {
@@ -122,4 +127,39 @@ TEST_CASE("the largest batch fits the budget, and no batch fitting is refused wi
     CHECK(std::string(pg_last_error()).find("exceeds memory_budget_bytes 16777216") != std::string::npos);
     CHECK(s == nullptr);
     pg_model_free(model);
+}
+
+TEST_CASE("the plan's weights and adapter are what a 16-bit Llama-family base and its adapter hold", "[memory_plan]") {
+    for (const char* preset : {"tiny-llama", "tiny-qwen2", "tiny-qwen3"}) {
+        for (pg_weight_storage storage : {PG_WEIGHTS_FP32, PG_WEIGHTS_FP16, PG_WEIGHTS_BF16}) {
+            INFO(preset << ", storage " << int(storage));
+            pg_model_config mc;
+            REQUIRE(pg_model_config_preset(preset, &mc) == PG_OK);
+            pg_train_config tc;
+            pg_train_config_default(&tc);
+            tc.batch_size = 2;
+            tc.n_threads = 2;
+            pg_lora_config lc;
+            pg_lora_config_default(&lc);
+            lc.target_modules = PG_LORA_ALL_LINEARS;
+            lc.rank = 4;
+            pg_memory_plan plan;
+            plan.struct_size = sizeof plan;
+            REQUIRE(pg_train_memory_plan(&mc, storage, &lc, &tc, 0, &plan) == PG_OK);
+            pg_model* m = nullptr;
+            REQUIRE(pg_model_create(&mc, 1, &m) == PG_OK);
+            REQUIRE(pg_model_allow_untrained_base(m, 1) == PG_OK);
+            pg_lora_adapter* a = nullptr;
+            REQUIRE(pg_lora_adapter_create(m, &lc, &a) == PG_OK);
+            REQUIRE(pg_model_set_weight_storage(m, storage) == PG_OK);
+            int64_t held = 0, adapter_params = 0;
+            REQUIRE(pg_model_weight_storage(m, nullptr, &held) == PG_OK);
+            REQUIRE(pg_lora_adapter_num_params(a, &adapter_params) == PG_OK);
+            CHECK(plan.weights_bytes == held);
+            CHECK(plan.adapter_bytes == 4 * adapter_params);
+            CHECK(plan.optimizer_bytes == 8 * adapter_params);
+            pg_lora_adapter_free(a);
+            pg_model_free(m);
+        }
+    }
 }
