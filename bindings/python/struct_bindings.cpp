@@ -199,9 +199,11 @@ const char* struct_doc(const std::string& c_struct) {
                "(batch 32, AdamW 0.9/0.95/1e-8, lr 1e-3 cosine to 1e-4, 100 warm-up steps, ...).";
     if (c_struct == "pg_save_options")
         return "How a checkpoint is saved: compression_level 0 = raw, 1..19 = zstd level; weight_storage -1 = as\n"
-               "held, 1 = fp16, 2 = bf16 (a frozen base); align_for_mapping writes the mappable layout.";
+               "held (a q8_0 / q4_0 model in its blocks), 1 = fp16, 2 = bf16 (a frozen base); align_for_mapping\n"
+               "writes the mappable layout.";
     if (c_struct == "pg_load_options")
-        return "How a checkpoint is loaded: map_weights maps a mappable raw file read-only (Model.load(path, map_weights=True)).";
+        return "How a checkpoint is loaded: map_weights maps a mappable raw file read-only (Model.load(path, map_weights=True));\n"
+               "weight_storage 5 / 6 (q8_0 / q4_0) quantizes an fp32 file while reading it.";
     if (c_struct == "pg_eval_config")
         return "Whole-split evaluation options: Model.evaluate(tokens, config, progress=..., **fields).";
     if (c_struct == "pg_sample_config")

@@ -107,17 +107,17 @@ using TrainerPtr = std::unique_ptr<pg_trainer, TrainerDeleter>;
 using TokenizerPtr = std::unique_ptr<pg_tokenizer, TokenizerDeleter>;
 
 ModelPtr load_model(const std::string& path);
-// pg_model_load_with map_weights: the weights stay in the file's read-only mapping.
-ModelPtr map_model(const std::string& path);
 // A --weights KIND: fp32, fp16, bf16 and, for a frozen base (--base-storage), q8_0, q4_0 and the
 // deprecated fp16-arithmetic and bf16-arithmetic (a UsageError naming the kinds allowed otherwise).
 // `flag` names the option in the message.
 pg_weight_storage weight_storage_named(const std::string& kind, bool frozen, const char* flag);
 // The options of a frozen base's storage and arithmetic (eval, sample, lora train).
 extern const OptionSpec kBaseStorage, kWeightsSpelling, kArithmetic;
-// pg_model_set_weight_storage as --base-storage (or its old spelling --weights) asks; nothing
-// without either.
-void hold_base_as_asked(const Options& opt, pg_model* model);
+// The frozen base at `path` (mapped when `map`) held as --base-storage (or its old spelling
+// --weights) asks, as the file holds it without either: q8_0 / q4_0 quantize a raw fp32 file
+// while reading it (pg_load_options.weight_storage: the fp32 model is never held whole), the
+// other storages are set after loading (pg_model_set_weight_storage).
+ModelPtr load_base(const Options& opt, const std::string& path, bool map = false);
 // --arithmetic's pg_arithmetic (exact without it).
 pg_arithmetic arithmetic_named(const Options& opt);
 // The --weights KIND of a storage ("fp32", ..., "bf16-arithmetic").

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "cli.hpp"
 #include "core/error.hpp"
@@ -50,15 +51,6 @@ ModelPtr load_model(const std::string& path) {
     return ModelPtr(m);
 }
 
-ModelPtr map_model(const std::string& path) {
-    pg_load_options lo;
-    pg_load_options_default(&lo);
-    lo.map_weights = 1;
-    pg_model* m = nullptr;
-    check(pg_model_load_with(path.c_str(), &lo, &m), "pg_model_load_with");
-    return ModelPtr(m);
-}
-
 pg_weight_storage weight_storage_named(const std::string& kind, bool frozen, const char* flag) {
     if (kind == "fp32") return PG_WEIGHTS_FP32;
     if (kind == "fp16") return PG_WEIGHTS_FP16;
@@ -82,13 +74,21 @@ const OptionSpec kArithmetic = {
     "multiply the frozen base exactly (exact, the default), in fp16 over an fp16 base (ARMv8.2 FP16 CPUs, "
     "inference), in bf16 over a bf16 base (AVX512_BF16 CPUs) or in int8 over a q8_0 / q4_0 base"};
 
-void hold_base_as_asked(const Options& opt, pg_model* model) {
+ModelPtr load_base(const Options& opt, const std::string& path, bool map) {
     if (opt.has("base-storage") && opt.has("weights"))
         throw UsageError{"--weights is the old spelling of --base-storage: give one of them"};
     const char* name = opt.has("base-storage") ? "base-storage" : opt.has("weights") ? "weights" : nullptr;
-    if (name)
-        check(pg_model_set_weight_storage(model, weight_storage_named(opt.text(name, ""), true, name)),
-              "pg_model_set_weight_storage");
+    const std::optional<pg_weight_storage> asked =
+        name ? std::optional<pg_weight_storage>(weight_storage_named(opt.text(name, ""), true, name)) : std::nullopt;
+    pg_load_options lo;
+    pg_load_options_default(&lo);
+    lo.map_weights = map ? 1 : 0;
+    if (asked == PG_WEIGHTS_Q8_0 || asked == PG_WEIGHTS_Q4_0) lo.weight_storage = *asked;
+    pg_model* m = nullptr;
+    check(pg_model_load_with(path.c_str(), &lo, &m), "pg_model_load_with");
+    ModelPtr model(m);
+    if (asked) check(pg_model_set_weight_storage(model.get(), *asked), "pg_model_set_weight_storage");
+    return model;
 }
 
 pg_arithmetic arithmetic_named(const Options& opt) {

@@ -8,9 +8,8 @@ namespace cli {
 CheckpointScore score_checkpoint(const std::string& path, const Options& opt, const EvalRequest& request) {
     CheckpointScore s;
     s.path = path;
-    ModelPtr model = load_model(path);
     // Without --base-storage the model is scored as the file holds it (a 16-bit file as 16-bit).
-    hold_base_as_asked(opt, model.get());
+    ModelPtr model = load_base(opt, path);
     const pg_tokenizer* tok = tokenizer_of(model.get(), "encode --data with");
     const Corpus corpus = load_corpus(request.data_path, tok, request.train_fraction);
     const size_t begin = request.split == "val" ? corpus.n_train : 0;

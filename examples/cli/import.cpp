@@ -1,6 +1,6 @@
 // phonegpt import: an llm.c or safetensors model (or a native checkpoint, to re-save it) into a
 // native checkpoint, with a tokenizer carried by the file, copied from a checkpoint, built from a
-// text, or none; optionally with 16-bit weights or the mapping layout (pg_save_options).
+// text, or none; optionally with 16-bit or quantized weights or the mapping layout (pg_save_options).
 #include "interop.hpp"
 
 namespace cli {
@@ -18,8 +18,9 @@ int cmd_import(int argc, char** argv) {
                     {"tokenizer-from", "PATH", "copy the tokenizer of this native checkpoint"},
                     {"vocab-text", "PATH", "build the character tokenizer from this text (as train does)"},
                     {"weights", "KIND",
-                     "fp32 (default; hf: as the folder stores its matrices), fp16 or bf16: the frozen base's storage "
-                     "in the file (16-bit files are mappable; hf reads 16-bit weights without an fp32 copy)"},
+                     "fp32 (default; hf: as the folder stores its matrices), fp16, bf16, q8_0 or q4_0: the frozen "
+                     "base's storage in the file (16-bit and quantized files are mappable; hf reads 16-bit weights "
+                     "without an fp32 copy; native quantizes a raw fp32 checkpoint while reading it)"},
                     {"align-for-mapping", nullptr, "write the mapping layout (lora train --map-base maps such a file)"},
                     {"json", nullptr, "print one JSON object of results on stdout"},
                     {"help", nullptr, "this help"},
@@ -35,7 +36,11 @@ int cmd_import(int argc, char** argv) {
     const bool native = opt.text("format", "") == "native";
     const pg_interop_format format = native ? PG_FORMAT_LLMC : interop_format(opt);
     int32_t weights = -1;
-    if (opt.has("weights")) weights = weight_storage_named(opt.text("weights", ""), false, "weights");
+    if (opt.has("weights")) weights = weight_storage_named(opt.text("weights", ""), true, "weights");
+    if (weights == PG_WEIGHTS_FP16_ARITHMETIC || weights == PG_WEIGHTS_BF16_ARITHMETIC)
+        throw UsageError{"--weights: a file holds fp32, fp16, bf16, q8_0 or q4_0 weights (the arithmetic is chosen "
+                         "when the model is used: --arithmetic)"};
+    const bool quantized = weights == PG_WEIGHTS_Q8_0 || weights == PG_WEIGHTS_Q4_0;
     if (!opt.has("in")) throw UsageError{"--in PATH is required"};
     if (!opt.has("out")) throw UsageError{"--out PATH is required"};
     if (opt.has("tokenizer-from") && opt.has("vocab-text"))
@@ -48,15 +53,19 @@ int cmd_import(int argc, char** argv) {
     // A Hugging Face folder is read straight into the storage asked for, then saved as held.
     const bool hf = !native && format == PG_FORMAT_HF_FOLDER;
     if (native) {
-        check(pg_model_load(in.c_str(), &m), "pg_model_load");
+        pg_load_options lo;
+        pg_load_options_default(&lo);
+        if (quantized) lo.weight_storage = weights;  // quantized while reading
+        check(pg_model_load_with(in.c_str(), &lo, &m), "pg_model_load_with");
     } else {
         pg_load_options lo;
         pg_load_options_default(&lo);
         if (hf) lo.weight_storage = weights;
         check(pg_model_import_with(format, in.c_str(), &lo, &m), "pg_model_import");
     }
-    if (hf) weights = -1;
     ModelPtr model(m);
+    if (quantized && !native && !hf) check(pg_model_set_weight_storage(model.get(), pg_weight_storage(weights)), "pg_model_set_weight_storage");
+    if (hf || quantized) weights = -1;  // saved as held
     // This library's safetensors files carry the tokenizer in their metadata; llm.c files never do.
     const pg_tokenizer* carried = nullptr;
     check(pg_model_get_tokenizer(model.get(), &carried), "pg_model_get_tokenizer");

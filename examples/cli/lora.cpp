@@ -208,17 +208,16 @@ int lora_train(int argc, char** argv) {
     const std::string base_path = required_file(opt, "base", "PATH");
     const std::string out = required(opt, "out", "PATH");
     const bool map_base = opt.has("map-base");
-    ModelPtr base = map_base ? map_model(base_path) : load_model(base_path);
+    ModelPtr base = load_base(opt, base_path, map_base);
     accept_base(opt, base.get(), base_path);
-    hold_base_as_asked(opt, base.get());
     const pg_arithmetic arithmetic = arithmetic_named(opt);
     if (opt.has("resume") && arithmetic != PG_ARITHMETIC_EXACT)
         throw UsageError{"--arithmetic chooses how a new run multiplies; a resumed run (--resume) multiplies exactly"};
     const pg_tokenizer* tok = tokenizer_of(base.get(), "lora train");
     pg_weight_storage storage = PG_WEIGHTS_FP32;
     check(pg_model_weight_storage(base.get(), &storage, nullptr), "pg_model_weight_storage");
-    // A mapped, 16-bit or quantized base cannot be merged into a new fp32 model: score base + adapter on a
-    // session with the adapter attached instead (the same figures within the merge bound).
+    // A mapped, 16-bit or quantized base is scored on a session with the adapter attached, not
+    // merged into a new fp32 model (the same figures within the merge bound, without the copy).
     const bool score_on_session = map_base || storage != PG_WEIGHTS_FP32;
     const Corpus corpus = load_corpus(resolve_data_path(opt), tok, 0.9);
     const long long steps = opt.integer("steps", 200, 0, 100000000);
@@ -330,10 +329,17 @@ int lora_merge(int argc, char** argv, bool unmerge) {
     ModelPtr model = load_model(model_path);
     accept_base(opt, model.get(), model_path);
     AdapterPtr adapter = load_adapter(adapter_path, nullptr);
-    if (unmerge)
+    pg_weight_storage storage = PG_WEIGHTS_FP32;
+    check(pg_model_weight_storage(model.get(), &storage, nullptr), "pg_model_weight_storage");
+    if (unmerge) {
         check(pg_lora_unmerge_in_place(model.get(), adapter.get(), threads), "pg_lora_unmerge_in_place");
-    else
+    } else if (storage != PG_WEIGHTS_FP32) {  // a 16-bit or quantized file: merged into a new fp32 model
+        pg_model* merged = nullptr;
+        check(pg_lora_merge(model.get(), adapter.get(), threads, &merged), "pg_lora_merge");
+        model.reset(merged);
+    } else {
         check(pg_lora_merge_in_place(model.get(), adapter.get(), threads), "pg_lora_merge_in_place");
+    }
     check(pg_model_save(model.get(), out.c_str(), nullptr), "pg_model_save");
     say("%s: %s %s %s -> %s\n", name, model_path.c_str(), unmerge ? "-" : "+", adapter_path.c_str(), out.c_str());
     if (g_output.json) {

@@ -85,8 +85,7 @@ int cmd_sample(int argc, char** argv) {
     sc.seed = uint64_t(opt.integer("seed", 1337, 0, INT64_MAX));
     sc.n_threads = int32_t(opt.integer("threads", 0, 0, 1024));
 
-    ModelPtr model = load_model(ckpt);
-    hold_base_as_asked(opt, model.get());
+    ModelPtr model = load_base(opt, ckpt);
     pg_session_config session_config;
     pg_session_config_default(&session_config);
     session_config.n_threads = sc.n_threads;

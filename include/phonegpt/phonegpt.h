@@ -535,9 +535,9 @@ typedef enum pg_arithmetic {
  * fingerprint stays the one of the fp32 weights it came from, so adapters made for the fp32
  * model load against its 16-bit or quantized copy and the other way round (their outputs differ
  * by the rounding of the weights). Afterwards everything that needs the fp32 weights
- * (pg_trainer_create, pg_model_export, saving as fp32, merging, pg_model_tensor_data_mutable,
- * pg_model_params) is refused with PG_ERR_STATE (pg_model_save writes a 16-bit model in its own
- * storage: a 16-bit checkpoint, pg_save_options.weight_storage); a 16-bit or quantized model
+ * (pg_trainer_create, pg_model_export, saving as fp32, merging in place, pg_model_tensor_data_mutable,
+ * pg_model_params) is refused with PG_ERR_STATE (pg_model_save writes a 16-bit or quantized
+ * model in its own storage: a 16-bit or quantized checkpoint); a 16-bit or quantized model
  * cannot go back (PG_ERR_STATE: load it again). The same storage again is a no-op (it keeps the
  * values; a deprecated _ARITHMETIC spelling and its plain storage switch between each other
  * freely). A 16-bit model (loaded, mapped or converted) quantizes to q8_0 or q4_0 from its
@@ -732,8 +732,10 @@ typedef struct pg_save_options {
     /* The weights' storage in the file (checkpoint format 1.3): -1 (default) as the model holds
      * them; PG_WEIGHTS_FP16 / PG_WEIGHTS_BF16 from an fp32 model round its token embedding and
      * block linears while writing (as pg_model_set_weight_storage would; PG_ERR_NOT_FINITE
-     * beyond fp16's range), so a phone downloads and maps a 16-bit base directly. A 16-bit model
-     * saves in its own storage only (PG_ERR_STATE otherwise); a trainer state needs fp32
+     * beyond fp16's range), so a phone downloads and maps a 16-bit base directly. A 16-bit or
+     * quantized model saves in its own storage only (PG_ERR_STATE otherwise; a q8_0 / q4_0 model
+     * as format 1.6's blocks, mappable); PG_WEIGHTS_Q8_0 / _Q4_0 need a model held in them
+     * (PG_ERR_INVALID_ARGUMENT from fp32: quantize it first); a trainer state needs fp32
      * (PG_ERR_INVALID_ARGUMENT). */
     int32_t weight_storage;
     /* 1: write the mapping layout (format 1.3: tensors in llm.c's order, 64-byte aligned), so
@@ -763,13 +765,15 @@ typedef struct pg_load_options {
      * (mmap, MAP_PRIVATE) and let the model's weights point into it, nothing copied: the pages
      * are file-backed, shared by every process and handle that maps the same file, and the
      * kernel may drop them under memory pressure and read them again. Needs a raw (uncompressed)
-     * file with the mapping layout (pg_save_options.align_for_mapping, or a 16-bit
-     * weight_storage); any other file is PG_ERR_UNSUPPORTED, naming how to save a mappable one. */
+     * file with the mapping layout (pg_save_options.align_for_mapping, a 16-bit weight_storage,
+     * or a quantized model); any other file is PG_ERR_UNSUPPORTED, naming how to save a mappable one. */
     int32_t map_weights;
     /* The model's storage: -1 (default) as the file holds the weights; else a pg_weight_storage.
      * pg_model_import_with fills a 16-bit storage straight from the file (no fp32 copy of the
      * model ever exists); pg_model_load_with reads the file, then converts as
-     * pg_model_set_weight_storage would (its refusals included). */
+     * pg_model_set_weight_storage would (its refusals included), except that PG_WEIGHTS_Q8_0 /
+     * _Q4_0 quantize a raw fp32 file while reading it, a few rows at a time, so its fp32 model is
+     * never held whole (a compressed one is read whole first). */
     int32_t weight_storage;
 } pg_load_options;
 PG_API void pg_load_options_default(pg_load_options* options);
@@ -779,8 +783,8 @@ PG_API void pg_load_options_default(pg_load_options* options);
  * weights' hash, finiteness), as a copy does. A mapped model is a frozen base: everything that
  * writes its weights or needs them as one fp32 array (pg_trainer_create, merging in place or
  * unmerging, pg_model_tensor_data_mutable, pg_model_params, pg_model_set_weight_storage to
- * another storage, pg_model_export, pg_lora_merge) is refused with PG_ERR_STATE naming the file;
- * sessions, evaluation, LoRA trainers and pg_model_save work, and pg_model_tensor_info gives the
+ * another storage, pg_model_export) is refused with PG_ERR_STATE naming the file; sessions,
+ * evaluation, LoRA trainers, pg_lora_merge (into a new fp32 model) and pg_model_save work, and pg_model_tensor_info gives the
  * mapped fp32 tensors' data. Adapter fingerprints and base descriptions are the same for a mapped
  * and a copied base. The file must stay as it is while mapped: replacing it by rename (as every
  * libphonegpt save does) or deleting it is safe (the mapping keeps the old file), but truncating
@@ -1131,7 +1135,10 @@ PG_API pg_status pg_lora_adapter_tensor_data_mutable(pg_lora_adapter* adapter, i
 
 /* Merging: W += scale * B A for every adapted linear (unmerge: W -= scale * B A), in fp32.
  * pg_lora_merge makes a new model (the base's configuration, tokenizer and merged weights; it
- * saves, loads and evaluates like any model); merge_in_place changes `model`. Both need the
+ * saves, loads and evaluates like any model), in fp32 also from a 16-bit, quantized or mapped
+ * base: its weights are the values the base holds (widened, or the blocks dequantized) with the
+ * update added, and pg_model_set_weight_storage makes a 16-bit copy of it; merge_in_place
+ * changes `model`. Both need the
  * adapter's own base (PG_ERR_GEOMETRY naming the difference otherwise: geometry, tokenizer or
  * weights), so merging twice is refused. unmerge_in_place checks geometry and tokenizer and
  * restores the weights within fp32 rounding (a few ulp of max(|W|, |scale B A|)), not bit for

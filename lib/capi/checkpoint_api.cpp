@@ -34,9 +34,10 @@ pg::io::CheckpointOptions checkpoint_options(const pg_save_options* options, con
     pg::require_arg(o.compression_level >= 0 && o.compression_level <= 19, fn,
                     ("options->compression_level " + std::to_string(o.compression_level) +
                      " is outside [0, 19] (0 = raw, 1..19 = zstd level)").c_str());
-    pg::require_arg(o.weight_storage >= -1 && o.weight_storage <= PG_WEIGHTS_BF16, fn,
-                    ("options->weight_storage " + std::to_string(o.weight_storage) +
-                     " is not -1 (as the model holds them), PG_WEIGHTS_FP32, _FP16 or _BF16").c_str());
+    const int32_t w = o.weight_storage;
+    pg::require_arg((w >= -1 && w <= PG_WEIGHTS_BF16) || w == PG_WEIGHTS_Q8_0 || w == PG_WEIGHTS_Q4_0, fn,
+                    ("options->weight_storage " + std::to_string(w) +
+                     " is not -1 (as the model holds them), PG_WEIGHTS_FP32, _FP16, _BF16, _Q8_0 or _Q4_0").c_str());
     pg::require_arg(o.align_for_mapping == 0 || o.align_for_mapping == 1, fn,
                     ("options->align_for_mapping must be 0 or 1, not " + std::to_string(o.align_for_mapping)).c_str());
     pg::io::CheckpointOptions c;
@@ -70,18 +71,25 @@ pg_load_options checked_load_options(const pg_load_options* options, const char*
 // A model handle for a validated geometry (the weights are filled by the caller).
 std::unique_ptr<pg_model> new_model(const pg::ModelConfig& cfg) { return std::make_unique<pg_model>(cfg); }
 
-// A model holding a copy of the checkpoint in `src` (every loader that does not map).
-std::unique_ptr<pg_model> copy_model(const pg::io::ByteSource& src) {
+// A model holding a copy of the checkpoint in `src` (every loader that does not map); a
+// quantized `storage` (a pg_weight_storage code, -1: as the file holds it) is quantized while
+// reading (io::read_checkpoint_quantized).
+std::unique_ptr<pg_model> copy_model(const pg::io::ByteSource& src, int32_t storage = -1) {
     pg::io::CheckpointHeader header = pg::io::read_checkpoint_header(src);
-    auto model = std::make_unique<pg_model>(pg::io::make_model_for(header));
-    pg::io::read_checkpoint_data(src, header, model->impl, nullptr);
+    std::unique_ptr<pg_model> model;
+    if (storage == PG_WEIGHTS_Q8_0 || storage == PG_WEIGHTS_Q4_0) {
+        model = std::make_unique<pg_model>(pg::io::read_checkpoint_quantized(src, header, pg::WeightStorage(storage)));
+    } else {
+        model = std::make_unique<pg_model>(pg::io::make_model_for(header));
+        pg::io::read_checkpoint_data(src, header, model->impl, nullptr);
+    }
     model->set_tokenizer(std::move(header.tokenizer));  // the reader checked its vocabulary
     return model;
 }
 
 // pg_model_load and pg_model_load_with: copied into the model, or mapped.
-std::unique_ptr<pg_model> load_model(const char* path, bool map) {
-    if (!map) return copy_model(pg::io::FileSource(path));
+std::unique_ptr<pg_model> load_model(const char* path, bool map, int32_t storage = -1) {
+    if (!map) return copy_model(pg::io::FileSource(path), storage);
     auto file = std::make_shared<const pg::io::MappedFile>(path);
     pg::io::CheckpointHeader header = pg::io::read_checkpoint_header(*file);
     auto model = std::make_unique<pg_model>(pg::io::map_checkpoint(file, header));
@@ -148,7 +156,7 @@ pg_status pg_model_load_with(const char* path, const pg_load_options* options, p
         *out = nullptr;
         PG_REQUIRE_NOT_NULL("pg_model_load_with", path);
         const pg_load_options o = checked_load_options(options, "pg_model_load_with");
-        *out = with_storage(load_model(path, o.map_weights == 1), o).release();
+        *out = with_storage(load_model(path, o.map_weights == 1, o.weight_storage), o).release();
     });
 }
 
@@ -158,7 +166,7 @@ pg_status pg_model_load_from_memory(const void* data, size_t size, const pg_load
         *out = nullptr;
         PG_REQUIRE_NOT_NULL("pg_model_load_from_memory", data);
         const pg_load_options o = copying_load_options(options, "pg_model_load_from_memory");
-        *out = with_storage(copy_model(pg::io::MemorySource(data, size)), o).release();
+        *out = with_storage(copy_model(pg::io::MemorySource(data, size), o.weight_storage), o).release();
     });
 }
 
@@ -169,7 +177,7 @@ pg_status pg_model_load_from_fd(int fd, int64_t offset, int64_t length, const pg
         *out = nullptr;
         pg::require_arg(fd >= 0, "pg_model_load_from_fd", ("fd " + std::to_string(fd) + " is negative").c_str());
         const pg_load_options o = copying_load_options(options, "pg_model_load_from_fd");
-        *out = with_storage(copy_model(pg::io::DescriptorSource(fd, offset, length)), o).release();
+        *out = with_storage(copy_model(pg::io::DescriptorSource(fd, offset, length), o.weight_storage), o).release();
     });
 }
 

@@ -42,8 +42,11 @@ constexpr uint16_t kCheckpointMinorDropoutRamp = 4;
 // 1.5 added the architecture fields to the GEOM section (after GPT-2's seven: a model that is
 // not GPT-2's block, such as the Llama family); only such files are written as 1.5.
 constexpr uint16_t kCheckpointMinorArchitecture = 5;
+// 1.6 added the block-quantized storages (WLAY storage 5 q8_0, 6 q4_0; tensor dtypes 4 q8_0,
+// 5 q4_0) for a frozen base; only such files are written as 1.6.
+constexpr uint16_t kCheckpointMinorQuantized = 6;
 // The newest minor this library reads and writes (named in the message for an unknown section).
-constexpr uint16_t kCheckpointMinorNewest = kCheckpointMinorArchitecture;
+constexpr uint16_t kCheckpointMinorNewest = kCheckpointMinorQuantized;
 constexpr uint64_t kCheckpointAlignment = 64;
 
 constexpr uint64_t kCheckpointPreludeBytes = 32;
@@ -52,7 +55,9 @@ constexpr uint64_t kMaxCheckpointHeaderBytes = uint64_t(16) << 20;
 // compresses further; the writer stores such data raw instead, so every file it writes loads.
 constexpr uint64_t kMaxCompressionRatio = 256;
 
-enum class TensorDtype : uint8_t { kF32 = 1, kF16 = 2, kBF16 = 3 };  // 2 and 3 only in the mapping layout
+// All but kF32 only in the mapping layout; kQ8_0 / kQ4_0 are blocks of 32 values of one row
+// (kernels/quant_blocks.hpp), so their tensors' last dimension is whole blocks.
+enum class TensorDtype : uint8_t { kF32 = 1, kF16 = 2, kBF16 = 3, kQ8_0 = 4, kQ4_0 = 5 };
 
 struct CheckpointTensor {
     std::string name;
@@ -74,8 +79,9 @@ struct CheckpointHeader {
     Provenance provenance;     // from PROV; unknown for a file without it (1.0)
     std::vector<CheckpointTensor> tensors;
     // The mapping layout (section WLAY, 1.3): the tensors in llm.c's order, aligned; the weights'
-    // storage (16-bit: wte and the four block linears are fp16 / bf16) and the xxh64 of the fp32
-    // weights they are (or were rounded from), the base's identity.
+    // storage (16-bit or quantized: wte and the four block linears are fp16 / bf16 / q8_0 / q4_0)
+    // and the xxh64 of the fp32 weights they are (or were rounded or quantized from), the base's
+    // identity.
     bool mappable = false;
     WeightStorage storage = WeightStorage::fp32;
     uint64_t fp32_weights_hash = 0;
@@ -103,8 +109,16 @@ void read_checkpoint_data(const ByteSource& src, const CheckpointHeader& header,
                           TrainerState* state);
 
 // A model with the header's geometry and storage (zeroed), for read_checkpoint_data: a 16-bit
-// file gives a 16-bit model directly, so loading it never holds fp32 weights.
+// or quantized file gives such a model directly, so loading it never holds fp32 weights.
 Model make_model_for(const CheckpointHeader& header);
+
+// Instead of make_model_for + read_checkpoint_data when the model is wanted in a quantized
+// `storage` (q8_0 / q4_0): a raw fp32 file's tensors are read a few rows at a time and quantized
+// as they arrive, so the fp32 model is never held whole; every check of a copied load is made
+// (checksums, finite values, the fp32 weights' hash). Other files load in their own storage and
+// are quantized after (a 16-bit one without an fp32 copy; a compressed fp32 one, whose stream is
+// in the table's order, not llm.c's that its hash needs, whole first).
+Model read_checkpoint_quantized(const ByteSource& src, const CheckpointHeader& header, WeightStorage storage);
 
 // Instead of phase 2: a model whose weights are `file`'s bytes, not a copy (the model keeps the
 // mapping alive). Refused with PG_ERR_UNSUPPORTED for a compressed file or one without the
@@ -118,7 +132,8 @@ struct CheckpointOptions {
     int compression_level = 0;  // 0 = raw, 1..19 = zstd
     // The weights' storage in the file: unset = as the model holds them. fp16 / bf16 from an fp32
     // model rounds wte and the block linears while writing (PG_ERR_NOT_FINITE beyond fp16's
-    // range); from a 16-bit model only its own storage (its fp32 values are gone: PG_ERR_STATE).
+    // range); from a 16-bit or quantized model only its own storage (its fp32 values are gone:
+    // PG_ERR_STATE). A quantized model is written in its blocks (format 1.6, the mapping layout).
     std::optional<WeightStorage> storage;
     bool mappable = false;  // the mapping layout (1.3); implied by a 16-bit storage
 };

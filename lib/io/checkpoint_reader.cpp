@@ -237,8 +237,13 @@ CheckpointHeader read_checkpoint_header(const ByteSource& src) {
         const uint32_t alignment = r.get<uint32_t>("alignment");
         h.fp32_weights_hash = r.get<uint64_t>("fp32 weights hash");
         r.expect_end();
-        require(storage <= uint32_t(WeightStorage::bf16), PG_ERR_FORMAT,
-                r.context() + ": unknown weight storage " + std::to_string(storage) + " (0 fp32, 1 fp16, 2 bf16)");
+        const bool quantized = storage == uint32_t(WeightStorage::q8_0) || storage == uint32_t(WeightStorage::q4_0);
+        require(storage <= uint32_t(WeightStorage::bf16) || quantized, PG_ERR_FORMAT,
+                r.context() + ": unknown weight storage " + std::to_string(storage) +
+                    " (0 fp32, 1 fp16, 2 bf16, 5 q8_0, 6 q4_0)");
+        require(!quantized || h.minor >= kCheckpointMinorQuantized, PG_ERR_FORMAT,
+                r.context() + ": weight storage " + std::to_string(storage) + " in a format " + version +
+                    " file (the quantized storages are format 1." + std::to_string(kCheckpointMinorQuantized) + ")");
         require(alignment == kCheckpointAlignment, PG_ERR_FORMAT,
                 r.context() + ": alignment " + std::to_string(alignment) + " (the format's is " +
                     std::to_string(kCheckpointAlignment) + ")");

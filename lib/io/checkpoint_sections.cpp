@@ -28,11 +28,23 @@ std::string shape_text(int n_dims, const std::array<uint64_t, 4>& shape) {
     return s + "]";
 }
 
-int dtype_bytes(TensorDtype d) { return d == TensorDtype::kF32 ? 4 : 2; }
+std::optional<kernels::QuantFormat> block_format_of(TensorDtype d) {
+    if (d == TensorDtype::kQ8_0) return kernels::QuantFormat::q8_0;
+    if (d == TensorDtype::kQ4_0) return kernels::QuantFormat::q4_0;
+    return std::nullopt;
+}
+
+uint64_t tensor_nbytes(TensorDtype d, uint64_t numel, uint64_t row_length) {
+    if (const auto format = block_format_of(d)) {
+        if (row_length % kernels::kQuantBlock != 0) return 0;
+        return numel / kernels::kQuantBlock * kernels::quant_block_bytes(*format);
+    }
+    return numel * (d == TensorDtype::kF32 ? 4 : 2);
+}
 
 std::string dtype_text(TensorDtype d) {
-    const char* name = d == TensorDtype::kF32 ? "f32" : d == TensorDtype::kF16 ? "f16" : "bf16";
-    return std::to_string(int(d)) + " (" + name + ")";
+    const char* names[] = {"f32", "f16", "bf16", "q8_0", "q4_0"};
+    return std::to_string(int(d)) + " (" + names[int(d) - 1] + ")";
 }
 
 void encode_geometry(ByteWriter& w, const ModelConfig& c) {
@@ -205,8 +217,9 @@ std::vector<CheckpointTensor> decode_tensor_table(ByteReader& r, bool mappable) 
         auto what = [&] { return where() + " (\"" + t.name + "\")"; };
         const uint8_t dtype = r.get<uint8_t>("dtype");
         if (mappable)
-            require(dtype >= uint8_t(TensorDtype::kF32) && dtype <= uint8_t(TensorDtype::kBF16), PG_ERR_FORMAT, [&] {
-                return what() + ": unknown dtype code " + std::to_string(dtype) + " (1 = f32, 2 = f16, 3 = bf16)";
+            require(dtype >= uint8_t(TensorDtype::kF32) && dtype <= uint8_t(TensorDtype::kQ4_0), PG_ERR_FORMAT, [&] {
+                return what() + ": unknown dtype code " + std::to_string(dtype) +
+                       " (1 = f32, 2 = f16, 3 = bf16, 4 = q8_0, 5 = q4_0)";
             });
         else
             require(dtype == uint8_t(TensorDtype::kF32), PG_ERR_FORMAT, [&] {
@@ -227,12 +240,27 @@ std::vector<CheckpointTensor> decode_tensor_table(ByteReader& r, bool mappable) 
         t.offset = r.get<uint64_t>("offset");
         t.nbytes = r.get<uint64_t>("nbytes");
         t.checksum = r.get<uint64_t>("checksum");
-        const int width = dtype_bytes(t.dtype);
-        const uint64_t expect_bytes = checked_mul(numel, uint64_t(width), shape_what);
-        require(t.nbytes == expect_bytes, PG_ERR_FORMAT, [&] {
-            return what() + ": nbytes " + std::to_string(t.nbytes) + " != shape " + shape_text(t.n_dims, t.shape) +
-                   " x " + std::to_string(width) + " bytes = " + std::to_string(expect_bytes);
-        });
+        const uint64_t row_length = t.shape[std::size_t(t.n_dims - 1)];
+        if (const auto format = block_format_of(t.dtype)) {
+            require(row_length % kernels::kQuantBlock == 0, PG_ERR_FORMAT, [&] {
+                return what() + ": rows of " + std::to_string(row_length) + " values are not whole blocks of " +
+                       std::to_string(kernels::kQuantBlock) + " (dtype " + dtype_text(t.dtype) + ")";
+            });
+            const uint64_t blocks = numel / kernels::kQuantBlock;
+            const uint64_t expect_bytes = checked_mul(blocks, uint64_t(kernels::quant_block_bytes(*format)), shape_what);
+            require(t.nbytes == expect_bytes, PG_ERR_FORMAT, [&] {
+                return what() + ": nbytes " + std::to_string(t.nbytes) + " != " + std::to_string(blocks) +
+                       " blocks of shape " + shape_text(t.n_dims, t.shape) + " x " +
+                       std::to_string(kernels::quant_block_bytes(*format)) + " bytes = " + std::to_string(expect_bytes);
+            });
+        } else {
+            const int width = t.dtype == TensorDtype::kF32 ? 4 : 2;
+            const uint64_t expect_bytes = checked_mul(numel, uint64_t(width), shape_what);
+            require(t.nbytes == expect_bytes, PG_ERR_FORMAT, [&] {
+                return what() + ": nbytes " + std::to_string(t.nbytes) + " != shape " + shape_text(t.n_dims, t.shape) +
+                       " x " + std::to_string(width) + " bytes = " + std::to_string(expect_bytes);
+            });
+        }
         const bool aligned_gap = mappable && t.offset >= next_offset && t.offset - next_offset < kCheckpointAlignment;
         if (t.offset != next_offset && !aligned_gap)
             throw Error(PG_ERR_FORMAT, what() + ": offset " + std::to_string(t.offset) +

@@ -7,11 +7,13 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/bytes.hpp"
 #include "io/checkpoint.hpp"
+#include "kernels/quant_blocks.hpp"
 
 namespace pg::io::ckpt {
 
@@ -37,7 +39,11 @@ inline constexpr const char* kAdamV = "optimizer.adam_v";
 std::string tag_text(const uint8_t* tag);
 std::string shape_text(int n_dims, const std::array<uint64_t, 4>& shape);
 
-int dtype_bytes(TensorDtype d);
+// The block format of a quantized dtype (none for f32 / f16 / bf16).
+std::optional<kernels::QuantFormat> block_format_of(TensorDtype d);
+// A tensor's bytes in `d`: elements x width, or whole blocks of a quantized dtype (0 when its
+// rows, of row_length values, are not whole blocks).
+uint64_t tensor_nbytes(TensorDtype d, uint64_t numel, uint64_t row_length);
 // For messages: the code and its name, "2 (f16)".
 std::string dtype_text(TensorDtype d);
 
@@ -54,7 +60,8 @@ void decode_dropout_ramp(ByteReader& r, TrainConfig& c);
 void encode_tensor_table(ByteWriter& w, const std::vector<CheckpointTensor>& tensors);
 // Parses the table and checks it is well formed on its own: dtypes, shapes, sizes = shape x
 // dtype, offsets contiguous from 0 (hence in order, without gaps or overlap).
-// The mapping layout also allows the 16-bit dtypes and alignment gaps (under
+// The mapping layout also allows the 16-bit and quantized dtypes (a quantized tensor's rows
+// whole blocks, its nbytes that of its block count) and alignment gaps (under
 // kCheckpointAlignment bytes; check_tensors_against_geometry checks where they are).
 std::vector<CheckpointTensor> decode_tensor_table(ByteReader& r, bool mappable);
 

@@ -20,21 +20,23 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& cfg, bool with_m
         std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return table[a].offset < table[b].offset; });
     for (std::size_t j = 0; j < order.size(); ++j) {
         const TensorEntry& e = table[std::size_t(order[j])];
-        ExpectedTensor t{e.name, e.n_dims, {}, order[j], held_in_16_bits(e.kind),
+        ExpectedTensor t{e.name, e.n_dims, {}, order[j], held_in_16_bits(e.kind), e.kind,
                          j == 0 || table[std::size_t(order[j - 1])].kind != e.kind};
         for (int d = 0; d < e.n_dims; ++d) t.shape[d] = uint64_t(e.shape[d]);
         out.push_back(std::move(t));
     }
     if (with_moments) {
         const uint64_t n = uint64_t(count_params(cfg));
-        out.push_back({kAdamM, 1, {n, 0, 0, 0}, -1, false, true});
-        out.push_back({kAdamV, 1, {n, 0, 0, 0}, -2, false, true});
+        out.push_back({kAdamM, 1, {n, 0, 0, 0}, -1, false, kWte, true});
+        out.push_back({kAdamV, 1, {n, 0, 0, 0}, -2, false, kWte, true});
     }
     return out;
 }
 
-TensorDtype dtype_of(WeightStorage storage, bool half) {
-    if (!half || storage == WeightStorage::fp32) return TensorDtype::kF32;
+TensorDtype dtype_of(WeightStorage storage, const ExpectedTensor& e) {
+    if (!e.half || storage == WeightStorage::fp32) return TensorDtype::kF32;
+    if (is_quantized(storage))
+        return quant_format_of(storage, e.kind) == kernels::QuantFormat::q8_0 ? TensorDtype::kQ8_0 : TensorDtype::kQ4_0;
     return storage == WeightStorage::fp16 ? TensorDtype::kF16 : TensorDtype::kBF16;
 }
 
@@ -58,7 +60,7 @@ std::vector<int> check_tensors_against_geometry(const std::vector<CheckpointTens
                                              shape_text(t.n_dims, t.shape) + " but the " + geometry() +
                                              " needs " + shape_text(e.n_dims, e.shape));
         if (!mappable) continue;
-        const TensorDtype dtype = dtype_of(storage, e.half);
+        const TensorDtype dtype = dtype_of(storage, e);
         require(t.dtype == dtype, PG_ERR_FORMAT, [&] {
             return "checkpoint tensor \"" + t.name + "\" has dtype " + dtype_text(t.dtype) + " but the file's " +
                    weight_storage_name(storage) + " storage (section WLAY) needs " + dtype_text(dtype);

@@ -2,7 +2,7 @@
 // dtype: the model's table order (formats 1.0 - 1.2, and 1.3 files written without the mapping
 // layout), or format 1.3's mapping layout (llm.c's order, each kind's first tensor and each
 // AdamW moment on a kCheckpointAlignment boundary, wte and the block linears in 16 bits for a
-// 16-bit storage; docs/formats.md section 1.8). The writer lays files out from it, the reader
+// 16-bit storage, in blocks for a quantized one (1.6); docs/formats.md section 1.8). The writer lays files out from it, the reader
 // checks a decoded table against it, and both check tensor bytes against their checksums with
 // the same messages. Internal to lib/io.
 #pragma once
@@ -23,7 +23,8 @@ struct ExpectedTensor {
     int n_dims;
     std::array<uint64_t, 4> shape;
     int model_index;   // in build_tensor_table's order; -1 / -2 for the moments
-    bool half;         // 16 bits in a 16-bit file
+    bool half;         // 16 bits in a 16-bit file, blocks in a quantized one
+    ParamKind kind;    // (the moments: kWte, unused since half is false)
     bool group_start;  // mapping layout: the first tensor of its kind (or a moment), aligned
 };
 
@@ -33,8 +34,9 @@ uint64_t round_up_to(uint64_t n, uint64_t a);
 // kind's tensors contiguous, so a mapped kind is one array as the engine reads it).
 std::vector<ExpectedTensor> expected_tensors(const ModelConfig& cfg, bool with_moments, bool mappable = false);
 
-// A tensor's dtype in a file of this storage (`half`: one of the kinds held in 16 bits).
-TensorDtype dtype_of(WeightStorage storage, bool half);
+// A tensor's dtype in a file of this storage: fp32, or for the kinds held in 16 bits
+// (held_in_16_bits) the storage's 16-bit dtype or block format (quant_format_of).
+TensorDtype dtype_of(WeightStorage storage, const ExpectedTensor& e);
 
 // The geometry decides which tensors exist and their shapes; the table must say the same.
 // Returns each file tensor's model_index. The mapping layout: llm.c's order, the dtypes of

@@ -99,13 +99,14 @@ void write_checkpoint(const Model& model, const TrainerState* state, const Check
                                   " / " + std::to_string(state->adam_v.size()) + " elements, the model " +
                                   std::to_string(n_params) + " parameters");
     }
-    require(!is_quantized(model.storage()), PG_ERR_UNSUPPORTED,
-            std::string("the model's weights are held in ") + weight_storage_name(model.storage()) +
-                ", which a native checkpoint does not store: save the fp32 or 16-bit model and quantize it after "
-                "loading (pg_model_set_weight_storage; a 16-bit checkpoint quantizes without an fp32 copy)");
     const WeightStorage storage = options.storage.value_or(model.storage());
-    require(storage == WeightStorage::fp32 || storage == WeightStorage::fp16 || storage == WeightStorage::bf16,
-            PG_ERR_INVALID_ARGUMENT, "weight storage must be fp32, fp16 or bf16");
+    require(storage == WeightStorage::fp32 || storage == WeightStorage::fp16 || storage == WeightStorage::bf16 ||
+                is_quantized(storage),
+            PG_ERR_INVALID_ARGUMENT, "weight storage must be fp32, fp16, bf16, q8_0 or q4_0");
+    require(!is_quantized(storage) || model.storage() != WeightStorage::fp32, PG_ERR_INVALID_ARGUMENT,
+            std::string("a checkpoint holds ") + weight_storage_name(storage) +
+                " blocks only from a model held in them: quantize the model first (pg_model_set_weight_storage), "
+                "then save it");
     require(model.storage() == WeightStorage::fp32 || storage == model.storage(), PG_ERR_STATE,
             std::string("the model's weights are held in ") + weight_storage_name(model.storage()) +
                 " and their fp32 values are gone: it saves in " + weight_storage_name(model.storage()) +
@@ -120,6 +121,7 @@ void write_checkpoint(const Model& model, const TrainerState* state, const Check
     uint64_t offset = 0;
     auto add = [&](const std::string& name, int n_dims, const std::array<uint64_t, 4>& shape, const void* data,
                    uint64_t numel, TensorDtype dtype, bool convert, bool group_start) {
+        const uint64_t row_length = shape[std::size_t(n_dims - 1)];
         if (mappable && group_start && offset % kCheckpointAlignment != 0) {
             const uint64_t pad = round_up_to(offset, kCheckpointAlignment) - offset;
             parts.push_back({nullptr, std::size_t(pad), std::nullopt});
@@ -131,7 +133,7 @@ void write_checkpoint(const Model& model, const TrainerState* state, const Check
         t.n_dims = n_dims;
         t.shape = shape;
         t.offset = offset;
-        t.nbytes = numel * uint64_t(dtype_bytes(dtype));
+        t.nbytes = tensor_nbytes(dtype, numel, row_length);
         TensorBytes piece{data, std::size_t(t.nbytes), std::nullopt};
         if (convert) {
             piece.to16 = storage;
@@ -157,7 +159,7 @@ void write_checkpoint(const Model& model, const TrainerState* state, const Check
     const std::vector<TensorEntry>& table = model.tensors();
     for (const ExpectedTensor& x : expected_tensors(model.config(), false, mappable)) {
         const TensorEntry& e = table[std::size_t(x.model_index)];
-        const TensorDtype dtype = dtype_of(storage, x.half);
+        const TensorDtype dtype = dtype_of(storage, x);
         const bool convert = dtype != TensorDtype::kF32 && model.storage() == WeightStorage::fp32;
         add(e.name, x.n_dims, x.shape, model.tensor_bytes(e), uint64_t(e.numel), dtype, convert, x.group_start);
     }
@@ -203,9 +205,10 @@ void write_checkpoint(const Model& model, const TrainerState* state, const Check
             section(kTagDropoutRamp, kSectionRequired, ramp);
         }
     }
-    // 1.2 / 1.3 / 1.4 only where they add something: an AdamW (or no) training state without a
+    // 1.2 - 1.6 only where they add something: an AdamW (or no) training state without a
     // dropout ramp, in the table's order, is written as 1.1.
-    const uint16_t minor = !model.config().is_gpt2()                           ? kCheckpointMinorArchitecture
+    const uint16_t minor = is_quantized(storage)                                ? kCheckpointMinorQuantized
+                           : !model.config().is_gpt2()                           ? kCheckpointMinorArchitecture
                            : state && state->config.dropout_ramp_steps > 0        ? kCheckpointMinorDropoutRamp
                            : mappable                                            ? kCheckpointMinorMappable
                            : state && state->config.optimizer != PG_OPTIMIZER_ADAMW ? kCheckpointMinorOptimizer

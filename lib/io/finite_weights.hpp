@@ -15,7 +15,9 @@ namespace pg::io {
 // non-finite weight of `model`.
 void require_finite_weights(const Model& model, const std::string& source);
 
-// The same for one array of `n` values called `what` (e.g. the AdamW moments).
-void require_finite_values(const float* values, int64_t n, const std::string& source, const std::string& what);
+// The same for one array of `n` values called `what` (e.g. the AdamW moments); `first` is the
+// element index of values[0] in `what` (a loader checking a tensor piece by piece).
+void require_finite_values(const float* values, int64_t n, const std::string& source, const std::string& what,
+                           int64_t first = 0);
 
 }  // namespace pg::io

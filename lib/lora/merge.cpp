@@ -1,7 +1,5 @@
 #include "lora/merge.hpp"
 
-#include <cstring>
-
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "model/low_rank.hpp"
@@ -42,7 +40,7 @@ int64_t base_weight_offset(const Model& model, const AdaptedLinear& m) {
 void merge_into_copy(const Model& base, const Adapter& adapter, Model& out, int n_threads) {
     check_adapter_matches_base(adapter, base);
     require(out.num_params() == base.num_params(), PG_ERR_INTERNAL, "merge: the copy has another geometry");
-    std::memcpy(out.params(), base.params(), sizeof(float) * static_cast<std::size_t>(base.num_params()));
+    base.read_fp32(out.params());  // a 16-bit or quantized base: the values it holds, in fp32
     out.set_tokenizer(base.tokenizer() ? base.tokenizer()->clone() : nullptr);
     out.set_provenance(base.provenance());  // the base's training; the adapter's is its own record
     add_update(out, adapter, 1.0f, n_threads);

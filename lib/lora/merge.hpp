@@ -16,7 +16,9 @@ namespace pg::lora {
 int64_t base_weight_offset(const Model& model, const AdaptedLinear& m);
 
 // `out` (a model of the base's configuration) gets the base's tokenizer and its weights with
-// the adapter merged. The base must be the adapter's (check_adapter_matches_base).
+// the adapter merged: an fp32 model, also from a 16-bit or quantized base (owned or mapped),
+// whose weights are then the values it holds (widened, or the blocks dequantized). The base must
+// be the adapter's (check_adapter_matches_base).
 void merge_into_copy(const Model& base, const Adapter& adapter, Model& out, int n_threads);
 
 // In place. merge checks the model is the adapter's base; unmerge checks geometry and tokenizer

@@ -74,13 +74,15 @@ public:
           layout_(cfg),
           tensors_(build_tensor_table(cfg)),
           params_(static_cast<std::size_t>(layout_.total)) {}
-    // Allocates zeroed weights held in `storage` from the start (a 16-bit checkpoint's reader:
-    // no fp32 copy ever exists). `fp32_hash` is fp32_weights_hash() of the fp32 weights the
-    // 16-bit ones were rounded from (the file records it); ignored for fp32.
+    // Allocates zeroed weights held in `storage` from the start (a 16-bit or quantized
+    // checkpoint's reader: no fp32 copy ever exists; all-zero blocks are valid blocks).
+    // `fp32_hash` is fp32_weights_hash() of the fp32 weights the 16-bit or quantized ones were
+    // rounded from (the file records it); ignored for fp32. PG_ERR_UNSUPPORTED for a quantized
+    // storage whose rows are not whole blocks.
     Model(const ModelConfig& cfg, WeightStorage storage, uint64_t fp32_hash);
     // Weights that live in `mapping` (kept alive by the model): `kind_bytes[k]` is where kind k's
     // tensors start (all layers contiguous, llm.c's order), in `storage`'s representation
-    // (held_in_16_bits kinds 16-bit for fp16 / bf16). Read-only: params() and every writer of
+    // (held_in_16_bits kinds 16-bit for fp16 / bf16, block streams for q8_0 / q4_0). Read-only: params() and every writer of
     // the weights are refused with PG_ERR_STATE naming `origin`.
     Model(const ModelConfig& cfg, WeightStorage storage, uint64_t fp32_hash, std::shared_ptr<const void> mapping,
           const std::array<const uint8_t*, kNumParamKinds>& kind_bytes, std::string origin);
@@ -110,10 +112,11 @@ public:
     WeightStorage storage() const { return storage_; }
     bool mapped() const { return mapping_ != nullptr; }
     // The bytes of one tensor of tensors() in this model's storage (2 per element when its kind
-    // is held in 16 bits, else 4), owned or mapped; the writable one refuses a mapped model.
-    // Precondition: the kind is not quantized (element_bytes 0: blocks, not elements).
+    // is held in 16 bits, else 4; a quantized kind's tensor is its rows' blocks), owned or
+    // mapped; the writable one refuses a mapped model. tensor_nbytes: how many.
     const uint8_t* tensor_bytes(const TensorEntry& e) const;
     uint8_t* tensor_bytes(const TensorEntry& e);
+    std::size_t tensor_nbytes(const TensorEntry& e) const;
     int element_bytes(ParamKind kind) const {
         if (storage_ == WeightStorage::fp32 || !held_in_16_bits(kind)) return 4;
         return is_quantized(storage_) ? 0 : 2;
@@ -134,6 +137,15 @@ public:
     void hold_frozen_in(WeightStorage storage, Arithmetic pass_default = Arithmetic::exact);
     // xxh64 of the fp32 weights (llm.c order) this model holds or was converted from.
     uint64_t fp32_weights_hash() const;
+    // For a loader that quantizes fp32 weights as it reads them (io::read_checkpoint_quantized):
+    // their hash, known only at the end. Precondition: the storage is not fp32.
+    void record_fp32_weights_hash(uint64_t hash) {
+        require(storage_ != WeightStorage::fp32, PG_ERR_INTERNAL, "record_fp32_weights_hash: an fp32 model");
+        converted_from_hash_ = hash;
+    }
+    // Every weight as an fp32 value into out[num_params()], llm.c's order: the fp32 weights, the
+    // 16-bit ones widened (exactly) or the blocks dequantized, owned or mapped.
+    void read_fp32(float* out) const;
     // Bytes of weight memory held (fp32 and 16-bit parts; for a mapped model, the mapped tensors').
     std::size_t weight_bytes() const;
 
@@ -174,7 +186,16 @@ private:
                     "\" (pg_model_load_with, map_weights): this needs weights the model owns; load the file "
                     "without map_weights for it");
     }
-    void allocate_16_bit();
+    // Where a quantized storage puts each kind: block streams in quant_ (bytes), the rest in
+    // params_ (floats), each kind on a 64-byte boundary (model/quantized_base.cpp).
+    struct QuantizedLayout {
+        std::array<int64_t, kNumParamKinds> row_length{}, atq{}, at32{};
+        int64_t nq = 0, n32 = 0;
+    };
+    QuantizedLayout quantized_layout(WeightStorage storage) const;
+    bool in_blocks(WeightStorage storage, ParamKind kind) const {
+        return is_quantized(storage) && held_in_16_bits(kind) && layout_.size[std::size_t(kind)] > 0;
+    }
 
     ModelConfig config_;
     ParamLayout layout_;

@@ -32,6 +32,25 @@ int64_t quantized_row_length(const std::vector<TensorEntry>& tensors, ParamKind 
 
 }  // namespace
 
+Model::QuantizedLayout Model::quantized_layout(WeightStorage storage) const {
+    QuantizedLayout l;
+    for (int k = 0; k < kNumParamKinds; ++k) {
+        const ParamKind kind = ParamKind(k);
+        const int64_t size = layout_.size[size_t(k)];
+        if (in_blocks(storage, kind)) {  // (an empty kind, a tied model's lm_head, is nowhere)
+            const int64_t cols = quantized_row_length(tensors_, kind);
+            l.row_length[size_t(k)] = cols;
+            l.atq[size_t(k)] = l.nq;
+            const int64_t bytes = int64_t(kernels::quant_matrix_bytes(quant_format_of(storage, kind), size / cols, cols));
+            l.nq += (bytes + 63) / 64 * 64;
+        } else {
+            l.at32[size_t(k)] = l.n32;
+            l.n32 += (size + 15) / 16 * 16;
+        }
+    }
+    return l;
+}
+
 void Model::quantize_frozen(WeightStorage storage) {
     require(storage_ == WeightStorage::fp32 || storage_ == WeightStorage::fp16 || storage_ == WeightStorage::bf16,
             PG_ERR_STATE,
@@ -39,40 +58,23 @@ void Model::quantize_frozen(WeightStorage storage) {
                 " and the values it was quantized from are gone: load the model again to hold it in " +
                 weight_storage_name(storage));
     const WeightsView from = stored_view();
-    // The kinds held in blocks; an empty one (a tied model's lm_head) is nowhere.
-    auto in_blocks = [&](ParamKind kind) { return held_in_16_bits(kind) && layout_.size[size_t(kind)] > 0; };
     // Sizes first: a refusal leaves the model as it was.
-    std::array<int64_t, kNumParamKinds> cols{}, atq{}, at32{};
-    int64_t nq = 0, n32 = 0;
-    for (int k = 0; k < kNumParamKinds; ++k) {
-        const ParamKind kind = ParamKind(k);
-        const int64_t size = layout_.size[size_t(k)];
-        if (in_blocks(kind)) {
-            cols[size_t(k)] = quantized_row_length(tensors_, kind);
-            atq[size_t(k)] = nq;
-            const int64_t bytes = int64_t(
-                kernels::quant_matrix_bytes(quant_format_of(storage, kind), size / cols[size_t(k)], cols[size_t(k)]));
-            nq += (bytes + 63) / 64 * 64;
-        } else {
-            at32[size_t(k)] = n32;
-            n32 += (size + 15) / 16 * 16;
-        }
-    }
-    AlignedBuffer<uint8_t> quant(static_cast<size_t>(nq));
-    AlignedBuffer<float> rest(static_cast<size_t>(n32));
+    const QuantizedLayout l = quantized_layout(storage);
+    AlignedBuffer<uint8_t> quant(static_cast<size_t>(l.nq));
+    AlignedBuffer<float> rest(static_cast<size_t>(l.n32));
     std::vector<float> widened;
     for (int k = 0; k < kNumParamKinds; ++k) {
         const ParamKind kind = ParamKind(k);
         const int64_t size = layout_.size[size_t(k)];
-        if (!in_blocks(kind)) {
-            std::copy(from.f32[size_t(k)], from.f32[size_t(k)] + size, rest.data() + at32[size_t(k)]);
+        if (!in_blocks(storage, kind)) {
+            std::copy(from.f32[size_t(k)], from.f32[size_t(k)] + size, rest.data() + l.at32[size_t(k)]);
             continue;
         }
         const kernels::QuantFormat format = quant_format_of(storage, kind);
-        const int64_t n = cols[size_t(k)], rows = size / n;
+        const int64_t n = l.row_length[size_t(k)], rows = size / n;
         const auto first = std::find_if(tensors_.begin(), tensors_.end(), [&](const TensorEntry& e) { return e.kind == kind; });
         const std::string what = "tensor \"" + first->name + "\" (and its kind's in later layers)";
-        uint8_t* out = quant.data() + atq[size_t(k)];
+        uint8_t* out = quant.data() + l.atq[size_t(k)];
         const int64_t row_bytes = int64_t(kernels::quant_matrix_bytes(format, 1, n));
         if (from.f32[size_t(k)]) {
             kernels::quantize_rows(format, from.f32[size_t(k)], rows, n, n, out, what);
@@ -89,8 +91,8 @@ void Model::quantize_frozen(WeightStorage storage) {
     params_ = std::move(rest);
     half_ = AlignedBuffer<uint16_t>();
     quant_ = std::move(quant);
-    offset32_ = at32;
-    offsetq_ = atq;
+    offset32_ = l.at32;
+    offsetq_ = l.atq;
     offset16_ = {};
     mapping_.reset();
     mapped_ = {};

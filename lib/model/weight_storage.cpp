@@ -103,14 +103,21 @@ Model::Model(const ModelConfig& cfg, WeightStorage storage, uint64_t fp32_hash)
         params_ = AlignedBuffer<float>(static_cast<std::size_t>(layout_.total));
         return;
     }
-    require(!is_quantized(storage), PG_ERR_INTERNAL, "Model: a quantized base is made by hold_frozen_in");
+    storage_ = storage;
+    converted_from_hash_ = fp32_hash;
+    if (is_quantized(storage)) {
+        const QuantizedLayout q = quantized_layout(storage);
+        params_ = AlignedBuffer<float>(static_cast<std::size_t>(q.n32));
+        quant_ = AlignedBuffer<uint8_t>(static_cast<std::size_t>(q.nq));
+        offset32_ = q.at32;
+        offsetq_ = q.atq;
+        return;
+    }
     const Layout16 l = layout_16_bit(layout_);
     params_ = AlignedBuffer<float>(static_cast<std::size_t>(l.n32));
     half_ = AlignedBuffer<uint16_t>(static_cast<std::size_t>(l.n16));
     offset32_ = l.at32;
     offset16_ = l.at16;
-    storage_ = storage;
-    converted_from_hash_ = fp32_hash;
 }
 
 Model::Model(const ModelConfig& cfg, WeightStorage storage, uint64_t fp32_hash, std::shared_ptr<const void> mapping,
@@ -141,10 +148,12 @@ WeightsView Model::stored_view() const {
     for (int k = 0; k < kNumParamKinds; ++k) {
         const ParamKind kind = ParamKind(k);
         if (layout_.size[size_t(k)] == 0) continue;  // a kind the configuration lacks: null
-        if (is_quantized(storage_) && held_in_16_bits(kind)) {
-            v.quant[size_t(k)] = quant_.data() + offsetq_[size_t(k)];
+        if (in_blocks(storage_, kind)) {
+            v.quant[size_t(k)] = mapping_ ? mapped_[size_t(k)] : quant_.data() + offsetq_[size_t(k)];
             v.quant_format[size_t(k)] = quant_format_of(storage_, kind);
             v.f32[size_t(k)] = nullptr;
+        } else if (mapping_ && element_bytes(kind) == 4) {
+            v.f32[size_t(k)] = reinterpret_cast<const float*>(mapped_[size_t(k)]);
         } else if (is_quantized(storage_)) {
             v.f32[size_t(k)] = params_.data() + offset32_[size_t(k)];
         } else if (mapping_) {
@@ -179,8 +188,9 @@ const std::array<float, kNumParamKinds>& Model::fp16_max_abs() const {
 const uint8_t* Model::tensor_bytes(const TensorEntry& e) const {
     const WeightsView v = stored_view();
     const size_t k = size_t(e.kind);
-    require(element_bytes(e.kind) != 0, PG_ERR_INTERNAL, "tensor_bytes: \"" + e.name + "\" is block-quantized");
-    const int64_t within = e.offset - layout_.offset[k];  // elements into its kind
+    const int64_t within = e.offset - layout_.offset[k];  // elements into its kind (whole rows)
+    if (v.quant[k])
+        return v.quant[k] + within / kernels::kQuantBlock * int64_t(kernels::quant_block_bytes(v.quant_format[k]));
     if (v.half[k]) return reinterpret_cast<const uint8_t*>(v.half[k] + within);
     return reinterpret_cast<const uint8_t*>(v.f32[k] + within);
 }
@@ -190,11 +200,30 @@ uint8_t* Model::tensor_bytes(const TensorEntry& e) {
     return const_cast<uint8_t*>(static_cast<const Model&>(*this).tensor_bytes(e));
 }
 
+void Model::read_fp32(float* out) const {
+    const WeightsView v = stored_view();
+    for (int k = 0; k < kNumParamKinds; ++k) {
+        const int64_t n = layout_.size[size_t(k)];
+        float* to = out + layout_.offset[size_t(k)];
+        if (n == 0) continue;
+        if (v.quant[size_t(k)])
+            kernels::dequantize(v.quant_format[size_t(k)], v.quant[size_t(k)], 0, n, to);
+        else if (v.half[size_t(k)])
+            kernels::half_to_float(to, v.half[size_t(k)], n, v.format);
+        else
+            std::copy(v.f32[size_t(k)], v.f32[size_t(k)] + n, to);
+    }
+}
+
+std::size_t Model::tensor_nbytes(const TensorEntry& e) const {
+    if (!in_blocks(storage_, e.kind)) return std::size_t(e.numel) * std::size_t(element_bytes(e.kind));
+    return std::size_t(e.numel) / kernels::kQuantBlock * kernels::quant_block_bytes(quant_format_of(storage_, e.kind));
+}
+
 std::size_t Model::weight_bytes() const {
     if (!mapping_) return params_.size() * sizeof(float) + half_.size() * sizeof(uint16_t) + quant_.size();
     std::size_t n = 0;
-    for (int k = 0; k < kNumParamKinds; ++k)
-        n += std::size_t(layout_.size[size_t(k)]) * std::size_t(element_bytes(ParamKind(k)));
+    for (const TensorEntry& e : tensors_) n += tensor_nbytes(e);
     return n;
 }
 

@@ -34,7 +34,9 @@ if(PG_FUZZ)
                      ${out} ${PG_FUZZ_CORPUS}/${name})
     set_tests_properties(fuzz_${name}_smoke PROPERTIES LABELS fuzz TIMEOUT 300)
   endfunction()
-  foreach(loader native llmc safetensors)
+  # The native seeds include quantized bases (rows of 32 values: 17 KB for q8_0).
+  pg_add_fuzzer(native 20480)
+  foreach(loader llmc safetensors)
     pg_add_fuzzer(${loader} 8192)
   endforeach()
   # The corruption tests under ASan+UBSan (PG_SANITIZE=ON: scripts/test.sh always sets it here).

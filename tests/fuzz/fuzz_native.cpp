@@ -4,7 +4,8 @@
 // input must give a clean pg::Error (a status) or a model; a crash, a sanitizer report or any
 // other exception is a bug. A model that loads must load the same through the C API, survive
 // write -> read unchanged (weights, geometry, tokenizer, training state) and write the same
-// bytes twice (fuzz_property.hpp).
+// bytes twice (fuzz_property.hpp); loaded with a q8_0 weight_storage, it must give the blocks
+// that quantizing it after loading gives.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -85,6 +86,26 @@ void check_byte_loaders(const uint8_t* data, std::size_t size, const pg::Model* 
     pg_model_free(from_fd);
 }
 
+// A file that loads, loaded with weight_storage q8_0 (quantized while reading where it is a raw
+// fp32 file): the model that quantizing the loaded one gives, or the same refusal.
+void check_quantizing_load(const uint8_t* data, std::size_t size) {
+    Loaded want = load(data, size);
+    pg_status want_status = PG_OK;
+    try {
+        want.model->hold_frozen_in(pg::WeightStorage::q8_0);
+    } catch (const pg::Error& e) {
+        want_status = e.status();
+    }
+    pg_load_options o;
+    pg_load_options_default(&o);
+    o.weight_storage = PG_WEIGHTS_Q8_0;
+    pg_model* got = nullptr;
+    const pg_status s = pg_model_load_from_memory(data, size, &o, &got);
+    if (s != want_status) fuzz::property_failed("native: quantizing while reading and after gave different statuses");
+    if (got) fuzz::require_same_model(*want.model, got->impl, "native: quantizing while reading changed the blocks");
+    pg_model_free(got);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
@@ -96,6 +117,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
         return 0;
     }
     check_byte_loaders(data, size, first.model.get());
+    check_quantizing_load(data, size);
     // Outside the try: an error from here on is a broken property, not a rejected input.
     const std::vector<uint8_t> once = encode(first);
     const Loaded again = load(once.data(), once.size());

@@ -27,11 +27,10 @@ inline void require_same_model(const pg::Model& a, const pg::Model& b, const cha
                                std::memcmp(&x.layernorm_eps, &y.layernorm_eps, sizeof x.layernorm_eps) == 0;
     if (!same_geometry || a.storage() != b.storage() || a.fp32_weights_hash() != b.fp32_weights_hash())
         property_failed(what);
-    // Every tensor's stored bytes (fp32, or 16-bit for a frozen base's big matrices).
+    // Every tensor's stored bytes (fp32, or 16-bit or blocks for a frozen base's big matrices).
     for (std::size_t i = 0; i < a.tensors().size(); ++i) {
         const pg::TensorEntry& e = a.tensors()[i];
-        const std::size_t n = std::size_t(e.numel) * std::size_t(a.element_bytes(e.kind));
-        if (std::memcmp(a.tensor_bytes(e), b.tensor_bytes(b.tensors()[i]), n) != 0) property_failed(what);
+        if (std::memcmp(a.tensor_bytes(e), b.tensor_bytes(b.tensors()[i]), a.tensor_nbytes(e)) != 0) property_failed(what);
     }
 }
 

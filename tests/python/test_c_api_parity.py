@@ -169,9 +169,11 @@ def test_weight_storage_halves_the_matrices_and_gives_the_fp32_results_of_the_ro
         np.testing.assert_array_equal(m.parameter("ln_f.weight", writable=False), ln_f)
         for fp32_use in (lambda: m.parameter("wte", writable=False), lambda: m.parameter("ln_f.weight"),
                          lambda: m.flat_parameters(), lambda: phonegpt.Trainer(m),
-                         lambda: random_adapter(m, 1).merge(m), lambda: m.set_weight_storage("fp32")):
+                         lambda: m.set_weight_storage("fp32")):
             with pytest.raises(phonegpt.StateError):
                 fp32_use()
+        with random_adapter(m, 1).merge(m) as merged:     # into an fp32 copy of the 16-bit values
+            assert merged.weight_storage == "fp32"
         with pytest.raises(phonegpt.StateError):
             m.set_weight_storage("bf16" if storage == "fp16" else "fp16")   # the other family
         with pytest.raises(phonegpt.InvalidArgument, match="fp16_arithmetic"):
@@ -461,3 +463,29 @@ def test_a_quantized_base_serves_sessions_and_lora_in_exact_and_int8_arithmetic(
                          lambda: m.set_weight_storage("q4_0" if storage == "q8_0" else "q8_0")):
             with pytest.raises(phonegpt.StateError):
                 fp32_use()
+
+
+@pytest.mark.parametrize("storage,code", [("q8_0", 5), ("q4_0", 6)])
+def test_a_quantized_base_saves_loads_and_maps_in_its_blocks(tmp_path, storage, code):
+    """Model.save writes a q8_0 / q4_0 model in its blocks (format 1.6); Model.load gives it back,
+    copied or mapped, with the same logits and the fp32 base's fingerprint; Model.load of the fp32
+    file with weight_storage=5 / 6 quantizes it while reading to the same blocks."""
+    config = phonegpt.ModelConfig.preset("tiny").replace(n_embd=32)
+    x = np.random.default_rng(3).integers(0, 65, size=(2, 16), dtype=np.int32)
+    with phonegpt.Model(config, seed=6) as m:
+        m.allow_untrained_base()
+        adapter = random_adapter(m, 4)                            # made for the fp32 weights
+        m.save(tmp_path / "fp32.pgck")
+        m.set_weight_storage(storage)
+        want = m.forward(x, n_threads=1)[0]
+        m.save(tmp_path / "q.pgck")
+        assert (tmp_path / "q.pgck").stat().st_size < 0.45 * (tmp_path / "fp32.pgck").stat().st_size
+        with pytest.raises(phonegpt.StateError):
+            m.save(tmp_path / "f16.pgck", weight_storage=1)       # its fp32 values are gone
+        for path, fields in ((tmp_path / "q.pgck", {}), (tmp_path / "q.pgck", {"map_weights": 1}),
+                             (tmp_path / "fp32.pgck", {"weight_storage": code})):
+            with phonegpt.Model.load(path, **fields) as back:
+                assert back.weight_storage == storage and back.weight_bytes <= m.weight_bytes
+                np.testing.assert_array_equal(back.forward(x, n_threads=1)[0], want)
+                with phonegpt.Session(back, n_threads=1) as s:
+                    s.attach_adapter(adapter)                     # one base, whatever its storage

@@ -155,3 +155,30 @@ def test_lora_train_over_a_quantized_base(exe, tmp_path):
     assert abs(scored["loss"] - plain["loss"]) < 5e-2 * plain["loss"]
     sampled, _ = run_cli(exe, "sample", "--checkpoint", base, "--tokens", 8, "--base-storage", "q8_0", "--arithmetic", "int8")
     assert sampled["tokens"] == 8
+
+
+def test_import_writes_a_quantized_base_that_trains_merges_and_scores(exe, tmp_path):
+    """import --format native --weights q8_0 quantizes a checkpoint while reading it and writes
+    its blocks (format 1.6, a quarter of the fp32 file); lora train over that file equals lora
+    train --base-storage q8_0 over the fp32 file; lora merge of it writes an fp32 model (the
+    dequantized values plus the update) whose eval equals the quantized base with the adapter."""
+    data = tmp_path / "text.txt"
+    data.write_text(TEXT)
+    run(exe, "train", "--preset", "tiny", "--embd", 32, "--data", data, "--steps", 5, "--out", tmp_path / "run")
+    base = tmp_path / "run" / "model.bin"
+    base8 = tmp_path / "base8.pgck"
+    run(exe, "import", "--format", "native", "--in", base, "--out", base8, "--weights", "q8_0")
+    assert base8.stat().st_size < 0.45 * base.stat().st_size
+    with phonegpt.Model.load(base8) as m:
+        assert m.weight_storage == "q8_0"
+    args = ["--data", data, "--rank", 4, "--steps", 4, "--batch", 4, "--threads", 1]
+    from_file, _ = run(exe, "lora", "train", "--base", base8, "--out", tmp_path / "q.safetensors", *args)
+    asked, _ = run(exe, "lora", "train", "--base", base, "--base-storage", "q8_0", "--out",
+                   tmp_path / "a.safetensors", *args)
+    assert from_file["base_weights"] == "q8_0" and from_file["val_loss_after"] == asked["val_loss_after"]
+    merged = tmp_path / "merged.pgck"
+    run(exe, "lora", "merge", "--model", base8, "--adapter", tmp_path / "q.safetensors", "--out", merged)
+    with phonegpt.Model.load(merged) as m:
+        assert m.weight_storage == "fp32"
+    scored, _ = run(exe, "eval", "--checkpoint", merged, "--data", data)
+    assert abs(scored["loss"] - from_file["val_loss_after"]) < 1e-3 * from_file["val_loss_after"]

@@ -64,6 +64,18 @@ inline pg_lora_adapter* adapter_with_b(const pg_model* base, uint32_t targets, u
     return a;
 }
 
+// pg_model_save with these pg_save_options fields (-1: as the model holds its weights).
+inline void save(const pg_model* m, const std::string& path, int32_t storage = -1, int32_t align = 0,
+                 int32_t level = 0) {
+    pg_save_options so;
+    pg_save_options_default(&so);
+    so.weight_storage = storage;
+    so.align_for_mapping = align;
+    so.compression_level = level;
+    INFO(pg_model_last_error(m));
+    REQUIRE(pg_model_save(m, path.c_str(), &so) == PG_OK);
+}
+
 inline std::vector<int32_t> tokens(int n, int shift) {
     std::vector<int32_t> t;
     for (int i = 0; i < n; ++i) t.push_back(int32_t((i * 11 + shift) % kVocab));

@@ -104,22 +104,26 @@ namespace {
 
 // Format 1.3's mapping layout, one file per storage: the same model (the fp32 one above, its
 // wte and block linears rounded for fp16 / bf16), written with CheckpointOptions{storage,
-// mappable}. weights_digest: xxh64 of every tensor's stored bytes in the model's table order.
+// mappable}; format 1.6's quantized bases: small_config() at width 32 (rows of whole blocks),
+// weights from seed 1234, quantized in memory. weights_digest: xxh64 of every tensor's stored
+// bytes in the model's table order; fp32_hash: the base's identity, the fp32 weights'.
 struct MappableFixture {
     const char* file;
     pg::WeightStorage storage;
-    uint64_t weights_digest;
+    uint16_t minor;
+    uint64_t weights_digest, fp32_hash;
 };
 const MappableFixture kMappableFixtures[] = {
-    {"checkpoint_v1.3_model_fp32.pgck", pg::WeightStorage::fp32, 0x3aa16fd8d73791d9ull},
-    {"checkpoint_v1.3_model_fp16.pgck", pg::WeightStorage::fp16, 0x578d214c789169c1ull},
-    {"checkpoint_v1.3_model_bf16.pgck", pg::WeightStorage::bf16, 0x0e1df7f37c27b1a0ull},
+    {"checkpoint_v1.3_model_fp32.pgck", pg::WeightStorage::fp32, 3, 0x3aa16fd8d73791d9ull, 0x3aa16fd8d73791d9ull},
+    {"checkpoint_v1.3_model_fp16.pgck", pg::WeightStorage::fp16, 3, 0x578d214c789169c1ull, 0x3aa16fd8d73791d9ull},
+    {"checkpoint_v1.3_model_bf16.pgck", pg::WeightStorage::bf16, 3, 0x0e1df7f37c27b1a0ull, 0x3aa16fd8d73791d9ull},
+    {"checkpoint_v1.6_model_q8_0.pgck", pg::WeightStorage::q8_0, 6, 0x5c3ad0537dca1df7ull, 0xb9646b0d0d6e5de8ull},
+    {"checkpoint_v1.6_model_q4_0.pgck", pg::WeightStorage::q4_0, 6, 0x3e5d6d3be27a513cull, 0xb9646b0d0d6e5de8ull},
 };
 
 uint64_t weights_digest(const pg::Model& m) {
     pg::io::Xxh64 h;
-    for (const pg::TensorEntry& e : m.tensors())
-        h.update(m.tensor_bytes(e), std::size_t(e.numel) * std::size_t(m.element_bytes(e.kind)));
+    for (const pg::TensorEntry& e : m.tensors()) h.update(m.tensor_bytes(e), m.tensor_nbytes(e));
     return h.digest();
 }
 
@@ -130,9 +134,20 @@ pg::io::CheckpointOptions mappable_options(pg::WeightStorage storage) {
     return o;
 }
 
+// The model a fixture holds: the fp32 one (the 1.3 files round it while writing), or the
+// width-32 one quantized.
+std::unique_ptr<pg::Model> fixture_model(pg::WeightStorage storage) {
+    pg::ModelConfig cfg = small_config();
+    if (pg::is_quantized(storage)) cfg.n_embd = 32;
+    auto m = make_model(cfg, 1234);
+    m->set_provenance(fixture_provenance());
+    if (pg::is_quantized(storage)) m->hold_frozen_in(storage);
+    return m;
+}
+
 }  // namespace
 
-TEST_CASE("format 1.3 fixtures (the mapping layout in fp32, fp16, bf16) load copied and mapped",
+TEST_CASE("format 1.3 and 1.6 fixtures (the mapping layout in fp32, fp16, bf16, q8_0, q4_0) load copied and mapped",
           "[io][checkpoint][fixtures][mapped]") {
     for (const MappableFixture& f : kMappableFixtures) {
         INFO(f.file);
@@ -142,7 +157,7 @@ TEST_CASE("format 1.3 fixtures (the mapping layout in fp32, fp16, bf16) load cop
         pg::io::MemorySource src(bytes.data(), bytes.size());
         const pg::io::CheckpointHeader h = pg::io::read_checkpoint_header(src);
         CHECK(h.major == 1);
-        CHECK(h.minor == pg::io::kCheckpointMinorMappable);
+        CHECK(h.minor == f.minor);
         CHECK(h.mappable);
         CHECK(h.storage == f.storage);
         Loaded back = load_bytes(bytes);
@@ -150,15 +165,15 @@ TEST_CASE("format 1.3 fixtures (the mapping layout in fp32, fp16, bf16) load cop
         REQUIRE(back.status == PG_OK);
         CHECK(back.model->storage() == f.storage);
         CHECK(weights_digest(*back.model) == f.weights_digest);
-        // The base's identity is the fp32 weights' (the 1.0 - 1.1 fixtures' parameters).
-        CHECK(back.model->fp32_weights_hash() == 0x3aa16fd8d73791d9ull);
+        // The base's identity is the fp32 weights' (for 1.3, the 1.0 - 1.1 fixtures' parameters).
+        CHECK(back.model->fp32_weights_hash() == f.fp32_hash);
         CHECK(back.model->provenance().steps == 1234);
         auto file = std::make_shared<const pg::io::MappedFile>(path);
         const pg::io::CheckpointHeader mh = pg::io::read_checkpoint_header(*file);
         const pg::Model mapped = pg::io::map_checkpoint(file, mh);
         CHECK(mapped.mapped());
         CHECK(weights_digest(mapped) == f.weights_digest);
-        CHECK(mapped.fp32_weights_hash() == 0x3aa16fd8d73791d9ull);
+        CHECK(mapped.fp32_weights_hash() == f.fp32_hash);
         // This version's fixtures are what the writer writes today.
         pg::io::VectorSink sink;
         pg::io::write_checkpoint(*back.model, nullptr, mappable_options(f.storage), sink);
@@ -176,11 +191,13 @@ TEST_CASE("write the fixtures of the current format version", "[.write-fixtures]
     pg::io::save_checkpoint(*model, nullptr, 3, dir + "_model_zstd.pgck");
     pg::io::save_checkpoint(*model, &state, 0, dir + "_train.pgck");
     for (const MappableFixture& f : kMappableFixtures) {
-        pg::io::save_checkpoint(*model, nullptr, mappable_options(f.storage), pg_test::fixtures_dir() + "/" + f.file);
+        pg::io::save_checkpoint(*fixture_model(f.storage), nullptr, mappable_options(f.storage),
+                                pg_test::fixtures_dir() + "/" + f.file);
         auto back = load_bytes(read_bytes(pg_test::fixtures_dir() + "/" + f.file));
         INFO(back.message);
         REQUIRE(back.status == PG_OK);
-        std::printf("%s: weights digest 0x%016llx\n", f.file, (unsigned long long)weights_digest(*back.model));
+        std::printf("%s: weights digest 0x%016llx, fp32 hash 0x%016llx\n", f.file,
+                    (unsigned long long)weights_digest(*back.model), (unsigned long long)back.model->fp32_weights_hash());
     }
     std::printf("params digest 0x%016llx, moments digest 0x%016llx\n",
                 (unsigned long long)pg::io::xxh64(model->params(), std::size_t(model->num_params()) * 4),

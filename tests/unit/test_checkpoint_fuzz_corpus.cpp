@@ -42,6 +42,18 @@ TEST_CASE("write the fuzz seed corpus", "[.write-fuzz-corpus]") {
         pg::io::write_checkpoint(model, nullptr, o, sink);
         write_bytes(root + (s == pg::WeightStorage::fp32 ? "/native/mappable_fp32" : "/native/mappable_fp16"), sink.bytes);
     }
+    // Format 1.6's quantized storages: rows of 32, the smallest that blocks fit.
+    pg::ModelConfig wide = cfg;
+    wide.n_embd = 32;
+    for (pg::WeightStorage s : {pg::WeightStorage::q8_0, pg::WeightStorage::q4_0}) {
+        pg::Model q(wide);
+        pg::init_gpt2_params(wide, q.params(), 3);
+        q.set_tokenizer(pg::CharTokenizer::from_text("abcd"));
+        q.hold_frozen_in(s);
+        pg::io::VectorSink sink;
+        pg::io::write_checkpoint(q, nullptr, pg::io::CheckpointOptions{}, sink);
+        write_bytes(root + "/native/quantized_" + pg::weight_storage_name(s), sink.bytes);
+    }
 
     pg::io::VectorSink llmc;
     pg::io::write_llmc(model, llmc);

@@ -163,14 +163,14 @@ inline bool same_model(const pg::Model& a, const pg::Model& b) {
     return !a.tokenizer() || a.tokenizer()->serialize() == b.tokenizer()->serialize();
 }
 
-// Bitwise, for any storage (a 16-bit model has no fp32 params()): configuration, storage,
+// Bitwise, for any storage (a 16-bit or quantized model has no fp32 params()): configuration, storage,
 // every tensor's bytes as held, and the tokenizer.
 inline bool same_weights(const pg::Model& a, const pg::Model& b) {
     if (!same_config(a.config(), b.config()) || a.storage() != b.storage() ||
         a.fp32_weights_hash() != b.fp32_weights_hash())
         return false;
     for (const pg::TensorEntry& e : a.tensors())
-        if (std::memcmp(a.tensor_bytes(e), b.tensor_bytes(e), std::size_t(e.numel) * std::size_t(a.element_bytes(e.kind))) != 0)
+        if (std::memcmp(a.tensor_bytes(e), b.tensor_bytes(e), a.tensor_nbytes(e)) != 0)
             return false;
     if ((a.tokenizer() == nullptr) != (b.tokenizer() == nullptr)) return false;
     return !a.tokenizer() || a.tokenizer()->serialize() == b.tokenizer()->serialize();

@@ -3,6 +3,8 @@
 //     equals, bit for bit, the same pass over an fp32 model holding the dequantized values;
 //   - with int8 arithmetic (pg_arithmetic, on a session or a LoRA trainer) the logits stay
 //     within the int8 products' error of the exact ones;
+//   - merging an adapter gives an fp32 copy of the dequantized values with the update added,
+//     bit for bit the merge over that fp32 model;
 //   - the base takes about a quarter (q8_0) or less of its fp32 bytes, keeps the fp32
 //     fingerprint, and what needs fp32 weights, or an arithmetic that does not fit, is refused
 //     by name.
@@ -137,15 +139,22 @@ TEST_CASE("a quantized base holds its blocks, keeps the fp32 fingerprint and ref
     CHECK(pg_lora_adapter_check_base(a, m) == PG_OK);
 
     const std::string path = pg_test::tmp_dir() + "/quantized_base_model.pgck";
-    CHECK(pg_model_save(m, path.c_str(), nullptr) == PG_ERR_UNSUPPORTED);
+    CHECK(pg_model_save(m, path.c_str(), nullptr) == PG_OK);  // in its blocks (test_quantized_checkpoint.cpp)
+    pg_save_options as_fp16;
+    pg_save_options_default(&as_fp16);
+    as_fp16.weight_storage = PG_WEIGHTS_FP16;
+    CHECK(pg_model_save(m, path.c_str(), &as_fp16) == PG_ERR_STATE);
     CHECK(std::string(pg_model_last_error(m)).find("q8_0") != std::string::npos);
     pg_train_config full_cfg;
     pg_train_config_default(&full_cfg);
     pg_trainer* full = nullptr;
     CHECK(pg_trainer_create(m, &full_cfg, &full) == PG_ERR_STATE);
     CHECK(std::string(pg_last_error()).find("held in q8_0") != std::string::npos);
-    pg_model* merged = nullptr;
-    CHECK(pg_lora_merge(m, a, 1, &merged) == PG_ERR_STATE);
+    pg_model* merged = nullptr;  // into an fp32 copy of the dequantized values (tested below)
+    REQUIRE(pg_lora_merge(m, a, 1, &merged) == PG_OK);
+    REQUIRE(pg_model_weight_storage(merged, &storage, nullptr) == PG_OK);
+    CHECK(storage == PG_WEIGHTS_FP32);
+    pg_model_free(merged);
     const float* p = nullptr;
     int64_t n = 0;
     CHECK(pg_model_params(m, &p, &n) == PG_ERR_STATE);
@@ -214,6 +223,22 @@ TEST_CASE("exact passes over a quantized base equal the fp32 model over its dequ
             dequantize_in_place(twin, storage);
             CHECK(session_outputs(q, true) == session_outputs(twin, true));
             CHECK(lora_run(q, 2) == lora_run(twin, 2));
+            // Merging into a copy: the adapter added to the dequantized values, as over the twin.
+            pg_lora_adapter* aq = adapter_with_b(q, PG_LORA_ALL_LINEARS);
+            pg_lora_adapter* at = adapter_with_b(twin, PG_LORA_ALL_LINEARS);
+            pg_model *mq = nullptr, *mt = nullptr;
+            REQUIRE(pg_lora_merge(q, aq, 1, &mq) == PG_OK);
+            REQUIRE(pg_lora_merge(twin, at, 1, &mt) == PG_OK);
+            const float *pq = nullptr, *pt = nullptr;
+            int64_t nq = 0, nt = 0;
+            REQUIRE(pg_model_params(mq, &pq, &nq) == PG_OK);
+            REQUIRE(pg_model_params(mt, &pt, &nt) == PG_OK);
+            CHECK((nq == nt && std::memcmp(pq, pt, size_t(nq) * sizeof(float)) == 0));
+            CHECK(pg_model_set_weight_storage(mq, PG_WEIGHTS_FP16) == PG_OK);  // and a 16-bit copy of it
+            pg_model_free(mq);
+            pg_model_free(mt);
+            pg_lora_adapter_free(aq);
+            pg_lora_adapter_free(at);
             pg_model_free(q);
             pg_model_free(twin);
         }
