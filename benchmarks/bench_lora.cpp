@@ -5,8 +5,9 @@
 // fine-tuning step, at the Ailoos shape (vocab 50,257, 12 layers, width 512, 8 heads, context
 // 256: 63.7M weights), GPT-2 small (124M, context 1024 or less) or a model preset's shape
 // (--shape smollm2-135m, qwen2.5-0.5b, ...: the Llama family, random weights). --targets is
-// all, or a comma list of the adapted linears (c_attn = q,k,v; attn.c_proj = o; c_fc = gate,up;
-// mlp.c_proj = down). Prints one JSON line: the
+// all (every linear of the base's family), or a comma list of the adapted modules (GPT-2's
+// c_attn, attn.c_proj, c_fc, mlp.c_proj; the Llama family's q_proj ... down_proj, each with its
+// own A and B as in PEFT). Prints one JSON line: the
 // median and every timed step's wall ms and CPU ms, and the memory:
 //   rss_ready_mb   resident after the model (and its conversion) is ready, before any step
 //   peak_train_mb  the peak while training (VmHWM reset through /proc/self/clear_refs once the
@@ -42,6 +43,7 @@
 #include "io/checkpoint.hpp"
 #include "core/json.hpp"
 #include "lora/adapter.hpp"
+#include "lora/config.hpp"
 #include "lora/lora_trainer.hpp"
 #include "model/model.hpp"
 #include "model/params.hpp"
@@ -58,7 +60,7 @@ struct Options {
     int batch = 4, seq = 256, threads = 2, steps = 3, warmup = 1, rank = 8;
     int top_layers = 0;            // > 0: adapt only the top N layers (layers_to_transform)
     std::string mode = "lora";     // lora | full
-    std::string targets = "all";   // all | comma list of c_attn, attn.c_proj, c_fc, mlp.c_proj
+    std::string targets = "all";   // all | comma list of module names (c_attn, ...; q_proj, ...)
     std::string base = "fp16";     // fp32 | fp16 | bf16 | q8_0 | q4_0 | bf16-arith
     std::string arithmetic = "exact";  // exact | fp16 | bf16 | int8
     std::string write_base;        // set: save the base there (mapping layout) and exit
@@ -121,23 +123,34 @@ Options parse(int argc, char** argv) {
     return o;
 }
 
-// The pg_lora_target bits of --targets; exits naming an unknown module.
-uint32_t target_bits(const std::string& targets) {
-    if (targets == "all") return PG_LORA_ALL_LINEARS;
+// The pg_lora_target bits of --targets for this base: "all" (every linear of its family) or
+// module names as the library names them (c_attn, attn.c_proj, ...; q_proj, ..., down_proj,
+// with or without their block); exits naming an unknown module.
+uint32_t target_bits(const std::string& targets, const pg::ModelConfig& base) {
+    if (targets == "all") return pg::lora::family_targets(base);
     uint32_t bits = 0;
     std::size_t at = 0;
     while (at <= targets.size()) {
         const std::size_t end = std::min(targets.find(',', at), targets.size());
         const std::string name = targets.substr(at, end - at);
-        if (name == "c_attn" || name == "attn.c_attn") bits |= PG_LORA_ATTN_C_ATTN;
-        else if (name == "attn.c_proj") bits |= PG_LORA_ATTN_C_PROJ;
-        else if (name == "c_fc" || name == "mlp.c_fc") bits |= PG_LORA_MLP_C_FC;
-        else if (name == "mlp.c_proj") bits |= PG_LORA_MLP_C_PROJ;
-        else {
-            std::fprintf(stderr, "bench_lora: --targets: unknown module '%s' (c_attn, attn.c_proj, c_fc, mlp.c_proj)\n",
-                         name.c_str());
+        uint32_t bit = 0;
+        int matches = 0;  // "c_attn" for attn.c_attn, but "c_proj" is two modules
+        for (int t = 0; t < pg::lora::kNumTargets; ++t) {
+            const auto target = static_cast<pg::lora::Target>(t);
+            const std::string full = pg::lora::target_name(target), module = pg::lora::target_module(target);
+            const std::string tail = "." + name;
+            if (name == full || name == module ||
+                (full.size() > tail.size() && full.compare(full.size() - tail.size(), tail.size(), tail) == 0)) {
+                bit = pg::lora::target_bit(target);
+                ++matches;
+            }
+        }
+        if (matches != 1) {
+            std::fprintf(stderr, "bench_lora: --targets: unknown module '%s' (this base's: %s)\n", name.c_str(),
+                         pg::lora::family_target_names(base).c_str());
             std::exit(2);
         }
+        bits |= bit;
         at = end + 1;
     }
     return bits;
@@ -251,7 +264,7 @@ int main(int argc, char** argv) {
             pg::lora::LoraConfig lc;
             lc.rank = o.rank;
             lc.alpha = float(o.rank);
-            lc.target_modules = target_bits(o.targets);
+            lc.target_modules = target_bits(o.targets, model.config());
             const int n_layer = model.config().n_layer;
             for (int l = n_layer - o.top_layers; o.top_layers > 0 && l < n_layer; ++l) lc.layers.push_back(l);
             adapter = std::make_unique<pg::lora::Adapter>(pg::lora::Adapter::create(model, lc));

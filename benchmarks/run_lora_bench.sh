@@ -10,8 +10,9 @@
 # bf16 ones (not in the default set): lora_*_bf16 a bf16 base multiplied exactly, lora_*_bf16x
 # bf16 arithmetic (--base bf16-arith), torch_*_bf16 the twin under PyTorch's bf16 autocast;
 # lora_all_q8_0 / _q4_0 a quantized base multiplied exactly, *_int8 in int8 arithmetic.
-# *_qkvo adapt the attention's q, k, v and o only, named by QKVO (default c_attn,attn.c_proj, the
-# fused kinds; the twin wraps q_proj, k_proj, v_proj, o_proj one by one, as PEFT does). At a
+# *_qkvo adapt the attention's q, k, v and o only, named by QKVO (default: q_proj,k_proj,v_proj,
+# o_proj at a Llama-family shape, each with its own A and B in both peers as PEFT does;
+# c_attn,attn.c_proj at GPT-2's, whose q, k, v are one fused module). At a
 # Llama-family shape the twin reads the preset through the phonegpt package (PHONEGPT_PYDIR,
 # default BUILD/bindings/python). The twin runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset
 # (OpenBLAS then picks its kernel from CPUID).
@@ -23,7 +24,10 @@ rounds=${3:-2}
 out=${4:-bench-results/lora_${shape}_${ctx}.jsonl}
 bin=${5:-build}/benchmarks/bench_lora
 export PHONEGPT_PYDIR=${PHONEGPT_PYDIR:-$(cd "${5:-build}" && pwd)/bindings/python}
-qkvo=${QKVO:-c_attn,attn.c_proj}
+case $shape in
+  ailoos | gpt2) qkvo=${QKVO:-c_attn,attn.c_proj} ;;
+  *) qkvo=${QKVO:-q_proj,k_proj,v_proj,o_proj} ;;
+esac
 steps=${STEPS:-3}
 warmup=${WARMUP:-1}
 [[ -x $bin ]] || { echo "run_lora_bench: $bin not built (cmake --build build --target bench_lora)" >&2; exit 1; }

@@ -30,8 +30,9 @@ if os.environ.get("PHONEGPT_PYDIR"):
     sys.path.insert(0, os.environ["PHONEGPT_PYDIR"])
 import phonegpt  # noqa: E402
 
-# pg_lora_target bits: attn.c_attn (q, k, v) | attn.c_proj (o) | mlp.c_fc (gate, up) | mlp.c_proj (down)
-ALL_LINEARS = 1 | 2 | 4 | 8
+# pg_lora_target bits of the Llama family's seven projections, as PEFT names them:
+# q_proj 16 | k_proj 32 | v_proj 64 | o_proj 128 | gate_proj 256 | up_proj 512 | down_proj 1024
+ALL_LINEARS = 16 | 32 | 64 | 128 | 256 | 512 | 1024
 
 SYSTEM = "You are a helpful assistant."
 

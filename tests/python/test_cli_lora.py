@@ -164,21 +164,21 @@ def test_import_writes_a_quantized_base_that_trains_merges_and_scores(exe, tmp_p
     dequantized values plus the update) whose eval equals the quantized base with the adapter."""
     data = tmp_path / "text.txt"
     data.write_text(TEXT)
-    run(exe, "train", "--preset", "tiny", "--embd", 32, "--data", data, "--steps", 5, "--out", tmp_path / "run")
+    run_cli(exe, "train", "--preset", "tiny", "--embd", 32, "--data", data, "--steps", 5, "--out", tmp_path / "run")
     base = tmp_path / "run" / "model.bin"
     base8 = tmp_path / "base8.pgck"
-    run(exe, "import", "--format", "native", "--in", base, "--out", base8, "--weights", "q8_0")
+    run_cli(exe, "import", "--format", "native", "--in", base, "--out", base8, "--weights", "q8_0")
     assert base8.stat().st_size < 0.45 * base.stat().st_size
     with phonegpt.Model.load(base8) as m:
         assert m.weight_storage == "q8_0"
     args = ["--data", data, "--rank", 4, "--steps", 4, "--batch", 4, "--threads", 1]
-    from_file, _ = run(exe, "lora", "train", "--base", base8, "--out", tmp_path / "q.safetensors", *args)
-    asked, _ = run(exe, "lora", "train", "--base", base, "--base-storage", "q8_0", "--out",
+    from_file, _ = run_cli(exe, "lora", "train", "--base", base8, "--out", tmp_path / "q.safetensors", *args)
+    asked, _ = run_cli(exe, "lora", "train", "--base", base, "--base-storage", "q8_0", "--out",
                    tmp_path / "a.safetensors", *args)
     assert from_file["base_weights"] == "q8_0" and from_file["val_loss_after"] == asked["val_loss_after"]
     merged = tmp_path / "merged.pgck"
-    run(exe, "lora", "merge", "--model", base8, "--adapter", tmp_path / "q.safetensors", "--out", merged)
+    run_cli(exe, "lora", "merge", "--model", base8, "--adapter", tmp_path / "q.safetensors", "--out", merged)
     with phonegpt.Model.load(merged) as m:
         assert m.weight_storage == "fp32"
-    scored, _ = run(exe, "eval", "--checkpoint", merged, "--data", data)
+    scored, _ = run_cli(exe, "eval", "--checkpoint", merged, "--data", data)
     assert abs(scored["loss"] - from_file["val_loss_after"]) < 1e-3 * from_file["val_loss_after"]

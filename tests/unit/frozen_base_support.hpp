@@ -9,9 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "lora/config.hpp"
+#include "model/config.hpp"
 #include "phonegpt/phonegpt.h"
 
 namespace frozen_base_test {
+
+// Every block linear of the base's family: GPT-2's four fused modules or the Llama family's seven.
+inline uint32_t all_linears_of(const pg_model_config& base) {
+    return pg::lora::family_targets(pg::model_config_from_c(base));
+}
 
 constexpr int kVocab = 65, kT = 16, kB = 3;
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "frozen_base_support.hpp"
 #include "lora/adapter.hpp"
 #include "lora/lora_trainer.hpp"
 #include "model/engine.hpp"
@@ -56,7 +57,7 @@ TEST_CASE("planned activation bytes are what the engine holds after a step", "[m
                 pg::Model base(mc);
                 pg::init_gpt2_params(base.config(), base.params(), 1);
                 pg::lora::LoraConfig lc;
-                lc.target_modules = PG_LORA_ALL_LINEARS;
+                lc.target_modules = pg::lora::family_targets(base.config());
                 pg::lora::Adapter adapter = pg::lora::Adapter::create(base, lc);
                 pg::lora::LoraTrainer t(base, adapter, tc, true);
                 t.set_data(data.data(), data.size());
@@ -141,7 +142,7 @@ TEST_CASE("the plan's weights and adapter are what a 16-bit Llama-family base an
             tc.n_threads = 2;
             pg_lora_config lc;
             pg_lora_config_default(&lc);
-            lc.target_modules = PG_LORA_ALL_LINEARS;
+            lc.target_modules = frozen_base_test::all_linears_of(mc);
             lc.rank = 4;
             pg_memory_plan plan;
             plan.struct_size = sizeof plan;

@@ -162,7 +162,7 @@ TEST_CASE("answers only: the LoRA trainer's -1 targets against fully scored pref
     pg_model* m = nullptr;
     REQUIRE(pg_model_create(&mc, 3, &m) == PG_OK);
     REQUIRE(pg_model_allow_untrained_base(m, 1) == PG_OK);  // random weights: this is arithmetic
-    pg_lora_adapter* a = frozen_base_test::adapter_with_b(m, PG_LORA_ALL_LINEARS);
+    pg_lora_adapter* a = frozen_base_test::adapter_with_b(m, frozen_base_test::all_linears_of(mc));
     const pg_train_config tc = small_train_config();
     pg_lora_trainer* t = nullptr;
     REQUIRE(pg_lora_trainer_create(m, a, &tc, &t) == PG_OK);
