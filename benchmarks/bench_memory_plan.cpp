@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "core/json.hpp"
+#include "lora/config.hpp"
+#include "model/config.hpp"
 #include "phonegpt/phonegpt.h"
 #include "process_stats.hpp"
 
@@ -98,7 +100,7 @@ int main(int argc, char** argv) {
     pg_lora_config_default(&lc);
     lc.rank = o.rank;
     lc.alpha = float(o.rank);
-    lc.target_modules = PG_LORA_ALL_LINEARS;
+    lc.target_modules = pg::lora::family_targets(pg::model_config_from_c(mc));  // every linear of the family
     const bool lora = o.mode == "lora";
     const pg_weight_storage storage = o.base == "fp16" ? PG_WEIGHTS_FP16 : o.base == "bf16" ? PG_WEIGHTS_BF16 : PG_WEIGHTS_FP32;
     const int64_t n_tokens = int64_t(1) << 20;
