@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "core/thread_pool.hpp"
+#include "lora_test_support.hpp"
 #include "lora/adapter.hpp"
 #include "lora/adapter_file.hpp"
 #include "lora/lora_hook.hpp"
@@ -28,6 +29,10 @@
 
 namespace {
 
+using lora_test::randomise_b;
+using lora_test::tokens;
+
+
 pg::Model llama_base(const char* preset, uint64_t seed) {
     pg::Model m(pg::model_preset(preset));
     pg::init_gpt2_params(m.config(), m.params(), seed);
@@ -40,21 +45,6 @@ pg::lora::LoraConfig targets(uint32_t bits, int rank) {
     c.alpha = 2.0f * rank;
     c.target_modules = bits;
     return c;
-}
-
-void randomise_b(pg::lora::Adapter& a, uint64_t seed, double std) {
-    pg::Rng rng(seed);
-    for (const auto& m : a.linears()) {
-        float* B = a.b(m);
-        for (int64_t i = 0; i < m.out * a.config().rank; ++i) B[i] = float(std * rng.normal());
-    }
-}
-
-std::vector<int32_t> tokens(int n, uint64_t seed, int vocab) {
-    pg::Rng rng(seed);
-    std::vector<int32_t> t(static_cast<size_t>(n));
-    for (auto& x : t) x = int32_t(rng.below(uint64_t(vocab)));
-    return t;
 }
 
 std::vector<float> logits_of(const pg::Model& model, pg::LinearHook* hook, const std::vector<int32_t>& in, int B,

@@ -14,6 +14,7 @@
 #include "core/rng.hpp"
 #include "core/thread_pool.hpp"
 #include "io/checkpoint.hpp"
+#include "lora_test_support.hpp"
 #include "lora/adapter.hpp"
 #include "lora/lora_hook.hpp"
 #include "lora/merge.hpp"
@@ -22,6 +23,10 @@
 #include "test_support.hpp"
 
 namespace {
+
+using lora_test::randomise_b;
+using lora_test::tokens;
+
 
 pg::ModelConfig small_config() {
     pg::ModelConfig c;
@@ -46,22 +51,6 @@ pg::lora::LoraConfig all_linears(int rank) {
     c.alpha = 2.0f * rank;
     c.target_modules = PG_LORA_ALL_LINEARS;
     return c;
-}
-
-// B drawn like A so the adapter changes the model visibly.
-void randomise_b(pg::lora::Adapter& a, uint64_t seed, double std) {
-    pg::Rng rng(seed);
-    for (const auto& m : a.linears()) {
-        float* B = a.b(m);
-        for (int64_t i = 0; i < m.out * a.config().rank; ++i) B[i] = float(std * rng.normal());
-    }
-}
-
-std::vector<int32_t> tokens(int n, uint64_t seed, int vocab) {
-    pg::Rng rng(seed);
-    std::vector<int32_t> t(static_cast<size_t>(n));
-    for (auto& x : t) x = int32_t(rng.below(uint64_t(vocab)));
-    return t;
 }
 
 // Logits [B, T, V] of `params` with an optional hook.
