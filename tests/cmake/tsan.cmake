@@ -11,6 +11,8 @@ if(PG_TSAN)
   endif()
   add_executable(concurrent_readers_tsan ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_concurrent_readers.cpp)
   target_link_libraries(concurrent_readers_tsan PRIVATE phonegpt_static Catch2::Catch2WithMain)
+  target_include_directories(concurrent_readers_tsan PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/support
+                                                            ${PROJECT_SOURCE_DIR}/bindings)  # session_calls.hpp
   target_compile_definitions(concurrent_readers_tsan PRIVATE PG_TEST_BPE_PEERS="${PG_BPE_PEER_FILES}")
   add_dependencies(concurrent_readers_tsan bpe_peer_files)
   add_custom_target(pg_tsan_all DEPENDS concurrent_readers_tsan)
