@@ -72,40 +72,6 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
     return m;
 }
 
-// LoRA losses of a few steps on caller-given batches, over `base` with a fresh adapter whose B
-// is set, and the adapter's factors afterwards.
-std::vector<float> lora_run(pg_model* base, int steps, int recompute = 0) {
-    pg_lora_adapter* a = adapter_with_b(base, PG_LORA_ALL_LINEARS);
-    pg_train_config tc;
-    pg_train_config_default(&tc);
-    tc.batch_size = kB;
-    tc.seq_len = kT;
-    tc.lr_max = 1e-2f;
-    tc.warmup_steps = 0;
-    tc.n_threads = 2;
-    tc.dropout = 0.1f;
-    tc.recompute_activations = recompute;
-    pg_lora_trainer* t = nullptr;
-    REQUIRE(pg_lora_trainer_create(base, a, &tc, &t) == PG_OK);
-    std::vector<float> out;
-    for (int s = 0; s < steps; ++s) {
-        const std::vector<int32_t> in = tokens(kB * kT, s), target = tokens(kB * kT, s + 1);
-        pg_step_result r;
-        r.struct_size = sizeof r;
-        REQUIRE(pg_lora_trainer_step_batch(t, in.data(), target.data(), kB, kT, &r) == PG_OK);
-        out.push_back(r.loss);
-    }
-    int64_t n = 0;
-    REQUIRE(pg_lora_adapter_num_params(a, &n) == PG_OK);
-    pg_tensor_info info;
-    info.struct_size = sizeof info;
-    REQUIRE(pg_lora_adapter_tensor_info(a, 0, &info) == PG_OK);
-    out.insert(out.end(), info.data, info.data + n);
-    pg_lora_trainer_free(t);
-    pg_lora_adapter_free(a);
-    return out;
-}
-
 pg::Model cpp_base(uint64_t seed) {
     pg::Model m(pg::model_preset("tiny"));
     pg::init_gpt2_params(m.config(), m.params(), seed);
@@ -371,7 +337,7 @@ TEST_CASE("LoRA training over a 16-bit base is the rounded fp32 base's run bit f
     CHECK(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0);
     CHECK(want[3] < want[0]);  // it trains
     // Activation recomputation: the same bits for LoRA over a 16-bit base.
-    const std::vector<float> recomputed = lora_run(half, 4, 1);
+    const std::vector<float> recomputed = lora_run(half, 4, PG_ARITHMETIC_EXACT, 1);
     CHECK(std::memcmp(recomputed.data(), got.data(), got.size() * sizeof(float)) == 0);
     // Two trainers with their own adapters over the one 16-bit base, on two threads at once:
     // each run is the one it is alone.

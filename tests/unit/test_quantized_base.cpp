@@ -56,39 +56,6 @@ void dequantize_in_place(pg_model* m, pg_weight_storage storage) {
     }
 }
 
-// LoRA losses of a few steps on given batches over `base`, then the adapter's factors.
-std::vector<float> lora_run(pg_model* base, int steps, pg_arithmetic arithmetic = PG_ARITHMETIC_EXACT) {
-    pg_lora_adapter* a = adapter_with_b(base, PG_LORA_ALL_LINEARS);
-    pg_train_config tc;
-    pg_train_config_default(&tc);
-    tc.batch_size = kB;
-    tc.seq_len = kT;
-    tc.lr_max = 1e-2f;
-    tc.warmup_steps = 0;
-    tc.n_threads = 2;
-    tc.dropout = 0.1f;
-    tc.arithmetic = arithmetic;
-    pg_lora_trainer* t = nullptr;
-    REQUIRE(pg_lora_trainer_create(base, a, &tc, &t) == PG_OK);
-    std::vector<float> out;
-    for (int s = 0; s < steps; ++s) {
-        const std::vector<int32_t> in = tokens(kB * kT, s), target = tokens(kB * kT, s + 1);
-        pg_step_result r;
-        r.struct_size = sizeof r;
-        REQUIRE(pg_lora_trainer_step_batch(t, in.data(), target.data(), kB, kT, &r) == PG_OK);
-        out.push_back(r.loss);
-    }
-    int64_t n = 0;
-    REQUIRE(pg_lora_adapter_num_params(a, &n) == PG_OK);
-    pg_tensor_info info;
-    info.struct_size = sizeof info;
-    REQUIRE(pg_lora_adapter_tensor_info(a, 0, &info) == PG_OK);
-    out.insert(out.end(), info.data, info.data + n);
-    pg_lora_trainer_free(t);
-    pg_lora_adapter_free(a);
-    return out;
-}
-
 double relative_rms(const std::vector<float>& got, const std::vector<float>& want) {
     REQUIRE(got.size() == want.size());
     double e = 0, w = 0;
