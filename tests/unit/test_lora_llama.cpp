@@ -31,6 +31,10 @@ namespace {
 
 using lora_test::randomise_b;
 using lora_test::tokens;
+using lora_test::check_finite_differences;
+using lora_test::logits_of;
+using lora_test::max_abs;
+using lora_test::max_diff;
 
 
 pg::Model llama_base(const char* preset, uint64_t seed) {
@@ -45,28 +49,6 @@ pg::lora::LoraConfig targets(uint32_t bits, int rank) {
     c.alpha = 2.0f * rank;
     c.target_modules = bits;
     return c;
-}
-
-std::vector<float> logits_of(const pg::Model& model, pg::LinearHook* hook, const std::vector<int32_t>& in, int B,
-                             int T) {
-    pg::ThreadPool pool(2);
-    pg::Engine engine(model.config(), B, T);
-    engine.set_linear_hook(hook);
-    std::vector<float> logits(static_cast<size_t>(B) * T * model.config().vocab_size);
-    engine.forward(model.params(), in.data(), nullptr, B, T, nullptr, logits.data(), pool);
-    return logits;
-}
-
-double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-    double m = 0;
-    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, double(std::fabs(a[i] - b[i])));
-    return m;
-}
-
-double max_abs(const std::vector<float>& v) {
-    double m = 0;
-    for (float x : v) m = std::max(m, double(std::fabs(x)));
-    return m;
 }
 
 constexpr uint32_t kSome = PG_LORA_Q_PROJ | PG_LORA_V_PROJ | PG_LORA_UP_PROJ;  // partial slices of both fused linears
@@ -163,11 +145,11 @@ TEST_CASE("lora llama: applied equals merged, unmerge restores, gradients are th
         randomise_b(a, 9, 0.05);
         pg::lora::LoraHook hook(a, nullptr);
         const auto in = tokens(B * T, 2, base.config().vocab_size);
-        const auto plain = logits_of(base, nullptr, in, B, T);
-        const auto applied = logits_of(base, &hook, in, B, T);
+        const auto plain = logits_of(base, base.params(), nullptr, in, B, T);
+        const auto applied = logits_of(base, base.params(), &hook, in, B, T);
         pg::Model merged(base.config());
         pg::lora::merge_into_copy(base, a, merged, 2);
-        const auto via_merge = logits_of(merged, nullptr, in, B, T);
+        const auto via_merge = logits_of(merged, merged.params(), nullptr, in, B, T);
         CHECK(max_diff(plain, applied) > 1e-3);
         CHECK(max_diff(applied, via_merge) <= 1e-5 * std::max(1.0, max_abs(applied)));
         // Only the adapted rows moved; unmerge brings them back within rounding.
@@ -243,22 +225,10 @@ TEST_CASE("lora llama: gradients match finite differences; dropout masks each ta
     engine.set_linear_hook(&hook);
     engine.forward_backward(base.params(), nullptr, in.data(), tg.data(), B, T, 1.0f, pg::Dropout{}, pool);
     auto loss = [&] { return engine.forward(base.params(), in.data(), tg.data(), B, T, nullptr, nullptr, pool).sum; };
-    pg::Rng pick(3);
-    for (const auto& t : a.tensors()) {
-        if (t.name.compare(0, 15, "model.layers.0.") != 0) continue;  // layer 0: its dX passes layer 1's adapters
-        for (int n = 0; n < 2; ++n) {
-            const int64_t i = t.offset + int64_t(pick.below(uint64_t(t.numel)));
-            const float keep = a.params()[i], h = 1e-2f;
-            a.params()[i] = keep + h;
-            const double up = loss();
-            a.params()[i] = keep - h;
-            const double down = loss();
-            a.params()[i] = keep;
-            const double fd = (up - down) / (2.0 * h);
-            INFO(t.name << "[" << i - t.offset << "]: analytic " << g[size_t(i)] << ", finite difference " << fd);
-            CHECK(g[size_t(i)] == Approx(fd).margin(2e-3).epsilon(2e-2));
-        }
-    }
+    // Layer 0's tensors: its dX passes layer 1's adapters.
+    check_finite_differences(a, g, loss, 2, [](const pg::lora::AdapterTensor& t) {
+        return t.name.compare(0, 15, "model.layers.0.") == 0;
+    });
 
     // Dropout on the branches: B = 0 keeps the base's loss; the same stream gives the same
     // gradients; and k_proj and v_proj, two slices of one fused linear reading one input, drop

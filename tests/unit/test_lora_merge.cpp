@@ -26,6 +26,10 @@ namespace {
 
 using lora_test::randomise_b;
 using lora_test::tokens;
+using lora_test::check_finite_differences;
+using lora_test::logits_of;
+using lora_test::max_abs;
+using lora_test::max_diff;
 
 
 pg::ModelConfig small_config() {
@@ -51,29 +55,6 @@ pg::lora::LoraConfig all_linears(int rank) {
     c.alpha = 2.0f * rank;
     c.target_modules = PG_LORA_ALL_LINEARS;
     return c;
-}
-
-// Logits [B, T, V] of `params` with an optional hook.
-std::vector<float> logits_of(const pg::Model& model, const float* params, pg::LinearHook* hook,
-                             const std::vector<int32_t>& in, int B, int T, int threads = 2) {
-    pg::ThreadPool pool(threads);
-    pg::Engine engine(model.config(), B, T);
-    engine.set_linear_hook(hook);
-    std::vector<float> logits(static_cast<size_t>(B) * T * model.config().vocab_size);
-    engine.forward(params, in.data(), nullptr, B, T, nullptr, logits.data(), pool);
-    return logits;
-}
-
-double max_abs(const std::vector<float>& v) {
-    double m = 0;
-    for (float x : v) m = std::max(m, double(std::fabs(x)));
-    return m;
-}
-
-double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-    double m = 0;
-    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, double(std::fabs(a[i] - b[i])));
-    return m;
 }
 
 }  // namespace
@@ -238,23 +219,8 @@ TEST_CASE("lora hook: gradients match central finite differences", "[lora]") {
     engine.set_linear_hook(&hook);
     engine.forward_backward(base.params(), nullptr, in.data(), tg.data(), B, T, 1.0f, pg::Dropout{}, pool);
     auto loss = [&] { return engine.forward(base.params(), in.data(), tg.data(), B, T, nullptr, nullptr, pool).sum; };
-    // A handful of elements of every tensor, fp32 central differences with h = 1e-2.
-    pg::Rng pick(3);
-    for (const auto& t : a.tensors()) {
-        for (int n = 0; n < 3; ++n) {
-            const int64_t i = t.offset + int64_t(pick.below(uint64_t(t.numel)));
-            const float keep = a.params()[i];
-            const float h = 1e-2f;
-            a.params()[i] = keep + h;
-            const double up = loss();
-            a.params()[i] = keep - h;
-            const double down = loss();
-            a.params()[i] = keep;
-            const double fd = (up - down) / (2.0 * h);
-            INFO(t.name << "[" << i - t.offset << "]: analytic " << g[size_t(i)] << ", finite difference " << fd);
-            CHECK(g[size_t(i)] == Approx(fd).margin(2e-3).epsilon(2e-2));
-        }
-    }
+    // A handful of elements of every tensor.
+    check_finite_differences(a, g, loss, 3, [](const pg::lora::AdapterTensor&) { return true; });
 }
 
 TEST_CASE("lora hook: dropout on the branch only, same masks in forward and backward", "[lora]") {
