@@ -11,22 +11,16 @@ Usage: check_deprecated.py C_COMPILER INCLUDE_DIR
 """
 import os
 import re
-import subprocess
 import sys
-import tempfile
+
+import c_client
 
 CC, INCLUDE = sys.argv[1], sys.argv[2]
 DECL = re.compile(r'PG_DEPRECATED\(PG_API[^;]*?\b(pg_[a-z0-9_]+)\(.*?\),\s*"([^"]*)"\);', re.S)
 
 
 def compile_c(text):
-    with tempfile.TemporaryDirectory() as d:
-        src = os.path.join(d, "uses.c")
-        with open(src, "w", encoding="utf-8") as f:
-            f.write(text)
-        r = subprocess.run([CC, "-std=c99", "-fsyntax-only", "-Wdeprecated-declarations", "-I", INCLUDE, src],
-                           capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
-        return r.returncode, r.stderr
+    return c_client.compile_c(CC, INCLUDE, text, ["-Wdeprecated-declarations"])
 
 
 def main():

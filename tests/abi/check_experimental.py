@@ -11,9 +11,9 @@ Usage: check_experimental.py C_COMPILER INCLUDE_DIR
 """
 import os
 import re
-import subprocess
 import sys
-import tempfile
+
+import c_client
 
 CC, INCLUDE = sys.argv[1], sys.argv[2]
 HEADER = os.path.join(INCLUDE, "phonegpt", "phonegpt.h")
@@ -23,14 +23,8 @@ FUNCTION = re.compile(r"^PG_API [^;(]*?\b(pg_[a-z0-9_]+)\(", re.M)
 
 
 def compile_c(body, defines):
-    with tempfile.TemporaryDirectory() as d:
-        src = os.path.join(d, "client.c")
-        with open(src, "w", encoding="utf-8") as f:
-            f.write("#include <phonegpt/phonegpt.h>\n" + body)
-        r = subprocess.run([CC, "-std=c99", "-pedantic", "-Wall", "-Werror=implicit-function-declaration",
-                            "-fsyntax-only", "-I", INCLUDE, *defines, src],
-                           capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
-        return r.returncode, r.stderr
+    return c_client.compile_c(CC, INCLUDE, "#include <phonegpt/phonegpt.h>\n" + body,
+                              ["-pedantic", "-Wall", "-Werror=implicit-function-declaration", *defines])
 
 
 def use(name, i):
